@@ -1,0 +1,10 @@
+"""Attention Lab: a transformer whose every plug point can be switched, and that records what happens inside."""
+from .config import TransformerConfig, choices
+from .hooks import HookPoint, Trace, TraceEvent, recording
+from .model import KVCache, Transformer, default_device
+from .presets import MODEL_CARDS, PRESETS, kv_cache_bytes_per_token, param_counts
+
+__all__ = [
+    "TransformerConfig", "Transformer", "PRESETS", "MODEL_CARDS", "KVCache", "Trace", "TraceEvent",
+    "HookPoint", "recording", "choices", "default_device", "param_counts", "kv_cache_bytes_per_token",
+]

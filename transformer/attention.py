@@ -1,0 +1,125 @@
+"""Attention: project -> position -> (repeat kv) -> the five lines | fused SDPA.
+
+One module covers MHA, GQA and MQA: queries get H heads, keys and values get
+G = n_kv_heads heads, and query head h reads kv head h // (H / G).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .config import TransformerConfig
+from .hooks import HookPoint, wants_any
+from .positions import apply_rope
+
+
+@dataclass
+class AttentionInputs:
+    """What a stack works out once per forward pass and every layer shares."""
+
+    allowed: torch.Tensor  # bool (B or 1, 1, T_q, T_kv): True = may attend
+    mask: torch.Tensor  # the same as an additive mask (0 / most negative float)
+    plain_causal: bool  # exactly causal, no padding, window, cache or ALiBi: SDPA's is_causal suffices
+    no_mask: bool  # every query sees every key and there is no ALiBi: SDPA needs no mask
+    rope: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None  # cos, sin (B, 1, T, d_head); angles (B, T, d_head/2)
+    alibi: torch.Tensor | None = None  # (B or 1, H, T_q, T_kv)
+    fused_bias: torch.Tensor | None = None  # mask + alibi, handed to SDPA
+
+
+def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    B, T, _ = x.shape
+    return x.view(B, T, n_heads, -1).transpose(1, 2)  # (B, n_heads, T, d_head)
+
+
+def merge_heads(z: torch.Tensor) -> torch.Tensor:
+    B, H, T, d_head = z.shape
+    return z.transpose(1, 2).reshape(B, T, H * d_head)  # (B, T, H * d_head) = concat(heads)
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: TransformerConfig, cross: bool = False):
+        super().__init__()
+        self.n_heads, self.n_kv_heads, self.d_head = cfg.n_heads, cfg.n_kv_heads, cfg.d_head
+        self.cross = cross  # queries from the decoder, keys and values from the encoder
+        self.fused = True  # default fast path; recording switches to the explicit one
+        self.q_proj = nn.Linear(cfg.d_model, cfg.n_heads * cfg.d_head, bias=cfg.bias)
+        self.k_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * cfg.d_head, bias=cfg.bias)
+        self.v_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * cfg.d_head, bias=cfg.bias)
+        self.o_proj = nn.Linear(cfg.n_heads * cfg.d_head, cfg.d_model, bias=cfg.bias)
+        self.dropout = cfg.dropout
+        T_kv = "S" if cross else "T_kv"
+        self.hook_q = HookPoint(("B", "H", "T_q", "d_head"), "x W_q, split into H heads")
+        self.hook_k = HookPoint(("B", "G", T_kv, "d_head"), "x W_k, split into G kv heads")
+        self.hook_v = HookPoint(("B", "G", T_kv, "d_head"), "x W_v, split into G kv heads")
+        if not cross:
+            self.hook_rope_angles = HookPoint(("B", "T_q", "d_head/2"), "position * theta^(-2i/d_head)")
+            self.hook_rot_q = HookPoint(("B", "H", "T_q", "d_head"), "q * cos + rotate_half(q) * sin")
+            self.hook_rot_k = HookPoint(("B", "G", "T_q", "d_head"), "k * cos + rotate_half(k) * sin")
+            self.hook_alibi_bias = HookPoint(("B", "H", "T_q", T_kv), "-slope_h * |i - j|")
+        self.hook_raw_scores = HookPoint(("B", "H", "T_q", T_kv), "Q K^T / sqrt(d_head)")
+        self.hook_mask = HookPoint(("B", "1", "T_q", T_kv), "0 where allowed, -inf (most negative float) where masked")
+        self.hook_attn_scores = HookPoint(("B", "H", "T_q", T_kv), "scores + mask + position bias")
+        self.hook_pattern = HookPoint(("B", "H", "T_q", T_kv), "softmax(scores)")
+        self.hook_z = HookPoint(("B", "H", "T_q", "d_head"), "weights @ V")
+
+    def forward(self, x: torch.Tensor, inputs: AttentionInputs, context: torch.Tensor | None = None,
+                cache: "dict | None" = None) -> torch.Tensor:
+        q = self.hook_q(split_heads(self.q_proj(x), self.n_heads))  # (B, H, T_q, d_head)
+        if self.cross and cache is not None and self in cache:
+            k, v = cache[self]  # the encoder's keys and values, computed at the first step
+        else:
+            source = x if context is None else context  # cross-attention reads the encoder output
+            k = self.hook_k(split_heads(self.k_proj(source), self.n_kv_heads))  # (B, G, T_kv, d_head)
+            v = self.hook_v(split_heads(self.v_proj(source), self.n_kv_heads))  # (B, G, T_kv, d_head)
+            if inputs.rope is not None and not self.cross:
+                cos, sin, angles = inputs.rope
+                self.hook_rope_angles(angles)
+                q = self.hook_rot_q(apply_rope(q, cos, sin))  # (B, H, T_q, d_head)
+                k = self.hook_rot_k(apply_rope(k, cos, sin))  # (B, G, T_q, d_head)
+            if cache is not None:
+                if not self.cross and self in cache:
+                    past_k, past_v = cache[self]
+                    k = torch.cat((past_k, k), dim=2)  # (B, G, T_past + T_q, d_head)
+                    v = torch.cat((past_v, v), dim=2)
+                cache[self] = (k, v)
+
+        explicit = not self.fused or wants_any(
+            self.hook_raw_scores, self.hook_mask, self.hook_attn_scores, self.hook_pattern,
+            *(() if self.cross else (self.hook_alibi_bias,)))
+        if explicit:
+            return self.explicit_attention(q, k, v, inputs)
+        return self.fused_attention(q, k, v, inputs)
+
+    def position_bias(self, inputs: AttentionInputs) -> torch.Tensor:
+        """The additive mask, plus ALiBi's distance penalty when it is used."""
+        bias = self.hook_mask(inputs.mask)  # (B or 1, 1, T_q, T_kv)
+        if inputs.alibi is not None:
+            bias = bias + self.hook_alibi_bias(inputs.alibi)  # (B or 1, H, T_q, T_kv)
+        return bias
+
+    def explicit_attention(self, q, k, v, inputs: AttentionInputs) -> torch.Tensor:
+        k, v = self.repeat_kv(k), self.repeat_kv(v)  # (B, H, T_kv, d_head): each group shares its kv head
+        # --- the five lines of attention ---
+        scores = self.hook_raw_scores(q @ k.transpose(-2, -1) / math.sqrt(self.d_head))  # (B, H, T_q, T_kv)
+        scores = self.hook_attn_scores(scores + self.position_bias(inputs))  # + mask (+ ALiBi)
+        weights = self.hook_pattern(scores.softmax(dim=-1))  # (B, H, T_q, T_kv)
+        z = self.hook_z(F.dropout(weights, self.dropout, self.training) @ v)  # (B, H, T_q, d_head)
+        return self.o_proj(merge_heads(z))  # concat(heads) @ W_o: (B, T_q, d_model)
+
+    def fused_attention(self, q, k, v, inputs: AttentionInputs) -> torch.Tensor:
+        # The same computation in one kernel that never stores the T_q x T_kv weights.
+        use_is_causal = inputs.plain_causal
+        bias = None if use_is_causal or inputs.no_mask else inputs.fused_bias
+        z = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=bias, is_causal=use_is_causal,
+            dropout_p=self.dropout if self.training else 0.0,
+            enable_gqa=self.n_kv_heads != self.n_heads)  # (B, H, T_q, d_head)
+        return self.o_proj(merge_heads(self.hook_z(z)))  # (B, T_q, d_model)
+
+    def repeat_kv(self, kv: torch.Tensor) -> torch.Tensor:
+        """(B, G, T, d_head) -> (B, H, T, d_head): kv head g serves query heads g*H/G ... (g+1)*H/G - 1."""
+        return kv.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)

@@ -1,0 +1,100 @@
+"""The feed-forward sublayer: an MLP (ReLU/GELU), SwiGLU, or a routed mixture of experts."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .config import TransformerConfig
+from .hooks import HookPoint
+
+
+class MLP(nn.Module):
+    """act(x W_in + b_in) W_out + b_out, with act = ReLU or GELU."""
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.up = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.bias)
+        self.down = nn.Linear(cfg.d_ff, cfg.d_model, bias=cfg.bias)
+        if cfg.ffn == "relu":
+            self.act, formula = F.relu, "max(0, x)"
+        else:
+            approximate = cfg.gelu_approximate
+            self.act = lambda x: F.gelu(x, approximate=approximate)
+            formula = "x * Phi(x)" if approximate == "none" else "GELU, tanh approximation"
+        self.hook_pre = HookPoint(("B", "T", "d_ff"), "x W_in + b_in")
+        self.hook_post = HookPoint(("B", "T", "d_ff"), formula)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pre = self.hook_pre(self.up(x))  # (B, T, d_ff)
+        post = self.hook_post(self.act(pre))  # (B, T, d_ff)
+        return self.down(post)  # (B, T, d_model)
+
+
+class SwiGLU(nn.Module):
+    """(SiLU(x W_gate) * x W_up) W_down: a gate decides, per hidden unit, how much passes."""
+
+    def __init__(self, cfg: TransformerConfig, d_ff: int | None = None, hooks: bool = True):
+        super().__init__()
+        d_ff = d_ff or cfg.d_ff
+        self.gate = nn.Linear(cfg.d_model, d_ff, bias=cfg.bias)
+        self.up = nn.Linear(cfg.d_model, d_ff, bias=cfg.bias)
+        self.down = nn.Linear(d_ff, cfg.d_model, bias=cfg.bias)
+        self.hooks = hooks
+        if hooks:
+            self.hook_gate = HookPoint(("B", "T", "d_ff"), "SiLU(x W_gate)")
+            self.hook_up = HookPoint(("B", "T", "d_ff"), "x W_up")
+            self.hook_post = HookPoint(("B", "T", "d_ff"), "SiLU(x W_gate) * x W_up")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.hooks:  # a MoE expert: its tensors have a ragged token count
+            return self.down(F.silu(self.gate(x)) * self.up(x))
+        gate = self.hook_gate(F.silu(self.gate(x)))  # (B, T, d_ff)
+        up = self.hook_up(self.up(x))  # (B, T, d_ff)
+        return self.down(self.hook_post(gate * up))  # (B, T, d_model)
+
+
+class MoE(nn.Module):
+    """Router -> softmax -> top-k -> renormalised weights -> the chosen SwiGLU experts.
+
+    Each token goes to exactly top_k experts. The loop runs over experts (a handful),
+    never over tokens: each expert processes all of its tokens in one batch.
+    """
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.n_experts, self.top_k = cfg.n_experts, cfg.top_k
+        self.router = nn.Linear(cfg.d_model, cfg.n_experts, bias=False)
+        self.experts = nn.ModuleList(SwiGLU(cfg, hooks=False) for _ in range(cfg.n_experts))
+        self.hook_router_logits = HookPoint(("B", "T", "E"), "x W_router")
+        self.hook_router_probs = HookPoint(("B", "T", "E"), "softmax(router logits)")
+        self.hook_expert_indices = HookPoint(("B", "T", "k"), "top-k experts per token")
+        self.hook_expert_weights = HookPoint(("B", "T", "k"), "top-k probabilities / their sum")
+        self.hook_expert_load = HookPoint(("E",), "fraction of token slots sent to each expert")
+        self.hook_aux_loss = HookPoint((), "E * sum_e load_e * mean_prob_e")
+        self.aux_loss = torch.zeros(())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, D = x.shape
+        logits = self.hook_router_logits(self.router(x))  # (B, T, E)
+        probs = self.hook_router_probs(logits.float().softmax(dim=-1))  # (B, T, E)
+        top_p, top_i = probs.topk(self.top_k, dim=-1)  # (B, T, k)
+        top_i = self.hook_expert_indices(top_i)
+        weights = self.hook_expert_weights(top_p / top_p.sum(-1, keepdim=True)).to(x.dtype)  # (B, T, k)
+
+        flat_x = x.reshape(-1, D)  # (N, D), N = B*T
+        flat_i, flat_w = top_i.reshape(-1, self.top_k), weights.reshape(-1, self.top_k)  # (N, k)
+        out = torch.zeros_like(flat_x)
+        for e, expert in enumerate(self.experts):
+            token, slot = torch.where(flat_i == e)  # the tokens that chose expert e, and in which slot
+            if token.numel():
+                out.index_add_(0, token, expert(flat_x[token]) * flat_w[token, slot, None])
+
+        # Switch-Transformer load balancing: smallest when load and probability are uniform
+        load = torch.bincount(top_i.reshape(-1), minlength=self.n_experts).float() / top_i.numel()  # (E,)
+        load = self.hook_expert_load(load)
+        self.aux_loss = self.hook_aux_loss(self.n_experts * (load * probs.reshape(-1, self.n_experts).mean(0)).sum())
+        return out.reshape(B, T, D)
+
+
+FFNS = {"relu": MLP, "gelu": MLP, "swiglu": SwiGLU, "moe": MoE}

@@ -1,0 +1,198 @@
+"""Hook points and recording.
+
+Every intermediate tensor passes through a ``HookPoint``: an identity module whose
+name is its module path (``blocks.0.attn.hook_pattern``). When nothing records, a
+hook point returns its input untouched. Inside ``recording(...)`` the active
+``Recorder`` sees each tensor in the order the forward pass makes them, keeps the
+ones asked for, and may replace them (interventions).
+
+The active recorder lives in a ``ContextVar``: each thread (each browser session)
+has its own, so two threads tracing the same model never see each other's tensors,
+and nothing is attached to the model, so no hook can be left behind.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import fnmatch
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator
+
+import torch
+from torch import nn
+
+DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB
+
+_ACTIVE: contextvars.ContextVar["Recorder | None"] = contextvars.ContextVar("attention_lab_recorder", default=None)
+
+
+class HookPoint(nn.Module):
+    """Identity module that lets a recorder see (and replace) the tensor passing through."""
+
+    def __init__(self, dims: tuple[str, ...], op: str):
+        super().__init__()
+        self.name = ""  # set to the module path by ``name_hook_points``
+        self.dims = dims  # named dimensions, e.g. ("B", "H", "T_q", "T_kv")
+        self.op = op  # the operation that produced the tensor, in words or a formula
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        recorder = _ACTIVE.get()
+        if recorder is None:
+            return x
+        return recorder.visit(self, x)
+
+    def extra_repr(self) -> str:
+        return f"dims={self.dims}"
+
+
+def name_hook_points(model: nn.Module) -> None:
+    """Give every hook point its module path as its name."""
+    for path, module in model.named_modules():
+        if isinstance(module, HookPoint):
+            module.name = path
+
+
+def active_recorder() -> "Recorder | None":
+    return _ACTIVE.get()
+
+
+@dataclass
+class TraceEvent:
+    index: int  # position in the forward pass
+    name: str
+    tensor: torch.Tensor
+    dims: tuple[str, ...]
+    op: str
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.tensor.shape)
+
+    @property
+    def named_shape(self) -> str:
+        """``(B=1, H=4, T_q=9, T_kv=9)``"""
+        return "(" + ", ".join(f"{d}={n}" for d, n in zip(self.dims, self.shape)) + ")"
+
+    @property
+    def nbytes(self) -> int:
+        return self.tensor.numel() * self.tensor.element_size()
+
+
+class Trace:
+    """The recorded tensors, in the order the forward pass made them.
+
+    ``trace[name]`` gives the tensor (the latest one, if a name fired more than
+    once, as in generation); ``trace.events`` the ordered events.
+    """
+
+    def __init__(self, events: list[TraceEvent] | None = None):
+        self.events: list[TraceEvent] = events or []
+        self._latest: dict[str, TraceEvent] = {e.name: e for e in self.events}
+
+    def add(self, event: TraceEvent) -> None:
+        self.events.append(event)
+        self._latest[event.name] = event
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        if name not in self._latest:
+            raise KeyError(f"{name!r} was not recorded; recorded names: {', '.join(self.names()[:12])}{' ...' if len(self._latest) > 12 else ''}")
+        return self._latest[name].tensor
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._latest
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def __iter__(self) -> Iterator[TraceEvent]:
+        return iter(self.events)
+
+    def event(self, name: str) -> TraceEvent:
+        return self._latest[name]
+
+    def names(self) -> list[str]:
+        return list(self._latest)
+
+    def keys(self) -> list[str]:
+        return self.names()
+
+    @property
+    def nbytes(self) -> int:
+        return sum(e.nbytes for e in self.events)
+
+    def to_numpy(self) -> dict[str, "object"]:
+        """name -> numpy array (float tensors as float32), for caching and download."""
+        out = {}
+        for e in self.events:
+            t = e.tensor.detach().cpu()
+            out[e.name] = (t.float() if t.is_floating_point() else t).numpy()
+        return out
+
+
+Intervention = Callable[[torch.Tensor, TraceEvent], torch.Tensor]
+NameFilter = Iterable[str] | Callable[[str], bool] | None
+
+
+def _make_filter(names: NameFilter) -> Callable[[str], bool]:
+    if names is None:
+        return lambda name: True
+    if callable(names):
+        return names
+    patterns = [names] if isinstance(names, str) else list(names)
+    exact = {p for p in patterns if not any(c in p for c in "*?[")}
+    globs = [p for p in patterns if p not in exact]
+    return lambda name: name in exact or any(fnmatch.fnmatchcase(name, g) for g in globs)
+
+
+class Recorder:
+    """Keeps the tensors whose names pass ``names`` and applies interventions."""
+
+    def __init__(self, names: NameFilter = None, interventions: dict[str, Intervention] | None = None,
+                 max_bytes: int | None = DEFAULT_MAX_BYTES, record: bool = True):
+        self._keep = _make_filter(names) if record else (lambda name: False)
+        self.interventions = dict(interventions or {})
+        self.max_bytes = max_bytes
+        self.trace = Trace()
+        self._index = 0
+        self._wants: dict[str, bool] = {}
+
+    def wants(self, name: str) -> bool:
+        """Whether a tensor of this name is recorded or replaced (cached per name)."""
+        if name not in self._wants:
+            self._wants[name] = name in self.interventions or self._keep(name)
+        return self._wants[name]
+
+    def visit(self, point: HookPoint, x: torch.Tensor) -> torch.Tensor:
+        event = TraceEvent(self._index, point.name, x, point.dims, point.op)
+        self._index += 1
+        if point.name in self.interventions:
+            x = self.interventions[point.name](x, event)
+            event.tensor = x
+        if self._keep(point.name):
+            event.tensor = x.detach()
+            if self.max_bytes is not None and self.trace.nbytes + event.nbytes > self.max_bytes:
+                raise MemoryError(
+                    f"recording {point.name} {event.named_shape} would bring the trace to "
+                    f"{(self.trace.nbytes + event.nbytes) / 2**20:.1f} MiB, over the cap of {self.max_bytes / 2**20:.1f} MiB; "
+                    "record fewer names (names=[...]), use a shorter input, or raise max_bytes"
+                )
+            self.trace.add(event)
+        return x
+
+
+@contextlib.contextmanager
+def recording(names: NameFilter = None, interventions: dict[str, Intervention] | None = None,
+              max_bytes: int | None = DEFAULT_MAX_BYTES, record: bool = True) -> Iterator[Recorder]:
+    """Record (and/or intervene on) every forward pass run inside the block, in this thread only."""
+    recorder = Recorder(names, interventions, max_bytes, record)
+    token = _ACTIVE.set(recorder)
+    try:
+        yield recorder
+    finally:
+        _ACTIVE.reset(token)
+
+
+def wants_any(*points: HookPoint) -> bool:
+    """True when the active recorder asks for any of these hook points."""
+    recorder = _ACTIVE.get()
+    return recorder is not None and any(recorder.wants(p.name) for p in points)

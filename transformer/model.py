@@ -1,0 +1,314 @@
+"""embed -> position -> N blocks -> final norm -> unembed, and generate() with a KV cache.
+
+Decoder-only and encoder-only models are one stack of blocks; an encoder-decoder
+has two (``encoder.`` and ``decoder.``) sharing one token embedding, and every
+decoder block cross-attends to the encoder's output.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from typing import Iterator
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from . import masks
+from .attention import Attention, AttentionInputs
+from .block import Block
+from .config import TransformerConfig
+from .ffn import MoE
+from .hooks import DEFAULT_MAX_BYTES, HookPoint, Intervention, NameFilter, Trace, name_hook_points, recording
+from .norms import NORMS, LayerNorm
+from .positions import ADDITIVE_POSITIONS, alibi_bias, alibi_slopes, rope_angles, rope_inv_freq, rope_tables
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+def default_device() -> torch.device:
+    """CUDA when there is a GPU, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class KVCache:
+    """Keys and values of every past token, per attention layer: (B, G, T, d_head) each.
+
+    GQA and MQA store only their G kv heads, which is the point of them.
+    """
+
+    def __init__(self):
+        self.layers: dict[Attention, tuple[torch.Tensor, torch.Tensor]] = {}
+        self.position_ids: torch.Tensor | None = None  # (B or 1, T) positions of the cached tokens
+        self.length = 0
+
+    def __contains__(self, layer: Attention) -> bool:
+        return layer in self.layers
+
+    def __getitem__(self, layer: Attention) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.layers[layer]
+
+    def __setitem__(self, layer: Attention, kv: tuple[torch.Tensor, torch.Tensor]) -> None:
+        self.layers[layer] = kv
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for kv in self.layers.values() for t in kv)
+
+    def shapes(self) -> list[tuple[int, ...]]:
+        return [tuple(k.shape) for k, _ in self.layers.values()]
+
+
+class Stack(nn.Module):
+    """The encoder or the decoder of an encoder-decoder."""
+
+    def __init__(self, cfg: TransformerConfig, causal: bool, cross: bool):
+        super().__init__()
+        build_stack(self, cfg, causal, cross)
+
+    def forward(self, tok_emb, attention_mask=None, position_ids=None, cache=None, memory=None, memory_mask=None):
+        return run_stack(self, tok_emb, attention_mask, position_ids, cache, memory, memory_mask)
+
+
+def build_stack(owner: nn.Module, cfg: TransformerConfig, causal: bool, cross: bool) -> None:
+    """Give `owner` the modules of one stack (a decoder-only model is its own stack)."""
+    owner.cfg, owner.causal = cfg, causal
+    owner.hook_embed = HookPoint(("B", "T", "d_model"), "E[token ids]")
+    if cfg.position in ADDITIVE_POSITIONS:
+        owner.pos = ADDITIVE_POSITIONS[cfg.position](cfg.max_len, cfg.d_model)
+        owner.hook_pos_embed = HookPoint(("B", "T", "d_model"), f"{cfg.position} position vectors")
+    if cfg.embed_norm:
+        owner.ln_embed = LayerNorm(cfg.d_model, cfg.norm_eps)
+    owner.embed_dropout = nn.Dropout(cfg.dropout)
+    owner.blocks = nn.ModuleList(Block(cfg, cross=cross) for _ in range(cfg.n_layers))
+    if cfg.norm_position == "pre":  # post-norm blocks already end on a norm
+        owner.ln_final = NORMS[cfg.norm](cfg.d_model, cfg.norm_eps)
+
+
+def run_stack(owner, tok_emb, attention_mask, position_ids, cache, memory, memory_mask) -> torch.Tensor:
+    cfg = owner.cfg
+    B, T, _ = tok_emb.shape
+    device = tok_emb.device
+    past = cache.length if cache is not None else 0
+    slots_q = torch.arange(past, past + T, device=device)  # where the new tokens sit
+    slots_k = torch.arange(0, past + T, device=device)  # every key, cached ones first
+    if position_ids is None:
+        position_ids = slots_q[None]  # (1, T)
+    if cfg.position in ADDITIVE_POSITIONS and int(position_ids.max()) >= cfg.max_len:
+        raise ValueError(
+            f"a sequence reaching position {int(position_ids.max())} is too long for {cfg.position} positions "
+            f"with max_len={cfg.max_len}; shorten the input to at most {cfg.max_len} tokens or raise max_len")
+    k_position_ids = position_ids
+    if cache is not None and cache.position_ids is not None:
+        batch = max(position_ids.shape[0], cache.position_ids.shape[0])
+        k_position_ids = torch.cat((cache.position_ids.expand(batch, -1), position_ids.expand(batch, -1)), dim=1)
+
+    x = owner.hook_embed(tok_emb)  # (B, T, d_model)
+    if cfg.position in ADDITIVE_POSITIONS:
+        x = x + owner.hook_pos_embed(owner.pos(position_ids))  # (B, T, d_model)
+    if cfg.embed_norm:
+        x = owner.ln_embed(x)
+    x = owner.embed_dropout(x)
+
+    inputs = self_attention_inputs(cfg, owner.causal, slots_q, slots_k, position_ids, k_position_ids,
+                                   attention_mask, x.dtype, past)
+    cross_inputs = None
+    if memory is not None:
+        allowed = masks.cross(memory_mask, T, memory.shape[1], device)
+        mask = masks.to_additive(allowed, x.dtype)
+        cross_inputs = AttentionInputs(allowed, mask, plain_causal=False, no_mask=memory_mask is None, fused_bias=mask)
+    for block in owner.blocks:
+        x = block(x, inputs, cross_inputs, memory, cache)  # (B, T, d_model)
+    if cache is not None:
+        cache.position_ids, cache.length = k_position_ids, past + T
+    if cfg.norm_position == "pre":
+        x = owner.ln_final(x)
+    return x
+
+
+def self_attention_inputs(cfg, causal, slots_q, slots_k, position_ids, k_position_ids, attention_mask, dtype, past):
+    """Mask, RoPE tables and ALiBi bias: built once per forward pass, shared by every layer."""
+    allowed = masks.self_attention(slots_q, slots_k, is_causal=causal, window=cfg.sliding_window,
+                                   attention_mask=attention_mask)  # (B or 1, 1, T_q, T_kv)
+    mask = masks.to_additive(allowed, dtype)
+    simple = attention_mask is None and cfg.sliding_window is None and cfg.position != "alibi"
+    rope = alibi = None
+    if cfg.position == "rope":
+        inv_freq = rope_inv_freq(cfg.d_head, cfg.rope_theta).to(slots_q.device)
+        angles = rope_angles(position_ids, inv_freq)  # (B or 1, T, d_head/2)
+        rope = (*rope_tables(angles, dtype), angles)
+    fused_bias = mask
+    if cfg.position == "alibi":
+        slopes = alibi_slopes(cfg.n_heads).to(slots_q.device)
+        alibi = alibi_bias(slopes, position_ids, k_position_ids).to(dtype)  # (B or 1, H, T_q, T_kv)
+        fused_bias = mask + alibi
+    return AttentionInputs(allowed, mask, plain_causal=simple and causal and past == 0,
+                           no_mask=simple and not causal, rope=rope, alibi=alibi, fused_bias=fused_bias)
+
+
+class Transformer(nn.Module):
+    """The whole model. ``model(ids)`` for one stack; ``model(src_ids, tgt_ids)`` for an encoder-decoder."""
+
+    def __init__(self, cfg: TransformerConfig, device: torch.device | str | None = None):
+        super().__init__()
+        self.cfg = cfg
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        if cfg.arch == "encoder-decoder":
+            self.encoder = Stack(cfg, causal=False, cross=False)
+            self.decoder = Stack(cfg, causal=True, cross=True)
+        else:
+            build_stack(self, cfg, causal=cfg.arch == "decoder", cross=False)
+        if cfg.head_transform:  # BERT's masked-LM head: dense -> activation -> LayerNorm
+            self.head_dense = nn.Linear(cfg.d_model, cfg.d_model)
+            self.head_norm = LayerNorm(cfg.d_model, cfg.norm_eps)
+        self.unembed = nn.Linear(cfg.d_model, cfg.vocab_size, bias=cfg.head_bias)
+        self.hook_logits = HookPoint(("B", "T", "vocab"), "h W_U")
+        self._init_weights()
+        if cfg.tie_embeddings:
+            self.unembed.weight = self.embed.weight
+        name_hook_points(self)
+        self.to(device=device or default_device(), dtype=DTYPES[cfg.dtype])
+
+    def _init_weights(self) -> None:
+        # GPT-2's scheme: N(0, 0.02), residual output projections shrunk by sqrt(2 * n_layers)
+        for name, p in self.named_parameters():
+            if p.dim() >= 2:
+                std = 0.02 / math.sqrt(2 * self.cfg.n_layers) if name.endswith(("o_proj.weight", "down.weight")) else 0.02
+                nn.init.normal_(p, 0.0, std)
+            elif name.endswith("bias"):
+                nn.init.zeros_(p)
+
+    @property
+    def device(self) -> torch.device:
+        return self.embed.weight.device
+
+    # --- forward ----------------------------------------------------------------
+
+    def forward(self, input_ids: torch.Tensor, tgt_ids: torch.Tensor | None = None, *,
+                attention_mask: torch.Tensor | None = None, tgt_attention_mask: torch.Tensor | None = None,
+                position_ids: torch.Tensor | None = None, cache: KVCache | None = None) -> torch.Tensor:
+        """Logits (B, T, vocab). For an encoder-decoder, input_ids is the source and tgt_ids the target."""
+        self._check_ids(input_ids, "input_ids")
+        if self.cfg.arch == "encoder-decoder":
+            if tgt_ids is None:
+                raise ValueError("an encoder-decoder model takes model(src_ids, tgt_ids); tgt_ids is missing")
+            memory = self.encode(input_ids, attention_mask)
+            return self.decode(tgt_ids, memory, attention_mask, tgt_attention_mask, position_ids, cache)
+        if tgt_ids is not None:
+            raise ValueError(f"a {self.cfg.arch} model takes one sequence; tgt_ids is only for arch='encoder-decoder'")
+        h = run_stack(self, self.embed(input_ids), attention_mask, position_ids, cache, None, None)
+        return self.hook_logits(self.head(h))
+
+    def encode(self, src_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The encoder's output (B, S, d_model), which every decoder block cross-attends to."""
+        return self.encoder(self.embed(src_ids), attention_mask)
+
+    def decode(self, tgt_ids, memory, src_attention_mask=None, tgt_attention_mask=None, position_ids=None, cache=None):
+        self._check_ids(tgt_ids, "tgt_ids")
+        h = self.decoder(self.embed(tgt_ids), tgt_attention_mask, position_ids, cache, memory, src_attention_mask)
+        return self.hook_logits(self.head(h))
+
+    def head(self, h: torch.Tensor) -> torch.Tensor:
+        if self.cfg.head_transform:
+            h = self.head_norm(F.gelu(self.head_dense(h), approximate=self.cfg.gelu_approximate))
+        return self.unembed(h)  # (B, T, vocab)
+
+    def _check_ids(self, ids: torch.Tensor, what: str) -> None:
+        if ids.dim() != 2 or ids.shape[1] == 0:
+            raise ValueError(f"{what} must be a (batch, tokens) tensor with at least one token, got shape {tuple(ids.shape)}")
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.cfg.vocab_size):
+            raise ValueError(f"{what} holds ids from {int(ids.min())} to {int(ids.max())}, outside 0..{self.cfg.vocab_size - 1} (vocab_size={self.cfg.vocab_size})")
+
+    # --- recording and interventions -----------------------------------------------
+
+    def run_with_trace(self, *args, names: NameFilter = None, interventions: dict[str, Intervention] | None = None,
+                       max_bytes: int | None = DEFAULT_MAX_BYTES, **kwargs) -> tuple[torch.Tensor, Trace]:
+        """Forward pass that records every hook point (or those in `names`: exact names or globs).
+
+        Returns (logits, trace). Only tensors asked for are kept; past `max_bytes` it stops with MemoryError.
+        """
+        with torch.no_grad(), recording(names, interventions, max_bytes) as recorder:
+            logits = self(*args, **kwargs)
+        return logits, recorder.trace
+
+    @contextlib.contextmanager
+    def intervene(self, interventions: dict[str, Intervention]) -> Iterator[None]:
+        """Replace tensors at hook points for forward passes inside the block (this thread only).
+
+        ``{"blocks.0.attn.hook_pattern": lambda t, event: t * keep}`` -- each function gets the
+        tensor and its event and returns the replacement.
+        """
+        with recording(interventions=interventions, record=False):
+            yield
+
+    def hook_points(self) -> dict[str, HookPoint]:
+        return {m.name: m for m in self.modules() if isinstance(m, HookPoint)}
+
+    def set_fused(self, fused: bool) -> "Transformer":
+        """fused=False runs the explicit five-line attention everywhere (for teaching and checks)."""
+        for m in self.modules():
+            if isinstance(m, Attention):
+                m.fused = fused
+        return self
+
+    @property
+    def aux_loss(self) -> torch.Tensor:
+        """The MoE load-balancing loss of the last forward pass, summed over layers (0 without MoE)."""
+        losses = [m.aux_loss for m in self.modules() if isinstance(m, MoE)]
+        return torch.stack(losses).sum() if losses else torch.zeros((), device=self.device)
+
+    # --- generation ---------------------------------------------------------------
+
+    @torch.no_grad()
+    def generate(self, input_ids: torch.Tensor, max_new_tokens: int, use_cache: bool = True, *,
+                 temperature: float = 0.0, top_k: int | None = None, attention_mask: torch.Tensor | None = None,
+                 generator: torch.Generator | None = None, tgt_ids: torch.Tensor | None = None,
+                 start_token_id: int = 0, cache: KVCache | None = None) -> torch.Tensor:
+        """Extend the sequence by max_new_tokens: greedy (temperature 0) or sampled (temperature, top_k).
+
+        Decoder: returns (B, T + new). Encoder-decoder: input_ids is the source, the target starts
+        from tgt_ids (or start_token_id) and (B, T_tgt + new) is returned; the encoder runs once.
+        Pass your own `cache` to inspect it afterwards.
+        """
+        if self.cfg.arch == "encoder":
+            raise ValueError("an encoder-only model does not generate; use arch='decoder' or 'encoder-decoder'")
+        if max_new_tokens < 0:
+            raise ValueError(f"max_new_tokens={max_new_tokens} must be at least 0")
+        B = input_ids.shape[0]
+        if self.cfg.arch == "encoder-decoder":
+            src_mask = attention_mask
+            memory = self.encode(input_ids, src_mask)
+            ids = tgt_ids if tgt_ids is not None else torch.full((B, 1), start_token_id, dtype=torch.long, device=input_ids.device)
+            mask = None
+            step = lambda new_ids, pos, m, c: self.decode(new_ids, memory, src_mask, m, pos, c)
+        else:
+            ids, mask = input_ids, attention_mask
+            step = lambda new_ids, pos, m, c: self(new_ids, attention_mask=m, position_ids=pos, cache=c)
+        # with left padding, each row's positions count its real tokens only
+        if mask is not None:
+            positions = (mask.long().cumsum(-1) - 1).clamp(min=0)  # (B, T)
+        else:
+            positions = torch.arange(ids.shape[1], device=ids.device).expand(B, -1)  # (B, T)
+        cache = (cache if cache is not None else KVCache()) if use_cache else None
+        new_ids = ids
+        for _ in range(max_new_tokens):
+            if cache is None:  # recompute the whole sequence every step
+                logits = step(ids, positions, mask, None)
+            else:  # only the new tokens; the past comes from the cache
+                logits = step(new_ids, positions[:, -new_ids.shape[1]:], mask, cache)
+            new_ids = self._pick(logits[:, -1].float(), temperature, top_k, generator)[:, None]  # (B, 1)
+            ids = torch.cat((ids, new_ids), dim=1)
+            positions = torch.cat((positions, positions[:, -1:] + 1), dim=1)
+            if mask is not None:
+                mask = torch.cat((mask, torch.ones_like(new_ids, dtype=mask.dtype)), dim=1)
+        return ids
+
+    @staticmethod
+    def _pick(logits: torch.Tensor, temperature: float, top_k: int | None, generator) -> torch.Tensor:
+        if temperature <= 0:
+            return logits.argmax(-1)
+        logits = logits / temperature
+        if top_k is not None:
+            kth = logits.topk(min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]
+            logits = logits.masked_fill(logits < kth, float("-inf"))
+        return torch.multinomial(logits.softmax(-1), 1, generator=generator)[:, 0]
