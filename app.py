@@ -1,0 +1,30 @@
+"""Attention Lab: switch a transformer's axes and watch attention change."""
+from pathlib import Path
+
+import streamlit as st
+
+st.set_page_config(page_title="Attention Lab", page_icon="🔍", layout="wide")
+
+HERE = Path(__file__).parent
+# section -> (script, title, icon)
+PAGES = {
+    "Start": [("pages/home.py", "Home", "🏠")],
+    "Explore": [("pages/playground.py", "Attention playground", "🎛️"),
+                ("pages/stepper.py", "Forward-pass stepper", "👣"),
+                ("pages/compare.py", "Compare", "⚖️")],
+    "The five axes": [("pages/kv_heads.py", "KV heads", "🔑"),
+                      ("pages/masks.py", "Masks", "🎭"),
+                      ("pages/positions.py", "Positions", "📍"),
+                      ("pages/norms.py", "Norms", "📏"),
+                      ("pages/ffn.py", "FFN and MoE", "🧮")],
+    "Go further": [("pages/flash.py", "Flash attention", "⚡"),
+                   ("pages/train.py", "Train", "🏋️"),
+                   ("pages/hf_model.py", "Your Hugging Face model", "🤗")],
+}
+
+navigation = st.navigation({
+    section: [st.Page(HERE / script, title=title, icon=icon, default=script == "pages/home.py")
+              for script, title, icon in pages if (HERE / script).exists()]
+    for section, pages in PAGES.items()
+})
+navigation.run()

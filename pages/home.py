@@ -1,0 +1,54 @@
+"""Home: the five lines, the five axes and the problem each choice solves, the real-model table."""
+import streamlit as st
+
+from transformer import MODEL_CARDS, kv_cache_bytes_per_token, param_counts
+from ui.page import start_page
+from ui.source import five_lines
+from ui.state import apply_preset
+
+start_page("Attention Lab", "The original Transformer and LLaMA are the same skeleton. The core never changes:")
+
+st.code(five_lines(), language="python")
+st.caption("These are the library's own lines (`Attention.explicit_attention` in transformer/attention.py); "
+           "every page runs them.")
+
+st.subheader("Everything else is a choice along five axes")
+AXES = [
+    ("KV heads", "MHA · GQA · MQA",
+     "At generation time every past token's keys and values sit in memory. Sharing one K/V head among several "
+     "query heads (GQA, MQA) shrinks that cache by H/G with little loss."),
+    ("Mask", "none · causal · cross · padding · sliding window",
+     "Decides who may look at whom: a decoder must not see the future, padding must be invisible, a window bounds "
+     "the cost of long inputs, cross-attention lets a decoder read the encoder."),
+    ("Position", "none · sinusoidal · learned · RoPE · ALiBi",
+     "Attention is blind to order. Add position vectors (sinusoidal, learned), rotate q and k by position (RoPE: scores "
+     "depend on distance only), or penalise distance directly (ALiBi: extrapolates to longer inputs)."),
+    ("Norm", "LayerNorm · RMSNorm, pre or post",
+     "Deep stacks blow up or vanish without normalisation. Pre-norm keeps a clean residual path and trains deep "
+     "models without warm-up tricks; RMSNorm drops the centring and is cheaper."),
+    ("FFN", "ReLU · GELU · SwiGLU · MoE",
+     "The per-token computation. Gates (SwiGLU) train better per parameter; a mixture of experts adds parameters "
+     "while each token pays for only top-k of them."),
+]
+for name, options, problem in AXES:
+    st.markdown(f"**{name}** — {options}  \n{problem}")
+
+st.subheader("Real models as choices on the axes")
+st.caption("Open a row to load that model's recipe at classroom size. Sizes are the real models'; "
+           "KV cache is per token in fp16.")
+header = st.columns([2, 1, 4, 2, 2, 1])
+for col, label in zip(header, ["Model", "Year", "Axes", "Parameters (real)", "KV cache / token", ""]):
+    col.markdown(f"**{label}**")
+for key, card in MODEL_CARDS.items():
+    size, real = next(iter(card.real.items()))
+    counts = param_counts(real)
+    row = st.columns([2, 1, 4, 2, 2, 1])
+    row[0].write(card.name)
+    row[1].write(str(card.year))
+    row[2].write(card.summary)
+    active = f" ({counts['active'] / 1e9:.1f}B active)" if real.ffn == "moe" else ""
+    row[3].write(f"{size}: {counts['total'] / 1e9:.2f}B{active}" if counts["total"] >= 1e9 else f"{size}: {counts['total'] / 1e6:.0f}M")
+    row[4].write(f"{kv_cache_bytes_per_token(real) / 1024:.0f} KiB")
+    if row[5].button("Open", key=f"open_{key}", help=f"Load the {card.name} preset in the playground",
+                     on_click=apply_preset, args=(key,)):
+        st.switch_page("pages/playground.py")

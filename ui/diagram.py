@@ -1,0 +1,66 @@
+"""The architecture of a config as a Graphviz (DOT) diagram, optionally highlighting one part."""
+from __future__ import annotations
+
+from transformer import TransformerConfig
+
+HIGHLIGHT = 'style="filled,bold" fillcolor="#fde725" penwidth=3'
+NORMAL = 'style=filled fillcolor="#e8eef7"'
+
+
+def _node(name: str, label: str, highlight: str | None) -> str:
+    return f'{name} [label="{label}" {HIGHLIGHT if highlight == name else NORMAL}];'
+
+
+def _stack(prefix: str, cfg: TransformerConfig, cross: bool, highlight: str | None) -> tuple[list[str], str, str]:
+    """Nodes and edges of one stack; returns (lines, first node, last node)."""
+    p = prefix
+    norm = "LayerNorm" if cfg.norm == "layernorm" else "RMSNorm"
+    kind = {"MHA": f"MHA: {cfg.n_heads} heads", "GQA": f"GQA: {cfg.n_heads} q heads / {cfg.n_kv_heads} kv heads",
+            "MQA": f"MQA: {cfg.n_heads} q heads / 1 kv head"}[cfg.attention_kind]
+    mask = "causal" if (p != "enc_" and cfg.arch != "encoder") else "bidirectional"
+    if cfg.sliding_window:
+        mask += f", window {cfg.sliding_window}"
+    position = {"rope": " + RoPE on q, k", "alibi": " + ALiBi bias"}.get(cfg.position, "")
+    ffn = {"relu": "MLP (ReLU)", "gelu": "MLP (GELU)", "swiglu": "SwiGLU",
+           "moe": f"MoE: top-{cfg.top_k} of {cfg.n_experts} experts"}[cfg.ffn]
+    lines = [_node(f"{p}embed", "token embedding", highlight)]
+    chain = [f"{p}embed"]
+    if cfg.position in ("sinusoidal", "learned"):
+        lines.append(_node(f"{p}pos", f"+ {cfg.position} positions", highlight))
+        chain.append(f"{p}pos")
+    block = [f"subgraph cluster_{p}block {{", f'label="× {cfg.n_layers} blocks ({cfg.norm_position}-norm{", parallel" if cfg.parallel_block else ""})";',
+             'style=rounded; color="#555555";']
+    block.append(_node(f"{p}ln1", norm, highlight))
+    block.append(_node(f"{p}attn", f"self-attention\\n{kind}\\n{mask}{position}", highlight))
+    inner = [f"{p}ln1", f"{p}attn"]
+    if cross:
+        block.append(_node(f"{p}cross", "cross-attention\\nq: decoder, k v: encoder", highlight))
+        inner.append(f"{p}cross")
+    if not cfg.parallel_block:
+        block.append(_node(f"{p}ln2", norm, highlight))
+        inner.append(f"{p}ln2")
+    block.append(_node(f"{p}ffn", ffn, highlight))
+    inner.append(f"{p}ffn")
+    block.append("}")
+    lines += block
+    chain += inner
+    if cfg.norm_position == "pre":
+        lines.append(_node(f"{p}ln_final", f"final {norm}", highlight))
+        chain.append(f"{p}ln_final")
+    lines += [f"{a} -> {b};" for a, b in zip(chain, chain[1:])]
+    return lines, chain[0], chain[-1]
+
+
+def architecture_dot(cfg: TransformerConfig, highlight: str | None = None) -> str:
+    """DOT source of the model; `highlight` names a node (e.g. "attn", "dec_cross") to colour."""
+    lines = ['digraph G {', 'rankdir=TB; node [shape=box fontname="Helvetica" fontsize=12];']
+    if cfg.arch == "encoder-decoder":
+        enc, _, enc_last = _stack("enc_", cfg, cross=False, highlight=highlight)
+        dec, _, dec_last = _stack("", cfg, cross=True, highlight=highlight)
+        lines += enc + dec + [f'{enc_last} -> cross [style=dashed label="memory"];']
+        last = dec_last
+    else:
+        body, _, last = _stack("", cfg, cross=False, highlight=highlight)
+        lines += body
+    lines += [_node("head", "output head (tied)" if cfg.tie_embeddings else "output head", highlight), f"{last} -> head;", "}"]
+    return "\n".join(lines)

@@ -1,0 +1,117 @@
+"""Figure builders: plain functions from numpy to a plotly Figure (testable without a server).
+
+Colour scales are colour-blind safe: Viridis for weights (sequential), a blue-orange
+diverging scale for signed values; masked cells are drawn empty and labelled.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+SEQUENTIAL = "Viridis"
+DIVERGING = [[0.0, "#2166ac"], [0.5, "#f7f7f7"], [1.0, "#b35806"]]  # blue - white - orange
+MASKED_BELOW = -1e30  # additive masks use the most negative float; anything below this is "masked"
+MAX_CELLS = 128  # larger matrices are downsampled before drawing
+FONT = dict(size=15)  # readable on a projector
+
+
+def masked_to_nan(matrix: np.ndarray) -> np.ndarray:
+    """-inf and the most-negative-float mask value become NaN, which plotly leaves blank."""
+    out = np.asarray(matrix, dtype=np.float64).copy()
+    out[~np.isfinite(out) | (out < MASKED_BELOW)] = np.nan
+    return out
+
+
+def downsample(matrix: np.ndarray, labels_y: list[str], labels_x: list[str], limit: int = MAX_CELLS):
+    """Keep every k-th row/column so no side exceeds `limit` cells."""
+    step_y = max(1, math.ceil(matrix.shape[0] / limit))
+    step_x = max(1, math.ceil(matrix.shape[1] / limit))
+    return matrix[::step_y, ::step_x], labels_y[::step_y], labels_x[::step_x]
+
+
+def _unique(labels: list[str]) -> list[str]:
+    """Plotly merges equal category labels; number them so each token keeps its own row."""
+    return [f"{i}:{t}" for i, t in enumerate(labels)]
+
+
+def heatmap(matrix: np.ndarray, x_labels: list[str], y_labels: list[str], title: str = "", *,
+            x_title: str = "key", y_title: str = "query", signed: bool = False,
+            zmin: float | None = None, zmax: float | None = None, height: int = 420) -> go.Figure:
+    """One matrix as a heatmap with token labels. Masked cells (-inf) are left blank."""
+    values = masked_to_nan(matrix)
+    values, y_labels, x_labels = downsample(values, list(y_labels), list(x_labels))
+    if signed:
+        bound = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0
+        zmin, zmax = -bound, bound
+    fig = go.Figure(go.Heatmap(
+        z=values, x=_unique(x_labels), y=_unique(y_labels),
+        colorscale=DIVERGING if signed else SEQUENTIAL, zmin=zmin, zmax=zmax,
+        hovertemplate=f"{y_title} %{{y}}<br>{x_title} %{{x}}<br>value %{{z:.4g}}<extra></extra>",
+        hoverongaps=False))
+    fig.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=50 if title else 10, b=10), font=FONT,
+                      xaxis_title=x_title, yaxis_title=y_title)
+    fig.update_yaxes(autorange="reversed")
+    return fig
+
+
+def head_grid(patterns: np.ndarray, x_labels: list[str], y_labels: list[str], n_kv_heads: int,
+              title: str = "", cols: int | None = None) -> go.Figure:
+    """(H, T_q, T_kv) weights as a grid of small heatmaps, heads sharing a kv head side by side.
+
+    Each row of the grid is one kv group: with GQA/MQA the heads in a row read the same K and V.
+    """
+    n_heads = patterns.shape[0]
+    group = n_heads // n_kv_heads
+    cols = cols or min(group, 8) if group > 1 else min(n_heads, 4)
+    rows = math.ceil(n_heads / cols)
+    titles = [f"head {h} · kv {h // group}" for h in range(n_heads)]
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.03, vertical_spacing=0.08)
+    for h in range(n_heads):
+        values, ys, xs = downsample(masked_to_nan(patterns[h]), list(y_labels), list(x_labels), 64)
+        fig.add_trace(go.Heatmap(z=values, x=_unique(xs), y=_unique(ys), coloraxis="coloraxis",
+                                 hovertemplate=f"head {h}<br>query %{{y}}<br>key %{{x}}<br>weight %{{z:.3f}}<extra></extra>"),
+                      row=h // cols + 1, col=h % cols + 1)
+    fig.update_yaxes(autorange="reversed", showticklabels=False)
+    fig.update_xaxes(showticklabels=False)
+    fig.update_layout(title=title, coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=1),
+                      height=max(260, 230 * rows), margin=dict(l=10, r=10, t=60, b=10), font=FONT)
+    return fig
+
+
+def bars(values: np.ndarray, labels: list[str], title: str = "", x_title: str = "", y_title: str = "") -> go.Figure:
+    fig = go.Figure(go.Bar(x=_unique(list(labels)), y=np.asarray(values, dtype=float), marker_color="#21918c"))
+    fig.update_layout(title=title, height=320, margin=dict(l=10, r=10, t=50 if title else 10, b=10), font=FONT,
+                      xaxis_title=x_title, yaxis_title=y_title)
+    return fig
+
+
+def arcs(weights: np.ndarray, labels: list[str], query: int, title: str = "") -> go.Figure:
+    """Where one query looks: an arc from the query token to every key, thicker for more weight."""
+    fig = go.Figure()
+    n = len(labels)
+    for key, w in enumerate(np.asarray(weights, dtype=float)):
+        if w < 1e-3 or key == query:
+            continue
+        x0, x1 = sorted((query, key))
+        xs = np.linspace(x0, x1, 30)
+        ys = np.sqrt(np.maximum(0.0, ((x1 - x0) / 2) ** 2 - (xs - (x0 + x1) / 2) ** 2))  # a half circle
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(width=1 + 12 * w, color="#3b528b"),
+                                 opacity=0.3 + 0.7 * w, hoverinfo="text", text=f"{labels[key]}: {w:.3f}", showlegend=False))
+    self_weight = float(weights[query]) if query < len(weights) else 0.0
+    fig.add_trace(go.Scatter(x=list(range(n)), y=[0] * n, mode="markers+text", text=labels, textposition="bottom center",
+                             marker=dict(size=[14 if i == query else 8 for i in range(n)],
+                                         color=["#fde725" if i == query else "#440154" for i in range(n)]),
+                             hovertext=[f"{t}: {w:.3f}" for t, w in zip(labels, weights)], hoverinfo="text", showlegend=False))
+    fig.update_layout(title=title or f"query {query} '{labels[query]}' (self weight {self_weight:.2f})", height=300,
+                      margin=dict(l=10, r=10, t=50, b=30), font=FONT, yaxis=dict(visible=False),
+                      xaxis=dict(visible=False))
+    return fig
+
+
+def entropy(weights: np.ndarray) -> np.ndarray:
+    """Shannon entropy (nats) of each attention row over its last axis."""
+    p = np.clip(np.asarray(weights, dtype=np.float64), 1e-12, 1.0)
+    return -(p * np.log(p)).sum(-1)
