@@ -38,14 +38,13 @@ def cross(src_attention_mask: torch.Tensor | None, t_q: int, t_kv: int, device=N
 def self_attention(q_pos: torch.Tensor, k_pos: torch.Tensor, *, is_causal: bool,
                    window: int | None = None, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
     """(B or 1, 1, T_q, T_kv) boolean mask combining causal/window/padding."""
-    t_q, t_kv = len(q_pos), len(k_pos)
-    allowed = torch.ones(t_q, t_kv, dtype=torch.bool, device=q_pos.device)
+    distance = q_pos[:, None] - k_pos[None, :]  # (T_q, T_kv)
     if is_causal:
-        allowed = causal(q_pos, k_pos)
-    if window is not None:
-        # causal: the W-1 keys before the query; bidirectional: (W-1)//2 on each side
-        distance = q_pos[:, None] - k_pos[None, :]
-        allowed = allowed & ((distance < window) if is_causal else (distance.abs() <= (window - 1) // 2))
+        allowed = causal(q_pos, k_pos) if window is None else sliding_window(q_pos, k_pos, window)
+    elif window is not None:  # bidirectional: (W-1)//2 keys on each side, at most W in all
+        allowed = distance.abs() <= (window - 1) // 2
+    else:
+        allowed = torch.ones_like(distance, dtype=torch.bool)
     allowed = allowed[None, None]  # (1, 1, T_q, T_kv)
     if attention_mask is not None:
         allowed = allowed & padding(attention_mask)  # (B, 1, T_q, T_kv)
