@@ -1,0 +1,285 @@
+"""Measurements that explain the axes: cost per token, output distributions, position
+geometry, norm behaviour with depth, cached generation, and attention under a chosen mask.
+
+Each function answers one question the app asks of a model or a config; none of them
+changes the model.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from . import masks
+from .config import TransformerConfig
+from .hooks import recording
+from .model import KVCache, Transformer
+from .norms import NORMS
+from .positions import apply_rope, rope_angles, rope_inv_freq, rope_tables, sinusoidal_table
+from .presets import param_counts
+
+# --- cost ------------------------------------------------------------------------
+
+
+def attention_layers(cfg: TransformerConfig) -> int:
+    """How many attention sublayers a token passes: self-attention in every block, plus the
+    decoder's cross-attention in an encoder-decoder (whose encoder is a second stack)."""
+    return 3 * cfg.n_layers if cfg.arch == "encoder-decoder" else cfg.n_layers
+
+
+def forward_flops_per_token(cfg: TransformerConfig, context: int) -> int:
+    """Forward-pass FLOPs for one token that attends to `context` keys.
+
+        2 x (parameters the token multiplies by)  +  4 x (keys seen) x d_attn per attention layer
+
+    A multiply-add is 2 FLOPs, so every weight a token goes through costs 2 (MoE: only the
+    top-k experts count). Embedding tables are read, not multiplied, so they are left out,
+    except that a tied output head still multiplies by the embedding matrix. Attention adds
+    two matrix products that grow with the context: q @ K^T and weights @ V, each
+    2 x keys x d_attn (d_attn = n_heads x d_head); a sliding window caps the keys at W.
+    For an encoder-decoder this is one source token through the encoder plus one target
+    token through the decoder (its cross-attention reads `context` encoder outputs).
+    """
+    if context < 1:
+        raise ValueError(f"context={context} must be at least 1 (a token always sees itself)")
+    counts = param_counts(cfg)
+    tied_head = cfg.vocab_size * cfg.d_model if cfg.tie_embeddings else 0
+    multiplied = counts["active"] - counts["embedding"] + tied_head
+    keys_seen = min(context, cfg.sliding_window) if cfg.sliding_window else context
+    d_attn = cfg.n_heads * cfg.d_head
+    return 2 * multiplied + attention_layers(cfg) * 2 * 2 * keys_seen * d_attn
+
+
+# --- output distributions ------------------------------------------------------------
+
+
+def next_token_entropy(logits: torch.Tensor) -> torch.Tensor:
+    """(..., vocab) -> (...): entropy in nats of softmax(logits); log(vocab) is a uniform guess."""
+    log_p = logits.float().log_softmax(-1)
+    return -(log_p.exp() * log_p).sum(-1)
+
+
+def kl_divergence(logits_p: torch.Tensor, logits_q: torch.Tensor) -> torch.Tensor:
+    """(..., vocab) x2 -> (...): KL(P || Q) in nats, P = softmax(logits_p), Q = softmax(logits_q)."""
+    if logits_p.shape != logits_q.shape:
+        raise ValueError(f"KL needs distributions of one shape, got {tuple(logits_p.shape)} and {tuple(logits_q.shape)}; "
+                         "compare models with the same vocab_size on the same tokens")
+    log_p, log_q = logits_p.float().log_softmax(-1), logits_q.float().log_softmax(-1)
+    return (log_p.exp() * (log_p - log_q)).sum(-1)
+
+
+# --- positions ---------------------------------------------------------------------
+
+
+def sinusoidal_similarity(n_positions: int, d_model: int) -> torch.Tensor:
+    """(P, P): dot products of the sinusoidal position vectors; it depends on |m - n| only."""
+    table = sinusoidal_table(n_positions, d_model)  # (P, d_model)
+    return table @ table.T
+
+
+def rope_rotate(x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0) -> torch.Tensor:
+    """One vector x (d_head,) rotated as RoPE does at each position: (P, d_head)."""
+    angles = rope_angles(positions[None], rope_inv_freq(x.shape[-1], theta))  # (1, P, d_head/2)
+    cos, sin = rope_tables(angles, x.dtype)  # (1, 1, P, d_head)
+    return apply_rope(x.expand(1, 1, len(positions), -1), cos, sin)[0, 0]  # (P, d_head)
+
+
+def rope_pairs(x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0) -> torch.Tensor:
+    """(P, d_head/2, 2): each rotated pair (x_i, x_{i + d_head/2}) as a 2-D point, per position."""
+    rotated = rope_rotate(x, positions, theta)  # (P, d_head)
+    first, second = rotated.chunk(2, dim=-1)  # the half-split layout pairs i with i + d_head/2
+    return torch.stack((first, second), dim=-1)
+
+
+def rope_scores(q: torch.Tensor, k: torch.Tensor, n_positions: int, theta: float = 10000.0) -> torch.Tensor:
+    """(P, P): score[m, n] = RoPE(q, m) . RoPE(k, n) for one fixed q and k content.
+
+    RoPE rotates q by m*freq and k by n*freq, so their dot product only sees the angle
+    difference (m - n)*freq: every diagonal m - n = const holds one value.
+    """
+    positions = torch.arange(n_positions)
+    return rope_rotate(q, positions, theta) @ rope_rotate(k, positions, theta).T
+
+
+def diagonal_spread(matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(offsets, spread): for each diagonal m - n = offset, max - min of its values."""
+    n = matrix.shape[0]
+    offsets = torch.arange(-(n - 1), n)
+    spread = torch.stack([matrix.diagonal(-int(o)).max() - matrix.diagonal(-int(o)).min() for o in offsets])
+    return offsets, spread
+
+
+# --- norms ---------------------------------------------------------------------------
+
+
+def normalize(x: torch.Tensor, kind: str, eps: float = 1e-5) -> torch.Tensor:
+    """The library's LayerNorm or RMSNorm (weight 1, bias 0) applied to vectors (..., d)."""
+    if kind not in NORMS:
+        raise ValueError(f"norm={kind!r} is not one of {', '.join(NORMS)}")
+    with torch.no_grad():
+        return NORMS[kind](x.shape[-1], eps)(x.float())
+
+
+def _variance_preserving(model: Transformer) -> None:
+    """Every matrix N(0, 1/fan_in): each layer keeps its input's scale, with no depth correction."""
+    for p in model.parameters():
+        if p.dim() >= 2:
+            torch.nn.init.normal_(p, 0.0, 1 / math.sqrt(p.shape[1]))
+
+
+# init name -> what to do after the model is built (the library's own init already ran)
+INITS = {
+    "library": lambda model: None,  # GPT-2's: N(0, 0.02), residual projections shrunk by 1/sqrt(2 n_layers)
+    "variance-preserving": _variance_preserving,
+}
+
+
+@dataclass
+class DepthProfile:
+    resid_norms: list[float]  # mean L2 norm per token: the embedding, then after each block
+    grad_norms: list[float]  # L2 norm of each block's parameter gradients
+    loss: float
+
+
+def depth_profile(cfg: TransformerConfig, ids: torch.Tensor, seed: int = 0, init: str = "library") -> DepthProfile:
+    """At initialisation: how big the residual stream is after each block, and how big each
+    block's gradient is, for next-token cross-entropy on `ids` (B, T).
+
+    init="variance-preserving" shows the bare effect of the norm placement; the library's
+    GPT-2 init shrinks what each block adds by 1/sqrt(2 n_layers), which hides most of it.
+    """
+    if init not in INITS:
+        raise ValueError(f"init={init!r} is not one of {', '.join(INITS)}")
+    if ids.shape[-1] < 2:
+        raise ValueError(f"depth_profile needs at least 2 tokens to predict a next one, got {ids.shape[-1]}")
+    if cfg.arch == "encoder-decoder":
+        raise ValueError("depth_profile measures one stack; use arch='decoder' or 'encoder'")
+    torch.manual_seed(seed)
+    model = Transformer(cfg, device="cpu").train()
+    INITS[init](model)
+    residual = {}
+
+    def keep(tensor, event):
+        residual[event.name] = tensor.detach()
+        return tensor
+
+    names = ["blocks.0.hook_resid_pre"] + [f"blocks.{i}.hook_resid_post" for i in range(cfg.n_layers)]
+    with model.intervene({name: keep for name in names}):
+        logits = model(ids[:, :-1])  # (B, T-1, vocab)
+    loss = F.cross_entropy(logits.reshape(-1, cfg.vocab_size), ids[:, 1:].reshape(-1)) + model.aux_loss
+    loss.backward()
+    resid = [float(residual[name].norm(dim=-1).mean()) for name in names]
+    grads = [math.sqrt(sum(float(p.grad.pow(2).sum()) for p in block.parameters() if p.grad is not None))
+             for block in model.blocks]
+    return DepthProfile(resid, grads, loss.item())
+
+
+# --- generation with a KV cache ---------------------------------------------------------
+
+
+@dataclass
+class CacheStep:
+    token_id: int  # the token chosen at this step (greedy)
+    cache_shapes: dict[str, tuple[int, ...]]  # layer name -> shape of its cached K (V has the same)
+    cache_nbytes: int
+    max_abs_diff: float  # | cached logits - logits recomputed from the whole sequence |, max over vocab
+
+
+def cached_generation(model: Transformer, ids: torch.Tensor, n_steps: int, start_token_id: int = 0) -> list[CacheStep]:
+    """Greedy generation with a KV cache, checking each step against a full recomputation.
+
+    ids: (1, T) prompt (the source for an encoder-decoder, whose target starts at start_token_id).
+    Step 0 is the prefill of the prompt; each later step feeds one new token.
+    """
+    if model.cfg.arch == "encoder":
+        raise ValueError("an encoder-only model does not generate; use arch='decoder' or 'encoder-decoder'")
+    if n_steps < 1:
+        raise ValueError(f"n_steps={n_steps} must be at least 1")
+    names = {module: name for name, module in model.named_modules()}
+    cache = KVCache()
+    with torch.no_grad():
+        if model.cfg.arch == "encoder-decoder":
+            memory = model.encode(ids)
+            seq = torch.full((1, 1), start_token_id, dtype=torch.long, device=ids.device)
+            run = lambda tokens, pos, c: model.decode(tokens, memory, position_ids=pos, cache=c)
+        else:
+            seq = ids
+            run = lambda tokens, pos, c: model(tokens, position_ids=pos, cache=c)
+        new = seq
+        steps = []
+        for _ in range(n_steps):
+            positions = torch.arange(seq.shape[1] - new.shape[1], seq.shape[1], device=ids.device)[None]  # (1, T_new)
+            cached = run(new, positions, cache)[0, -1].float()  # (vocab,)
+            full = run(seq, None, None)[0, -1].float()  # (vocab,) recomputed from scratch
+            new = cached.argmax()[None, None]  # (1, 1)
+            seq = torch.cat((seq, new), dim=1)
+            shapes = {names[layer]: tuple(k.shape) for layer, (k, _) in cache.layers.items()}
+            steps.append(CacheStep(int(new), shapes, cache.nbytes, float((cached - full).abs().max())))
+    return steps
+
+
+# --- attention under a chosen mask --------------------------------------------------------
+
+
+MASK_KINDS = ("none", "causal", "sliding window")
+
+
+def allowed_matrix(kind: str, t: int, window: int | None = None) -> torch.Tensor:
+    """(T, T) boolean: True where a query may attend, built with transformer.masks."""
+    positions = torch.arange(t)
+    builders = {
+        "none": lambda: torch.ones(t, t, dtype=torch.bool),
+        "causal": lambda: masks.causal(positions, positions),
+        "sliding window": lambda: masks.sliding_window(positions, positions, window or 1),
+    }
+    if kind not in builders:
+        raise ValueError(f"mask kind {kind!r} is not one of {', '.join(builders)}")
+    return builders[kind]()
+
+
+def self_attention_prefix(cfg: TransformerConfig) -> str:
+    """Where a stack's self-attention hooks live: the encoder of an encoder-decoder, else the top level."""
+    return "encoder." if cfg.arch == "encoder-decoder" else ""
+
+
+def attention_under_mask(model: Transformer, ids: torch.Tensor, layer: int, allowed: torch.Tensor | None = None,
+                         attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(additive mask (B, 1, T, T), weights (B, H, T, T)) of one self-attention layer.
+
+    `allowed` (T, T) replaces the model's own mask in every layer (an intervention at each
+    hook_mask), so the weights are what this model computes under that mask. `attention_mask`
+    (B, T) is the usual padding mask. An encoder-decoder runs its encoder.
+    """
+    cfg = model.cfg
+    if not 0 <= layer < cfg.n_layers:
+        raise ValueError(f"layer={layer} is outside 0..{cfg.n_layers - 1}")
+    prefix = self_attention_prefix(cfg)
+    interventions = {}
+    if allowed is not None:
+        additive = masks.to_additive(allowed, torch.float32).to(model.device)[None, None]  # (1, 1, T, T)
+        if attention_mask is not None:
+            additive = masks.to_additive(allowed.to(model.device)[None, None] & masks.padding(attention_mask), torch.float32)
+        interventions = {f"{prefix}blocks.{i}.attn.hook_mask": (lambda t, e: additive.to(t.dtype))
+                         for i in range(cfg.n_layers)}
+    names = [f"{prefix}blocks.{layer}.attn.hook_mask", f"{prefix}blocks.{layer}.attn.hook_pattern"]
+    with torch.no_grad(), recording(names, interventions) as recorder:
+        if cfg.arch == "encoder-decoder":
+            model.encode(ids, attention_mask)
+        else:
+            model(ids, attention_mask=attention_mask)
+    return recorder.trace[names[0]], recorder.trace[names[1]]
+
+
+def cross_attention(model: Transformer, src_ids: torch.Tensor, tgt_ids: torch.Tensor, layer: int,
+                    src_attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(additive mask (B, 1, T_q, S), weights (B, H, T_q, S)) of one decoder cross-attention layer."""
+    if model.cfg.arch != "encoder-decoder":
+        raise ValueError(f"cross-attention needs arch='encoder-decoder', this model is a {model.cfg.arch}")
+    if not 0 <= layer < model.cfg.n_layers:
+        raise ValueError(f"layer={layer} is outside 0..{model.cfg.n_layers - 1}")
+    names = [f"decoder.blocks.{layer}.cross_attn.hook_mask", f"decoder.blocks.{layer}.cross_attn.hook_pattern"]
+    with torch.no_grad(), recording(names) as recorder:
+        model(src_ids, tgt_ids, attention_mask=src_attention_mask)
+    return recorder.trace[names[0]], recorder.trace[names[1]]
