@@ -223,20 +223,21 @@ def cached_generation(model: Transformer, ids: torch.Tensor, n_steps: int, start
 # --- attention under a chosen mask --------------------------------------------------------
 
 
-MASK_KINDS = ("none", "causal", "sliding window")
+def allowed_matrix(kind: str, t: int, window: int | None = None, causal: bool = True) -> torch.Tensor:
+    """(T, T) boolean, True where a query may attend, from the library's own mask builder.
 
-
-def allowed_matrix(kind: str, t: int, window: int | None = None) -> torch.Tensor:
-    """(T, T) boolean: True where a query may attend, built with transformer.masks."""
+    A sliding window is causal (the W most recent keys) or, with causal=False as in an
+    encoder, centred ((W - 1) // 2 keys on each side).
+    """
     positions = torch.arange(t)
     builders = {
-        "none": lambda: torch.ones(t, t, dtype=torch.bool),
-        "causal": lambda: masks.causal(positions, positions),
-        "sliding window": lambda: masks.sliding_window(positions, positions, window or 1),
+        "none": lambda: masks.self_attention(positions, positions, is_causal=False),
+        "causal": lambda: masks.self_attention(positions, positions, is_causal=True),
+        "sliding window": lambda: masks.self_attention(positions, positions, is_causal=causal, window=window or 1),
     }
     if kind not in builders:
         raise ValueError(f"mask kind {kind!r} is not one of {', '.join(builders)}")
-    return builders[kind]()
+    return builders[kind]()[0, 0]
 
 
 def self_attention_prefix(cfg: TransformerConfig) -> str:

@@ -1,0 +1,118 @@
+"""KV heads: MHA, GQA and MQA -- who shares K and V, what the cache costs at real sizes, generation step by step."""
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from transformer import MODEL_CARDS, kv_cache_bytes_per_token, param_counts
+from ui.axes_figures import cache_bytes_by_step, kv_cache_growth, kv_sharing
+from ui.measure import generation_steps
+from ui.page import load_page
+from ui.page_controls import KEEP, init_from_url, keep_valid, write_url
+from ui.runtime import char_label
+
+DTYPES = {"fp16 / bf16 (2 bytes)": 2, "fp32 (4 bytes)": 4, "int8 (1 byte)": 1}
+REAL = {f"{key} {size}": (card, size, cfg) for key, card in MODEL_CARDS.items() for size, cfg in card.real.items()}
+URL_KEYS = {"kv_ctx": int, "kv_dtype": str, "kv_model": str, "kv_steps": int}
+init_from_url("kv", URL_KEYS)
+for key, default in {"kv_ctx": 4096, "kv_dtype": next(iter(DTYPES)), "kv_model": "llama2 70B", "kv_steps": 6}.items():
+    st.session_state.setdefault(key, default)
+keep_valid("kv_ctx", range(1, 1_048_577), 4096)
+keep_valid("kv_dtype", list(DTYPES))
+keep_valid("kv_model", list(REAL), "llama2 70B")
+keep_valid("kv_steps", range(1, 33), 6)
+write_url(URL_KEYS)
+
+ctx = load_page("KV heads: MHA · GQA · MQA", """
+**The problem.** To generate token *t + 1* a decoder needs the keys and values of all *t* tokens before it.
+Recomputing them every step is quadratic, so they are kept in a **KV cache** — which, at real sizes, can outgrow the
+model's weights.
+
+**The idea.** Let several query heads read the same key/value head. With *H* query heads and *G* kv heads
+(MHA: G = H; GQA: 1 < G < H; MQA: G = 1) the cache shrinks by H / G, and so do the K and V projections.
+
+**What to look at.** Which query heads share a kv head; how many GiB the cache takes at real sizes and long contexts;
+the cache tensors growing by one token per step while the logits stay identical to a full recomputation.
+""")
+cfg = ctx.state.config
+prefix = "decoder." if cfg.arch == "encoder-decoder" else ""
+
+st.header("Who reads which K and V")
+st.plotly_chart(kv_sharing(cfg.n_heads, cfg.n_kv_heads))
+shapes = {e["name"].rsplit(".", 1)[-1]: e for e in ctx.trace.events if e["name"].startswith(f"{prefix}blocks.0.attn.hook_")}
+named = {k: "(" + ", ".join(f"{d}={n}" for d, n in zip(e["dims"], e["shape"])) + ")" for k, e in shapes.items()}
+st.markdown(f"On the live model ({cfg.attention_kind}): `hook_q` {named['hook_q']} but `hook_k` {named['hook_k']} and "
+            f"`hook_v` {named['hook_v']} — only G = {cfg.n_kv_heads} heads of K and V are computed and cached. "
+            "Inside attention `repeat_kv` hands each kv head to its group of query heads.")
+live_counts = param_counts(cfg)
+st.caption(f"Attention parameters of the live model: {live_counts['attention']:,} "
+           f"(q and o: 2 × d_model × H × d_head; k and v: 2 × d_model × G × d_head).")
+
+st.header("KV-cache memory at real sizes")
+col1, col2 = st.columns(2)
+col1.number_input("Context length (tokens)", min_value=1, max_value=1_048_576, step=1024, key="kv_ctx", **KEEP)
+col2.selectbox("Cache precision", list(DTYPES), key="kv_dtype", **KEEP)
+context, n_bytes = int(st.session_state["kv_ctx"]), DTYPES[st.session_state["kv_dtype"]]
+rows = []
+for label, (card, size, real) in REAL.items():
+    per_token = kv_cache_bytes_per_token(real, n_bytes)
+    counts = param_counts(real)
+    rows.append({"model": card.name, "size": size, "attention": real.attention_kind, "layers": real.n_layers,
+                 "H": real.n_heads, "G": real.n_kv_heads, "d_head": real.d_head, "KV bytes / token": per_token,
+                 f"KV cache at {context:,} tokens (GiB)": round(per_token * context / 2**30, 3),
+                 "attention params (M)": round(counts["attention"] / 1e6, 1),
+                 "weights (GiB, same precision)": round(counts["total"] * n_bytes / 2**30, 1)})
+table = pd.DataFrame(rows)
+st.dataframe(table, hide_index=True)
+st.caption("KV bytes per token = 2 (K and V) × layers × G × d_head × bytes per value; e.g. LLaMA 2 70B in fp16: "
+           "2 × 80 × 8 × 128 × 2 = 327,680 bytes. One sequence; a batch multiplies it.")
+st.download_button("Download the table (CSV)", table.to_csv(index=False), "kv_cache.csv", "text/csv")
+
+st.subheader("The same model as MHA, GQA and MQA")
+st.selectbox("Real model", list(REAL), key="kv_model", **KEEP,
+             format_func=lambda k: f"{REAL[k][0].name} {REAL[k][1]} (H={REAL[k][2].n_heads}, G={REAL[k][2].n_kv_heads})")
+card, size, real = REAL[st.session_state["kv_model"]]
+H = real.n_heads
+divisors = [g for g in range(2, H) if H % g == 0]
+gqa = real.n_kv_heads if 1 < real.n_kv_heads < H else min(divisors, key=lambda g: abs(g - H / 8), default=None)
+variants = {f"MHA (G={H})": H, **({f"GQA (G={gqa})": gqa} if gqa else {}), "MQA (G=1)": 1}
+variant_cfgs = {label: real.replace(n_kv_heads=g) for label, g in variants.items()}
+per_token = {label: kv_cache_bytes_per_token(v, n_bytes) for label, v in variant_cfgs.items()}
+contexts = np.linspace(0, max(32_768, context), 200).astype(int)
+st.plotly_chart(kv_cache_growth(contexts, per_token, f"{card.name} {size}: KV cache for one sequence"))
+if not gqa:
+    st.caption(f"H = {H} has no divisor between 1 and H, so this model has no GQA variant.")
+variant_table = pd.DataFrame([{
+    "variant": label, "KV bytes / token": per_token[label],
+    f"KV cache at {context:,} tokens (GiB)": round(per_token[label] * context / 2**30, 3),
+    "attention params (M)": round(param_counts(v)["attention"] / 1e6, 1),
+    "total params (B)": round(param_counts(v)["total"] / 1e9, 2)} for label, v in variant_cfgs.items()])
+st.dataframe(variant_table, hide_index=True)
+
+st.header("Generation step by step, with the cache")
+if cfg.arch == "encoder":
+    st.info("An encoder-only model does not generate. Choose **decoder** or **encoder-decoder** as the Architecture "
+            "in the sidebar to watch the cache grow.")
+else:
+    st.number_input("New tokens", min_value=1, max_value=32, key="kv_steps", **KEEP)
+    prompt = tuple(ctx.tokens.ids[:64])
+    steps = generation_steps(ctx.state.config_json, ctx.state.seed, prompt, int(st.session_state["kv_steps"]))
+    what = ("the decoder starts from its start token and caches its own K, V (which grow) and, once, the encoder's "
+            "K, V for cross-attention (which stay)" if cfg.arch == "encoder-decoder" else
+            f"step 0 reads the {len(prompt)}-token prompt at once (prefill); each later step feeds only the new token")
+    st.markdown(f"Greedy decoding; {what}. At every step the logits computed **with** the cache are compared with a "
+                "full recomputation **without** it.")
+    step_rows = []
+    for i, step in enumerate(steps):
+        layer_shapes = "; ".join(f"{name}: {tuple(shape)}" for name, shape in step["cache_shapes"].items())
+        step_rows.append({"step": i, "new token": char_label(chr(step["token_id"])), "id": step["token_id"],
+                          "cached K (= V) shape per layer (B, G, T, d_head)": layer_shapes,
+                          "cache bytes": step["cache_nbytes"],
+                          "max |logits cached − uncached|": f"{step['max_abs_diff']:.2e}"})
+    st.dataframe(pd.DataFrame(step_rows), hide_index=True)
+    worst = max(s["max_abs_diff"] for s in steps)
+    col1, col2 = st.columns(2)
+    col1.metric("Largest logit difference, cached vs recomputed", f"{worst:.2e}")
+    col2.metric("Cache after the last step", f"{steps[-1]['cache_nbytes'] / 1024:.1f} KiB")
+    st.caption("Differences of order 1e-7 are float32 rounding: the cached path adds the same numbers in another "
+               "order. The cache here is float32 (4 bytes a value) on the classroom-size model.")
+    st.plotly_chart(cache_bytes_by_step([s["cache_nbytes"] for s in steps]))

@@ -1,0 +1,197 @@
+"""Figure builders for the KV-heads, masks and positions pages: numpy in, plotly Figure out.
+
+Lines use the Okabe-Ito palette (distinguishable with every common colour-vision deficiency);
+matrices use the same Viridis and blue-orange scales as ui/figures.py.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .figures import FONT, SEQUENTIAL, heatmap
+
+OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
+MASKED_GREY = "#bdbdbd"
+GIB = 2 ** 30
+
+
+def layout(fig: go.Figure, title: str, height: int, x_title: str, y_title: str) -> go.Figure:
+    """The shared look: title, projector-size font, axis titles, legend below."""
+    fig.update_layout(title=title, height=height, font=FONT, margin=dict(l=10, r=10, t=50 if title else 10, b=10),
+                      xaxis_title=x_title, yaxis_title=y_title, legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+# --- KV heads -------------------------------------------------------------------------
+
+
+def kv_sharing(n_heads: int, n_kv_heads: int) -> go.Figure:
+    """Query heads on top, kv heads below, a line from each query head to the kv head it reads."""
+    group = n_heads // n_kv_heads
+    q_x = np.arange(n_heads, dtype=float)
+    kv_x = np.array([g * group + (group - 1) / 2 for g in range(n_kv_heads)])  # each kv head under its group
+    fig = go.Figure()
+    for h in range(n_heads):
+        g = h // group
+        fig.add_trace(go.Scatter(x=[q_x[h], kv_x[g]], y=[1, 0], mode="lines", showlegend=False, hoverinfo="skip",
+                                 line=dict(color=OKABE_ITO[g % len(OKABE_ITO)], width=3)))
+    fig.add_trace(go.Scatter(x=q_x, y=np.ones(n_heads), mode="markers+text", name="query heads (H)",
+                             text=[f"q{h}" for h in range(n_heads)], textposition="top center",
+                             marker=dict(size=22, symbol="circle", color=[OKABE_ITO[(h // group) % 8] for h in range(n_heads)]),
+                             hovertext=[f"query head {h} reads kv head {h // group}" for h in range(n_heads)], hoverinfo="text"))
+    fig.add_trace(go.Scatter(x=kv_x, y=np.zeros(n_kv_heads), mode="markers+text", name="kv heads (G)",
+                             text=[f"kv{g}" for g in range(n_kv_heads)], textposition="bottom center",
+                             marker=dict(size=30, symbol="square", color=[OKABE_ITO[g % 8] for g in range(n_kv_heads)]),
+                             hovertext=[f"kv head {g}: K and V for query heads {g * group}..{(g + 1) * group - 1}"
+                                        for g in range(n_kv_heads)], hoverinfo="text"))
+    fig.update_yaxes(range=[-0.6, 1.6], tickvals=[0, 1], ticktext=["K, V", "Q"], title="projection")
+    fig.update_xaxes(showticklabels=False, title="head", zeroline=False)
+    return layout(fig, f"H={n_heads} query heads share G={n_kv_heads} kv heads ({group} per group)", 320, "head", "projection")
+
+
+def kv_cache_growth(contexts: np.ndarray, bytes_per_token: dict[str, int], title: str = "") -> go.Figure:
+    """KV-cache size (GiB, one sequence) against context length, one line per variant."""
+    fig = go.Figure()
+    for i, (label, per_token) in enumerate(bytes_per_token.items()):
+        fig.add_trace(go.Scatter(x=contexts, y=np.asarray(contexts, dtype=float) * per_token / GIB, mode="lines",
+                                 name=label, line=dict(color=OKABE_ITO[i % 8], width=3),
+                                 hovertemplate=f"{label}<br>%{{x}} tokens: %{{y:.2f}} GiB<extra></extra>"))
+    return layout(fig, title, 380, "context length (tokens)", "KV cache (GiB, one sequence)")
+
+
+def cache_bytes_by_step(n_bytes: list[int]) -> go.Figure:
+    fig = go.Figure(go.Bar(x=list(range(len(n_bytes))), y=np.asarray(n_bytes) / 1024, marker_color=OKABE_ITO[0],
+                           hovertemplate="step %{x}: %{y:.1f} KiB<extra></extra>"))
+    return layout(fig, "", 260, "generation step (0 = prompt)", "cache size (KiB)")
+
+
+# --- masks ----------------------------------------------------------------------------
+
+
+def mask_and_weights(additive_mask: np.ndarray, weights: np.ndarray, x_labels: list[str], y_labels: list[str],
+                     title: str = "") -> go.Figure:
+    """Left: which cells the mask allows; right: the softmax weights (masked cells are exactly 0)."""
+    allowed = (additive_mask == 0).astype(float)  # 0 = masked (the most negative float), 1 = allowed
+    xs = [f"{i}:{t}" for i, t in enumerate(x_labels)]
+    ys = [f"{i}:{t}" for i, t in enumerate(y_labels)]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("mask: allowed / masked", "softmax weights"),
+                        horizontal_spacing=0.12)
+    fig.add_trace(go.Heatmap(z=allowed, x=xs, y=ys, zmin=0, zmax=1, showscale=False,
+                             colorscale=[[0, MASKED_GREY], [0.5, MASKED_GREY], [0.5, "#21918c"], [1, "#21918c"]],
+                             customdata=additive_mask, xgap=1, ygap=1,
+                             hovertemplate="query %{y}<br>key %{x}<br>mask %{customdata:.3g}<extra></extra>"), 1, 1)
+    fig.add_trace(go.Heatmap(z=weights, x=xs, y=ys, zmin=0, zmax=1, colorscale=SEQUENTIAL, xgap=1, ygap=1,
+                             colorbar=dict(title="weight"),
+                             hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.4g}<extra></extra>"), 1, 2)
+    fig.update_yaxes(autorange="reversed", title="query")
+    fig.update_xaxes(title="key")
+    size = max(320, min(560, 18 * len(y_labels) + 140))
+    fig.update_layout(title=title, height=size, font=FONT, margin=dict(l=10, r=10, t=70, b=10))
+    return fig
+
+
+# --- positions ------------------------------------------------------------------------
+
+
+def position_table(table: np.ndarray, title: str) -> go.Figure:
+    """(P, d) position vectors: position down, dimension across."""
+    n, d = table.shape
+    return heatmap(table, [str(i) for i in range(d)], [str(p) for p in range(n)], title,
+                   x_title="dimension", y_title="position", signed=True, height=460)
+
+
+def position_similarity(similarity: np.ndarray, title: str) -> go.Figure:
+    n = similarity.shape[0]
+    return heatmap(similarity, [str(p) for p in range(n)], [str(p) for p in range(n)], title,
+                   x_title="position n", y_title="position m", signed=True, height=460)
+
+
+def rope_angles(angles: np.ndarray, inv_freq: np.ndarray) -> go.Figure:
+    """Rotation angle (radians, log scale) of every pair of dimensions against position."""
+    positions = np.arange(angles.shape[0])
+    fig = go.Figure()
+    for i in range(angles.shape[1]):
+        fig.add_trace(go.Scatter(x=positions[1:], y=angles[1:, i], mode="lines", name=f"pair {i}",
+                                 line=dict(color=OKABE_ITO[i % 8], width=2, dash="solid" if i < 8 else "dot"),
+                                 hovertemplate=f"pair {i} (freq {inv_freq[i]:.3g} rad/position)<br>position %{{x}}: "
+                                               "%{y:.3g} rad<extra></extra>"))
+    fig.add_hline(y=2 * math.pi, line_dash="dash", line_color="#555555", annotation_text="one full turn (2π)")
+    fig.update_yaxes(type="log")
+    return layout(fig, "angle = position × frequency, one line per pair of dimensions", 400,
+                   "position", "rotation angle (radians, log scale)")
+
+
+def rope_vectors(pairs: np.ndarray, position: int, max_pairs: int = 8) -> go.Figure:
+    """Each 2-D pair of q at `position` (arrow), with the circle it travels as position grows (faint path)."""
+    n_pairs = min(pairs.shape[1], max_pairs)
+    cols = min(4, n_pairs)
+    rows = math.ceil(n_pairs / cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"pair {i}" for i in range(n_pairs)],
+                        horizontal_spacing=0.05, vertical_spacing=0.12)
+    for i in range(n_pairs):
+        row, col = i // cols + 1, i % cols + 1
+        path = pairs[:, i]  # (P, 2)
+        radius = float(np.linalg.norm(path[0])) or 1.0
+        fig.add_trace(go.Scatter(x=path[: position + 1, 0], y=path[: position + 1, 1], mode="lines+markers",
+                                 line=dict(color=OKABE_ITO[4], width=1), marker=dict(size=4), opacity=0.6,
+                                 showlegend=False, hoverinfo="skip"), row, col)
+        x, y = path[position]
+        fig.add_trace(go.Scatter(x=[0, x], y=[0, y], mode="lines+markers", showlegend=False,
+                                 line=dict(color=OKABE_ITO[5], width=4), marker=dict(size=[0, 10], color=OKABE_ITO[5]),
+                                 hovertemplate=f"pair {i} at position {position}<br>(%{{x:.3f}}, %{{y:.3f}})<extra></extra>"),
+                      row, col)
+        fig.update_xaxes(range=[-1.2 * radius, 1.2 * radius], row=row, col=col, showticklabels=False,
+                         title="dim i" if row == rows else None)
+        fig.update_yaxes(range=[-1.2 * radius, 1.2 * radius], row=row, col=col, showticklabels=False,
+                         scaleanchor=f"x{'' if i == 0 else i + 1}", title="dim i + d/2" if col == 1 else None)
+    fig.update_layout(title=f"q's pairs at position {position} (arrow) and the path so far",
+                      height=260 * rows + 60, font=FONT, margin=dict(l=10, r=10, t=80, b=10))
+    return fig
+
+
+def rope_scores(scores: np.ndarray, title: str) -> go.Figure:
+    """score[m, n] of a fixed q content at position m and k content at position n."""
+    n = scores.shape[0]
+    return heatmap(scores, [str(p) for p in range(n)], [str(p) for p in range(n)], title,
+                   x_title="key position n", y_title="query position m", signed=True, height=460)
+
+
+def diagonal_spread(offsets: np.ndarray, spread: np.ndarray, scale: float) -> go.Figure:
+    """max - min along each diagonal m - n = offset, next to the size of the scores themselves."""
+    fig = go.Figure(go.Bar(x=offsets, y=spread, marker_color=OKABE_ITO[0],
+                           hovertemplate="m - n = %{x}: spread %{y:.2e}<extra></extra>"))
+    fig.add_hline(y=scale, line_dash="dash", line_color=OKABE_ITO[5],
+                  annotation_text=f"largest |score| = {scale:.3g}", annotation_position="top left")
+    fig.update_yaxes(type="log")
+    return layout(fig, "spread along each diagonal (max − min, log scale)", 320, "distance m − n",
+                   "max − min along the diagonal")
+
+
+def alibi_slopes(slopes: np.ndarray) -> go.Figure:
+    fig = go.Figure(go.Bar(x=[f"head {h}" for h in range(len(slopes))], y=slopes, marker_color=OKABE_ITO[2],
+                           hovertemplate="%{x}: slope %{y:.4g}<extra></extra>"))
+    return layout(fig, "slope per head: 2^(−8/H), 2^(−16/H), …", 300, "head", "slope m_h")
+
+
+def alibi_biases(bias: np.ndarray, max_heads: int = 8) -> go.Figure:
+    """(H, T, T) biases, -slope * |i - j|, one panel per head on a shared scale."""
+    n = min(bias.shape[0], max_heads)
+    cols = min(4, n)
+    rows = math.ceil(n / cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"head {h}" for h in range(n)],
+                        horizontal_spacing=0.04, vertical_spacing=0.1)
+    for h in range(n):
+        fig.add_trace(go.Heatmap(z=bias[h], coloraxis="coloraxis",
+                                 hovertemplate=f"head {h}<br>query %{{y}}<br>key %{{x}}<br>bias %{{z:.3g}}<extra></extra>"),
+                      h // cols + 1, h % cols + 1)
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(title_text="key", row=rows)
+    fig.update_yaxes(title_text="query", col=1)
+    fig.update_layout(coloraxis=dict(colorscale=SEQUENTIAL, colorbar=dict(title="bias")), font=FONT,
+                      height=240 * rows + 60, margin=dict(l=10, r=10, t=60, b=10),
+                      title="ALiBi bias added to the scores: a straight penalty per step of distance")
+    return fig
+

@@ -1,0 +1,113 @@
+"""Figure builders for the norms, FFN/MoE and compare pages, and the pre/post-norm diagrams.
+
+numpy in, plotly Figure (or DOT source) out; colours from the Okabe-Ito palette and Viridis.
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .axes_figures import OKABE_ITO, layout
+from .figures import heatmap
+
+# --- norms ----------------------------------------------------------------------------
+
+_PLACEMENT_EDGES = {
+    # placement -> the chain of one sublayer; "add" is the residual sum
+    "pre": [("x", "norm"), ("norm", "sublayer"), ("sublayer", "add"), ("x", "add"), ("add", "out")],
+    "post": [("x", "sublayer"), ("sublayer", "add"), ("x", "add"), ("add", "norm"), ("norm", "out")],
+}
+
+
+def norm_placement_dot(placement: str, norm: str) -> str:
+    """DOT source of one sublayer with its norm before it (pre) or after the residual sum (post)."""
+    norm_label = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}[norm]
+    labels = {"x": "x (residual stream)", "norm": norm_label, "sublayer": "attention or FFN", "add": "+",
+              "out": "to the next sublayer"}
+    formula = "x + sublayer(norm(x))" if placement == "pre" else "norm(x + sublayer(x))"
+    lines = ["digraph G {", 'rankdir=TB; node [shape=box fontname="Helvetica" fontsize=13 style=filled fillcolor="#e8eef7"];',
+             f'label="{placement}-norm: {formula}"; labelloc=t; fontname="Helvetica"; fontsize=15;',
+             'add [shape=circle fillcolor="#ffffff"];', f'norm [fillcolor="#fde725" label="{norm_label}"];']
+    lines += [f'{name} [label="{text}"];' for name, text in labels.items() if name not in ("add", "norm")]
+    for a, b in _PLACEMENT_EDGES[placement]:
+        style = ' [style=dashed label="residual"]' if (a, b) == ("x", "add") else ""
+        lines.append(f"{a} -> {b}{style};")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def depth_lines(series: dict[str, list[float]], title: str, y_title: str, x_title: str, log: bool = False,
+                start: int = 0) -> go.Figure:
+    """One line per variant over layers; `start` is the x of the first value."""
+    fig = go.Figure()
+    for i, (label, values) in enumerate(series.items()):
+        fig.add_trace(go.Scatter(x=list(range(start, start + len(values))), y=values, mode="lines+markers", name=label,
+                                 line=dict(color=OKABE_ITO[i % 8], width=3, dash="solid" if "pre" in label else "dash"),
+                                 hovertemplate=f"{label}<br>{x_title} %{{x}}: %{{y:.4g}}<extra></extra>"))
+    if log:
+        fig.update_yaxes(type="log")
+    return layout(fig, title, 400, x_title, y_title)
+
+
+def norm_bars(x: np.ndarray, layernorm: np.ndarray, rmsnorm: np.ndarray) -> go.Figure:
+    """The input vector and both norms' outputs, side by side for every component."""
+    labels = [f"x[{i}]" for i in range(len(x))]
+    fig = go.Figure()
+    for i, (name, values) in enumerate({"input x": x, "LayerNorm(x)": layernorm, "RMSNorm(x)": rmsnorm}.items()):
+        fig.add_trace(go.Bar(x=labels, y=values, name=name, marker_color=OKABE_ITO[i],
+                             hovertemplate=f"{name}<br>%{{x}} = %{{y:.4g}}<extra></extra>"))
+    fig.update_layout(barmode="group")
+    return layout(fig, "LayerNorm subtracts the mean first; RMSNorm only divides by the RMS", 380, "component", "value")
+
+
+# --- FFN and MoE ----------------------------------------------------------------------
+
+
+def activation_curves(x: np.ndarray, curves: dict[str, np.ndarray]) -> go.Figure:
+    fig = go.Figure()
+    for i, (name, y) in enumerate(curves.items()):
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=name, line=dict(color=OKABE_ITO[i % 8], width=3),
+                                 hovertemplate=f"{name}(%{{x:.2f}}) = %{{y:.3f}}<extra></extra>"))
+    return layout(fig, "activation functions", 380, "input x", "activation(x)")
+
+
+def units_heatmap(values: np.ndarray, labels: list[str], title: str, max_units: int = 64) -> go.Figure:
+    """(T, d_ff) hidden activations, tokens down, the first `max_units` units across."""
+    shown = values[:, :max_units]
+    return heatmap(shown, [str(u) for u in range(shown.shape[1])], labels, title, x_title="hidden unit",
+                   y_title="token", signed=True)
+
+
+def router(probs: np.ndarray, chosen: np.ndarray, labels: list[str]) -> go.Figure:
+    """(T, E) router probabilities with the top-k chosen experts of each token marked."""
+    fig = heatmap(probs, [str(e) for e in range(probs.shape[1])], labels,
+                  "router probabilities (○ = chosen)", x_title="expert", y_title="token", zmin=0, zmax=1)
+    ys = [f"{t}:{labels[t]}" for t in range(len(labels)) for _ in range(chosen.shape[1])]
+    xs = [str(int(e)) for e in chosen.reshape(-1)]
+    fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name="chosen (top-k)", hoverinfo="skip",
+                             marker=dict(symbol="circle-open", size=14, color="#ffffff", line=dict(width=3))))
+    fig.update_layout(showlegend=False)
+    return fig
+
+
+def expert_load(load: np.ndarray) -> go.Figure:
+    n = len(load)
+    fig = go.Figure(go.Bar(x=[str(e) for e in range(n)], y=load, marker_color=OKABE_ITO[2],
+                           hovertemplate="expert %{x}: %{y:.1%} of token slots<extra></extra>"))
+    fig.add_hline(y=1 / n, line_dash="dash", line_color=OKABE_ITO[5], annotation_text="balanced: 1/E")
+    fig.update_yaxes(tickformat=".0%")
+    return layout(fig, "expert load: share of the token slots each expert got", 320, "expert", "share of slots")
+
+
+# --- compare --------------------------------------------------------------------------
+
+
+def per_position(series: dict[str, np.ndarray], labels: list[str], title: str, y_title: str) -> go.Figure:
+    fig = go.Figure()
+    xs = [f"{i}:{t}" for i, t in enumerate(labels)]
+    for i, (name, values) in enumerate(series.items()):
+        fig.add_trace(go.Scatter(x=xs, y=values, mode="lines+markers", name=name,
+                                 line=dict(color=OKABE_ITO[i % 8], width=3),
+                                 hovertemplate=f"{name}<br>%{{x}}: %{{y:.4g}}<extra></extra>"))
+    return layout(fig, title, 340, "position (token)", y_title)
+

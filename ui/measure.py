@@ -1,0 +1,180 @@
+"""Cached measurements for the axis pages and the compare page: library calls, results as numpy.
+
+Each wrapper takes only hashable arguments (a config as JSON, a seed, token ids as a tuple),
+so Streamlit caches it across reruns and sessions; the models come from ``ui.runtime.get_model``.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import numpy as np
+import streamlit as st
+import torch
+
+from transformer import TransformerConfig, analysis, choices
+from transformer.positions import alibi_bias, alibi_slopes, rope_angles, rope_inv_freq, sinusoidal_table
+
+from .runtime import get_model
+
+PAD_ID = 0
+
+
+def to_json(cfg: TransformerConfig) -> str:
+    """The cache key of a config, in the same form as ``AppState.config_json``."""
+    return json.dumps(cfg.to_dict(), sort_keys=True)
+
+
+def _config(config_json: str) -> TransformerConfig:
+    return TransformerConfig.from_dict(json.loads(config_json))
+
+
+# --- KV heads -------------------------------------------------------------------------
+
+
+@st.cache_data(max_entries=32, show_spinner="Generating with and without the cache…")
+def generation_steps(config_json: str, seed: int, ids: tuple[int, ...], n_steps: int) -> list[dict]:
+    model = get_model(config_json, seed)
+    prompt = torch.tensor([ids], device=model.device)
+    return [asdict(step) for step in analysis.cached_generation(model, prompt, n_steps)]
+
+
+# --- masks ----------------------------------------------------------------------------
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def masked_attention(config_json: str, seed: int, ids: tuple[int, ...], layer: int, kind: str,
+                     window: int) -> tuple[np.ndarray, np.ndarray]:
+    """(additive mask (T, T), weights (H, T, T)) of the live model with its mask replaced by `kind`."""
+    model = get_model(config_json, seed)
+    causal = model.cfg.arch == "decoder"  # an encoder-decoder runs its (bidirectional) encoder here
+    allowed = analysis.allowed_matrix(kind, len(ids), window, causal)
+    mask, weights = analysis.attention_under_mask(model, torch.tensor([ids], device=model.device), layer, allowed)
+    return mask[0, 0].cpu().numpy(), weights[0].float().cpu().numpy()
+
+
+def right_padded(batch: list[tuple[int, ...]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, T) ids and the usual 1/0 mask: every sequence padded on the right to the longest."""
+    longest = max(len(ids) for ids in batch)
+    ids = torch.full((len(batch), longest), PAD_ID, dtype=torch.long)
+    mask = torch.zeros(len(batch), longest, dtype=torch.long)
+    for row, seq in enumerate(batch):
+        ids[row, :len(seq)] = torch.tensor(seq)
+        mask[row, :len(seq)] = 1
+    return ids, mask
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def padded_attention(config_json: str, seed: int, batch: tuple[tuple[int, ...], ...], layer: int
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A batch of texts of different lengths: (additive masks (B, T, T), weights (B, H, T, T), padding mask (B, T))."""
+    model = get_model(config_json, seed)
+    ids, pad = right_padded(list(batch))
+    mask, weights = analysis.attention_under_mask(model, ids.to(model.device), layer, attention_mask=pad.to(model.device))
+    return mask[:, 0].cpu().numpy(), weights.float().cpu().numpy(), pad.numpy()
+
+
+def encoder_decoder_twin(cfg: TransformerConfig) -> TransformerConfig:
+    """The same axes as an encoder-decoder (a parallel block has no place for cross-attention)."""
+    return cfg.replace(arch="encoder-decoder", parallel_block=False)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cross_attention(config_json: str, seed: int, batch: tuple[tuple[int, ...], ...], tgt: tuple[int, ...],
+                    layer: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Decoder queries over padded encoder outputs: (additive masks (B, T_q, S), weights (B, H, T_q, S), source mask)."""
+    model = get_model(config_json, seed)
+    src, pad = right_padded(list(batch))
+    tgt_ids = torch.tensor([tgt] * len(batch), device=model.device)
+    mask, weights = analysis.cross_attention(model, src.to(model.device), tgt_ids, layer, pad.to(model.device))
+    mask = mask.expand(len(batch), 1, len(tgt), src.shape[1])
+    return mask[:, 0].cpu().numpy(), weights.float().cpu().numpy(), pad.numpy()
+
+
+# --- positions ------------------------------------------------------------------------
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def sinusoidal(n_positions: int, d_model: int) -> tuple[np.ndarray, np.ndarray]:
+    """(table (P, d), dot products (P, P))."""
+    return sinusoidal_table(n_positions, d_model).numpy(), analysis.sinusoidal_similarity(n_positions, d_model).numpy()
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def rope_geometry(q: tuple[float, ...], k: tuple[float, ...], n_positions: int, theta: float) -> dict[str, np.ndarray]:
+    """Angles per pair, the rotated pairs of q, the score matrix of q and k across positions, its diagonal spread."""
+    q_vec, k_vec = torch.tensor(q), torch.tensor(k)
+    positions = torch.arange(n_positions)
+    scores = analysis.rope_scores(q_vec, k_vec, n_positions, theta)
+    offsets, spread = analysis.diagonal_spread(scores)
+    return dict(angles=rope_angles(positions, rope_inv_freq(len(q), theta)).numpy(),  # (P, d_head/2)
+                pairs=analysis.rope_pairs(q_vec, positions, theta).numpy(),  # (P, d_head/2, 2)
+                scores=scores.numpy(), offsets=offsets.numpy(), spread=spread.numpy())
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def alibi(n_heads: int, t: int) -> tuple[np.ndarray, np.ndarray]:
+    """(slopes (H,), bias (H, T, T))."""
+    slopes = alibi_slopes(n_heads)
+    positions = torch.arange(t)[None]
+    return slopes.numpy(), alibi_bias(slopes, positions, positions)[0].numpy()
+
+
+@st.cache_data(max_entries=16, show_spinner="Running each position scheme past its trained length…")
+def beyond_trained_length(config_json: str, seed: int, ids: tuple[int, ...], trained: int) -> dict[str, dict]:
+    """Every position scheme with max_len=trained, run on `ids` (longer): its output or its error."""
+    base = _config(config_json)
+    results = {}
+    for position in choices("position"):
+        cfg = base.replace(position=position, max_len=trained)
+        model = get_model(to_json(cfg), seed)
+        src = torch.tensor([ids], device=model.device)
+        args = (src, src) if cfg.arch == "encoder-decoder" else (src,)
+        prefix = "decoder." if cfg.arch == "encoder-decoder" else ""
+        name = f"{prefix}blocks.{cfg.n_layers - 1}.attn.hook_pattern"
+        try:
+            _, trace = model.run_with_trace(*args, names=[name])
+            results[position] = dict(error=None, pattern=trace[name][0].float().cpu().numpy())
+        except ValueError as exc:
+            results[position] = dict(error=str(exc), pattern=None)
+    return results
+
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def learned_table(config_json: str, seed: int) -> np.ndarray:
+    """(max_len, d_model) learned position table of the model (an untrained one is random)."""
+    model = get_model(config_json, seed)
+    owner = model.decoder if model.cfg.arch == "encoder-decoder" else model
+    return owner.pos.table.weight.detach().float().cpu().numpy()
+
+
+# --- norms ----------------------------------------------------------------------------
+
+NORM_DEPTH_BASE = dict(arch="decoder", vocab_size=64, d_model=32, n_heads=4, max_len=64)  # small: fast to measure
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def depth_profile(position: str, ffn: str, norm: str, placement: str, depth: int, init: str,
+                  ids: tuple[int, ...]) -> dict:
+    cfg = TransformerConfig(**NORM_DEPTH_BASE, position=position, ffn=ffn, norm=norm, norm_position=placement,
+                            n_layers=depth)
+    ids_t = torch.tensor([[i % cfg.vocab_size for i in ids]])
+    return asdict(analysis.depth_profile(cfg, ids_t, init=init))
+
+
+def normalized(values: tuple[float, ...]) -> dict[str, np.ndarray]:
+    x = torch.tensor(values)
+    return {kind: analysis.normalize(x, kind).numpy() for kind in ("layernorm", "rmsnorm")}
+
+
+# --- compare --------------------------------------------------------------------------
+
+
+def output_comparison(logits_a: np.ndarray, logits_b: np.ndarray) -> dict[str, np.ndarray]:
+    """Next-token entropy of each (T,), and KL(A || B) per position when the shapes match."""
+    a, b = torch.from_numpy(logits_a), torch.from_numpy(logits_b)
+    out = dict(entropy_a=analysis.next_token_entropy(a).numpy(), entropy_b=analysis.next_token_entropy(b).numpy())
+    if a.shape == b.shape:
+        out["kl"] = analysis.kl_divergence(a, b).numpy()
+    return out
