@@ -1,0 +1,133 @@
+"""Peak memory and time of causal attention as T grows: the explicit five lines vs SDPA vs tiled.
+
+    python -m benchmarks.flash_memory [--lengths 512 1024 2048 4096] [--block 128]
+
+Peak memory is what one call adds on top of its inputs, its own output included:
+torch.cuda.max_memory_allocated on a GPU; on a Linux CPU, the process's peak resident
+memory (VmHWM, reset through /proc/self/clear_refs), with every allocation over 16 KiB
+made as its own mapping so that freeing it really gives it back. The explicit path
+includes building its additive mask, as the library does once per forward pass.
+"formula" is full_attention_bytes or tiled_attention_bytes (neither counts the output).
+The tiled version is a Python loop written to be read and recorded, so its time says
+nothing about a fused flash kernel; its memory does.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import re
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from transformer import TransformerConfig, masks
+from transformer.attention import Attention, AttentionInputs
+from transformer.flash import full_attention_bytes, tiled_attention, tiled_attention_bytes
+
+B, H, G, D_HEAD = 1, 4, 2, 64
+MiB = 2 ** 20
+
+
+def explicit(q, k, v, block):
+    cfg = TransformerConfig(d_model=H * D_HEAD, n_heads=H, n_kv_heads=G)
+    attn = Attention(cfg).to(q.device)
+    attn.o_proj = nn.Identity()
+    T = q.shape[2]
+    positions = torch.arange(T, device=q.device)
+    allowed = masks.self_attention(positions, positions, is_causal=True)
+    mask = masks.to_additive(allowed, q.dtype)
+    return attn.explicit_attention(q, k, v, AttentionInputs(allowed, mask, plain_causal=True, no_mask=False))
+
+
+def sdpa(q, k, v, block):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+
+
+def tiled(q, k, v, block):
+    return tiled_attention(q, k, v, is_causal=True, block_q=block, block_k=block)[0]
+
+
+METHODS = {"explicit": explicit, "sdpa": sdpa, "tiled": tiled}
+
+
+def give_freed_memory_back() -> None:
+    """glibc: serve every allocation over 16 KiB with its own mmap, returned to the OS when freed."""
+    M_MMAP_THRESHOLD = -3
+    ctypes.CDLL("libc.so.6").mallopt(M_MMAP_THRESHOLD, 16 * 1024)
+
+
+def peak_bytes(fn, device: torch.device) -> int:
+    """Memory one call adds at its peak, over what was held before it."""
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        fn()
+        torch.cuda.synchronize()
+        return torch.cuda.max_memory_allocated() - before
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # reset the peak resident size to the current one
+    before = _status_kib("VmRSS")
+    fn()
+    return (_status_kib("VmHWM") - before) * 1024
+
+
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as f:
+        return int(re.search(rf"{field}:\s+(\d+) kB", f.read()).group(1))
+
+
+def seconds(fn, device: torch.device, repeats: int = 3) -> float:
+    times = []
+    for _ in range(repeats):
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        fn()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lengths", type=int, nargs="+", default=[512, 1024, 2048, 4096])
+    parser.add_argument("--block", type=int, default=128)
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice)")
+    args = parser.parse_args()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.type == "cpu":
+        give_freed_memory_back()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    print(f"causal attention, B={B} H={H} G={G} d_head={D_HEAD} float32, block {args.block}, on {device}, "
+          f"{torch.get_num_threads()} threads")
+    header = f"{'T':>6} {'method':>9} {'peak MiB':>9} {'formula MiB':>12} {'ms':>9} {'max |diff|':>11}"
+    print(header)
+    print("-" * len(header))
+    with torch.no_grad():
+        for T in args.lengths:
+            g = torch.Generator().manual_seed(T)
+            q = torch.randn(B, H, T, D_HEAD, generator=g).to(device)
+            k = torch.randn(B, G, T, D_HEAD, generator=g).to(device)
+            v = torch.randn(B, G, T, D_HEAD, generator=g).to(device)
+            reference = sdpa(q, k, v, args.block).transpose(1, 2).reshape(B, T, H * D_HEAD)
+            formula = {"explicit": full_attention_bytes(B, H, T, 4),
+                       "tiled": tiled_attention_bytes(B, H, T, args.block, args.block, D_HEAD)}
+            for name, method in METHODS.items():
+                run = lambda: method(q, k, v, args.block)  # noqa: E731
+                out = run()  # warm-up, and the answer to compare
+                out = out if out.dim() == 3 else out.transpose(1, 2).reshape(B, T, H * D_HEAD)
+                diff = (out - reference).abs().max().item()
+                peak = peak_bytes(run, device) / MiB
+                ms = seconds(run, device) * 1000
+                expected = f"{formula[name] / MiB:12.2f}" if name in formula else f"{'':>12}"
+                print(f"{T:>6} {name:>9} {peak:9.1f} {expected} {ms:9.1f} {diff:11.1e}")
+
+
+if __name__ == "__main__":
+    main()
