@@ -52,6 +52,22 @@ def forward_flops_per_token(cfg: TransformerConfig, context: int) -> int:
     return 2 * multiplied + attention_layers(cfg) * 2 * 2 * keys_seen * d_attn
 
 
+# --- activations ----------------------------------------------------------------------
+
+# the nonlinearities the FFNs use: ReLU (2017), GELU (GPT-2, BERT), SiLU inside SwiGLU's gate (LLaMA)
+ACTIVATIONS = {
+    "ReLU": F.relu,
+    "GELU": F.gelu,
+    "GELU (tanh approx.)": lambda x: F.gelu(x, approximate="tanh"),
+    "SiLU": F.silu,
+}
+
+
+def activation_curves(x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Each activation evaluated on x."""
+    return {name: fn(x) for name, fn in ACTIVATIONS.items()}
+
+
 # --- output distributions ------------------------------------------------------------
 
 
@@ -77,6 +93,12 @@ def sinusoidal_similarity(n_positions: int, d_model: int) -> torch.Tensor:
     """(P, P): dot products of the sinusoidal position vectors; it depends on |m - n| only."""
     table = sinusoidal_table(n_positions, d_model)  # (P, d_model)
     return table @ table.T
+
+
+def cosine_similarity(table: torch.Tensor) -> torch.Tensor:
+    """(P, d) -> (P, P): cosine of the angle between every two rows (1 = same direction)."""
+    unit = F.normalize(table.float(), dim=-1)
+    return unit @ unit.T
 
 
 def rope_rotate(x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0) -> torch.Tensor:

@@ -7,17 +7,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from pathlib import Path
 
 import numpy as np
 import streamlit as st
 import torch
 
-from transformer import TransformerConfig, analysis, choices
+from transformer import Transformer, TransformerConfig, analysis, choices
 from transformer.positions import alibi_bias, alibi_slopes, rope_angles, rope_inv_freq, sinusoidal_table
 
 from .runtime import get_model
 
 PAD_ID = 0
+CHECKPOINTS = Path(__file__).resolve().parent.parent / "assets" / "checkpoints"
 
 
 def to_json(cfg: TransformerConfig) -> str:
@@ -122,12 +124,17 @@ def alibi(n_heads: int, t: int) -> tuple[np.ndarray, np.ndarray]:
 
 @st.cache_data(max_entries=16, show_spinner="Running each position scheme past its trained length…")
 def beyond_trained_length(config_json: str, seed: int, ids: tuple[int, ...], trained: int) -> dict[str, dict]:
-    """Every position scheme with max_len=trained, run on `ids` (longer): its output or its error."""
+    """Every position scheme with max_len=trained, run on `ids` (longer): its last layer's weights or its error.
+
+    The five models are built here rather than through get_model, so they do not push
+    the pages' own models out of its cache.
+    """
     base = _config(config_json)
     results = {}
     for position in choices("position"):
         cfg = base.replace(position=position, max_len=trained)
-        model = get_model(to_json(cfg), seed)
+        torch.manual_seed(seed)
+        model = Transformer(cfg).eval()
         src = torch.tensor([ids], device=model.device)
         args = (src, src) if cfg.arch == "encoder-decoder" else (src,)
         prefix = "decoder." if cfg.arch == "encoder-decoder" else ""
@@ -141,12 +148,37 @@ def beyond_trained_length(config_json: str, seed: int, ids: tuple[int, ...], tra
 
 
 
+def _learned_table(model: Transformer) -> np.ndarray:
+    owner = model.decoder if model.cfg.arch == "encoder-decoder" else model
+    return owner.pos.table.weight.detach().float().cpu().numpy()  # (max_len, d_model)
+
+
 @st.cache_data(max_entries=8, show_spinner=False)
 def learned_table(config_json: str, seed: int) -> np.ndarray:
-    """(max_len, d_model) learned position table of the model (an untrained one is random)."""
-    model = get_model(config_json, seed)
-    owner = model.decoder if model.cfg.arch == "encoder-decoder" else model
-    return owner.pos.table.weight.detach().float().cpu().numpy()
+    """(max_len, d_model) learned position table of the live model (an untrained one is random)."""
+    return _learned_table(get_model(config_json, seed))
+
+
+@st.cache_resource(show_spinner="Looking for a trained checkpoint…")
+def learned_checkpoint() -> tuple[str, np.ndarray] | None:
+    """(name, position table) of the first shipped checkpoint with learned positions; None when there is none."""
+    try:
+        from transformer import checkpoint
+    except ImportError:  # checkpoints not available in this version of the library
+        return None
+    for path in sorted(CHECKPOINTS.glob("*.safetensors")):
+        try:
+            model, _ = checkpoint.load(path.with_suffix(""))
+        except (ValueError, OSError, KeyError):  # unreadable or from another version: skip it
+            continue
+        if model.cfg.position == "learned":
+            return path.stem, _learned_table(model)
+    return None
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def cosine_similarity(table: np.ndarray) -> np.ndarray:
+    return analysis.cosine_similarity(torch.from_numpy(table)).numpy()
 
 
 # --- norms ----------------------------------------------------------------------------
@@ -166,6 +198,15 @@ def depth_profile(position: str, ffn: str, norm: str, placement: str, depth: int
 def normalized(values: tuple[float, ...]) -> dict[str, np.ndarray]:
     x = torch.tensor(values)
     return {kind: analysis.normalize(x, kind).numpy() for kind in ("layernorm", "rmsnorm")}
+
+
+# --- FFN ------------------------------------------------------------------------------
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def activation_curves(low: float, high: float, n: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    x = torch.linspace(low, high, n)
+    return x.numpy(), {name: y.numpy() for name, y in analysis.activation_curves(x).items()}
 
 
 # --- compare --------------------------------------------------------------------------

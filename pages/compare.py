@@ -1,0 +1,124 @@
+"""Compare: the sidebar's model (A) against a variant (B) on the same input, side by side and as a difference."""
+import pandas as pd
+import streamlit as st
+
+from transformer import MODEL_CARDS, PRESETS, analysis, choices, kv_cache_bytes_per_token, param_counts
+from ui.block_figures import per_position
+from ui.figures import heatmap
+from ui.measure import output_comparison, to_json
+from ui.page import load_page
+from ui.page_controls import KEEP, init_from_url, keep_valid, write_url
+from ui.runtime import get_trace, tokenize
+
+SAME = "same"  # an axis of B left equal to its base
+AXES = {"cmp_arch": ("arch", "Architecture"), "cmp_position": ("position", "Position"), "cmp_norm": ("norm", "Norm"),
+        "cmp_place": ("norm_position", "Placement"), "cmp_ffn": ("ffn", "FFN")}
+URL_KEYS = {"cmp_base": str, "cmp_kv": str, "cmp_layer": int, "cmp_head": int, **{k: str for k in AXES}}
+init_from_url("cmp", URL_KEYS)
+defaults = {"cmp_base": "A", "cmp_kv": SAME, "cmp_layer": 0, "cmp_head": 0, **{k: SAME for k in AXES}, "cmp_position": "rope"}
+for key, default in defaults.items():
+    st.session_state.setdefault(key, default)
+keep_valid("cmp_base", ["A", *PRESETS], "A")
+for key, (field, _) in AXES.items():
+    keep_valid(key, [SAME, *choices(field)], SAME)
+write_url(URL_KEYS)
+
+ctx = load_page("Compare two configurations", """
+**The problem.** Each axis is a trade: GQA saves memory, RoPE changes how distance enters the scores, MoE adds
+parameters but not compute. Seeing the trade needs two models on the same input.
+
+**The idea.** A is the sidebar's model. B starts as A (or as a preset) and changes the axes you pick below. Both are
+built from the same seed and read the same text.
+
+**What to look at.** The same layer and head of both, and their difference; the cost of each (parameters, FLOPs,
+KV cache per token); how their next-token distributions differ (entropy, and KL(A‖B) per position).
+""")
+cfg_a = ctx.state.config
+
+st.header("Configuration B")
+st.selectbox("B starts from", ["A", *PRESETS], key="cmp_base", **KEEP,
+             format_func=lambda k: "A (the sidebar's model)" if k == "A" else f"preset: {MODEL_CARDS[k].name}")
+base = cfg_a if st.session_state["cmp_base"] == "A" else PRESETS[st.session_state["cmp_base"]]
+columns = st.columns(len(AXES) + 1)
+for col, (key, (field, title)) in zip(columns, AXES.items()):
+    col.selectbox(title, [SAME, *choices(field)], key=key, **KEEP,
+                  format_func=lambda v, f=field: f"= {getattr(base, f)}" if v == SAME else v)
+kv_options = [SAME, *(str(g) for g in range(1, base.n_heads + 1) if base.n_heads % g == 0)]
+keep_valid("cmp_kv", kv_options, SAME)
+columns[-1].selectbox("KV heads", kv_options, key="cmp_kv", **KEEP,
+                      format_func=lambda v: f"= {base.n_kv_heads}" if v == SAME else v)
+changes = {field: st.session_state[key] for key, (field, _) in AXES.items() if st.session_state[key] != SAME}
+if st.session_state["cmp_kv"] != SAME:
+    changes["n_kv_heads"] = int(st.session_state["cmp_kv"])
+if changes.get("arch") == "encoder-decoder" or (base.arch == "encoder-decoder" and "arch" not in changes):
+    changes["parallel_block"] = False  # a parallel block has no place for cross-attention
+try:
+    cfg_b = base.replace(**changes)
+    tokens_b = tokenize(ctx.state.text, cfg_b.vocab_size)
+    trace_b = get_trace(to_json(cfg_b), ctx.state.seed, tuple(tokens_b.ids), tuple(tokens_b.labels))
+except (ValueError, MemoryError) as exc:
+    st.error(f"Configuration B is impossible: {exc}")
+    st.stop()
+trace_a = ctx.trace
+if cfg_b == cfg_a:
+    st.info("B is identical to A: change an axis above (or pick a preset) to compare.")
+st.caption("Parameters created in the same order with the same shapes get the same random values, so when an axis "
+           "adds no parameters (RoPE vs ALiBi, pre vs post, LayerNorm vs RMSNorm) A and B share their weights and only "
+           "the axis differs.")
+
+st.header("Attention, side by side")
+n_layers, n_heads = min(cfg_a.n_layers, cfg_b.n_layers), min(cfg_a.n_heads, cfg_b.n_heads)
+keep_valid("cmp_layer", range(n_layers), 0)
+keep_valid("cmp_head", range(n_heads), 0)
+col1, col2 = st.columns(2)
+col1.selectbox("Layer", range(n_layers), key="cmp_layer", **KEEP)
+col2.selectbox("Head", range(n_heads), key="cmp_head", **KEEP)
+layer, head = st.session_state["cmp_layer"], st.session_state["cmp_head"]
+weights = {}
+for name, cfg, trace in (("A", cfg_a, trace_a), ("B", cfg_b, trace_b)):
+    weights[name] = trace.pattern(layer, analysis.self_attention_prefix(cfg))[head]  # (T, T)
+labels_a, labels_b = trace_a.src_labels, trace_b.src_labels
+col1, col2 = st.columns(2)
+col1.plotly_chart(heatmap(weights["A"], labels_a, labels_a, f"A: layer {layer}, head {head}", zmin=0, zmax=1), key="cmp_a")
+col2.plotly_chart(heatmap(weights["B"], labels_b, labels_b, f"B: layer {layer}, head {head}", zmin=0, zmax=1), key="cmp_b")
+if weights["A"].shape == weights["B"].shape:
+    st.plotly_chart(heatmap(weights["B"] - weights["A"], labels_a, labels_a, "B − A (orange: B attends more)",
+                            signed=True), key="cmp_diff")
+else:
+    st.caption(f"No difference map: A's matrix is {weights['A'].shape} and B's {weights['B'].shape}.")
+if "encoder-decoder" in (cfg_a.arch, cfg_b.arch):
+    st.caption("For an encoder-decoder the maps show its encoder's self-attention, which reads the same text.")
+
+st.header("Cost")
+context = len(ctx.tokens.ids)
+rows = {}
+for name, cfg in (("A", cfg_a), ("B", cfg_b)):
+    counts = param_counts(cfg)
+    rows[name] = {
+        "axes": f"{cfg.arch} · {cfg.attention_kind} ({cfg.n_heads} q / {cfg.n_kv_heads} kv) · {cfg.position} · "
+                f"{cfg.norm_position}-{cfg.norm} · {cfg.ffn}",
+        "parameters": f"{counts['total']:,}",
+        "active parameters per token": f"{counts['active']:,}",
+        f"forward FLOPs per token (context {context})": f"{analysis.forward_flops_per_token(cfg, context):,}",
+        "KV cache per token (fp16 bytes)": f"{kv_cache_bytes_per_token(cfg):,}",
+    }
+st.dataframe(pd.DataFrame(rows))
+st.caption("FLOPs per token = 2 × the parameters a token multiplies by (embedding lookups excluded, MoE: only the "
+           "top-k experts) + 4 × keys seen × n_heads × d_head per attention layer (q·K and weights·V); see "
+           "`transformer.analysis.forward_flops_per_token`.")
+
+st.header("Next-token distributions")
+out = output_comparison(trace_a.logits, trace_b.logits)
+positions = trace_a.tgt_labels
+st.plotly_chart(per_position({"A": out["entropy_a"], "B": out["entropy_b"]}, positions,
+                             "entropy of the next-token distribution", "entropy (nats)"), key="cmp_entropy")
+same_inputs = trace_a.tgt_labels == trace_b.tgt_labels
+if "kl" in out and same_inputs:
+    st.plotly_chart(per_position({"KL(A ‖ B)": out["kl"]}, positions, "how far B's prediction is from A's",
+                                 "KL (nats)"), key="cmp_kl")
+    st.download_button("Download entropy and KL (CSV)",
+                       pd.DataFrame({"token": positions, "entropy_A": out["entropy_a"], "entropy_B": out["entropy_b"],
+                                     "KL_A_B": out["kl"]}).to_csv(index=False), "compare.csv", "text/csv")
+else:
+    st.caption("KL(A‖B) needs both models to predict over the same vocabulary from the same inputs; here they differ "
+               "(an encoder-decoder's decoder reads its own greedy output).")

@@ -1,0 +1,109 @@
+"""Norms: pre- vs post-norm placement, measured with depth, and LayerNorm vs RMSNorm on one vector."""
+import re
+
+import numpy as np
+import streamlit as st
+
+from ui.block_figures import depth_lines, norm_bars, norm_placement_dot
+from ui.measure import NORM_DEPTH_BASE, depth_profile, normalized
+from ui.page import load_page
+from ui.page_controls import KEEP, init_from_url, keep_valid, write_url
+
+INITS = {"variance-preserving": "every matrix N(0, 1/fan_in): the bare effect of the placement",
+         "library": "the library's GPT-2 init: N(0, 0.02), residual projections ÷ √(2 · layers)"}
+VARIANTS = [(norm, placement) for placement in ("pre", "post") for norm in ("layernorm", "rmsnorm")]
+NORM_NAMES = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}
+MAX_TOKENS = 16  # a short input keeps the 4 x 24-layer measurement quick
+URL_KEYS = {"norm_depth": int, "norm_init": str, "norm_vec": str}
+init_from_url("norm", URL_KEYS)
+for key, default in {"norm_depth": 12, "norm_init": "variance-preserving", "norm_vec": "1, 2, 3, 10"}.items():
+    st.session_state.setdefault(key, default)
+keep_valid("norm_depth", range(1, 25), 12)
+keep_valid("norm_init", list(INITS))
+write_url(URL_KEYS)
+
+ctx = load_page("Norms: LayerNorm · RMSNorm, pre or post", """
+**The problem.** A residual stream is a running sum: every block adds to it. Deep stacks either let it grow without
+bound or, if it is normalised on the main path, make the gradient of the early blocks pass through every norm on the way
+down — the original post-norm Transformer needed a learning-rate warm-up to train at all.
+
+**The idea.** Normalise where it helps. *Post-norm* (2017, BERT) normalises the sum, `norm(x + f(x))`; *pre-norm*
+(GPT-2, LLaMA) normalises only the sublayer's input, `x + f(norm(x))`, leaving a clean identity path from the output
+back to the embeddings. *RMSNorm* (LLaMA) drops LayerNorm's mean subtraction: cheaper, and it works as well.
+
+**What to look at.** The residual norm and gradient norm per layer of freshly initialised models of growing depth;
+what each norm does to one vector you type.
+""")
+cfg = ctx.state.config
+
+st.header("Where the norm sits")
+col1, col2 = st.columns(2)
+for col, placement in zip((col1, col2), ("pre", "post")):
+    col.graphviz_chart(norm_placement_dot(placement, cfg.norm))
+    used = " ← the sidebar's model" if cfg.norm_position == placement else ""
+    col.caption(f"{placement}-norm{used}")
+
+st.header("Residual and gradient norms with depth, at initialisation")
+col1, col2 = st.columns(2)
+col1.slider("Depth (layers)", min_value=1, max_value=24, key="norm_depth", **KEEP)
+col2.selectbox("Initialisation", list(INITS), key="norm_init", **KEEP, format_func=lambda k: f"{k}: {INITS[k]}")
+depth, init = int(st.session_state["norm_depth"]), st.session_state["norm_init"]
+ids = tuple(ctx.tokens.ids[:MAX_TOKENS])
+base = NORM_DEPTH_BASE
+st.caption(f"Four fresh decoders (d_model = {base['d_model']}, {base['n_heads']} heads, the sidebar's "
+           f"{cfg.position} positions and {cfg.ffn} FFN), one per placement × norm, on the first {len(ids)} tokens of "
+           "the input; next-token cross-entropy, one backward pass.")
+if len(ids) < 2:
+    st.error("The measurement predicts each next token, so it needs an input of at least 2 characters.")
+else:
+    progress = st.progress(0.0, text="Measuring…")
+    profiles = {}
+    for i, (norm, placement) in enumerate(VARIANTS):
+        label = f"{placement}-{NORM_NAMES[norm]}"
+        progress.progress(i / len(VARIANTS), text=f"Measuring {label} at depth {depth}…")
+        profiles[label] = depth_profile(cfg.position, cfg.ffn, norm, placement, depth, init, ids)
+    progress.empty()
+    col1, col2 = st.columns(2)
+    col1.plotly_chart(depth_lines({k: p["resid_norms"] for k, p in profiles.items()},
+                                  "residual stream: mean ‖x‖ per token", "‖x‖", "after block (0 = embedding)"),
+                      key="norm_resid")
+    col2.plotly_chart(depth_lines({k: p["grad_norms"] for k, p in profiles.items()},
+                                  "gradient norm of each block's weights", "‖∂loss/∂θ‖ (log scale)", "block",
+                                  log=True), key="norm_grad")
+    pre, post = profiles["pre-LayerNorm"], profiles["post-LayerNorm"]
+    col1, col2, col3 = st.columns(3)
+    col1.metric("pre-norm: ‖x‖ last / first block", f"{pre['resid_norms'][-1] / pre['resid_norms'][1]:.2f}×")
+    col2.metric("post-norm: ‖x‖ after every block", f"{np.mean(post['resid_norms'][1:]):.3f}",
+                help=f"√d_model = {np.sqrt(base['d_model']):.3f}: a norm with weight 1 leaves each vector that long")
+    col3.metric("post-norm: gradient, last / first block", f"{post['grad_norms'][-1] / post['grad_norms'][0]:.2f}×")
+    st.markdown(f"""
+- **Pre-norm**: nothing ever rescales the residual stream, so each block adds to it and ‖x‖ grows with depth
+  (roughly like √layers). The gradient reaches every block straight through the identity path.
+- **Post-norm**: every block ends on a norm, so ‖x‖ is pinned at √d_model = {np.sqrt(base['d_model']):.2f}. The
+  price: the gradient to an early block passes through every later norm, and the blocks' gradients are uneven with
+  depth — the reason post-norm Transformers need a careful warm-up.
+- With the **library** init, each block's output projection is shrunk by 1/√(2 · layers) (GPT-2's fix), which keeps
+  pre-norm's growth small: switch the initialisation to compare.
+""")
+
+st.header("LayerNorm vs RMSNorm on one vector")
+st.text_input("A vector (numbers separated by commas or spaces)", key="norm_vec", **KEEP)
+tokens = [t for t in re.split(r"[,\s;]+", st.session_state["norm_vec"].strip()) if t]
+try:
+    values = tuple(float(t) for t in tokens)
+    if not 2 <= len(values) <= 32 or not all(np.isfinite(values)):
+        raise ValueError(f"type between 2 and 32 finite numbers; got {len(values)}")
+except ValueError as exc:
+    st.error(f"That is not a vector: {exc}. Example: 1, 2, 3, 10")
+else:
+    x = np.array(values)
+    out = normalized(values)
+    st.plotly_chart(norm_bars(x, out["layernorm"], out["rmsnorm"]), key="norm_bars")
+    col1, col2, col3 = st.columns(3)
+    for col, (name, v) in zip((col1, col2, col3), {"input": x, "LayerNorm": out["layernorm"], "RMSNorm": out["rmsnorm"]}.items()):
+        col.metric(f"{name}: mean", f"{v.mean():.4f}")
+        col.metric(f"{name}: RMS", f"{np.sqrt((v ** 2).mean()):.4f}")
+    st.markdown("LayerNorm: (x − mean) / std → mean 0, RMS 1 (it centres *and* scales). RMSNorm: x / RMS(x) → RMS 1, "
+                "but the mean stays — the shape of the vector, including its offset, is kept. Both then multiply by a "
+                "learned weight (1 here). Add the same number to every component: LayerNorm's output does not change, "
+                "RMSNorm's does.")

@@ -1,0 +1,136 @@
+"""Positions: sinusoidal, learned, RoPE and ALiBi -- what each adds, and what happens past the trained length."""
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from transformer import analysis
+from transformer.positions import rope_inv_freq
+from ui import axes_figures as figs
+from ui.figures import heatmap
+from ui.measure import (alibi, beyond_trained_length, cosine_similarity, learned_checkpoint, learned_table,
+                        rope_geometry, sinusoidal, to_json)
+from ui.page import load_page
+from ui.page_controls import KEEP, init_from_url, keep_valid, write_url
+
+URL_KEYS = {"pos_n": int, "pos_p": int, "pos_train": int, "pos_run": int}
+init_from_url("pos", URL_KEYS)
+for key, default in {"pos_n": 48, "pos_p": 3, "pos_train": 16, "pos_run": 24}.items():
+    st.session_state.setdefault(key, default)
+keep_valid("pos_n", range(8, 257), 48)
+keep_valid("pos_train", range(2, 129), 16)
+keep_valid("pos_run", range(1, 257), 24)
+keep_valid("pos_p", range(st.session_state["pos_n"]), 0)
+write_url(URL_KEYS)
+
+ctx = load_page("Positions: where is each token?", """
+**The problem.** Attention is a weighted sum over a set: shuffle the keys and values together and every output stays
+the same. Without help, "the cat sat on the mat" and "the mat sat on the cat" look alike to it.
+
+**The ideas.** *Add* a position vector to each token's embedding (sinusoidal: fixed waves; learned: a trained table),
+*rotate* q and k by an angle that grows with position (RoPE: the score then depends on the distance m − n only), or
+*penalise* distance straight in the scores (ALiBi: nothing to learn, and it extends past the trained length).
+
+**What to look at.** The sinusoidal waves and their distance-only similarity; the learned table; RoPE's rotating pairs
+and its diagonals, constant to float precision; ALiBi's straight-line biases, and which schemes survive an input longer
+than `max_len`.
+""")
+cfg = ctx.state.config
+st.caption(f"The sidebar's model uses **{cfg.position}** positions; this page shows all of them, "
+           f"at the sidebar's sizes (d_model = {cfg.d_model}, d_head = {cfg.d_head}, H = {cfg.n_heads}).")
+st.slider("Positions shown", min_value=8, max_value=256, key="pos_n", **KEEP)
+n_positions = int(st.session_state["pos_n"])
+
+sin_tab, learned_tab, rope_tab, alibi_tab = st.tabs(["sinusoidal", "learned", "RoPE", "ALiBi"])
+
+with sin_tab:
+    st.markdown("PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(p / 10000^(2i/d)): each pair of dimensions is a "
+                "clock running at its own speed, fast on the left, slow on the right — a binary counter made smooth.")
+    table, similarity = sinusoidal(n_positions, cfg.d_model)
+    col1, col2 = st.columns(2)
+    col1.plotly_chart(figs.position_table(table, "position vectors (position × dimension)"), key="sin_table")
+    col2.plotly_chart(figs.position_similarity(similarity, "PE[m] · PE[n]"), key="sin_similarity")
+    _, spread = analysis.diagonal_spread(analysis.sinusoidal_similarity(n_positions, cfg.d_model))
+    st.markdown(f"The dot product of two position vectors is Σ cos((m − n)·ω_i): it depends on the distance only — "
+                f"every diagonal holds one value (largest spread along a diagonal: {float(spread.max()):.1e}) — and "
+                "falls off with distance, so nearby positions look alike.")
+
+with learned_tab:
+    found = learned_checkpoint()
+    if found:
+        name, table = found
+        st.markdown(f"The position table of the trained checkpoint **{name}** (rows past the lengths it trained on stay "
+                    "near their random start).")
+    else:
+        learned_cfg = cfg if cfg.position == "learned" else cfg.replace(position="learned")
+        table = learned_table(to_json(learned_cfg), ctx.state.seed)
+        st.warning("No trained checkpoint with learned positions is available, so this is the table of the current "
+                   "model's configuration with learned positions — **untrained: random numbers**. Training shapes it: "
+                   "nearby rows become similar. Note its hard limit: it has exactly max_len rows.", icon="🎲")
+    shown = table[:n_positions]
+    col1, col2 = st.columns(2)
+    col1.plotly_chart(figs.position_table(shown, f"learned table, first {len(shown)} of {len(table)} rows"),
+                      key="learned_table")
+    col2.plotly_chart(figs.position_similarity(cosine_similarity(shown), "cosine similarity of rows"),
+                      key="learned_similarity")
+
+with rope_tab:
+    if cfg.d_head % 2:
+        st.error(f"RoPE rotates pairs of dimensions, but d_head = {cfg.d_head} is odd: choose d_model and heads that "
+                 "give an even head dimension to see it.")
+    else:
+        prefix = analysis.self_attention_prefix(cfg)
+        q = ctx.trace.arrays[f"{prefix}blocks.0.attn.hook_q"][0, 0, -1]  # (d_head,) last token, head 0, before RoPE
+        k = ctx.trace.arrays[f"{prefix}blocks.0.attn.hook_k"][0, 0, 0]  # (d_head,) first token, kv head 0
+        geo = rope_geometry(tuple(map(float, q)), tuple(map(float, k)), n_positions, cfg.rope_theta)
+        st.markdown(f"RoPE splits each head's d_head = {cfg.d_head} dimensions into {cfg.d_head // 2} pairs "
+                    f"(dimension i with i + {cfg.d_head // 2}) and turns pair i by position × θ^(−2i/d_head), "
+                    f"θ = {cfg.rope_theta:g}. The first pairs spin fast (local order), the last barely move "
+                    "(long range).")
+        st.plotly_chart(figs.rope_angles(geo["angles"], rope_inv_freq(cfg.d_head, cfg.rope_theta).numpy()),
+                        key="rope_angles")
+        keep_valid("pos_p", range(n_positions), 0)
+        st.slider("Position of the query", min_value=0, max_value=n_positions - 1, key="pos_p", **KEEP)
+        st.plotly_chart(figs.rope_vectors(geo["pairs"], int(st.session_state["pos_p"])), key="rope_vectors")
+        st.caption("The vector is the live model's q of the last input token (layer 0, head 0) before rotation; "
+                   "only its angle changes with position — its length, and so its content, stays.")
+        st.subheader("q · k depends only on the distance m − n")
+        st.markdown("Put the same q content at every position m and the same k content (the first token's k) at every "
+                    "position n, rotate each by its position, and take the dot product.")
+        scale = float(np.abs(geo["scores"]).max())
+        col1, col2 = st.columns(2)
+        col1.plotly_chart(figs.rope_scores(geo["scores"], "RoPE(q, m) · RoPE(k, n)"), key="rope_scores")
+        col2.plotly_chart(figs.diagonal_spread(geo["offsets"], geo["spread"], scale), key="rope_spread")
+        st.metric("largest spread along any diagonal, relative to the largest score",
+                  f"{float(geo['spread'].max()) / scale:.1e}")
+        st.caption("Constant along diagonals up to float32 rounding: rotating q by mω and k by nω leaves their dot "
+                   "product with the angle (m − n)ω only. Absolute position is gone; relative position remains.")
+
+with alibi_tab:
+    st.markdown("ALiBi adds −m_h × |i − j| to head h's scores: nothing is added to the embeddings and nothing is "
+                "learned. Each head has its own slope, so some heads look far and others stay local.")
+    slopes, bias = alibi(cfg.n_heads, 12)
+    col1, col2 = st.columns([1, 2])
+    col1.plotly_chart(figs.alibi_slopes(slopes), key="alibi_slopes")
+    col2.plotly_chart(figs.alibi_biases(bias), key="alibi_biases")
+
+    st.subheader("Longer than trained")
+    st.markdown("Each scheme gets `max_len` = the trained length, then an input longer than that. A table with "
+                "max_len rows has no row for position max_len: learned (and, in this library, sinusoidal) positions "
+                "stop with a clear error. RoPE and ALiBi compute their angle or bias from the position itself, so they "
+                "run; ALiBi's penalty simply extends to the new distances.")
+    col1, col2 = st.columns(2)
+    col1.number_input("Trained length (max_len)", min_value=2, max_value=128, key="pos_train", **KEEP)
+    col2.number_input("Input length", min_value=1, max_value=256, key="pos_run", **KEEP)
+    trained, run = int(st.session_state["pos_train"]), int(st.session_state["pos_run"])
+    ids = tuple(ctx.tokens.ids[i % len(ctx.tokens.ids)] for i in range(run))  # the text, repeated to length
+    results = beyond_trained_length(ctx.state.config_json, ctx.state.seed, ids, trained)
+    st.dataframe(pd.DataFrame([{"position": name, "runs": "yes" if r["error"] is None else "no",
+                                "message": r["error"] or f"{run} tokens processed"} for name, r in results.items()]),
+                 hide_index=True)
+    if run <= trained:
+        st.info(f"The input ({run} tokens) fits in max_len = {trained}: make it longer to see the difference.")
+    weights = results["alibi"]["pattern"]  # (H, T, T)
+    labels = [str(p) for p in range(run)]
+    st.plotly_chart(heatmap(weights[0], labels, labels, f"ALiBi, head 0 of the last layer, {run} tokens "
+                                                        f"(trained length {trained})", x_title="key position",
+                            y_title="query position"), key="alibi_long")
