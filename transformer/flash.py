@@ -49,14 +49,18 @@ API (everything a page needs; shapes use B batch, H query heads, G kv heads)::
       Inside ``hooks.recording()`` every computed tile fires them in this order (a skipped
       tile fires hook_tile only), so a trace walks the algorithm step by step.
 
-    out, steps = trace_tiled_attention(q, k, v, ..., block_q=, block_k=)
-    steps = steps_from_trace(trace, prefix="")
+    out, steps = trace_tiled_attention(q, k, v, bias=None, *, block_q, block_k, max_bytes=1 GiB,
+                                       allowed=, is_causal=, window=, alibi_slopes=)
+    steps = steps_from_trace(trace, prefix="")   # the same from any trace ("blocks.0.flash." inside a model)
         One plain dict per tile, in order (numpy float32 arrays keep the B and H axes):
         step, q_block, k_block (ints); q_rows, k_cols ((start, stop)); skipped (bool);
         scores, probs (B, H, rows, cols), None when skipped;
         m_before, m_after, l_before, l_after, rescale (B, H, rows);
         acc (B, H, rows, d_head) the accumulator after the tile, rescaled and added to;
-        out_so_far (B, H, rows, d_head) = acc / l_after, the output if the keys stopped here.
+        out_so_far (B, H, rows, d_head) = acc / l_after, the output if the keys stopped here
+        (0 while l is 0). Each query block starts from m = -inf, l = 0, acc = 0; a skipped
+        step changes nothing (after == before, rescale 1). The last step of a query block
+        holds its final output, except for rows that see no key (below).
 
     full_attention_bytes(B, H, T, dtype_bytes, T_kv=None) -> int
     tiled_attention_bytes(B, H, T, block_q, block_k, d_head, acc_bytes=4) -> int
@@ -156,6 +160,7 @@ class TiledAttention(nn.Module):
         bias = None if bias is None else bias.broadcast_to(full)  # a view: nothing T x T is allocated here
         allowed = None if allowed is None else allowed.broadcast_to(full)
         q_pos, k_pos = query_key_positions(t_q, t_kv, q.device)
+        slopes = None if alibi_slopes is None else alibi_slopes.to(q.device, torch.float32)  # (H,)
         tiles = tile_plan(t_q, t_kv, self.block_q, self.block_k, is_causal=is_causal, window=window)
         # a row that may see no key gets the library's uniform weights: the mean of every value
         v_mean = v.float().mean(dim=2, keepdim=True).repeat_interleave(group, dim=1)  # (B, H, 1, d_head)
@@ -181,8 +186,8 @@ class TiledAttention(nn.Module):
                 scores = q_i @ k_j.transpose(-2, -1) * scale  # (B, H, rows, cols)
                 if bias is not None:
                     scores = scores + bias[:, :, rows, cols].float()
-                if alibi_slopes is not None:
-                    scores = scores + alibi_bias(alibi_slopes.float(), q_pos[None, rows], k_pos[None, cols])
+                if slopes is not None:  # ALiBi for this tile only: (1, H, rows, cols)
+                    scores = scores + alibi_bias(slopes, q_pos[None, rows], k_pos[None, cols])
                 sees = masks.self_attention(q_pos[rows], k_pos[cols], is_causal=is_causal, window=window)  # (1, 1, rows, cols)
                 if allowed is not None:
                     sees = sees & allowed[:, :, rows, cols]
