@@ -1,0 +1,469 @@
+"""Library benchmarks: ours against a reference, timed in the same loop, reported as ratios.
+
+    python -m benchmarks.run [--smoke] [--only ROWS] [--out results.json]
+
+Rows (CPU, float32, as many torch threads as the machine gives):
+
+    1    our plain forward / Hugging Face LlamaForCausalLM (sdpa), same weights    target <= 1.0
+    2    run_with_trace (every hook) / HF eager with attentions + hidden states    target <= 1.0
+    3    run_with_trace (every hook) / our own plain forward                       target <= 1.5
+    4.1-4.3  rows 1-3 for GPT-2 (GPT2LMHeadModel); 4.4 row 1 for Mixtral (MoE)
+    5.<kv>.<n>  recomputing / KV-cache generation of n new tokens, MHA, GQA, MQA: the speedup,
+         target >= 3 at the middle length (256) and larger still at the longest (512)
+    6    achieved GFLOP/s of a GPT-2-small forward / a plain matmul's GFLOP/s      target >= 0.5
+    7    peak allocator bytes of a full trace / the bytes the trace holds          target <= 1.5
+
+How it measures: each timed function runs once to warm up, then `repeats` times in one
+loop that alternates ours and the reference (reversing their order every other round),
+so a busy neighbour slows both alike; each side's median is reported, every sample is
+kept in the JSON. --smoke runs the same code at tiny sizes with one repeat (for CI): its
+numbers mean nothing, it only proves the benchmark still runs.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import gc
+import json
+import os
+import platform
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+import torch
+
+from transformer import KVCache, Transformer, TransformerConfig
+
+
+# --- sizes ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Sizes:
+    # rows 1-4 and 7: one model shape for every family
+    batch: int
+    seq: int
+    d_model: int
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    d_ff: int
+    vocab: int
+    n_experts: int
+    top_k: int
+    repeats: int
+    # row 5: a small LLaMA-style model generating from a short prompt
+    gen_d_model: int
+    gen_layers: int
+    gen_heads: int
+    gen_vocab: int
+    gen_prompt: int
+    gen_lengths: tuple[int, int, int]  # short (reported), target (>= 3x), long (larger than the target's)
+    gen_repeats: int
+    # row 6: a GPT-2-small-sized forward and a square matmul
+    flops_d_model: int
+    flops_layers: int
+    flops_heads: int
+    flops_vocab: int
+    flops_seq: int
+    matmul_n: int
+    flops_repeats: int
+
+
+FULL = Sizes(batch=4, seq=256, d_model=256, n_layers=4, n_heads=8, n_kv_heads=2, d_ff=688, vocab=32000,
+             n_experts=4, top_k=2, repeats=7,
+             gen_d_model=256, gen_layers=4, gen_heads=8, gen_vocab=4096, gen_prompt=16, gen_lengths=(64, 256, 512),
+             gen_repeats=3,
+             flops_d_model=768, flops_layers=12, flops_heads=12, flops_vocab=50257, flops_seq=512, matmul_n=2048,
+             flops_repeats=5)
+SMOKE = Sizes(batch=2, seq=16, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=64, vocab=128,
+              n_experts=4, top_k=2, repeats=1,
+              gen_d_model=32, gen_layers=2, gen_heads=8, gen_vocab=128, gen_prompt=4, gen_lengths=(2, 4, 8),
+              gen_repeats=1,
+              flops_d_model=32, flops_layers=2, flops_heads=4, flops_vocab=128, flops_seq=16, matmul_n=64,
+              flops_repeats=1)
+
+
+# --- results ----------------------------------------------------------------------------------
+
+@dataclass
+class Row:
+    row: str
+    what: str
+    ours: float
+    reference: float
+    unit: str  # of ours and reference: "ms", "GFLOP/s", "MiB"
+    ratio: float
+    target: str  # "<= 1.0", ">= 3", or "" when the row is reported without a target
+    met: bool | None
+    details: dict = field(default_factory=dict)
+
+
+def meets(ratio: float, target: str) -> bool:
+    op, bound = target.split()
+    return ratio <= float(bound) if op == "<=" else ratio >= float(bound)
+
+
+def timed_row(row: str, what: str, ours: list[float], reference: list[float], target: str, **details) -> Row:
+    """A row whose ratio is median(ours) / median(reference) in seconds (lower is better)."""
+    ours_s, ref_s = statistics.median(ours), statistics.median(reference)
+    ratio = ours_s / ref_s
+    return Row(row, what, ours_s * 1e3, ref_s * 1e3, "ms", ratio, target, meets(ratio, target),
+               dict(ours_samples_s=ours, reference_samples_s=reference, **details))
+
+
+# --- timing -----------------------------------------------------------------------------------
+
+def interleaved(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, list[float]]:
+    """Seconds per call of each function, all timed in one loop, alternating the order each round."""
+    names = list(fns)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    with torch.no_grad():
+        for name in names:  # warm-up: lazy initialisation, allocator pools, caches
+            fns[name]()
+        gc.collect()
+        gc.disable()  # a collection inside one side's timing would be charged to it alone
+        try:
+            for round_ in range(repeats):
+                for name in (names if round_ % 2 == 0 else names[::-1]):
+                    start = time.perf_counter()
+                    fns[name]()
+                    samples[name].append(time.perf_counter() - start)
+                gc.collect()
+        finally:
+            gc.enable()
+    return samples
+
+
+# --- rows 1-4: ours against Hugging Face ------------------------------------------------------
+
+def hf_llama(s: Sizes):
+    from transformers import LlamaConfig, LlamaForCausalLM
+    return LlamaForCausalLM(LlamaConfig(
+        vocab_size=s.vocab, hidden_size=s.d_model, intermediate_size=s.d_ff, num_hidden_layers=s.n_layers,
+        num_attention_heads=s.n_heads, num_key_value_heads=s.n_kv_heads, max_position_embeddings=2 * s.seq,
+        use_cache=False, attn_implementation="sdpa"))
+
+
+def hf_gpt2(s: Sizes):
+    from transformers import GPT2Config, GPT2LMHeadModel
+    return GPT2LMHeadModel(GPT2Config(
+        vocab_size=s.vocab, n_embd=s.d_model, n_layer=s.n_layers, n_head=s.n_heads, n_inner=4 * s.d_model,
+        n_positions=2 * s.seq, activation_function="gelu_new", use_cache=False, attn_implementation="sdpa"))
+
+
+def hf_mixtral(s: Sizes):
+    from transformers import MixtralConfig, MixtralForCausalLM
+    return MixtralForCausalLM(MixtralConfig(
+        vocab_size=s.vocab, hidden_size=s.d_model, intermediate_size=s.d_ff, num_hidden_layers=s.n_layers,
+        num_attention_heads=s.n_heads, num_key_value_heads=s.n_kv_heads, num_local_experts=s.n_experts,
+        num_experts_per_tok=s.top_k, max_position_embeddings=2 * s.seq, sliding_window=None,
+        use_cache=False, attn_implementation="sdpa"))
+
+
+@dataclass(frozen=True)
+class Family:
+    label: str
+    build: Callable[[Sizes], torch.nn.Module]
+    rows: dict[str, str]  # row id -> comparison (a COMPARISONS key)
+
+
+FAMILIES = {
+    "llama": Family("LLaMA (LlamaForCausalLM)", hf_llama, {"1": "plain", "2": "trace", "3": "overhead"}),
+    "gpt2": Family("GPT-2 (GPT2LMHeadModel)", hf_gpt2, {"4.1": "plain", "4.2": "trace", "4.3": "overhead"}),
+    "mixtral": Family("Mixtral (MixtralForCausalLM)", hf_mixtral, {"4.4": "plain"}),
+}
+
+# comparison -> (ours, reference, target, what): ours and reference name the timed functions below
+COMPARISONS = {
+    "plain": ("ours_plain", "hf_sdpa", "<= 1.0", "our plain forward / HF (attn sdpa), same weights"),
+    "trace": ("ours_trace", "hf_eager_outputs", "<= 1.0",
+              "run_with_trace, every hook / HF eager with output_attentions and output_hidden_states"),
+    "overhead": ("ours_trace", "ours_plain", "<= 1.5", "run_with_trace, every hook / our plain forward"),
+}
+
+
+def family_rows(name: str, s: Sizes, wanted: set[str]) -> list[Row]:
+    """Build the HF model and ours from its weights; time every function the wanted rows need in one loop."""
+    from transformer.interop import from_hf
+
+    family = FAMILIES[name]
+    torch.manual_seed(0)
+    hf = family.build(s).eval()
+    ours = from_hf(hf)
+    ids = torch.randint(0, s.vocab, (s.batch, s.seq), generator=torch.Generator().manual_seed(1))
+    functions = {
+        "ours_plain": lambda: ours(ids),
+        "ours_trace": lambda: ours.run_with_trace(ids),
+        "hf_sdpa": lambda: hf(input_ids=ids, use_cache=False),
+    }
+    rows = {row: comparison for row, comparison in family.rows.items() if row in wanted}
+    if any(c == "trace" for c in rows.values()):
+        hf_eager = copy.deepcopy(hf)
+        hf_eager.set_attn_implementation("eager")  # the implementation that can return attention weights
+        functions["hf_eager_outputs"] = lambda: hf_eager(input_ids=ids, use_cache=False, output_attentions=True,
+                                                         output_hidden_states=True)
+    needed = {fn for c in rows.values() for fn in COMPARISONS[c][:2]}
+    with torch.no_grad():
+        max_diff = (ours(ids) - hf(input_ids=ids, use_cache=False).logits).abs().max().item()
+    samples = interleaved({fn: functions[fn] for fn in functions if fn in needed}, s.repeats)
+
+    shape = (f"d {s.d_model}, {s.n_layers} layers, {s.n_heads} heads"
+             + (f" / {s.n_kv_heads} kv" if name != "gpt2" else "")
+             + (f", {s.n_experts} experts top-{s.top_k}" if name == "mixtral" else "")
+             + f", vocab {s.vocab}, B {s.batch} x T {s.seq}")
+    out = []
+    for row, comparison in rows.items():
+        ours_fn, ref_fn, target, what = COMPARISONS[comparison]
+        out.append(timed_row(row, f"{family.label} ({shape}): {what}", samples[ours_fn], samples[ref_fn], target,
+                             max_abs_logit_difference=max_diff))
+    return out
+
+
+# --- row 5: KV-cache generation against recomputing ---------------------------------------------
+
+KV_KINDS = {"MHA": lambda heads: heads, "GQA": lambda heads: max(1, heads // 4), "MQA": lambda heads: 1}
+
+
+def generation_rows(s: Sizes, wanted: set[str]) -> list[Row]:
+    short, middle, long = s.gen_lengths
+    out = []
+    for kind, kv_heads in KV_KINDS.items():
+        lengths = [n for n in s.gen_lengths if f"5.{kind}.{n}" in wanted]
+        if not lengths:
+            continue
+        cfg = TransformerConfig(vocab_size=s.gen_vocab, d_model=s.gen_d_model, n_heads=s.gen_heads,
+                                n_kv_heads=kv_heads(s.gen_heads), n_layers=s.gen_layers,
+                                max_len=s.gen_prompt + long, position="rope", norm="rmsnorm", ffn="swiglu")
+        torch.manual_seed(0)
+        model = Transformer(cfg, device="cpu").eval()
+        prompt = torch.randint(0, s.gen_vocab, (1, s.gen_prompt), generator=torch.Generator().manual_seed(1))
+        for n in lengths:
+            last = {}
+
+            def cached(n=n, last=last):
+                cache = KVCache()
+                last["tokens"] = model.generate(prompt, n, use_cache=True, cache=cache)
+                last["cache_bytes"] = cache.nbytes
+
+            def recompute(n=n, last=last):
+                last["recomputed"] = model.generate(prompt, n, use_cache=False)
+
+            samples = interleaved({"cached": cached, "recompute": recompute}, s.gen_repeats)
+            cached_s, recompute_s = statistics.median(samples["cached"]), statistics.median(samples["recompute"])
+            speedup = recompute_s / cached_s
+            target = "" if n == short else ">= 3"
+            what = (f"generate {n} tokens, {kind} ({cfg.n_kv_heads} kv of {cfg.n_heads} heads, d {cfg.d_model}, "
+                    f"{cfg.n_layers} layers, vocab {cfg.vocab_size}, prompt {s.gen_prompt}): "
+                    f"recompute / KV cache; cache {last['cache_bytes'] / 2**20:.2f} MiB")
+            out.append(Row(f"5.{kind}.{n}", what, cached_s * 1e3, recompute_s * 1e3, "ms", speedup, target,
+                           meets(speedup, target) if target else None,
+                           dict(cache_bytes=last["cache_bytes"], same_tokens=bool(torch.equal(last["tokens"], last["recomputed"])),
+                                cached_samples_s=samples["cached"], recompute_samples_s=samples["recompute"])))
+    # the gap must grow with length: the longest run beats the target length's speedup
+    by_id = {r.row: r for r in out}
+    for kind in KV_KINDS:
+        longest, target_row = by_id.get(f"5.{kind}.{long}"), by_id.get(f"5.{kind}.{middle}")
+        if longest is not None:
+            longest.target = f">= 3, > {middle}'s"
+            longest.met = longest.ratio >= 3 and (target_row is None or longest.ratio > target_row.ratio)
+    return out
+
+
+# --- row 6: achieved GFLOP/s against a plain matmul ----------------------------------------------
+
+FFN_MATRICES = {"relu": 2, "gelu": 2, "swiglu": 3}  # weight matrices in one FFN
+
+
+def forward_flops(cfg: TransformerConfig, batch: int, seq: int) -> int:
+    """FLOPs of one forward pass, counted analytically.
+
+    2 x (weights in matrix multiplies) x tokens   -- each weight is one multiply and one add per token
+    + 4 x T^2 x d_model per layer                  -- Q K^T and weights @ V, 2 T^2 d_head per head each
+    The attention term counts the full T x T square, causal or not (the usual convention).
+    Norms, activations, softmax and the embedding lookup are left out.
+    """
+    if cfg.ffn not in FFN_MATRICES:
+        raise ValueError(f"forward_flops counts ffn in {sorted(FFN_MATRICES)}, not {cfg.ffn!r}")
+    d, kv_width = cfg.d_model, cfg.n_kv_heads * cfg.d_head
+    attention = 2 * d * d + 2 * d * kv_width  # W_q and W_o, W_k and W_v
+    ffn = FFN_MATRICES[cfg.ffn] * d * cfg.d_ff
+    matmul_weights = cfg.n_layers * (attention + ffn) + d * cfg.vocab_size  # + the unembedding
+    return 2 * matmul_weights * batch * seq + cfg.n_layers * 4 * batch * seq**2 * d
+
+
+def flops_rows(s: Sizes) -> list[Row]:
+    cfg = TransformerConfig(vocab_size=s.flops_vocab, d_model=s.flops_d_model, n_heads=s.flops_heads,
+                            n_layers=s.flops_layers, max_len=s.flops_seq, position="learned", norm="layernorm",
+                            ffn="gelu", gelu_approximate="tanh", bias=True)  # GPT-2's recipe
+    torch.manual_seed(0)
+    model = Transformer(cfg, device="cpu").eval()
+    ids = torch.randint(0, cfg.vocab_size, (1, s.flops_seq), generator=torch.Generator().manual_seed(1))
+    a, b = torch.randn(s.matmul_n, s.matmul_n), torch.randn(s.matmul_n, s.matmul_n)
+    samples = interleaved({"forward": lambda: model(ids), "matmul": lambda: a @ b}, s.flops_repeats)
+    flops, matmul_flops = forward_flops(cfg, 1, s.flops_seq), 2 * s.matmul_n**3
+    achieved = flops / statistics.median(samples["forward"]) / 1e9
+    peak = matmul_flops / statistics.median(samples["matmul"]) / 1e9
+    what = (f"GFLOP/s of a GPT-2-small-sized forward (d {cfg.d_model}, {cfg.n_layers} layers, {cfg.n_heads} heads, "
+            f"vocab {cfg.vocab_size}, B 1 x T {s.flops_seq}; {flops / 1e9:.1f} GFLOP counted analytically) "
+            f"/ GFLOP/s of a {s.matmul_n}x{s.matmul_n} @ {s.matmul_n}x{s.matmul_n} matmul")
+    return [Row("6", what, achieved, peak, "GFLOP/s", achieved / peak, ">= 0.5", achieved / peak >= 0.5,
+                dict(forward_flops=flops, matmul_flops=matmul_flops, forward_samples_s=samples["forward"],
+                     matmul_samples_s=samples["matmul"]))]
+
+
+# --- row 7: memory of a full trace ------------------------------------------------------------------
+
+def held_bytes(tensors: list[torch.Tensor]) -> int:
+    """Bytes the tensors hold: numel x element_size, counting tensors that share storage once.
+
+    Views of one storage (a hook point that records a reshaped tensor, the residual stream
+    leaving one block and entering the next) count as the largest of them.
+    """
+    per_storage: dict[int, int] = {}
+    for t in tensors:
+        key = t.untyped_storage().data_ptr()
+        per_storage[key] = max(per_storage.get(key, 0), t.numel() * t.element_size())
+    return sum(per_storage.values())
+
+
+def allocator_peak(fn: Callable[[], object]) -> tuple[object, int]:
+    """(fn's result, the peak of bytes allocated by torch's CPU allocator above the level at the start).
+
+    Read from the profiler's memory events (every allocation and free, in time order).
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        result = fn()
+    events = sorted((e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"
+                     and e.device_type() == torch.autograd.DeviceType.CPU), key=lambda e: e.start_ns())
+    level = peak = 0
+    for e in events:
+        level += e.nbytes()
+        peak = max(peak, level)
+    return result, peak
+
+
+def memory_rows(s: Sizes) -> list[Row]:
+    cfg = TransformerConfig(vocab_size=s.vocab, d_model=s.d_model, n_heads=s.n_heads, n_kv_heads=s.n_kv_heads,
+                            n_layers=s.n_layers, d_ff=s.d_ff, max_len=2 * s.seq, position="rope", norm="rmsnorm",
+                            ffn="swiglu", tie_embeddings=False)  # the LLaMA shape of row 1
+    torch.manual_seed(0)
+    model = Transformer(cfg, device="cpu").eval()
+    ids = torch.randint(0, s.vocab, (s.batch, s.seq), generator=torch.Generator().manual_seed(1))
+    model.run_with_trace(ids)  # warm-up
+    gc.collect()
+    (logits, trace), peak = allocator_peak(lambda: model.run_with_trace(ids))
+    held = held_bytes([e.tensor for e in trace.events] + [logits])
+    pattern_bytes = cfg.n_layers * s.batch * cfg.n_heads * s.seq**2 * 4
+    what = (f"peak bytes allocated during run_with_trace (torch CPU allocator, profiler memory events) / "
+            f"bytes the trace holds ({len(trace)} tensors, shared storage once); LLaMA shape of row 1, "
+            f"B {s.batch} x T {s.seq}; the {cfg.n_layers} softmax patterns alone are {pattern_bytes / 2**20:.0f} MiB")
+    return [Row("7", what, peak / 2**20, held / 2**20, "MiB", peak / held, "<= 1.5", peak / held <= 1.5,
+                dict(peak_bytes=peak, held_bytes=held, trace_nbytes_without_dedup=trace.nbytes,
+                     pattern_bytes=pattern_bytes))]
+
+
+# --- the table --------------------------------------------------------------------------------------
+
+def row_ids(s: Sizes) -> list[str]:
+    """Every row, in table order."""
+    ids = [row for family in FAMILIES.values() for row in family.rows]
+    ids += [f"5.{kind}.{n}" for kind in KV_KINDS for n in s.gen_lengths]
+    return ids + ["6", "7"]
+
+
+def select(ids: list[str], only: str | None) -> set[str]:
+    """--only "1,4.4,5": a row id, or a group number that selects every row under it."""
+    if not only:
+        return set(ids)
+    chosen = set()
+    for token in (t.strip() for t in only.split(",") if t.strip()):
+        matches = {r for r in ids if r == token or r.startswith(token + ".")}
+        if not matches:
+            raise ValueError(f"--only {token!r} matches no row; rows are {', '.join(ids)}")
+        chosen |= matches
+    return chosen
+
+
+def run_rows(s: Sizes, wanted: set[str]) -> list[Row]:
+    rows: list[Row] = []
+    for name, family in FAMILIES.items():
+        if wanted & set(family.rows):
+            rows += family_rows(name, s, wanted)
+    if any(r.startswith("5.") for r in wanted):
+        rows += generation_rows(s, wanted)
+    if "6" in wanted:
+        rows += flops_rows(s)
+    if "7" in wanted:
+        rows += memory_rows(s)
+    return rows
+
+
+def machine() -> dict:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    import transformers
+    return dict(cpu=cpu, cores=os.cpu_count(), torch_threads=torch.get_num_threads(), torch=torch.__version__,
+                transformers=transformers.__version__, python=platform.python_version(),
+                load_average_at_start=list(os.getloadavg()))
+
+
+def format_value(value: float, unit: str) -> str:
+    return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
+
+
+def markdown(rows: list[Row]) -> str:
+    lines = ["| row | what | ours | reference | ratio | target | met? |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        met = "—" if r.met is None else ("yes" if r.met else "**no**")
+        lines.append(f"| {r.row} | {r.what} | {format_value(r.ours, r.unit)} | {format_value(r.reference, r.unit)} "
+                     f"| {r.ratio:.3g} | {r.target or '—'} | {met} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> list[Row]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, one repeat: checks the code runs (CI)")
+    parser.add_argument("--only", help="comma-separated rows or groups, e.g. '1,2' or '5' or '4.4'")
+    parser.add_argument("--out", help="write every row, sample and the machine to this JSON file")
+    parser.add_argument("--threads", type=int, help="torch threads (default: what the machine gives; --smoke: 1)")
+    args = parser.parse_args(argv)
+    sizes = SMOKE if args.smoke else FULL
+    threads = args.threads or (1 if args.smoke else None)
+    try:
+        wanted = select(row_ids(sizes), args.only)
+    except ValueError as e:
+        parser.error(str(e))
+    default_threads = torch.get_num_threads()
+    if threads:
+        # on a shared machine, two threads that must meet at every op wait on each other's neighbours;
+        # one thread keeps the smoke run quick whatever else is running
+        torch.set_num_threads(threads)
+    try:
+        info = machine()
+        started = time.perf_counter()
+        rows = run_rows(sizes, wanted)
+    finally:
+        torch.set_num_threads(default_threads)
+    info.update(load_average_at_end=list(os.getloadavg()), seconds=round(time.perf_counter() - started, 1))
+    print(f"{'SMOKE (numbers mean nothing) — ' if args.smoke else ''}{info['cpu']}, {info['cores']} cores, "
+          f"{info['torch_threads']} torch threads, torch {info['torch']}, transformers {info['transformers']}; "
+          f"load average {info['load_average_at_start'][0]:.1f} at start, {info['load_average_at_end'][0]:.1f} "
+          f"at end; {info['seconds']} s\n")
+    print(markdown(rows))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(dict(mode="smoke" if args.smoke else "full", machine=info, sizes=asdict(sizes),
+                           rows=[asdict(r) for r in rows]), f, indent=1)
+    return rows
+
+
+if __name__ == "__main__":
+    main()
