@@ -68,6 +68,7 @@ class TransformerConfig:
     tie_embeddings: bool = True  # the output head reuses the token embedding matrix
     head_transform: bool = False  # dense + activation + norm before the head (BERT's MLM head)
     head_bias: bool = False  # a bias on the output logits (BERT)
+    final_norm: bool | None = None  # a norm after the last block; None = with pre-norm only (post-norm blocks end on one)
     dtype: DType = "float32"
 
     def __post_init__(self) -> None:
@@ -127,6 +128,10 @@ class TransformerConfig:
     @property
     def d_head(self) -> int:
         return self.d_model // self.n_heads
+
+    @property
+    def has_final_norm(self) -> bool:
+        return self.norm_position == "pre" if self.final_norm is None else self.final_norm
 
     @property
     def attention_kind(self) -> str:

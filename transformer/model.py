@@ -81,7 +81,7 @@ def build_stack(owner: nn.Module, cfg: TransformerConfig, causal: bool, cross: b
         owner.ln_embed = LayerNorm(cfg.d_model, cfg.norm_eps)
     owner.embed_dropout = nn.Dropout(cfg.dropout)
     owner.blocks = nn.ModuleList(Block(cfg, cross=cross) for _ in range(cfg.n_layers))
-    if cfg.norm_position == "pre":  # post-norm blocks already end on a norm
+    if cfg.has_final_norm:  # by default pre-norm only: post-norm blocks already end on a norm
         owner.ln_final = NORMS[cfg.norm](cfg.d_model, cfg.norm_eps)
 
 
@@ -121,7 +121,7 @@ def run_stack(owner, tok_emb, attention_mask, position_ids, cache, memory, memor
         x = block(x, inputs, cross_inputs, memory, cache)  # (B, T, d_model)
     if cache is not None:
         cache.position_ids, cache.length = k_position_ids, past + T
-    if cfg.norm_position == "pre":
+    if cfg.has_final_norm:
         x = owner.ln_final(x)
     return x
 

@@ -106,7 +106,7 @@ def param_counts(cfg: TransformerConfig) -> dict[str, int]:
 
     embedding = V * d
     positions = n_stacks * cfg.max_len * d if cfg.position == "learned" else 0
-    stack_extra = n_stacks * ((2 * d if cfg.embed_norm else 0) + (norm if cfg.norm_position == "pre" else 0))
+    stack_extra = n_stacks * ((2 * d if cfg.embed_norm else 0) + (norm if cfg.has_final_norm else 0))
     blocks = n_stacks * L * (attention + ffn + norms_per_block * norm) + cross
     head = (0 if cfg.tie_embeddings else V * d) + (V if cfg.head_bias else 0) + ((d * d + d + 2 * d) if cfg.head_transform else 0)
     total = embedding + positions + stack_extra + blocks + head
