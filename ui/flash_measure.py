@@ -1,0 +1,218 @@
+"""Cached work for the Flash attention page: its q, k, v, the tiled run step by step, the explicit
+reference, and measurements of memory and time on this machine.
+
+Measurements run in a fresh Python process (``python -m ui.flash_measure``) that reuses
+benchmarks/flash_memory.py: a peak of resident memory is only meaningful in a process that
+does nothing else, and the server may be busy with other sessions. The child prints one JSON
+line per measurement, so the page can move a progress bar as they arrive.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import streamlit as st
+import torch
+from torch import nn
+
+from transformer import TransformerConfig, masks
+from transformer.analysis import self_attention_prefix
+from transformer.attention import Attention, AttentionInputs
+from transformer.flash import query_key_positions, tile_plan, trace_tiled_attention
+from transformer.positions import alibi_bias, alibi_slopes
+
+from .runtime import get_trace
+
+ROOT = Path(__file__).resolve().parent.parent
+MAX_T = 64  # every tile stays visible and the step-by-step record small
+RANDOM_D_HEAD = 16
+MEASURE_TIMEOUT_S = 300
+
+# the page's mask -> how the library builds it: is_causal, and whether it needs W or padding
+MASKS = {
+    "none": dict(is_causal=False, windowed=False, padded=False),
+    "causal": dict(is_causal=True, windowed=False, padded=False),
+    "sliding window": dict(is_causal=True, windowed=True, padded=False),
+    "padding": dict(is_causal=False, windowed=False, padded=True),
+}
+
+
+def check_settings(t: int, block_q: int, block_k: int, mask: str, window: int, n_pad: int) -> None:
+    """Raise ValueError, naming the numbers and the fix, for settings the page cannot show."""
+    if not 2 <= t <= MAX_T:
+        raise ValueError(f"T={t} tokens: choose T between 2 and {MAX_T} (every tile is drawn).")
+    for name, block in (("block_q", block_q), ("block_k", block_k)):
+        if block < 1:
+            raise ValueError(f"{name}={block}: a tile needs at least one row and one column; choose 1 to {t}.")
+        if block > t:
+            raise ValueError(f"{name}={block} is larger than T={t}: one tile would be the whole matrix; "
+                             f"choose 1 to {t}.")
+    if mask not in MASKS:
+        raise ValueError(f"mask {mask!r} is unknown; choose one of {', '.join(MASKS)}.")
+    if MASKS[mask]["windowed"] and window < 1:
+        raise ValueError(f"window W={window}: a query always sees itself, so W must be at least 1.")
+    if MASKS[mask]["padded"] and not 1 <= n_pad < t:
+        raise ValueError(f"{n_pad} padding tokens of T={t}: choose 1 to {t - 1}, so at least one real token is left.")
+
+
+# --- q, k, v ------------------------------------------------------------------------------
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def random_qkv(t: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Three (T, d_head) float32 matrices of standard normal numbers from `seed`."""
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(t, RANDOM_D_HEAD, generator=g) for _ in range(3))  # (T, d_head) each
+    return q.numpy(), k.numpy(), v.numpy()
+
+
+def live_qkv(config_json: str, seed: int, ids: tuple[int, ...], labels: tuple[str, ...], layer: int,
+             head: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float | None]:
+    """(q, k, v) of one query head and the kv head it reads, (T, d_head) each, from the cached trace.
+
+    RoPE models give their rotated q and k (what the scores are made of). The last value is
+    the head's ALiBi slope when the model uses ALiBi, else None.
+    """
+    cfg = TransformerConfig.from_dict(json.loads(config_json))
+    trace = get_trace(config_json, seed, ids, labels)
+    attn = f"{self_attention_prefix(cfg)}blocks.{layer}.attn."
+    kv_head = head // (cfg.n_heads // cfg.n_kv_heads)
+
+    def recorded(name: str) -> np.ndarray:
+        rotated = attn + name.replace("hook_", "hook_rot_")
+        return trace.arrays[rotated if rotated in trace.arrays else attn + name][0]  # (heads, T, d_head)
+
+    slope = float(alibi_slopes(cfg.n_heads)[head]) if cfg.position == "alibi" else None
+    return recorded("hook_q")[head], recorded("hook_k")[kv_head], trace.arrays[attn + "hook_v"][0][kv_head], slope
+
+
+# --- the tiled run and its reference --------------------------------------------------------------
+
+
+def mask_arguments(mask: str, t: int, window: int, n_pad: int) -> dict:
+    """The library's mask arguments for the page's choice: is_causal, window, and a (1, T) attention_mask."""
+    kind = MASKS[mask]
+    attention_mask = None
+    if kind["padded"]:  # the last n_pad tokens are padding, as when a short text is batched with a longer one
+        attention_mask = torch.ones(1, t, dtype=torch.long)
+        attention_mask[:, t - n_pad:] = 0
+    return dict(is_causal=kind["is_causal"], window=window if kind["windowed"] else None, attention_mask=attention_mask)
+
+
+def explicit_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor,
+                       alibi: torch.Tensor | None) -> torch.Tensor:
+    """The library's own five lines (Attention.explicit_attention), one head, no output projection: (1, T, d_head)."""
+    attn = Attention(TransformerConfig(d_model=q.shape[-1], n_heads=1, position="none"))
+    attn.o_proj = nn.Identity()
+    mask = masks.to_additive(allowed)  # (1, 1, T, T)
+    inputs = AttentionInputs(allowed, mask, plain_causal=False, no_mask=False, alibi=alibi,
+                             fused_bias=mask if alibi is None else mask + alibi)
+    with torch.no_grad():
+        return attn.explicit_attention(q, k, v, inputs)
+
+
+@st.cache_data(max_entries=32, show_spinner="Running tiled attention tile by tile…")
+def tiled_run(q: np.ndarray, k: np.ndarray, v: np.ndarray, slope: float | None, block_q: int, block_k: int,
+              mask: str, window: int, n_pad: int) -> dict:
+    """Tiled attention on one head, recorded tile by tile, next to the explicit five lines.
+
+    Returns steps (one dict per tile, the library's fields with the B and H axes dropped),
+    tiles (the plan), out and reference (T, d_head), allowed (T, T) bool and max_abs_diff.
+    """
+    t = q.shape[0]
+    args = mask_arguments(mask, t, window, n_pad)
+    q_t, k_t, v_t = (torch.from_numpy(np.ascontiguousarray(x))[None, None] for x in (q, k, v))  # (1, 1, T, d_head)
+    slopes = None if slope is None else torch.tensor([slope])  # (H=1,)
+    padding = None if args["attention_mask"] is None else masks.padding(args["attention_mask"])  # (1, 1, 1, T)
+    out, steps = trace_tiled_attention(q_t, k_t, v_t, block_q=block_q, block_k=block_k, allowed=padding,
+                                       is_causal=args["is_causal"], window=args["window"], alibi_slopes=slopes)
+
+    q_pos, k_pos = query_key_positions(t, t)
+    allowed = masks.self_attention(q_pos, k_pos, is_causal=args["is_causal"], window=args["window"],
+                                   attention_mask=args["attention_mask"])  # (1, 1, T, T)
+    alibi = None if slopes is None else alibi_bias(slopes, q_pos[None], k_pos[None])  # (1, 1, T, T)
+    reference = explicit_attention(q_t, k_t, v_t, allowed, alibi)[0]  # (T, d_head)
+    out = out[0, 0]  # (T, d_head)
+    for step in steps:  # one batch row, one head: drop both axes
+        for name, value in step.items():
+            if isinstance(value, np.ndarray):
+                step[name] = value[0, 0]
+    return dict(steps=steps, out=out.numpy(), reference=reference.numpy(), allowed=allowed[0, 0].numpy(),
+                tiles=tile_plan(t, t, block_q, block_k, is_causal=args["is_causal"], window=args["window"]),
+                max_abs_diff=float((out - reference).abs().max()))
+
+
+# --- measurements on this machine ----------------------------------------------------------------
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def measure(kind: str, lengths: tuple[int, ...], block: int,
+            _on_progress: Callable[[float, str], None] | None = None) -> dict:
+    """Peak memory ("memory", bytes) or time ("time", seconds) of each method at each T, in a fresh process.
+
+    Returns {"device", "threads", "setup", "rows": [{T, method, value}]}; raises RuntimeError
+    with the child's message when it fails. _on_progress(fraction, text) follows each row.
+    """
+    command = [sys.executable, "-m", "ui.flash_measure", kind, str(block), *map(str, lengths)]
+    quiet = {**os.environ, "STREAMLIT_LOGGER_LEVEL": "error"}  # the child imports this module, Streamlit included
+    child = subprocess.Popen(command, cwd=ROOT, env=quiet, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    result = {"rows": []}
+    total = None
+    try:
+        for line in child.stdout:
+            record = json.loads(line)
+            if "error" in record:
+                raise RuntimeError(record["error"])
+            if "method" in record:
+                result["rows"].append(record)
+            else:
+                result.update(record)  # the header: device, threads, methods
+                total = len(lengths) * len(record["methods"])
+            if _on_progress and total:
+                done = len(result["rows"])
+                _on_progress(done / total, f"{done} of {total} measured" + (f" (T = {record['T']}, {record['method']})"
+                                                                            if "method" in record else ""))
+        child.wait(timeout=MEASURE_TIMEOUT_S)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    if child.returncode != 0:
+        lines = child.stderr.read().strip().splitlines()
+        raise RuntimeError(f"the measuring process stopped (exit code {child.returncode}): "
+                           + (lines[-1] if lines else "no message"))
+    return result
+
+
+def _measure_in_this_process(kind: str, block: int, lengths: list[int]) -> None:
+    """The child's side: each method at each T, one JSON line per measurement on stdout."""
+    from benchmarks import flash_memory as bench
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.type == "cpu" and kind == "memory":
+        if not Path("/proc/self/clear_refs").exists():
+            print(json.dumps({"error": "measuring peak memory on a CPU needs Linux (/proc/self/clear_refs); "
+                                       "the time measurement works everywhere"}), flush=True)
+            return
+        bench.give_freed_memory_back()  # freed blocks go back to the OS, so the resident peak is the real one
+    print(json.dumps({"device": str(device), "threads": torch.get_num_threads(), "methods": list(bench.METHODS),
+                      "setup": dict(B=bench.B, H=bench.H, G=bench.G, d_head=bench.D_HEAD)}), flush=True)
+    with torch.no_grad():
+        for t in lengths:
+            g = torch.Generator().manual_seed(t)
+            q = torch.randn(bench.B, bench.H, t, bench.D_HEAD, generator=g).to(device)  # (B, H, T, d_head)
+            k = torch.randn(bench.B, bench.G, t, bench.D_HEAD, generator=g).to(device)  # (B, G, T, d_head)
+            v = torch.randn(bench.B, bench.G, t, bench.D_HEAD, generator=g).to(device)
+            for name, method in bench.METHODS.items():
+                run = lambda: method(q, k, v, block)  # noqa: E731
+                run()  # warm-up: first calls allocate caches and pick kernels
+                value = bench.peak_bytes(run, device) if kind == "memory" else bench.seconds(run, device)
+                print(json.dumps({"T": t, "method": name, "value": value}), flush=True)
+
+
+if __name__ == "__main__":
+    _measure_in_this_process(sys.argv[1], int(sys.argv[2]), [int(t) for t in sys.argv[3:]])
