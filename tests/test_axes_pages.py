@@ -1,0 +1,239 @@
+"""The axis pages and the compare page under Streamlit's AppTest: the default view, every option of each page's
+own controls and of the sidebar's axes, bad input, and the page state carried by the URL."""
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from transformer import MODEL_CARDS, PRESETS, choices
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+PAGES = ["pages/kv_heads.py", "pages/masks.py", "pages/positions.py", "pages/norms.py", "pages/ffn.py",
+         "pages/compare.py"]
+SHORT_TEXT = "abcab"  # few tokens: every rerun stays quick
+
+
+def open_page(page: str, text: str | None = SHORT_TEXT, **query) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in query.items():
+        at.query_params[key] = str(value)
+    at.switch_page(page).run()
+    if text is not None:
+        at.sidebar.text_area(key="text").set_value(text).run()
+    return at
+
+
+def assert_clean(at: AppTest, errors_allowed: bool = False) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    if not errors_allowed:
+        assert not at.error, [e.value for e in at.error]
+
+
+def charts(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def values(data) -> np.ndarray:
+    """A figure's array as drawn: plotly sends numpy arrays base64-encoded ({"dtype", "bdata", "shape"})."""
+    if isinstance(data, dict) and "bdata" in data:
+        flat = np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"]))
+        return flat.reshape([int(n) for n in str(data.get("shape", len(flat))).split(",")])
+    return np.array(data, dtype=float)
+
+
+def axis_titles(spec: dict, axis: str) -> list[str]:
+    layout = spec["layout"]
+    return [v["title"]["text"] for k, v in layout.items() if k.startswith(axis) and isinstance(v, dict)
+            and isinstance(v.get("title"), dict) and v["title"].get("text")]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_default_view_draws_titled_charts(page):
+    at = open_page(page, text=None)  # the default text
+    assert_clean(at)
+    specs = charts(at)
+    assert len(specs) >= 3
+    for spec in specs:  # every chart names both of its axes
+        assert axis_titles(spec, "xaxis") and axis_titles(spec, "yaxis"), spec["layout"].get("title")
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_sidebar_axis_option_runs(page):
+    at = open_page(page)
+    if page == "pages/norms.py":
+        at.slider(key="norm_depth").set_value(2).run()  # the measurement reruns for every position and FFN
+    preset = PRESETS["gpt2"]
+    for key in ("arch", "position", "norm", "norm_position", "ffn"):
+        for option in choices(key):
+            at.sidebar.selectbox(key=key).set_value(option).run()
+            assert_clean(at)
+        at.sidebar.selectbox(key=key).set_value(getattr(preset, key)).run()
+    for g in (1, 2, 4):
+        at.sidebar.selectbox(key="n_kv_heads").set_value(g).run()
+        assert_clean(at)
+    at.sidebar.number_input(key="sliding_window").set_value(2).run()
+    assert_clean(at)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_bad_sidebar_input_shows_an_error(page):
+    at = open_page(page)
+    at.sidebar.number_input(key="n_heads").set_value(6).run()  # d_model 64 is not divisible by 6
+    assert_clean(at, errors_allowed=True)
+    assert any("n_heads=6" in e.value for e in at.error)
+    at.sidebar.number_input(key="n_heads").set_value(4).run()
+    assert_clean(at)
+    at.sidebar.text_area(key="text").set_value("").run()
+    assert_clean(at, errors_allowed=True)
+    assert any("empty" in e.value for e in at.error)
+
+
+def test_kv_heads_controls():
+    at = open_page("pages/kv_heads.py")
+    for dtype in at.selectbox(key="kv_dtype").options:
+        at.selectbox(key="kv_dtype").set_value(dtype).run()
+        assert_clean(at)
+    for context in (1, 1_048_576):
+        at.number_input(key="kv_ctx").set_value(context).run()
+        assert_clean(at)
+    for label in at.selectbox(key="kv_model").options:  # every real model, Falcon's prime head count included
+        at.selectbox(key="kv_model").set_value(label).run()
+        assert_clean(at)
+    at.number_input(key="kv_steps").set_value(32).run()
+    assert_clean(at)
+    steps = at.dataframe[-1].value
+    assert len(steps) == 32 and steps["cache bytes"].is_monotonic_increasing
+    assert max(float(d) for d in steps["max |logits cached − uncached|"]) < 1e-4
+
+
+def test_kv_heads_table_has_every_real_model_and_the_llama_number():
+    at = open_page("pages/kv_heads.py")
+    table = at.dataframe[0].value
+    assert len(table) == sum(len(card.real) for card in MODEL_CARDS.values())
+    llama70 = table[(table["model"] == "LLaMA 2") & (table["size"] == "70B")].iloc[0]
+    assert llama70["KV bytes / token"] == 327_680
+
+
+def test_masks_controls_and_zero_weight():
+    at = open_page("pages/masks.py", text="the cat sat")
+    zero_metrics = [m.value for m in at.metric if m.label.startswith("largest weight on a masked cell")]
+    assert zero_metrics and all(v in ("0.0", "—") for v in zero_metrics)
+    assert "0.0" in zero_metrics
+    for layer in at.selectbox(key="mask_layer").options:
+        at.selectbox(key="mask_layer").set_value(int(layer)).run()
+        assert_clean(at)
+    for head in at.selectbox(key="mask_head").options:
+        at.selectbox(key="mask_head").set_value(int(head)).run()
+        assert_clean(at)
+    for window in (1, 64):
+        at.number_input(key="mask_w").set_value(window).run()
+        assert_clean(at)
+    at.text_input(key="mask_text2").set_value("a much longer second text").run()
+    assert_clean(at)
+    at.text_input(key="mask_text2").set_value("").run()
+    assert_clean(at, errors_allowed=True)
+    assert any("Second text" in e.value for e in at.error)
+
+
+def test_positions_controls():
+    at = open_page("pages/positions.py")
+    metric = [m for m in at.metric if m.label.startswith("largest spread")][0]
+    assert float(metric.value) < 1e-5  # RoPE: constant along diagonals
+    for n in (8, 256):
+        at.slider(key="pos_n").set_value(n).run()
+        assert_clean(at)
+    at.slider(key="pos_p").set_value(255).run()
+    assert_clean(at)
+    for trained, run in ((16, 24), (4, 4), (128, 1)):
+        at.number_input(key="pos_train").set_value(trained).run()
+        at.number_input(key="pos_run").set_value(run).run()
+        assert_clean(at)
+    at.number_input(key="pos_train").set_value(8).run()
+    at.number_input(key="pos_run").set_value(20).run()
+    outcome = at.dataframe[0].value.set_index("position")["runs"].to_dict()
+    assert outcome == {"none": "yes", "sinusoidal": "no", "learned": "no", "rope": "yes", "alibi": "yes"}
+
+
+def test_norms_controls_and_vector():
+    at = open_page("pages/norms.py")
+    at.slider(key="norm_depth").set_value(24).run()
+    assert_clean(at)
+    at.slider(key="norm_depth").set_value(1).run()
+    for init in at.selectbox(key="norm_init").options:
+        at.selectbox(key="norm_init").set_value(init.split(":")[0]).run()
+        assert_clean(at)
+    at.text_input(key="norm_vec").set_value("4 4 4 5").run()
+    assert_clean(at)
+    metrics = {m.label: float(m.value) for m in at.metric if m.label.endswith((": mean", ": RMS"))}
+    assert metrics["LayerNorm: mean"] == pytest.approx(0.0, abs=1e-4)
+    assert metrics["RMSNorm: RMS"] == pytest.approx(1.0, abs=1e-3)
+    for bad in ("", "abc", "1", "1, inf"):
+        at.text_input(key="norm_vec").set_value(bad).run()
+        assert_clean(at, errors_allowed=True)
+        assert any("not a vector" in e.value for e in at.error)
+
+
+def test_ffn_controls_for_every_ffn():
+    at = open_page("pages/ffn.py")
+    for ffn, chart in (("swiglu", "gate: SiLU"), ("moe", "router probabilities"), ("relu", "after RELU")):
+        at.sidebar.selectbox(key="ffn").set_value(ffn).run()
+        at.sidebar.number_input(key="n_layers").set_value(2).run()
+        for layer in at.selectbox(key="ffn_layer").options:
+            at.selectbox(key="ffn_layer").set_value(int(layer)).run()
+            assert_clean(at)
+            titles = [s["layout"].get("title", {}).get("text", "") for s in charts(at)]
+            assert any(chart in t for t in titles), titles
+
+
+def diff_map(at: AppTest) -> np.ndarray:
+    spec = [s for s in charts(at) if s["layout"].get("title", {}).get("text", "").startswith("B − A")][0]
+    return np.nan_to_num(values(spec["data"][0]["z"]))
+
+
+def test_compare_controls():
+    at = open_page("pages/compare.py")
+    assert np.abs(diff_map(at)).max() > 1e-3  # by default B uses RoPE where A (GPT-2) learns its positions
+    for base in at.selectbox(key="cmp_base").options:
+        at.selectbox(key="cmp_base").set_value(base).run()
+        assert_clean(at)
+    at.selectbox(key="cmp_base").set_value("A").run()
+    for key in ("cmp_arch", "cmp_position", "cmp_norm", "cmp_place", "cmp_ffn", "cmp_kv"):
+        for option in at.selectbox(key=key).options:
+            at.selectbox(key=key).set_value(option).run()
+            assert_clean(at)
+        at.selectbox(key=key).set_value("same").run()
+    for key in ("cmp_layer", "cmp_head"):
+        for option in at.selectbox(key=key).options:
+            at.selectbox(key=key).set_value(int(option)).run()
+            assert_clean(at)
+    # B = A exactly: the difference map is all zeros and KL(A || B) is 0
+    at.selectbox(key="cmp_position").set_value("same").run()
+    diff = diff_map(at)
+    assert diff.shape == (5, 5) and np.all(diff == 0.0)
+    specs = {s["layout"]["title"]["text"]: s for s in charts(at) if s["layout"].get("title")}
+    kl = values(specs["how far B's prediction is from A's"]["data"][0]["y"])
+    assert kl.shape == (5,) and np.abs(kl).max() < 1e-6
+
+
+def test_compare_impossible_b_shows_an_error():
+    at = open_page("pages/compare.py")
+    at.sidebar.number_input(key="d_model").set_value(36).run()  # 4 heads of 9: fine for learned positions
+    assert_clean(at, errors_allowed=True)
+    assert any("Configuration B is impossible" in e.value and "odd" in e.value for e in at.error)
+    at.selectbox(key="cmp_position").set_value("alibi").run()
+    assert_clean(at)
+
+
+def test_page_controls_come_from_the_url_and_bad_values_fall_back():
+    at = open_page("pages/kv_heads.py", kv_ctx=8192, kv_model="mistral 7B", kv_steps="x")
+    assert_clean(at)
+    assert at.number_input(key="kv_ctx").value == 8192
+    assert at.selectbox(key="kv_model").value == "mistral 7B"
+    assert at.number_input(key="kv_steps").value == 6  # "x" is not a number: the default
+    assert at.query_params["kv_ctx"] == ["8192"] or at.query_params["kv_ctx"] == "8192"
+    at = open_page("pages/masks.py", mask_head=99, mask_w=3)
+    assert_clean(at)
+    assert at.selectbox(key="mask_head").value == 0  # no head 99: back to the first
