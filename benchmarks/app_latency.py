@@ -1,0 +1,116 @@
+"""Server-side time of a page rerun after a sidebar widget change, for every page of the app.
+
+    python -m benchmarks.app_latency [--smoke] [--out app_latency.json]
+
+For each page in ``app.PAGES`` whose script exists: a fresh session (AppTest) opens the
+page and sets a seed of its own (the warm-up, not timed), then makes a series of
+sidebar changes -- position, FFN, norm, KV heads, seed -- and times each ``at.run()``.
+Every change leads to a configuration no earlier change produced, so each timed rerun
+builds a model and records its trace: the cache-miss case, the slow one. The default
+model is the app's default preset. Target: p95 <= 300 ms on two cores.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = ROOT / "app.py"
+TARGET_P95_MS = 300.0
+
+# (widget kind, key, value): applied in order; together with the page's own seed each leads to a new config
+CHANGES = [
+    ("selectbox", "position", "rope"),
+    ("selectbox", "position", "alibi"),
+    ("selectbox", "ffn", "swiglu"),
+    ("selectbox", "norm", "rmsnorm"),
+    ("selectbox", "n_kv_heads", 2),
+    ("selectbox", "position", "rope"),
+    ("selectbox", "ffn", "moe"),
+    ("number_input", "seed", None),  # None: the page's seed + 1
+]
+FULL_CHANGES, SMOKE_CHANGES = len(CHANGES), 1
+
+
+def app_pages() -> list[tuple[str, str]]:
+    """(script, title) of every page listed in app.PAGES whose script exists, read without running app.py."""
+    tree = ast.parse(APP.read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "PAGES" for t in node.targets):
+            sections = ast.literal_eval(node.value)
+            return [(script, title) for pages in sections.values() for script, title, _icon in pages
+                    if (ROOT / script).exists()]
+    raise ValueError(f"{APP} defines no PAGES dict of section -> [(script, title, icon)]")
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q))
+
+
+def time_page(script: str, n_changes: int, seed: int) -> dict:
+    from streamlit.logger import set_log_level
+    from streamlit.testing.v1 import AppTest
+
+    set_log_level("error")  # AppTest's bare-mode warnings would drown the table
+
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.switch_page(script).run()  # warm-up: the page's first run in this session
+    at.sidebar.number_input(key="seed").set_value(seed)
+    at.run()  # a seed of its own, so this page's changes miss the caches other pages filled
+    exceptions, errors = len(at.exception), [e.value for e in at.error]
+    times_ms = []
+    for kind, key, value in CHANGES[:n_changes]:
+        widget = getattr(at.sidebar, kind)(key=key)
+        widget.set_value(seed + 1 if value is None else value)
+        start = time.perf_counter()
+        at.run()
+        times_ms.append((time.perf_counter() - start) * 1e3)
+        exceptions += len(at.exception)
+        errors += [e.value for e in at.error]  # a page that stops on an error would look fast: show it
+    return dict(page=script, changes=[f"{k}={v if v is not None else 'seed+1'}" for _, k, v in CHANGES[:n_changes]],
+                times_ms=times_ms, p50_ms=percentile(times_ms, 50), p95_ms=percentile(times_ms, 95),
+                max_ms=max(times_ms), exceptions=exceptions, errors=errors)
+
+
+def markdown(results: list[dict]) -> str:
+    lines = ["| page | reruns | p50 | p95 | max | exceptions | st.error shown | target p95 | met? |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        met = r["p95_ms"] <= TARGET_P95_MS and r["exceptions"] == 0 and not r["errors"]
+        lines.append(f"| {r['page']} | {len(r['times_ms'])} | {r['p50_ms']:.0f} ms | {r['p95_ms']:.0f} ms "
+                     f"| {r['max_ms']:.0f} ms | {r['exceptions']} | {len(r['errors'])} | <= {TARGET_P95_MS:.0f} ms "
+                     f"| {'yes' if met else '**no**'} |")
+    every = [t for r in results for t in r["times_ms"]]
+    n_exceptions, n_errors = sum(r["exceptions"] for r in results), sum(len(r["errors"]) for r in results)
+    met = percentile(every, 95) <= TARGET_P95_MS and n_exceptions == 0 and n_errors == 0
+    lines.append(f"| **all pages** | {len(every)} | {percentile(every, 50):.0f} ms | {percentile(every, 95):.0f} ms "
+                 f"| {max(every):.0f} ms | {n_exceptions} | {n_errors} | <= {TARGET_P95_MS:.0f} ms "
+                 f"| {'yes' if met else '**no**'} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--smoke", action="store_true", help=f"{SMOKE_CHANGES} change per page instead of {FULL_CHANGES}")
+    parser.add_argument("--out", help="write every timing to this JSON file")
+    args = parser.parse_args(argv)
+    n_changes = SMOKE_CHANGES if args.smoke else FULL_CHANGES
+    load_start = os.getloadavg()[0]
+    results = [time_page(script, n_changes, seed=1000 * (i + 1)) for i, (script, _title) in enumerate(app_pages())]
+    print(f"{'SMOKE — ' if args.smoke else ''}server-side rerun after a sidebar change (AppTest), default preset, "
+          f"{os.cpu_count()} cores; load average {load_start:.1f} at start, {os.getloadavg()[0]:.1f} at end\n")
+    print(markdown(results))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(dict(mode="smoke" if args.smoke else "full", cores=os.cpu_count(), pages=results), f, indent=1)
+    return results
+
+
+if __name__ == "__main__":
+    main()
