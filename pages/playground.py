@@ -1,0 +1,131 @@
+"""Attention playground: every head's weights, one head's stages, where one query looks, and the position term."""
+import streamlit as st
+
+from transformer.attention import Attention
+from transformer.positions import alibi_slopes
+from ui.diagram import architecture_dot
+from ui.export import heatmaps_png, trace_npz
+from ui.figures import arcs, head_grid
+from ui.page import load_page
+from ui.page_controls import KEEP, carry_over, init_from_url, keep_valid, write_url
+from ui.playground_figures import (KINDS_OF_ARCH, attention_view, cross_arcs, entropy_figure, head_stages, query_bars,
+                                   rope_figure, routing_figure, stage_figure, visible_keys)
+from ui.source import five_lines, source_of
+
+carry_over()  # the sidebar's values, across a page switch
+ctx = load_page("Attention playground",
+                "Switch the axes in the sidebar and watch the scores, the mask and the softmax weights change. "
+                "Pick a layer, a head and a query token below.")
+cfg, trace = ctx.state.config, ctx.trace
+labels = {"src": trace.src_labels, "tgt": trace.tgt_labels}
+
+# --- the page's controls, kept in the URL ---------------------------------------------------
+URL_KEYS = {"attn": str, "layer": int, "head": int, "query": int}
+init_from_url("playground", URL_KEYS)
+carry_over(URL_KEYS)
+kinds = KINDS_OF_ARCH[cfg.arch]
+keep_valid("attn", kinds, default="cross" if "cross" in kinds else None)
+view = attention_view(st.session_state["attn"])
+query_labels, key_labels = labels[view.queries], labels[view.keys]
+keep_valid("layer", range(cfg.n_layers))
+keep_valid("head", range(cfg.n_heads))
+keep_valid("query", range(len(query_labels)), default=len(query_labels) - 1)  # the last token has the most to see
+
+columns = st.columns([2, 1, 1, 2] if len(kinds) > 1 else [1, 1, 2])
+if len(kinds) > 1:
+    columns[0].selectbox("Attention", kinds, key="attn", **KEEP, format_func=lambda k: attention_view(k).label)
+    columns = columns[1:]
+group = cfg.n_heads // cfg.n_kv_heads
+columns[0].selectbox("Layer", range(cfg.n_layers), key="layer", **KEEP)
+columns[1].selectbox("Head", range(cfg.n_heads), key="head", **KEEP, format_func=lambda h: f"{h} (kv head {h // group})")
+columns[2].selectbox("Query token", range(len(query_labels)), key="query", **KEEP,
+                     format_func=lambda i: f"{i}: {query_labels[i]}")
+write_url(URL_KEYS)
+layer, head, query = st.session_state["layer"], st.session_state["head"], st.session_state["query"]
+
+# --- every head of the layer ---------------------------------------------------------------------
+patterns = trace.arrays[view.hook(layer, "hook_pattern")][0]  # (H, T_q, T_kv)
+st.subheader(f"Layer {layer}: {view.label}")
+sharing = {"MHA": "every head has its own K and V",
+           "GQA": f"each row of the grid is one kv group: {group} query heads read the same K and V",
+           "MQA": "all heads read one shared K and V"}[cfg.attention_kind]
+st.caption(f"Softmax weights of all {cfg.n_heads} heads ({cfg.attention_kind}: {sharing}). "
+           f"Rows: {view.y_title}; columns: {view.x_title}. Blank cells are masked.")
+grid = head_grid(patterns, key_labels, query_labels, cfg.n_kv_heads)
+grid.update_annotations(font_size=13)  # the subplot titles, kept apart on narrow screens
+grid.update_xaxes(title_text="key", title_font_size=12)
+grid.update_yaxes(title_text="query", title_font_size=12)
+st.plotly_chart(grid, key="head_grid")
+
+# --- one head, stage by stage, under the five lines that computed it ------------------------------
+st.subheader(f"Head {head}, stage by stage")
+st.code(five_lines(), language="python")
+st.caption("The library's own lines (`Attention.explicit_attention`). Each heatmap below is a tensor they produced, "
+           "recorded at a hook point: `hook_raw_scores` (line 1), `hook_mask` and, with ALiBi, `hook_alibi_bias` "
+           "(added in line 2), `hook_attn_scores` (line 2's result) and `hook_pattern` (line 3).")
+with st.expander("The whole method, `Attention.explicit_attention`"):
+    st.code(source_of(Attention.explicit_attention), language="python")
+stages = head_stages(trace.arrays, view, layer, head)
+per_row = 3 if len(stages) > 4 else 2
+for start in range(0, len(stages), per_row):
+    for column, stage in zip(st.columns(per_row), stages[start:start + per_row]):
+        column.plotly_chart(stage_figure(stage, key_labels, query_labels, view.x_title, view.y_title),
+                            key=f"stage_{stage.hook}")
+st.download_button(
+    "Download this head's stages (PNG)", key="download_png", on_click="ignore", mime="image/png",
+    file_name=f"layer{layer}_head{head}_{st.session_state['attn']}.png",
+    data=lambda: heatmaps_png([(s.title, s.matrix, s.style) for s in stages], key_labels, query_labels,
+                              title=f"{ctx.state.preset} · layer {layer} · head {head} · {view.label}",
+                              x_title=view.x_title, y_title=view.y_title))
+
+# --- where one query looks ------------------------------------------------------------------------
+st.subheader(f"Query {query} '{query_labels[query]}'")
+weights = patterns[head, query]  # (T_kv,)
+n_visible = visible_keys(trace.arrays[view.hook(layer, "hook_mask")][0, 0, query])
+bar_col, arc_col = st.columns(2)
+bar_col.plotly_chart(query_bars(weights, key_labels, query_labels[query]), key="query_bars")
+if view.module == "cross_attn":
+    arc_col.plotly_chart(cross_arcs(weights, query_labels, key_labels, query), key="query_arcs")
+else:
+    arc_col.plotly_chart(arcs(weights, key_labels, query), key="query_arcs")
+st.plotly_chart(entropy_figure(patterns, query, n_visible), key="entropy")
+
+# --- the position term and the router, next to the architecture ------------------------------
+detail_col, diagram_col = st.columns([2, 1])
+with detail_col:
+    st.subheader("Position")
+    alibi_name, rope_name = view.hook(layer, "hook_alibi_bias"), view.hook(layer, "hook_rope_angles")
+    if rope_name in trace.arrays:
+        st.plotly_chart(rope_figure(trace.arrays[rope_name][0], query_labels), key="rope")
+        st.caption("RoPE rotates each pair of q and k dimensions by position × θᵢ, so q·k depends on the "
+                   "distance between the tokens only.")
+    elif alibi_name in trace.arrays:
+        st.caption(f"ALiBi adds −m_h·|i−j| to the scores: see the bias panel above. Each head has its own slope; "
+                   f"head {head}'s is m = {float(alibi_slopes(cfg.n_heads)[head]):.4f}.")
+    elif view.module == "cross_attn":
+        st.caption("Cross-attention adds no position term: the decoder and the encoder each placed their tokens "
+                   "before this step.")
+    else:
+        st.caption({"none": "No position signal: only the mask tells tokens apart by place.",
+                    "sinusoidal": "Sinusoidal vectors were added to the embeddings before the first block.",
+                    "learned": "Learned position vectors were added to the embeddings before the first block."}
+                   .get(cfg.position, ""))
+
+    router_name = view.ffn_hook(layer, "hook_router_probs")
+    if router_name in trace.arrays:
+        st.subheader(f"Mixture of experts, layer {layer}")
+        st.plotly_chart(routing_figure(trace.arrays[router_name][0],
+                                       trace.arrays[view.ffn_hook(layer, "hook_expert_indices")][0], query_labels),
+                        key="routing")
+        load = trace.arrays[view.ffn_hook(layer, "hook_expert_load")]
+        st.caption("Share of token slots per expert: "
+                   + ", ".join(f"expert {e} {share:.0%}" for e, share in enumerate(load)))
+    st.subheader("Download")
+    st.download_button("The whole trace (.npz)", key="download_npz", on_click="ignore",
+                       mime="application/octet-stream", file_name="trace.npz", data=lambda: trace_npz(trace.arrays))
+    st.caption("Every recorded tensor by hook name: `numpy.load('trace.npz')['blocks.0.attn.hook_pattern']`.")
+
+with diagram_col:
+    st.subheader("The model")
+    highlight = {"self": "attn", "encoder": "enc_attn", "decoder": "attn", "cross": "cross"}[st.session_state["attn"]]
+    st.graphviz_chart(architecture_dot(cfg, highlight=highlight))
