@@ -1,0 +1,538 @@
+"""Load Hugging Face models (and torch.nn.Transformer) into our Transformer.
+
+Every supported family is one configuration of the same skeleton: reading a model
+means (1) saying which choice it makes on each axis -- a ``TransformerConfig`` --
+and (2) renaming its weights to ours, splitting fused projections and transposing
+where the source stores them differently. Nothing else is translated: the forward
+pass that runs afterwards is our own, which is why matching outputs prove the
+mapping (tests/test_interop.py checks logits, every attention pattern, every
+residual stream, the MoE router and greedy generation).
+
+``transformers`` is an optional dependency: it is imported only when a path or a
+model id has to be loaded. Nothing is ever downloaded (``local_files_only=True``)
+and no remote code runs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import nn
+
+from .config import TransformerConfig
+from .model import Transformer
+
+DTYPE_NAMES = {torch.float32: "float32", torch.bfloat16: "bfloat16"}
+
+# HF activation name -> (our ffn, our gelu_approximate)
+ACTIVATIONS = {
+    "gelu": ("gelu", "none"),
+    "gelu_new": ("gelu", "tanh"),
+    "gelu_pytorch_tanh": ("gelu", "tanh"),
+    "relu": ("relu", "none"),
+}
+
+Weights = dict[str, torch.Tensor]  # our state-dict name -> tensor
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    config: Callable  # (hf_config, class_name, has_head) -> TransformerConfig fields
+    weights: Callable  # (hf_model, cfg) -> Weights for everything but the output head
+    notes: tuple[str, ...]  # what the mapping had to do, in words
+
+
+@dataclass(frozen=True)
+class HFMapping:
+    """What ``describe_hf`` returns: the family, each axis's choice, and the config."""
+
+    family: str
+    hf_class: str
+    config: TransformerConfig
+    axes: dict[str, str]  # axis -> the choice this model makes, in words
+    notes: tuple[str, ...]
+
+
+# --- small helpers ----------------------------------------------------------------
+
+def _unsupported(hf_class: str, setting: str, why: str) -> ValueError:
+    return ValueError(f"{hf_class} with {setting} is not supported: {why}")
+
+
+def _activation(hf_class: str, name: str) -> tuple[str, str]:
+    if name not in ACTIVATIONS:
+        raise _unsupported(hf_class, f"activation {name!r}", f"supported activations are {', '.join(ACTIVATIONS)}")
+    return ACTIVATIONS[name]
+
+
+def _rope_theta(hf_class: str, c) -> float:
+    """RoPE base frequency; only plain RoPE (no scaling schemes) maps onto ours."""
+    params = getattr(c, "rope_parameters", None) or {}
+    rope_type = params.get("rope_type", "default")
+    if rope_type != "default":
+        raise _unsupported(hf_class, f"rope_type={rope_type!r}", "only the plain (default) RoPE is implemented")
+    return float(params.get("rope_theta", getattr(c, "rope_theta", 10000.0)))
+
+
+def _check_head_dim(hf_class: str, c, d_model: int, n_heads: int) -> None:
+    head_dim = getattr(c, "head_dim", None)
+    if head_dim is not None and head_dim != d_model // n_heads:
+        raise _unsupported(hf_class, f"head_dim={head_dim}",
+                           f"our head size is d_model/n_heads = {d_model}/{n_heads} = {d_model // n_heads}")
+
+
+def _linear(ours: str, weight: torch.Tensor, bias: torch.Tensor | None, cfg_bias: bool) -> Weights:
+    """One projection. Where we have a bias and the source has none, a zero bias is exact."""
+    out = {f"{ours}.weight": weight}
+    if cfg_bias:
+        out[f"{ours}.bias"] = bias if bias is not None else torch.zeros(weight.shape[0], dtype=weight.dtype, device=weight.device)
+    return out
+
+
+def _from_linear(ours: str, layer: nn.Linear, cfg_bias: bool) -> Weights:
+    return _linear(ours, layer.weight, layer.bias, cfg_bias)
+
+
+def _norm(ours: str, norm: nn.Module) -> Weights:
+    """LayerNorm (weight, bias) or RMSNorm (weight). Ours always has a LayerNorm bias: zero where the source has none."""
+    out = {f"{ours}.weight": norm.weight}
+    if isinstance(norm, nn.LayerNorm):
+        out[f"{ours}.bias"] = norm.bias if norm.bias is not None else torch.zeros_like(norm.weight)
+    return out
+
+
+def _split_interleaved(weight: torch.Tensor, n_heads: int, d_head: int) -> list[torch.Tensor]:
+    """A fused qkv whose rows run head by head, [q_h, k_h, v_h] for each head h (BLOOM, Falcon MHA).
+
+    Works for weights (3*D, D) and biases (3*D,): returns q, k, v, each (H*d_head, ...).
+    """
+    per_head = weight.reshape(n_heads, 3, d_head, *weight.shape[1:])  # (H, 3, d_head, ...)
+    return [per_head[:, j].reshape(n_heads * d_head, *weight.shape[1:]) for j in range(3)]
+
+
+# --- GPT-2 ----------------------------------------------------------------------------
+
+def _gpt2_config(c, hf_class: str, has_head: bool) -> dict:
+    if not c.scale_attn_weights or c.scale_attn_by_inverse_layer_idx:
+        raise _unsupported(hf_class, "scale_attn_weights=False or scale_attn_by_inverse_layer_idx=True",
+                           "our scores are always scaled by 1/sqrt(d_head), the same in every layer")
+    if c.add_cross_attention:
+        raise _unsupported(hf_class, "add_cross_attention=True", "a decoder-only model has no encoder to attend to")
+    ffn, approximate = _activation(hf_class, c.activation_function)
+    return dict(arch="decoder", vocab_size=c.vocab_size, d_model=c.n_embd, n_heads=c.n_head, n_layers=c.n_layer,
+                d_ff=c.n_inner or 4 * c.n_embd, max_len=c.n_positions, position="learned", norm="layernorm",
+                norm_position="pre", ffn=ffn, gelu_approximate=approximate, bias=True, norm_eps=c.layer_norm_epsilon)
+
+
+def _gpt2_weights(model, cfg: TransformerConfig) -> Weights:
+    body = model.base_model
+    w = {"embed.weight": body.wte.weight, "pos.table.weight": body.wpe.weight, **_norm("ln_final", body.ln_f)}
+    for i, layer in enumerate(body.h):
+        b = f"blocks.{i}."
+        # Conv1D keeps its weight as (in, out), so every matrix is transposed to nn.Linear's (out, in);
+        # c_attn holds q, k and v side by side.
+        q, k, v = layer.attn.c_attn.weight.T.split(cfg.d_model, dim=0)  # 3 x (D, D)
+        qb, kb, vb = layer.attn.c_attn.bias.split(cfg.d_model)
+        w |= _linear(b + "attn.q_proj", q, qb, True) | _linear(b + "attn.k_proj", k, kb, True)
+        w |= _linear(b + "attn.v_proj", v, vb, True)
+        w |= _linear(b + "attn.o_proj", layer.attn.c_proj.weight.T, layer.attn.c_proj.bias, True)
+        w |= _linear(b + "mlp.up", layer.mlp.c_fc.weight.T, layer.mlp.c_fc.bias, True)
+        w |= _linear(b + "mlp.down", layer.mlp.c_proj.weight.T, layer.mlp.c_proj.bias, True)
+        w |= _norm(b + "ln1", layer.ln_1) | _norm(b + "ln2", layer.ln_2)
+    return w
+
+
+# --- LLaMA, Mistral, Mixtral -------------------------------------------------------
+
+def _llama_config(c, hf_class: str, has_head: bool) -> dict:
+    _check_head_dim(hf_class, c, c.hidden_size, c.num_attention_heads)
+    if c.hidden_act != "silu":
+        raise _unsupported(hf_class, f"hidden_act={c.hidden_act!r}", "SwiGLU's gate is SiLU")
+    fields = dict(arch="decoder", vocab_size=c.vocab_size, d_model=c.hidden_size, n_heads=c.num_attention_heads,
+                  n_kv_heads=c.num_key_value_heads or c.num_attention_heads, n_layers=c.num_hidden_layers,
+                  d_ff=c.intermediate_size, max_len=c.max_position_embeddings, position="rope",
+                  rope_theta=_rope_theta(hf_class, c), norm="rmsnorm", norm_position="pre", ffn="swiglu",
+                  norm_eps=c.rms_norm_eps, sliding_window=getattr(c, "sliding_window", None),
+                  # one switch covers both; a zero bias stands in where only one of them has one
+                  bias=bool(getattr(c, "attention_bias", False) or getattr(c, "mlp_bias", False)))
+    if hasattr(c, "num_local_experts"):  # Mixtral
+        fields |= dict(ffn="moe", n_experts=c.num_local_experts, top_k=c.num_experts_per_tok)
+    return fields
+
+
+def _llama_weights(model, cfg: TransformerConfig) -> Weights:
+    body = model.base_model
+    w = {"embed.weight": body.embed_tokens.weight, **_norm("ln_final", body.norm)}
+    for i, layer in enumerate(body.layers):
+        b = f"blocks.{i}."
+        attn = layer.self_attn
+        for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+            w |= _from_linear(b + "attn." + name, getattr(attn, name), cfg.bias)
+        w |= _norm(b + "ln1", layer.input_layernorm) | _norm(b + "ln2", layer.post_attention_layernorm)
+        if cfg.ffn == "moe":
+            w |= _mixtral_moe(b + "mlp.", layer.mlp, model)
+        else:
+            for hf_name, ours in (("gate_proj", "gate"), ("up_proj", "up"), ("down_proj", "down")):
+                w |= _from_linear(b + "mlp." + ours, getattr(layer.mlp, hf_name), cfg.bias)
+    return w
+
+
+def _mixtral_moe(prefix: str, moe: nn.Module, model) -> Weights:
+    """Router + experts. transformers 5 stores the experts fused: gate_up_proj (E, 2*d_ff, D), down_proj (E, D, d_ff)."""
+    experts = moe.experts
+    if not hasattr(experts, "gate_up_proj"):
+        raise _unsupported(type(model).__name__, f"experts stored as {type(experts).__name__}",
+                           "this reader expects the fused gate_up_proj / down_proj parameters of transformers 5")
+    gate, up = experts.gate_up_proj.chunk(2, dim=1)  # (E, d_ff, D) each: the gate half comes first
+    w = {prefix + "router.weight": moe.gate.weight}  # (E, D)
+    for e in range(gate.shape[0]):
+        w |= {f"{prefix}experts.{e}.gate.weight": gate[e], f"{prefix}experts.{e}.up.weight": up[e],
+              f"{prefix}experts.{e}.down.weight": experts.down_proj[e]}
+    return w
+
+
+# --- BLOOM ------------------------------------------------------------------------------
+
+def _bloom_config(c, hf_class: str, has_head: bool) -> dict:
+    if c.apply_residual_connection_post_layernorm:
+        raise _unsupported(hf_class, "apply_residual_connection_post_layernorm=True",
+                           "our residual stream carries the block input, not its normalised copy")
+    return dict(arch="decoder", vocab_size=c.vocab_size, d_model=c.hidden_size, n_heads=c.n_head, n_layers=c.n_layer,
+                d_ff=4 * c.hidden_size, max_len=2048, position="alibi", norm="layernorm", norm_position="pre",
+                ffn="gelu", gelu_approximate="tanh", bias=True, embed_norm=True, norm_eps=c.layer_norm_epsilon)
+
+
+def _bloom_weights(model, cfg: TransformerConfig) -> Weights:
+    body = model.base_model
+    w = {"embed.weight": body.word_embeddings.weight, **_norm("ln_embed", body.word_embeddings_layernorm),
+         **_norm("ln_final", body.ln_f)}
+    for i, layer in enumerate(body.h):
+        b = f"blocks.{i}."
+        fused = layer.self_attention.query_key_value
+        qkv_w = _split_interleaved(fused.weight, cfg.n_heads, cfg.d_head)
+        qkv_b = _split_interleaved(fused.bias, cfg.n_heads, cfg.d_head)
+        for name, weight, bias in zip(("q_proj", "k_proj", "v_proj"), qkv_w, qkv_b):
+            w |= _linear(b + "attn." + name, weight, bias, True)
+        w |= _from_linear(b + "attn.o_proj", layer.self_attention.dense, True)
+        w |= _from_linear(b + "mlp.up", layer.mlp.dense_h_to_4h, True)
+        w |= _from_linear(b + "mlp.down", layer.mlp.dense_4h_to_h, True)
+        w |= _norm(b + "ln1", layer.input_layernorm) | _norm(b + "ln2", layer.post_attention_layernorm)
+    return w
+
+
+# --- Falcon ------------------------------------------------------------------------------
+
+def _falcon_config(c, hf_class: str, has_head: bool) -> dict:
+    if c.new_decoder_architecture:
+        raise _unsupported(hf_class, "new_decoder_architecture=True",
+                           "its grouped qkv layout and two parallel norms are not mapped; use the original architecture")
+    if c.alibi:
+        raise _unsupported(hf_class, "alibi=True", "Falcon scales its ALiBi bias by 1/sqrt(d_head), ours is unscaled")
+    ffn, approximate = _activation(hf_class, c.activation)
+    return dict(arch="decoder", vocab_size=c.vocab_size, d_model=c.hidden_size, n_heads=c.num_attention_heads,
+                n_kv_heads=1 if c.multi_query else c.num_attention_heads, n_layers=c.num_hidden_layers,
+                d_ff=c.ffn_hidden_size, max_len=c.max_position_embeddings, position="rope",
+                rope_theta=_rope_theta(hf_class, c), norm="layernorm", norm_position="pre", ffn=ffn,
+                gelu_approximate=approximate, parallel_block=c.parallel_attn, bias=c.bias, norm_eps=c.layer_norm_epsilon)
+
+
+def _falcon_weights(model, cfg: TransformerConfig) -> Weights:
+    body = model.base_model
+    w = {"embed.weight": body.word_embeddings.weight, **_norm("ln_final", body.ln_f)}
+    H, d = cfg.n_heads, cfg.d_head
+    for i, layer in enumerate(body.h):
+        b = f"blocks.{i}."
+        fused = layer.self_attention.query_key_value
+        if cfg.n_kv_heads == 1:  # multi-query: all H query heads, then the one key head, then the one value head
+            split = lambda t: t.split((H * d, d, d), dim=0)  # noqa: E731
+        else:  # per head [q_h, k_h, v_h], as in BLOOM
+            split = lambda t: _split_interleaved(t, H, d)  # noqa: E731
+        biases = split(fused.bias) if fused.bias is not None else (None, None, None)
+        for name, weight, bias in zip(("q_proj", "k_proj", "v_proj"), split(fused.weight), biases):
+            w |= _linear(b + "attn." + name, weight, bias, cfg.bias)
+        w |= _from_linear(b + "attn.o_proj", layer.self_attention.dense, cfg.bias)
+        w |= _from_linear(b + "mlp.up", layer.mlp.dense_h_to_4h, cfg.bias)
+        w |= _from_linear(b + "mlp.down", layer.mlp.dense_4h_to_h, cfg.bias)
+        w |= _norm(b + "ln1", layer.input_layernorm)
+        if not cfg.parallel_block:
+            w |= _norm(b + "ln2", layer.post_attention_layernorm)
+    return w
+
+
+# --- BERT -------------------------------------------------------------------------------
+
+def _bert_config(c, hf_class: str, has_head: bool) -> dict:
+    if c.is_decoder or c.add_cross_attention:
+        raise _unsupported(hf_class, "is_decoder=True or add_cross_attention=True", "BERT is read as an encoder")
+    position_type = getattr(c, "position_embedding_type", "absolute")
+    if position_type != "absolute":
+        raise _unsupported(hf_class, f"position_embedding_type={position_type!r}", "only absolute (learned) positions map")
+    ffn, approximate = _activation(hf_class, c.hidden_act)
+    if has_head and ffn != "gelu":
+        raise _unsupported(hf_class, f"hidden_act={c.hidden_act!r}", "our masked-LM head transform uses GELU")
+    return dict(arch="encoder", vocab_size=c.vocab_size, d_model=c.hidden_size, n_heads=c.num_attention_heads,
+                n_layers=c.num_hidden_layers, d_ff=c.intermediate_size, max_len=c.max_position_embeddings,
+                position="learned", norm="layernorm", norm_position="post", ffn=ffn, gelu_approximate=approximate,
+                bias=True, embed_norm=True, norm_eps=c.layer_norm_eps, head_transform=has_head, head_bias=has_head)
+
+
+def _bert_weights(model, cfg: TransformerConfig) -> Weights:
+    body = model.base_model
+    emb = body.embeddings
+    # Every token gets token type 0, so its vector is the same at every position: fold it into the position table.
+    positions = emb.position_embeddings.weight + emb.token_type_embeddings.weight[0]  # (max_len, D)
+    w = {"embed.weight": emb.word_embeddings.weight, "pos.table.weight": positions, **_norm("ln_embed", emb.LayerNorm)}
+    for i, layer in enumerate(body.encoder.layer):
+        b = f"blocks.{i}."
+        attn = layer.attention
+        for hf_name, ours in (("query", "q_proj"), ("key", "k_proj"), ("value", "v_proj")):
+            w |= _from_linear(b + "attn." + ours, getattr(attn.self, hf_name), True)
+        w |= _from_linear(b + "attn.o_proj", attn.output.dense, True)
+        w |= _from_linear(b + "mlp.up", layer.intermediate.dense, True)
+        w |= _from_linear(b + "mlp.down", layer.output.dense, True)
+        # post-norm: each sublayer's LayerNorm sits after its residual sum
+        w |= _norm(b + "ln1", attn.output.LayerNorm) | _norm(b + "ln2", layer.output.LayerNorm)
+    if cfg.head_transform:
+        transform = model.cls.predictions.transform
+        w |= _from_linear("head_dense", transform.dense, True) | _norm("head_norm", transform.LayerNorm)
+    return w
+
+
+FAMILIES = {
+    "gpt2": Family("GPT-2", _gpt2_config, _gpt2_weights, (
+        "Conv1D weights are stored (in, out): transposed to (out, in)",
+        "the fused c_attn is split into q, k and v",
+        "the output head is tied to the token embedding")),
+    "llama": Family("LLaMA", _llama_config, _llama_weights, (
+        "RoPE uses the half-split rotate_half layout, the same as ours: q and k are copied unpermuted",
+        "num_key_value_heads becomes n_kv_heads (MHA, GQA or MQA)")),
+    "mistral": Family("Mistral", _llama_config, _llama_weights, (
+        "as LLaMA, plus sliding_window: a query sees at most W keys, itself included (HF: key > query - W)",)),
+    "mixtral": Family("Mixtral", _llama_config, _llama_weights, (
+        "as Mistral, with a mixture of SwiGLU experts: softmax over the router logits, top-k, renormalised",
+        "the fused expert tensor gate_up_proj (E, 2*d_ff, D) is split into gate (first half) and up")),
+    "bloom": Family("BLOOM", _bloom_config, _bloom_weights, (
+        "the fused query_key_value runs head by head ([q, k, v] per head) and is split per head",
+        "ALiBi: HF adds +slope*key_position, ours -slope*|i-j|; they differ by a constant per query row, "
+        "which softmax ignores, so the weights agree",
+        "word_embeddings_layernorm becomes the embedding LayerNorm")),
+    "falcon": Family("Falcon", _falcon_config, _falcon_weights, (
+        "multi_query: the fused query_key_value holds H query heads, then one key head and one value head",
+        "parallel_attn: attention and MLP read the same LayerNorm (parallel_block=True)")),
+    "bert": Family("BERT", _bert_config, _bert_weights, (
+        "token type 0's vector is folded into the learned position table (every token gets type 0)",
+        "post-LayerNorm blocks, LayerNorm after the embeddings",
+        "masked-LM head: dense -> GELU -> LayerNorm -> tied decoder with its own bias; the pooler is not used")),
+}
+
+# HF class -> (family, whether it has an output head)
+SUPPORTED_CLASSES = {
+    "GPT2LMHeadModel": ("gpt2", True), "GPT2Model": ("gpt2", False),
+    "LlamaForCausalLM": ("llama", True), "LlamaModel": ("llama", False),
+    "MistralForCausalLM": ("mistral", True), "MistralModel": ("mistral", False),
+    "MixtralForCausalLM": ("mixtral", True), "MixtralModel": ("mixtral", False),
+    "BloomForCausalLM": ("bloom", True), "BloomModel": ("bloom", False),
+    "FalconForCausalLM": ("falcon", True), "FalconModel": ("falcon", False),
+    "BertForMaskedLM": ("bert", True), "BertModel": ("bert", False),
+}
+
+
+def _family_of(hf_class: str) -> tuple[Family, bool]:
+    if hf_class not in SUPPORTED_CLASSES:
+        raise ValueError(f"{hf_class} is not supported; supported Hugging Face classes: {', '.join(SUPPORTED_CLASSES)}")
+    family, has_head = SUPPORTED_CLASSES[hf_class]
+    return FAMILIES[family], has_head
+
+
+# --- public API -------------------------------------------------------------------------
+
+def _config_for(hf_config, hf_class: str, tied: bool, dtype: torch.dtype) -> TransformerConfig:
+    family, has_head = _family_of(hf_class)
+    if dtype not in DTYPE_NAMES:
+        raise ValueError(f"{hf_class} is in {dtype}; supported dtypes are float32 and bfloat16: "
+                         "convert it first, e.g. model.float()")
+    fields = family.config(hf_config, hf_class, has_head)
+    return TransformerConfig(**fields, tie_embeddings=tied or not has_head, dtype=DTYPE_NAMES[dtype])
+
+
+def _is_tied(model) -> bool:
+    head = model.get_output_embeddings()
+    return head is None or head.weight.data_ptr() == model.get_input_embeddings().weight.data_ptr()
+
+
+def from_hf(model_or_path, *, device: torch.device | str | None = None) -> Transformer:
+    """Our Transformer with the weights of a Hugging Face model.
+
+    `model_or_path`: a ``transformers`` model instance, a local directory written by
+    ``save_pretrained``, or a model id already in the local cache (never downloaded).
+    The result has the source's device and dtype (a loaded path: float32 on the CPU);
+    `device` moves it elsewhere. Unsupported classes raise ValueError listing the supported ones.
+    """
+    model = model_or_path if isinstance(model_or_path, nn.Module) else _load_local(model_or_path)
+    hf_class = type(model).__name__
+    source = model.get_input_embeddings().weight
+    cfg = _config_for(model.config, hf_class, _is_tied(model), source.dtype)
+    family, has_head = _family_of(hf_class)
+    with torch.no_grad():
+        weights = family.weights(model, cfg)
+        head = model.get_output_embeddings() if has_head else None
+        weights["unembed.weight"] = weights["embed.weight"] if cfg.tie_embeddings else head.weight
+        if cfg.head_bias:
+            weights["unembed.bias"] = head.bias
+        ours = Transformer(cfg, device=device or source.device)
+        ours.load_state_dict(weights, strict=True)  # strict: every weight of ours must have come from the source
+    return ours.eval()
+
+
+def describe_hf(model_or_path) -> HFMapping:
+    """How a Hugging Face model maps onto the five axes, without copying any weights.
+
+    Accepts a model instance, a local directory or a cached model id (only its config is read).
+    """
+    if isinstance(model_or_path, nn.Module):
+        hf_class, hf_config = type(model_or_path).__name__, model_or_path.config
+        tied, dtype = _is_tied(model_or_path), model_or_path.get_input_embeddings().weight.dtype
+    else:
+        hf_config = _load_local_config(model_or_path)
+        hf_class = _architecture(hf_config, model_or_path)
+        tied, dtype = bool(getattr(hf_config, "tie_word_embeddings", True)), torch.float32
+    cfg = _config_for(hf_config, hf_class, tied, dtype)
+    family, has_head = _family_of(hf_class)
+    return HFMapping(family.name, hf_class, cfg, describe_axes(cfg, has_head), family.notes)
+
+
+def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, str]:
+    """Each axis's choice in words, e.g. {"KV heads": "GQA: 8 query heads share 2 kv heads", ...}."""
+    H, G = cfg.n_heads, cfg.n_kv_heads
+    kv = {"MHA": f"MHA: {H} query heads, {G} kv heads", "GQA": f"GQA: {H} query heads share {G} kv heads",
+          "MQA": f"MQA: {H} query heads share 1 kv head"}[cfg.attention_kind]
+    mask = {"decoder": "causal", "encoder": "none (bidirectional)", "encoder-decoder": "causal decoder, cross-attention"}[cfg.arch]
+    if cfg.sliding_window is not None:
+        mask += f", sliding window of {cfg.sliding_window} keys"
+    position = {"none": "none", "sinusoidal": "sinusoidal", "learned": f"learned table of {cfg.max_len} positions",
+                "rope": f"RoPE, theta = {cfg.rope_theta:g}", "alibi": "ALiBi"}[cfg.position]
+    norm = f"{cfg.norm_position}-{'LayerNorm' if cfg.norm == 'layernorm' else 'RMSNorm'}, eps = {cfg.norm_eps:g}"
+    if cfg.embed_norm:
+        norm += ", plus a LayerNorm after the embeddings"
+    ffn = {"relu": "ReLU", "gelu": "GELU" + (" (tanh approximation)" if cfg.gelu_approximate == "tanh" else ""),
+           "swiglu": "SwiGLU", "moe": f"MoE: {cfg.n_experts} SwiGLU experts, top-{cfg.top_k}"}[cfg.ffn]
+    if not has_head:
+        head = "none (hidden states only)"
+    else:
+        head = ("masked-LM transform, " if cfg.head_transform else "") + ("tied to the embedding" if cfg.tie_embeddings else "its own matrix")
+    return {"KV heads": kv, "mask": mask, "position": position, "norm": norm, "FFN": ffn,
+            "block": "parallel attention + FFN" if cfg.parallel_block else "sequential", "head": head}
+
+
+# --- torch.nn.Transformer (the 2017 encoder-decoder) --------------------------------------
+
+def _torch_activation(activation) -> tuple[str, str]:
+    """A torch layer's activation (function or module) -> (our ffn, gelu_approximate)."""
+    if activation is torch.nn.functional.relu or isinstance(activation, nn.ReLU):
+        return "relu", "none"
+    if activation is torch.nn.functional.gelu:
+        return "gelu", "none"
+    if isinstance(activation, nn.GELU):
+        return "gelu", activation.approximate
+    raise ValueError(f"activation {activation!r} is not supported; use 'relu' or 'gelu'")
+
+
+def _torch_attention(ours: str, mha: nn.MultiheadAttention, bias: bool) -> Weights:
+    if not mha._qkv_same_embed_dim or mha.bias_k is not None or mha.add_zero_attn:
+        raise ValueError("only MultiheadAttention with kdim = vdim = embed_dim, no bias_k/bias_v and no add_zero_attn maps onto ours")
+    q, k, v = mha.in_proj_weight.chunk(3, dim=0)  # in_proj_weight stacks W_q, W_k, W_v: (3*D, D)
+    qb, kb, vb = mha.in_proj_bias.chunk(3) if mha.in_proj_bias is not None else (None, None, None)
+    return (_linear(ours + ".q_proj", q, qb, bias) | _linear(ours + ".k_proj", k, kb, bias)
+            | _linear(ours + ".v_proj", v, vb, bias) | _from_linear(ours + ".o_proj", mha.out_proj, bias))
+
+
+def from_torch_transformer(module, vocab_size: int, embedding: nn.Embedding | None = None, *,
+                           device: torch.device | str | None = None) -> Transformer:
+    """Our encoder-decoder with the layers of a ``torch.nn.Transformer``.
+
+    `module`: an ``nn.Transformer`` or a pair (``nn.TransformerEncoder``, ``nn.TransformerDecoder``)
+    with the same number of layers. torch's modules take embeddings, not token ids, and have no
+    positions: the result uses position="none", and `embedding` (vocab_size x d_model), if given,
+    becomes its token embedding (and tied output head). Feed torch the decoder's causal mask
+    (``tgt_is_causal=True`` with ``nn.Transformer.generate_square_subsequent_mask``): ours is always causal.
+    Each stack's final norm is kept when present (``nn.Transformer`` always has one).
+    """
+    encoder, decoder = (module.encoder, module.decoder) if isinstance(module, nn.Transformer) else module
+    if len(encoder.layers) != len(decoder.layers):
+        raise ValueError(f"the encoder has {len(encoder.layers)} layers and the decoder {len(decoder.layers)}; "
+                         "our encoder-decoder has one n_layers for both, so they must be equal")
+    if (encoder.norm is None) != (decoder.norm is None):
+        raise ValueError("the encoder and decoder must both have a final norm or both have none")
+    first = encoder.layers[0]
+    attn = first.self_attn
+    ffn, approximate = _torch_activation(first.activation)
+    bias = attn.in_proj_bias is not None
+    source = attn.in_proj_weight
+    if source.dtype not in DTYPE_NAMES:
+        raise ValueError(f"the module is in {source.dtype}; supported dtypes are float32 and bfloat16: convert it first, e.g. .float()")
+    cfg = TransformerConfig(arch="encoder-decoder", vocab_size=vocab_size, d_model=attn.embed_dim, n_heads=attn.num_heads,
+                            n_layers=len(encoder.layers), d_ff=first.linear1.out_features, position="none",
+                            norm="layernorm", norm_position="pre" if first.norm_first else "post", ffn=ffn,
+                            gelu_approximate=approximate, bias=bias, norm_eps=first.norm1.eps,
+                            final_norm=encoder.norm is not None, dtype=DTYPE_NAMES[source.dtype])
+    ours = Transformer(cfg, device=device or source.device)
+    with torch.no_grad():
+        table = (ours.embed if embedding is None else embedding).weight  # torch's layers take embeddings; without a table ours keeps its own
+        weights = {"embed.weight": table, "unembed.weight": table}
+        for stack_name, stack in (("encoder", encoder), ("decoder", decoder)):
+            for i, layer in enumerate(stack.layers):
+                b = f"{stack_name}.blocks.{i}."
+                weights |= _torch_attention(b + "attn", layer.self_attn, bias)
+                weights |= _from_linear(b + "mlp.up", layer.linear1, bias) | _from_linear(b + "mlp.down", layer.linear2, bias)
+                # norm1 wraps self-attention; the decoder's norm2 wraps cross-attention; the last norm wraps the FFN
+                weights |= _norm(b + "ln1", layer.norm1) | _norm(b + "ln2", layer.norm3 if stack_name == "decoder" else layer.norm2)
+                if stack_name == "decoder":
+                    weights |= _torch_attention(b + "cross_attn", layer.multihead_attn, bias) | _norm(b + "ln_cross", layer.norm2)
+            if stack.norm is not None:
+                weights |= _norm(f"{stack_name}.ln_final", stack.norm)
+        ours.load_state_dict(weights, strict=True)
+    return ours.eval()
+
+
+# --- loading from disk or the local cache -----------------------------------------------
+
+DEFAULT_CLASS = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
+                 "mixtral": "MixtralForCausalLM", "bloom": "BloomForCausalLM", "falcon": "FalconForCausalLM",
+                 "bert": "BertForMaskedLM"}  # model_type -> class, for a config that names no architecture
+
+
+def _transformers():
+    try:
+        import transformers
+    except ImportError as e:  # optional dependency
+        raise ImportError("loading a Hugging Face model needs the `transformers` package: pip install transformers") from e
+    return transformers
+
+
+def _load_local_config(path_or_id):
+    try:
+        return _transformers().AutoConfig.from_pretrained(path_or_id, local_files_only=True, trust_remote_code=False)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"no Hugging Face model found at {path_or_id!r} on disk or in the local cache "
+                         "(nothing is downloaded): pass a directory written by save_pretrained, "
+                         "a cached model id, or a model instance") from e
+
+
+def _architecture(hf_config, path_or_id) -> str:
+    named = (getattr(hf_config, "architectures", None) or [None])[0]
+    hf_class = named or DEFAULT_CLASS.get(hf_config.model_type)
+    if hf_class is None:
+        raise ValueError(f"{path_or_id!r} holds a {hf_config.model_type!r} model, which is not supported; "
+                         f"supported Hugging Face classes: {', '.join(SUPPORTED_CLASSES)}")
+    return hf_class
+
+
+def _load_local(path_or_id):
+    hf_config = _load_local_config(path_or_id)
+    hf_class = _architecture(hf_config, path_or_id)
+    _family_of(hf_class)  # refuse before loading any weights
+    model_class = getattr(_transformers(), hf_class)
+    model = model_class.from_pretrained(path_or_id, local_files_only=True, trust_remote_code=False)
+    return model.to(torch.float32).eval()
