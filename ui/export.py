@@ -58,8 +58,7 @@ def heatmaps_png(panels: list[tuple[str, np.ndarray, str]], x_labels: list[str],
             vmin, vmax = -bound, bound
         else:
             vmin, vmax = 0.0, 1.0
-        cmap = CMAPS[style].copy()
-        cmap.set_bad("#dddddd")
+        cmap = CMAPS[style].with_extremes(bad="#dddddd")  # masked cells in light grey
         image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto",
                           interpolation="nearest")
         fig.colorbar(image, ax=ax, shrink=0.8)
