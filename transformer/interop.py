@@ -199,6 +199,7 @@ def _bloom_config(c, hf_class: str, has_head: bool) -> dict:
     if c.apply_residual_connection_post_layernorm:
         raise _unsupported(hf_class, "apply_residual_connection_post_layernorm=True",
                            "our residual stream carries the block input, not its normalised copy")
+    # ALiBi has no position table, so max_len bounds nothing here; 2048 is BLOOM's training length
     return dict(arch="decoder", vocab_size=c.vocab_size, d_model=c.hidden_size, n_heads=c.n_head, n_layers=c.n_layer,
                 d_ff=4 * c.hidden_size, max_len=2048, position="alibi", norm="layernorm", norm_position="pre",
                 ffn="gelu", gelu_approximate="tanh", bias=True, embed_norm=True, norm_eps=c.layer_norm_epsilon)
@@ -235,7 +236,7 @@ def _falcon_config(c, hf_class: str, has_head: bool) -> dict:
                 n_kv_heads=1 if c.multi_query else c.num_attention_heads, n_layers=c.num_hidden_layers,
                 d_ff=c.ffn_hidden_size, max_len=c.max_position_embeddings, position="rope",
                 rope_theta=_rope_theta(hf_class, c), norm="layernorm", norm_position="pre", ffn=ffn,
-                gelu_approximate=approximate, parallel_block=c.parallel_attn, bias=c.bias, norm_eps=c.layer_norm_epsilon)
+                gelu_approximate=approximate, parallel_block=c.parallel_attn, bias=bool(c.bias), norm_eps=c.layer_norm_epsilon)
 
 
 def _falcon_weights(model, cfg: TransformerConfig) -> Weights:
@@ -514,7 +515,7 @@ def _transformers():
 def _load_local_config(path_or_id):
     try:
         return _transformers().AutoConfig.from_pretrained(path_or_id, local_files_only=True, trust_remote_code=False)
-    except (OSError, ValueError) as e:
+    except OSError as e:  # no such directory, and not in the cache
         raise ValueError(f"no Hugging Face model found at {path_or_id!r} on disk or in the local cache "
                          "(nothing is downloaded): pass a directory written by save_pretrained, "
                          "a cached model id, or a model instance") from e
