@@ -39,16 +39,19 @@ def generate_with_step_logits(model, ids, **kwargs):
     return out, torch.stack([e.tensor[:, -1] for e in recorder.trace.events])
 
 
-GREEDY_CASES = [(arch, position, kv, window, "swiglu")
+GREEDY_CASES = [dict(arch=arch, position=position, n_kv_heads=kv, sliding_window=window)
                 for arch, position, kv, window in itertools.product(
                     ["decoder", "encoder-decoder"], choices("position"), KV_HEADS, [None, 3])]
-GREEDY_CASES += [(arch, "rope", kv, window, "moe")
+GREEDY_CASES += [dict(arch=arch, position="rope", n_kv_heads=kv, sliding_window=window, ffn="moe")
                  for arch, kv, window in itertools.product(["decoder", "encoder-decoder"], [2, 1], [None, 3])]
+GREEDY_CASES += [dict(arch=arch, position="learned", norm="layernorm", norm_position="post", ffn="gelu", bias=True)
+                 for arch in ["decoder", "encoder-decoder"]]
+GREEDY_CASES += [dict(position="alibi", norm="layernorm", ffn="gelu", parallel_block=True, embed_norm=True, n_kv_heads=1)]
 
 
-@pytest.mark.parametrize("arch,position,n_kv_heads,window,ffn", GREEDY_CASES)
-def test_cached_greedy_generation_equals_recomputing(arch, position, n_kv_heads, window, ffn, lively_model):
-    model = lively_model(arch=arch, position=position, n_kv_heads=n_kv_heads, sliding_window=window, ffn=ffn)
+@pytest.mark.parametrize("changes", GREEDY_CASES, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
+def test_cached_greedy_generation_equals_recomputing(changes, lively_model):
+    model = lively_model(**changes)
     ids, mask = prompt_batch()
     for attention_mask in (None, mask):
         cached, cached_logits = generate_with_step_logits(model, ids, use_cache=True, attention_mask=attention_mask)
@@ -56,7 +59,7 @@ def test_cached_greedy_generation_equals_recomputing(arch, position, n_kv_heads,
         assert cached_logits.shape == (NEW_TOKENS, 2, 32)
         torch.testing.assert_close(cached_logits, recomputed_logits, atol=1e-4, rtol=1e-4)
         assert torch.equal(cached, recomputed)
-        prompt_length = ids.shape[1] if arch == "decoder" else 1  # encoder-decoder targets start from one token
+        prompt_length = 1 if model.cfg.arch == "encoder-decoder" else ids.shape[1]  # targets start from one token
         assert cached.shape == (2, prompt_length + NEW_TOKENS)
 
 

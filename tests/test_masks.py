@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from transformer import choices
+from transformer.hooks import recording
 
 WINDOWS = [None, 3]
 CAUSAL_CASES = list(itertools.product(["decoder", "encoder-decoder"], choices("position"), WINDOWS, ["swiglu", "moe"]))
@@ -18,7 +19,7 @@ def both_paths(model):
 
 
 @pytest.mark.parametrize("arch,position,window,ffn", CAUSAL_CASES)
-def test_changing_a_later_token_leaves_earlier_logits_unchanged(arch, position, window, ffn, tiny_model, logits_of):
+def test_changing_a_later_token_leaves_earlier_logits_unchanged(arch, position, window, ffn, tiny_model):
     model = tiny_model(arch=arch, position=position, sliding_window=window, ffn=ffn, n_kv_heads=2)
     T = 7
     base = torch.randint(1, 32, (1, T), generator=torch.Generator().manual_seed(0))
@@ -90,12 +91,16 @@ def test_fully_masked_query_rows_give_no_nan(arch, tiny_model, logits_of):
         with torch.no_grad():
             logits = logits_of(m, ids, mask, ids, mask)
         assert torch.isfinite(logits).all()
-    stack = "decoder." if arch == "encoder-decoder" else ""
-    _, trace = model.run_with_trace(*((ids, ids) if arch == "encoder-decoder" else (ids,)),
-                                    attention_mask=mask, **({"tgt_attention_mask": mask} if arch == "encoder-decoder" else {}))
-    allowed = trace[f"{stack}blocks.0.attn.hook_mask"] == 0  # (B, 1, T_q, T_kv)
-    assert not allowed[1, 0, 7].any(), "the last pad query should have nothing to attend to"
-    assert torch.isfinite(trace[f"{stack}blocks.0.attn.hook_pattern"]).all()
+    if arch == "encoder-decoder":
+        _, trace = model.run_with_trace(ids, ids, attention_mask=mask, tgt_attention_mask=mask)
+    else:
+        _, trace = model.run_with_trace(ids, attention_mask=mask)
+    for stack in ("encoder.", "decoder.") if arch == "encoder-decoder" else ("",):
+        allowed = trace[f"{stack}blocks.0.attn.hook_mask"] == 0  # (B, 1, T_q, T_kv)
+        assert not allowed[1, 0, 7].any(), f"{stack}: the last pad query should have nothing to attend to"
+        pattern = trace[f"{stack}blocks.0.attn.hook_pattern"]  # (B, H, T_q, T_kv)
+        assert torch.isfinite(pattern).all()
+        torch.testing.assert_close(pattern.sum(-1), torch.ones(pattern.shape[:-1]))
 
 
 @pytest.mark.parametrize("arch,window,position", list(itertools.product(choices("arch"), [1, 2, 3, 5], ["rope", "alibi"])))
@@ -118,7 +123,6 @@ def test_sliding_window_never_looks_past_w(arch, window, position, tiny_model):
 
 
 def test_sliding_window_holds_during_cached_generation(tiny_model):
-    from transformer.hooks import recording
     window = 3
     model = tiny_model(sliding_window=window)
     ids = torch.randint(1, 32, (1, 4), generator=torch.Generator().manual_seed(7))
