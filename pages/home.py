@@ -6,7 +6,9 @@ from ui.page import start_page
 from ui.source import five_lines
 from ui.state import apply_preset
 
-start_page("Attention Lab", "The original Transformer and LLaMA are the same skeleton. The core never changes:")
+state = start_page("Attention Lab", "The original Transformer and LLaMA are the same skeleton. The core never changes:")
+if state.error:  # home draws no model, but says so when the sidebar describes an impossible one
+    st.error(f"This combination of axes is impossible: {state.error}")
 
 st.code(five_lines(), language="python")
 st.caption("These are the library's own lines (`Attention.explicit_attention` in transformer/attention.py); "

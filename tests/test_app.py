@@ -1,0 +1,358 @@
+"""Home, the attention playground and the forward-pass stepper under Streamlit's AppTest: default views, every
+sidebar axis, presets and "custom", the URL, bad input, the pages' own controls, and the size of what is sent."""
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from transformer import MODEL_CARDS, PRESETS, Transformer, choices
+from ui.source import five_lines
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+PAGES = ["pages/home.py", "pages/playground.py", "pages/stepper.py"]
+SHORT_TEXT = "abcab"  # few tokens: every rerun stays quick
+SIDEBAR_KEYS = ["preset", "text", "seed", "arch", "position", "norm", "norm_position", "ffn", "n_layers", "d_model",
+                "n_heads", "n_kv_heads", "n_experts", "top_k", "sliding_window"]
+
+
+def open_page(page: str, text: str | None = SHORT_TEXT, **query) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in query.items():
+        at.query_params[key] = str(value)
+    at.switch_page(page).run()
+    if text is not None:
+        at.sidebar.text_area(key="text").set_value(text).run()
+    return at
+
+
+def assert_clean(at: AppTest, errors_allowed: bool = False) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    if not errors_allowed:
+        assert not at.error, [e.value for e in at.error]
+
+
+def charts(at: AppTest) -> dict[str, dict]:
+    """Plotly figures by their widget key (the part of the element id after the last dash)."""
+    return {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+
+
+def values(data) -> np.ndarray:
+    """A figure's array as drawn: plotly sends numpy arrays base64-encoded ({"dtype", "bdata", "shape"})."""
+    if isinstance(data, dict) and "bdata" in data:
+        flat = np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"]))
+        return flat.reshape([int(n) for n in str(data.get("shape", len(flat))).split(",")])
+    return np.array(data, dtype=float)
+
+
+def library_trace(preset: str, text: str, seed: int = 0):
+    """The library's own trace of a preset on a text, built here the way the app's runtime builds it."""
+    torch.manual_seed(seed)
+    model = Transformer(PRESETS[preset], device="cpu").eval()
+    ids = torch.tensor([[ord(c) % model.cfg.vocab_size for c in text]])
+    _, trace = model.run_with_trace(ids)
+    return trace
+
+
+# --- default views and every sidebar axis ---------------------------------------------------------
+
+@pytest.mark.parametrize("page", PAGES)
+def test_default_view(page):
+    at = open_page(page, text=None)
+    assert_clean(at)
+    if page == "pages/home.py":
+        assert {b.key for b in at.button} >= {f"open_{key}" for key in MODEL_CARDS}
+    elif page == "pages/playground.py":
+        drawn = charts(at)
+        assert {"head_grid", "stage_hook_raw_scores", "stage_hook_mask", "stage_hook_attn_scores",
+                "stage_hook_pattern", "query_bars", "query_arcs", "entropy"} <= set(drawn)
+        for key in ("stage_hook_raw_scores", "stage_hook_pattern", "query_bars", "entropy"):
+            layout = drawn[key]["layout"]
+            assert layout["xaxis"]["title"]["text"] and layout["yaxis"]["title"]["text"], key
+        assert at.main.code[0].value == five_lines()  # the library's own lines
+        assert "digraph" in at.get("graphviz_chart")[0].proto.spec
+    else:
+        events = library_trace("gpt2", at.sidebar.text_area(key="text").value).events
+        assert at.slider(key="step").max == len(events) - 1
+        assert len(at.dataframe[0].value) == len(events)
+        assert at.latex and "hook_embed(" in at.main.code[0].value  # the formula and the source line of step 0
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_sidebar_axis_option_runs(page):
+    at = open_page(page)
+    preset = PRESETS["gpt2"]
+    for key in ("arch", "position", "norm", "norm_position", "ffn"):
+        for option in choices(key):
+            at.sidebar.selectbox(key=key).set_value(option).run()
+            assert_clean(at)
+            if page == "pages/playground.py":
+                drawn = charts(at)
+                assert ("stage_hook_alibi_bias" in drawn) == (key == "position" and option == "alibi")
+                assert ("rope" in drawn) == (key == "position" and option == "rope")
+                assert ("routing" in drawn) == (key == "ffn" and option == "moe")
+                kinds = at.selectbox(key="attn").options if key == "arch" and option == "encoder-decoder" else []
+                assert len(kinds) == (3 if key == "arch" and option == "encoder-decoder" else 0)
+            if page == "pages/stepper.py":
+                steps = at.selectbox(key="step_jump").options
+                assert any("cross_attn" in s for s in steps) == (key == "arch" and option == "encoder-decoder")
+                assert any("rot_q" in s for s in steps) == (key == "position" and option == "rope")
+        at.sidebar.selectbox(key=key).set_value(getattr(preset, key)).run()
+    for g in (1, 2, 4):
+        at.sidebar.selectbox(key="n_kv_heads").set_value(g).run()
+        assert_clean(at)
+    for window in (3, 0):
+        at.sidebar.number_input(key="sliding_window").set_value(window).run()
+        assert_clean(at)
+    at.sidebar.selectbox(key="ffn").set_value("moe").run()
+    at.sidebar.number_input(key="n_experts").set_value(6).run()
+    at.sidebar.number_input(key="top_k").set_value(3).run()
+    assert_clean(at)
+    if page == "pages/playground.py":
+        routing = charts(at)["routing"]["data"]
+        assert values(routing[0]["z"]).shape == (6, 5)  # 6 experts x 5 tokens
+        assert len(routing[1]["x"]) == 5 * 3  # each token marks its top-3
+
+
+def test_preset_fills_the_axes_and_an_edit_shows_custom():
+    at = open_page("pages/playground.py")
+    at.sidebar.selectbox(key="preset").set_value("mixtral").run()
+    assert_clean(at)
+    mixtral = PRESETS["mixtral"]
+    for key in ("arch", "position", "norm", "ffn", "n_kv_heads"):
+        assert at.sidebar.selectbox(key=key).value == getattr(mixtral, key), key
+    for key in ("n_experts", "top_k", "d_model", "n_heads"):
+        assert at.sidebar.number_input(key=key).value == getattr(mixtral, key), key
+    assert "routing" in charts(at)
+    at.sidebar.selectbox(key="position").set_value("alibi").run()
+    assert at.sidebar.selectbox(key="preset").value == "custom"
+    assert any("custom" in c.value for c in at.sidebar.caption)
+    assert at.query_params["preset"] == "custom" and at.query_params["position"] == "alibi"
+
+
+# --- the URL ----------------------------------------------------------------------------------------
+
+def test_playground_state_comes_from_the_url_and_goes_back_to_it():
+    query = dict(preset="custom", position="alibi", n_kv_heads="2", norm="rmsnorm", n_layers="3", text="hello",
+                 layer="2", head="3", query="1", attn="self")
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.switch_page("pages/playground.py").run()
+    assert_clean(at)
+    assert at.sidebar.selectbox(key="position").value == "alibi"
+    assert at.sidebar.selectbox(key="n_kv_heads").value == 2
+    assert at.sidebar.number_input(key="n_layers").value == 3
+    assert (at.selectbox(key="layer").value, at.selectbox(key="head").value, at.selectbox(key="query").value) == (2, 3, 1)
+    assert set(at.query_params) >= set(SIDEBAR_KEYS) | {"layer", "head", "query", "attn"}  # the full state
+    for key, value in query.items():
+        assert at.query_params[key] == value, key
+    at.selectbox(key="head").set_value(0).run()
+    assert at.query_params["head"] == "0"
+
+
+def test_stepper_step_comes_from_the_url_and_a_bad_value_falls_back():
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["step"] = "12"
+    at.switch_page("pages/stepper.py").run()
+    assert_clean(at)
+    assert at.slider(key="step").value == 12 and at.selectbox(key="step_jump").value == 12
+    assert at.query_params["step"] == "12"
+    for bad in ("9999", "minus"):
+        at = AppTest.from_file(APP, default_timeout=120)
+        at.query_params["step"] = bad
+        at.switch_page("pages/stepper.py").run()
+        assert_clean(at)
+        assert at.slider(key="step").value == 0 and at.query_params["step"] == "0"
+
+
+# --- bad input ----------------------------------------------------------------------------------------
+
+UNUSUAL_TEXT = {
+    "emoji": ("🙂👍🏽 ok", "🙂"),
+    "right-to-left": ("שלום مرحبا", "ש"),
+    "combining": ("Z\u0324\u0354\u0367\u0311a\u0308", "◌\u0324"),  # marks that NFC cannot fold into a letter
+    "control": ("a\x00b\x07c\x1b", "U+0007"),
+}
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_bad_input_shows_a_message_never_a_traceback(page):
+    at = open_page(page)
+    at.sidebar.text_area(key="text").set_value("").run()
+    assert_clean(at, errors_allowed=True)
+    if page != "pages/home.py":  # home draws no model, so an empty text is no problem there
+        assert any("empty" in e.value for e in at.error)
+    at.sidebar.text_area(key="text").set_value("x" * 10_000).run()
+    assert_clean(at)
+    if page != "pages/home.py":
+        assert any("10000 characters" in w.value and "128" in w.value for w in at.warning)
+    for text, label in UNUSUAL_TEXT.values():
+        at.sidebar.text_area(key="text").set_value(text).run()
+        assert_clean(at)
+        if page == "pages/playground.py":
+            drawn_labels = charts(at)["stage_hook_pattern"]["data"][0]["y"]
+            assert any(label in y for y in drawn_labels), (label, drawn_labels)
+    at.sidebar.text_area(key="text").set_value(SHORT_TEXT).run()
+
+    impossible = [  # (widget changes, the library's words)
+        ({"n_heads": 6}, "d_model=64 is not divisible by n_heads=6"),
+        ({"d_model": 48, "n_heads": 6}, "n_heads=6 is not divisible by n_kv_heads=4"),
+        ({"d_model": 40, "n_heads": 8, "position": "rope"}, "is odd"),
+    ]
+    for changes, message in impossible:
+        for key, value in changes.items():
+            widget = at.sidebar.selectbox(key=key) if key == "position" else at.sidebar.number_input(key=key)
+            widget.set_value(value).run()
+        assert_clean(at, errors_allowed=True)
+        assert any(message in e.value for e in at.error), [e.value for e in at.error]
+        at.sidebar.selectbox(key="preset").set_value("gpt2").run()  # the widgets still work: back to a valid model
+        assert_clean(at)
+    at.sidebar.selectbox(key="ffn").set_value("moe").run()
+    at.sidebar.number_input(key="top_k").set_value(5).run()
+    assert_clean(at, errors_allowed=True)
+    assert any("top_k=5" in e.value for e in at.error)
+
+
+# --- the pages' own controls ------------------------------------------------------------------------
+
+def test_playground_controls_draw_the_library_numbers():
+    at = open_page("pages/playground.py", text="hello world")
+    trace = library_trace("gpt2", "hello world")
+    for layer, head, query in [(0, 0, 10), (1, 2, 4), (1, 3, 0)]:
+        at.selectbox(key="layer").set_value(layer).run()
+        at.selectbox(key="head").set_value(head).run()
+        at.selectbox(key="query").set_value(query).run()
+        assert_clean(at)
+        drawn = charts(at)
+        pattern = trace[f"blocks.{layer}.attn.hook_pattern"][0].numpy()  # (H, T, T)
+        assert np.allclose(values(drawn["query_bars"]["data"][0]["y"]), pattern[head, query], atol=1e-6)
+        stage = values(drawn["stage_hook_raw_scores"]["data"][0]["z"])
+        assert np.allclose(stage, trace[f"blocks.{layer}.attn.hook_raw_scores"][0, head].numpy(), atol=1e-6)
+        assert np.allclose(values(drawn["head_grid"]["data"][head]["z"]), pattern[head], atol=1e-6)
+        entropy = values(drawn["entropy"]["data"][0]["y"])
+        p = np.clip(pattern[:, query].astype(np.float64), 1e-12, 1)
+        assert np.allclose(entropy, -(p * np.log(p)).sum(-1), atol=1e-5)
+
+
+def test_playground_encoder_decoder_kinds_label_their_axes():
+    at = open_page("pages/playground.py", preset="original")
+    assert_clean(at)
+    assert at.selectbox(key="attn").value == "cross"  # the view an encoder-decoder adds
+    layout = charts(at)["stage_hook_pattern"]["layout"]
+    assert layout["yaxis"]["title"]["text"] == "query (decoder token)"
+    assert layout["xaxis"]["title"]["text"] == "key (input token)"
+    assert charts(at)["stage_hook_pattern"]["data"][0]["y"][0] == "0:<s>"  # the decoder starts from <s>
+    for kind, title in [("encoder", "query (input token)"), ("decoder", "query (decoder token)")]:
+        at.selectbox(key="attn").set_value(kind).run()
+        assert_clean(at)
+        drawn = charts(at)
+        assert drawn["stage_hook_pattern"]["layout"]["yaxis"]["title"]["text"] == title
+        scores = values(drawn["stage_hook_attn_scores"]["data"][0]["z"])
+        assert np.isnan(scores[0, 1]) == (kind == "decoder")  # the decoder is causal (blank), the encoder is not
+    assert at.query_params["attn"] == "decoder"
+
+
+def test_stepper_moves_through_the_recorded_steps():
+    at = open_page("pages/stepper.py")
+    events = library_trace("gpt2", SHORT_TEXT).events
+    names = [e.name for e in events]
+    title = lambda: at.subheader[0].value
+    assert f"`{names[0]}`" in title() and at.button(key="prev").disabled
+    at.button(key="next").click().run()
+    at.button(key="next").click().run()
+    assert at.slider(key="step").value == 2 and f"`{names[2]}`" in title()
+    at.button(key="prev").click().run()
+    assert at.slider(key="step").value == 1 and at.selectbox(key="step_jump").value == 1
+    at.slider(key="step").set_value(10).run()
+    assert f"`{names[10]}`" in title() and at.selectbox(key="step_jump").value == 10
+    at.selectbox(key="step_jump").set_value(len(names) - 1).run()
+    assert at.slider(key="step").value == len(names) - 1 and at.button(key="next").disabled
+    assert at.query_params["step"] == str(len(names) - 1)
+    for step in range(len(names)):  # every step draws without error
+        at.slider(key="step").set_value(step).run()
+        assert_clean(at)
+        assert f"`{names[step]}`" in title()
+    table = at.dataframe[0].value
+    assert list(table["name"]) == names
+    assert list(table["elements"]) == [e.tensor.numel() for e in events]
+    assert list(table["shape"]) == [e.named_shape for e in events]
+
+
+def test_stepper_values_slice_and_shapes():
+    at = open_page("pages/stepper.py")
+    events = library_trace("gpt2", SHORT_TEXT).events
+    step = next(i for i, e in enumerate(events) if e.name == "blocks.1.attn.hook_raw_scores")
+    at.slider(key="step").set_value(step).run()
+    shapes = [m.value for m in at.markdown if m.value.startswith("**Shapes**")][0]
+    assert "blocks.1.attn.hook_q" in shapes and "blocks.1.attn.hook_k" in shapes
+    assert "(B=1, H=4, T_q=5, T_kv=5)" in shapes
+    assert "hook_raw_scores(" in at.main.code[0].value
+    at.selectbox(key=f"rows_{step}").set_value(0).run()  # rows: heads; columns: keys; query held
+    at.number_input(key=f"fix_{step}_1").set_value(3).run()
+    assert_clean(at)
+    z = values(charts(at)["values"]["data"][0]["z"])
+    assert np.allclose(z, events[step].tensor[0, :, 3, :].numpy(), atol=1e-6)
+    at.selectbox(key=f"cols_{step}").set_value(0).run()
+    assert any("two different dimensions" in w.value for w in at.warning)
+
+
+def test_home_open_buttons_switch_to_the_playground_with_that_preset():
+    for key in ("mixtral", "original"):
+        at = AppTest.from_file(APP, default_timeout=120)
+        at.run()
+        at.button(key=f"open_{key}").click().run()
+        assert_clean(at)
+        assert at.title[0].value == "Attention playground"
+        assert at.sidebar.selectbox(key="preset").value == key
+        assert at.sidebar.selectbox(key="arch").value == PRESETS[key].arch
+        assert at.query_params["preset"] == key
+        assert charts(at)  # the playground drew its figures
+
+
+@pytest.mark.parametrize("page", ["pages/playground.py", "pages/stepper.py"])
+def test_switching_pages_keeps_the_sidebar_and_the_page_controls(page):
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.sidebar.text_area(key="text").set_value("hello").run()
+    at.sidebar.selectbox(key="position").set_value("alibi").run()
+    at.switch_page(page).run()
+    assert_clean(at)
+    assert at.sidebar.selectbox(key="position").value == "alibi" and at.sidebar.text_area(key="text").value == "hello"
+    control = at.selectbox(key="head") if page == "pages/playground.py" else at.slider(key="step")
+    control.set_value(3).run()
+    at.switch_page("pages/home.py").run()
+    at.switch_page(page).run()
+    assert_clean(at)
+    control = at.selectbox(key="head") if page == "pages/playground.py" else at.slider(key="step")
+    assert control.value == 3 and at.sidebar.selectbox(key="position").value == "alibi"
+
+
+# --- limits -----------------------------------------------------------------------------------------
+
+def test_largest_view_keeps_the_figures_small():
+    text = "the quick brown fox jumps over the lazy dog. " * 5  # 225 characters, capped at 128 tokens
+    at = open_page("pages/playground.py", text=text)
+    at.sidebar.number_input(key="n_heads").set_value(16).run()
+    at.sidebar.selectbox(key="ffn").set_value("moe").run()
+    at.sidebar.number_input(key="n_experts").set_value(16).run()
+    at.sidebar.selectbox(key="position").set_value("rope").run()
+    assert_clean(at)
+    assert any("128" in w.value for w in at.warning)
+    figure_bytes = sum(len(c.proto.spec) for c in at.get("plotly_chart"))
+    print(f"\nplayground, 128 tokens x 16 heads x 16 experts: {figure_bytes / 2**20:.2f} MiB of figure JSON")
+    assert figure_bytes < 10 * 2**20
+    grid = charts(at)["head_grid"]["data"]
+    assert len(grid) == 16 and values(grid[0]["z"]).shape[0] <= 64  # each small heatmap is downsampled
+    at = open_page("pages/stepper.py", text=text)
+    at.sidebar.number_input(key="n_heads").set_value(16).run()
+    sizes = []
+    for step in range(int(at.slider(key="step").max) + 1):
+        at.slider(key="step").set_value(step).run()
+        sizes.append(sum(len(c.proto.spec) for c in at.get("plotly_chart")))
+    assert_clean(at)
+    print(f"stepper, 128 tokens: largest step {max(sizes) / 2**20:.2f} MiB of figure JSON")
+    assert max(sizes) < 10 * 2**20
