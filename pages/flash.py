@@ -13,15 +13,16 @@ from ui.page_controls import KEEP, carry_over, init_from_url, keep_valid, write_
 from ui.runtime import tokenize
 from ui.source import source_of
 
-SOURCES = {"live": "the sidebar's model (one layer, one head)", "random": "random numbers (the sidebar's seed)"}
+# random numbers first: untrained weights give scores so close together that the rescaling hardly shows
+SOURCES = {"random": "random numbers (the sidebar's seed)", "live": "the sidebar's model (one layer, one head)"}
 REAL = {f"{key} {size}": (card, cfg) for key, card in MODEL_CARDS.items() for size, cfg in card.real.items()}
 REAL_BLOCK = 128  # tile side of the flash kernels for the real-size arithmetic and the measurements
-MEASURE_UP_TO = [512, 1024, 2048, 4096]
+MEASURE_UP_TO = [512, 1024, 2048]  # the tiled Python loop takes seconds at 2048 on a busy CPU
 URL_KEYS = {"flash_src": str, "flash_T": int, "flash_layer": int, "flash_head": int, "flash_bq": int, "flash_bk": int,
             "flash_mask": str, "flash_w": int, "flash_pad": int, "flash_step": int, "flash_model": str}
-DEFAULTS = {"flash_src": "live", "flash_T": 24, "flash_layer": 0, "flash_head": 0, "flash_bq": 8, "flash_bk": 8,
+DEFAULTS = {"flash_src": "random", "flash_T": 32, "flash_layer": 0, "flash_head": 0, "flash_bq": 8, "flash_bk": 8,
             "flash_mask": "causal", "flash_w": 8, "flash_pad": 4, "flash_step": 0, "flash_model": "llama2 7B",
-            "flash_mem_max": 2048, "flash_time_max": 2048}
+            "flash_mem_max": 1024, "flash_time_max": 1024}
 carry_over()  # the sidebar's values, across a page switch
 init_from_url("flash", URL_KEYS)
 carry_over(DEFAULTS)
@@ -79,7 +80,8 @@ def live_inputs():
     t = min(len(tokens.ids), MAX_T)
     what = "rotated by RoPE" if cfg.position == "rope" else "with ALiBi's distance penalty" if slope else ""
     note = (f"q, k, v of layer {layer}, head {head} of the sidebar's model (untrained, seed {state.seed}) on its "
-            f"{len(tokens.ids)}-token input{', ' + what if what else ''}; the mask is the one chosen here, not the model's.")
+            f"{len(tokens.ids)}-token input{', ' + what if what else ''}; the mask is the one chosen here, not the "
+            "model's. Untrained weights give scores close together: expect rescale factors near 1.")
     if len(tokens.ids) > MAX_T:
         note += f" The first {MAX_T} tokens are used."
     return q[:t], k[:t], v[:t], slope, t, note
@@ -88,24 +90,25 @@ def live_inputs():
 inputs = live_inputs() if st.session_state["flash_src"] == "live" else None
 if isinstance(inputs, str):
     st.warning(f"The live model cannot be used: {inputs}. Showing random q, k, v instead.")
-if not isinstance(inputs, tuple):
-    st.number_input("T (tokens)", key="flash_T", step=1, help=f"2 to {MAX_T}", **KEEP)
+controls = st.columns(5)
+if isinstance(inputs, tuple):
+    q, k, v, slope, t, note = inputs
+else:
+    controls[0].number_input("T (tokens)", key="flash_T", step=1, help=f"2 to {MAX_T}", **KEEP)
     t = int(st.session_state["flash_T"])
     q, k, v = random_qkv(t, state.seed) if 2 <= t <= MAX_T else (None, None, None)
-    slope, note = None, f"Random q, k, v: {t} tokens × d_head = 16, standard normal, seed {state.seed}."
-else:
-    q, k, v, slope, t, note = inputs
-st.caption(note)
-
-col1, col2, col3, col4 = st.columns(4)
-col1.number_input("block_q (query rows per tile)", key="flash_bq", step=1, **KEEP)
-col2.number_input("block_k (keys per tile)", key="flash_bk", step=1, **KEEP)
-col3.selectbox("Mask", list(MASKS), key="flash_mask", **KEEP)
+    slope, note = None, (f"Random q, k, v: {t} tokens × d_head = 16, standard normal numbers from the sidebar's seed "
+                         f"({state.seed}). Their scores spread about as widely as a trained model's, so the running "
+                         "maximum moves and the rescaling shows.")
+controls[1].number_input("block_q (query rows per tile)", key="flash_bq", step=1, **KEEP)
+controls[2].number_input("block_k (keys per tile)", key="flash_bk", step=1, **KEEP)
+controls[3].selectbox("Mask", list(MASKS), key="flash_mask", **KEEP)
 mask = st.session_state["flash_mask"]
 if MASKS[mask]["windowed"]:
-    col4.number_input("Window W (keys a query sees)", key="flash_w", step=1, **KEEP)
+    controls[4].number_input("Window W (keys a query sees)", key="flash_w", step=1, **KEEP)
 if MASKS[mask]["padded"]:
-    col4.number_input("Padding tokens at the end", key="flash_pad", step=1, **KEEP)
+    controls[4].number_input("Padding tokens at the end", key="flash_pad", step=1, **KEEP)
+st.caption(note)
 block_q, block_k = int(st.session_state["flash_bq"]), int(st.session_state["flash_bk"])
 window, n_pad = int(st.session_state["flash_w"]), int(st.session_state["flash_pad"])
 
@@ -236,7 +239,7 @@ def measured_section(kind: str, key: str, button: str) -> dict | None:
         return None
     bar = st.progress(0.0, text="Starting a fresh Python process…")
     try:
-        result = measure(kind, sizes, REAL_BLOCK, _on_progress=lambda done, text: bar.progress(done, text=text))
+        result = measure(kind, sizes, REAL_BLOCK, on_progress=lambda done, text: bar.progress(done, text=text))
     except RuntimeError as exc:
         bar.empty()
         st.error(f"The measurement failed: {exc}")

@@ -102,8 +102,12 @@ def tile_grid(tiles: list[Tile], current: int, allowed: np.ndarray | None = None
     for state, (_, colour, label) in TILE_STATES.items():  # legend entries for the discrete colours
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=label,
                                  marker=dict(symbol="square", size=14, color=colour, line=dict(color="#404040", width=1))))
-    fig.update_yaxes(autorange="reversed")
-    side = max(360, min(620, 12 * (q_edges[-1] + k_edges[-1]) // 2 + 200))
+    now = tiles[current]
+    fig.add_shape(type="rect", x0=now.k_start, x1=now.k_stop, y0=now.q_start, y1=now.q_stop,
+                  line=dict(color=OKABE_ITO[5], width=4))  # the step shown, skipped or not
+    fig.update_xaxes(range=[k_edges[0], k_edges[-1]], constrain="domain")
+    fig.update_yaxes(range=[q_edges[-1], q_edges[0]], scaleanchor="x", constrain="domain")  # query 0 on top, square cells
+    side = 560
     return layout(fig, title, side, "key position (columns of K and V)", "query position (rows of Q)")
 
 
@@ -114,7 +118,7 @@ def tile_matrices(scores: np.ndarray, probs: np.ndarray, q_rows: tuple[int, int]
                   title: str = "") -> go.Figure:
     """Left: the tile's scores S (masked cells blank); right: P = exp(S - m_new), the tile's unnormalised weights."""
     ys, xs = np.arange(*q_rows), np.arange(*k_cols)
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14,
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.2, shared_yaxes=True,
                         subplot_titles=("scores S = Q_i K_jᵀ / √d + mask", "P = exp(S − m_new)"))
     fig.add_trace(go.Heatmap(z=masked_to_nan(scores), x=xs, y=ys, coloraxis="coloraxis", hoverongaps=False,
                              hovertemplate="query %{y}, key %{x}<br>S = %{z:.4g}<extra></extra>"), 1, 1)
@@ -122,9 +126,10 @@ def tile_matrices(scores: np.ndarray, probs: np.ndarray, q_rows: tuple[int, int]
                              hovertemplate="query %{y}, key %{x}<br>P = %{z:.4g}<extra></extra>"), 1, 2)
     bound = np.nanmax(np.abs(masked_to_nan(scores))) if np.isfinite(masked_to_nan(scores)).any() else 1.0
     fig.update_layout(coloraxis=dict(colorscale=DIVERGING, cmin=-bound, cmax=bound,
-                                     colorbar=dict(title="S", x=0.43, len=0.9)),
-                      coloraxis2=dict(colorscale=SEQUENTIAL, cmin=0, cmax=1, colorbar=dict(title="P", len=0.9)))
-    fig.update_yaxes(autorange="reversed", title="query position", dtick=1 if len(ys) <= 16 else None)
+                                     colorbar=dict(title="S", x=0.42, len=0.9, thickness=14)),
+                      coloraxis2=dict(colorscale=SEQUENTIAL, cmin=0, cmax=1, colorbar=dict(title="P", len=0.9, thickness=14)))
+    fig.update_yaxes(autorange="reversed", dtick=1 if len(ys) <= 16 else None)
+    fig.update_yaxes(title="query position", row=1, col=1)
     fig.update_xaxes(title="key position", dtick=1 if len(xs) <= 16 else None)
     return layout(fig, title, max(320, min(560, 22 * len(ys) + 180)))
 
@@ -177,21 +182,39 @@ def result_comparison(tiled: np.ndarray, explicit: np.ndarray, title: str = "") 
     bound = float(max(np.abs(tiled).max(), np.abs(explicit).max())) or 1.0
     diff_bound = float(np.abs(difference).max()) or 1e-12
     positions, dims = np.arange(tiled.shape[0]), np.arange(tiled.shape[1])
-    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.09,
+    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.13, shared_yaxes=True,
                         subplot_titles=("tiled (online softmax)", "explicit softmax(S) @ V", "tiled − explicit"))
     for col, values, axis in ((1, tiled, "coloraxis"), (2, explicit, "coloraxis"), (3, difference, "coloraxis2")):
         fig.add_trace(go.Heatmap(z=np.asarray(values, dtype=float), x=dims, y=positions, coloraxis=axis,
                                  hovertemplate="query %{y}, dim %{x}<br>%{z:.3g}<extra></extra>"), 1, col)
     fig.update_layout(coloraxis=dict(colorscale=DIVERGING, cmin=-bound, cmax=bound,
-                                     colorbar=dict(title="output", x=0.62, len=0.9)),
+                                     colorbar=dict(title="output", x=0.64, len=0.9, thickness=14)),
                       coloraxis2=dict(colorscale=DIVERGING, cmin=-diff_bound, cmax=diff_bound,
-                                      colorbar=dict(title="difference", exponentformat="e", len=0.9)))
+                                      colorbar=dict(title="difference", exponentformat="e", len=0.9, thickness=14)))
     fig.update_xaxes(title="dimension of d_head")
-    fig.update_yaxes(title="query position", autorange="reversed")
+    fig.update_yaxes(autorange="reversed")
+    fig.update_yaxes(title="query position", row=1, col=1)
     return layout(fig, title, max(360, min(600, 8 * len(positions) + 200)))
 
 
 # --- memory and time ----------------------------------------------------------------------------
+
+
+def _binary_unit(n_bytes: float) -> str:
+    for unit, size in (("TiB", 2 ** 40), ("GiB", GIB), ("MiB", MIB), ("KiB", 1024)):
+        if n_bytes >= size:
+            return f"{n_bytes / size:g} {unit}"
+    return f"{n_bytes:g} B"
+
+
+def _log_axes(fig: go.Figure, lengths, values) -> None:
+    """Log-log axes ticked at the lengths drawn (512, 1k, ...) and at every power of 16 bytes in range."""
+    fig.update_xaxes(type="log", tickvals=list(lengths),
+                     ticktext=[f"{n // 1024}k" if n >= 1024 else str(n) for n in lengths])
+    positive = [v for v in values if v > 0]
+    powers = range(int(np.floor(np.log2(min(positive)) / 4)), int(np.ceil(np.log2(max(positive)) / 4)) + 1)
+    ticks = [16.0 ** p for p in powers]
+    fig.update_yaxes(type="log", tickvals=ticks, ticktext=[_binary_unit(t) for t in ticks])
 
 
 def memory_formula(lengths: np.ndarray, full_bytes: np.ndarray, tiled_bytes: np.ndarray, title: str = "") -> go.Figure:
@@ -199,12 +222,11 @@ def memory_formula(lengths: np.ndarray, full_bytes: np.ndarray, tiled_bytes: np.
     fig = go.Figure()
     for values, (colour, _, _), label in ((full_bytes, METHOD_STYLE["explicit"], "full T × T scores and weights: O(T²)"),
                                           (tiled_bytes, METHOD_STYLE["tiled"], "tiled: m and l per row + one tile: O(T)")):
-        fig.add_trace(go.Scatter(x=lengths, y=np.asarray(values, dtype=float) / MIB, mode="lines+markers", name=label,
-                                 line=dict(color=colour, width=3),
-                                 hovertemplate="T = %{x}<br>%{y:.4g} MiB<extra></extra>"))
-    fig.update_xaxes(type="log")
-    fig.update_yaxes(type="log")
-    return layout(fig, title, 420, "sequence length T (tokens, log scale)", "memory held (MiB, log scale)")
+        fig.add_trace(go.Scatter(x=lengths, y=np.asarray(values, dtype=float), mode="lines+markers", name=label,
+                                 line=dict(color=colour, width=3), customdata=[_binary_unit(v) for v in values],
+                                 hovertemplate="T = %{x}<br>%{customdata}<extra></extra>"))
+    _log_axes(fig, [int(n) for n in lengths], [*full_bytes, *tiled_bytes])
+    return layout(fig, title, 420, "sequence length T (tokens, log scale)", "memory held (log scale)")
 
 
 def measured_curves(rows: list[dict], unit: str, title: str = "", formula: dict[str, list[float]] | None = None,
@@ -229,7 +251,8 @@ def measured_curves(rows: list[dict], unit: str, title: str = "", formula: dict[
             fig.add_trace(go.Scatter(x=lengths, y=np.asarray(formula[method], dtype=float) / scale, mode="lines",
                                      name=f"{method}: formula", line=dict(color=colour, width=2, dash="dash"),
                                      hovertemplate=f"formula, T = %{{x}}<br>%{{y:.4g}} {unit}<extra></extra>"))
-    fig.update_xaxes(type="log")
+    lengths = sorted({row["T"] for row in rows})
+    fig.update_xaxes(type="log", tickvals=lengths, ticktext=[str(n) for n in lengths])
     fig.update_yaxes(type="log" if log_y else "linear")
     what = "peak memory added by one call" if unit == "MiB" else "time per call"
     scale_note = ", log scale" if log_y else ""

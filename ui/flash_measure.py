@@ -150,14 +150,35 @@ def tiled_run(q: np.ndarray, k: np.ndarray, v: np.ndarray, slope: float | None, 
 # --- measurements on this machine ----------------------------------------------------------------
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def measure(kind: str, lengths: tuple[int, ...], block: int,
-            _on_progress: Callable[[float, str], None] | None = None) -> dict:
-    """Peak memory ("memory", bytes) or time ("time", seconds) of each method at each T, in a fresh process.
+@st.cache_resource(show_spinner=False)
+def _measurements() -> dict:
+    """(kind, lengths, block) -> result, shared by every session of this server."""
+    return {}
 
-    Returns {"device", "threads", "setup", "rows": [{T, method, value}]}; raises RuntimeError
-    with the child's message when it fails. _on_progress(fraction, text) follows each row.
+
+def measure(kind: str, lengths: tuple[int, ...], block: int,
+            on_progress: Callable[[float, str], None] | None = None) -> dict:
+    """Peak memory ("memory", bytes) or time ("time", seconds) of each method at each T, measured once per server.
+
+    Returns {"device", "threads", "methods", "setup", "rows": [{T, method, value}]}. The cache is a
+    plain dict kept by st.cache_resource rather than st.cache_data: the progress bar it moves lives
+    outside it, which st.cache_data cannot replay.
     """
+    done = _measurements()
+    key = (kind, tuple(lengths), block)
+    if key not in done:
+        done[key] = measure_in_fresh_process(kind, tuple(lengths), block, on_progress)
+    return done[key]
+
+
+def measure_in_fresh_process(kind: str, lengths: tuple[int, ...], block: int,
+                             on_progress: Callable[[float, str], None] | None = None) -> dict:
+    """Run the measurement in a child process; raise RuntimeError with its message when it fails.
+
+    on_progress(fraction, text) follows each measurement as it arrives.
+    """
+    if kind not in ("memory", "time"):
+        raise ValueError(f"kind={kind!r}: measure 'memory' (peak bytes) or 'time' (seconds)")
     command = [sys.executable, "-m", "ui.flash_measure", kind, str(block), *map(str, lengths)]
     quiet = {**os.environ, "STREAMLIT_LOGGER_LEVEL": "error"}  # the child imports this module, Streamlit included
     child = subprocess.Popen(command, cwd=ROOT, env=quiet, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -173,9 +194,9 @@ def measure(kind: str, lengths: tuple[int, ...], block: int,
             else:
                 result.update(record)  # the header: device, threads, methods
                 total = len(lengths) * len(record["methods"])
-            if _on_progress and total:
+            if on_progress and total:
                 done = len(result["rows"])
-                _on_progress(done / total, f"{done} of {total} measured" + (f" (T = {record['T']}, {record['method']})"
+                on_progress(done / total, f"{done} of {total} measured" + (f" (T = {record['T']}, {record['method']})"
                                                                             if "method" in record else ""))
         child.wait(timeout=MEASURE_TIMEOUT_S)
     finally:
