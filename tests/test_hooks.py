@@ -286,6 +286,7 @@ def test_zeroing_one_heads_pattern_zeroes_only_that_heads_output(head, tiny_mode
 DOC_CONFIGS = [dict(arch=arch, position=position, ffn=ffn)
                for arch, position, ffn in itertools.product(choices("arch"), choices("position"), choices("ffn"))]
 DOC_CONFIGS += [dict(parallel_block=True), dict(embed_norm=True, head_transform=True, head_bias=True),
+                dict(norm_position="post", final_norm=True),
                 dict(arch="encoder", embed_norm=True, head_transform=True)]
 
 
