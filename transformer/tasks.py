@@ -1,0 +1,475 @@
+"""Small synthetic tasks whose solutions have a known attention pattern.
+
+Random weights draw noise. A model trained on one of these tasks draws a pattern
+you can name before you look:
+
+| task      | model           | the pattern that solves it                                  |
+|-----------|-----------------|-------------------------------------------------------------|
+| induction | decoder         | previous-token head (layer 0), then induction head (layer 1) |
+| copy      | encoder-decoder | cross-attention on the diagonal                              |
+| reverse   | encoder-decoder | cross-attention on the anti-diagonal                         |
+| sort      | decoder         | each answer token points at where that value sits in the input |
+| mirror    | encoder         | a masked token looks at its mirror image, often to its right  |
+| mixed     | decoder (MoE)   | digits and letters follow different rules: experts specialise |
+
+Every generator is seeded (same seed -> same batch) and every batch marks its
+answer positions (``loss_mask``): loss and accuracy count those positions only.
+``TASKS`` maps a name to its task.
+"""
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass, fields
+
+import torch
+
+LETTERS = string.ascii_lowercase
+DIGITS = string.digits
+
+
+@dataclass
+class Batch:
+    """One batch of a task. Decoder and encoder tasks fill input_ids; encoder-decoder tasks src_ids and tgt_in."""
+
+    targets: torch.Tensor  # (B, T) the token each position must predict (tgt_out for an encoder-decoder)
+    loss_mask: torch.Tensor  # (B, T) bool: True on answer positions
+    input_ids: torch.Tensor | None = None  # (B, T)
+    src_ids: torch.Tensor | None = None  # (B, S)
+    tgt_in: torch.Tensor | None = None  # (B, T): <bos> followed by the answer shifted right
+
+    @property
+    def tgt_out(self) -> torch.Tensor:
+        return self.targets
+
+    def model_args(self) -> tuple[torch.Tensor, ...]:
+        """What to call the model with: model(*batch.model_args())."""
+        return (self.input_ids,) if self.src_ids is None else (self.src_ids, self.tgt_in)
+
+    def to(self, device: torch.device | str) -> "Batch":
+        moved = {f.name: getattr(self, f.name) for f in fields(self)}
+        return Batch(**{name: t if t is None else t.to(device) for name, t in moved.items()})
+
+
+class Task:
+    """Vocabulary, text <-> ids, a seeded batch generator, and accuracy on answer positions.
+
+    Subclasses set ``name``, ``arch``, ``symbols`` (characters a user may type),
+    ``specials`` (tokens the task adds itself), ``example_text`` and ``description``,
+    and write ``make_batch`` and ``frame``.
+    """
+
+    name: str
+    arch: str  # the model kind that solves it: "decoder" | "encoder" | "encoder-decoder"
+    description: str
+    symbols: str  # one token per character
+    specials: tuple[str, ...]  # tokens that are not typed, e.g. <bos>
+    typed_specials: dict[str, str] = {}  # characters that stand for a special token ("_" -> <mask>)
+    example_text: str
+    max_tokens: int  # the longest sequence a batch holds (for max_len checks)
+
+    @property
+    def vocab(self) -> list[str]:
+        return [*self.specials, *self.symbols]
+
+    def token_id(self, token: str) -> int:
+        return self.vocab.index(token)
+
+    # --- text <-> ids --------------------------------------------------------------
+
+    def encode(self, text: str) -> list[int]:
+        """The model input for a typed text: one token per character, framed as the task frames it.
+
+        Unknown characters raise ValueError naming them and the valid symbols.
+        """
+        if not text:
+            raise ValueError(f"the {self.name} task needs some text; try {self.example_text!r}")
+        by_char = {**{c: self.token_id(c) for c in self.symbols},
+                   **{c: self.token_id(tok) for c, tok in self.typed_specials.items()}}
+        unknown = sorted(set(text) - set(by_char))
+        if unknown:
+            valid = self.symbols + "".join(self.typed_specials)
+            raise ValueError(
+                f"the {self.name} task has no token for {', '.join(map(repr, unknown))}; "
+                f"type only these symbols: {valid!r} (for example {self.example_text!r})")
+        return self.frame([by_char[c] for c in text])
+
+    def frame(self, ids: list[int]) -> list[int]:
+        """Add the task's special tokens around typed ids (default: none)."""
+        return ids
+
+    def decode(self, ids) -> list[str]:
+        """The label of every id, e.g. ['<bos>', 'a', 'b']."""
+        ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+        bad = [i for i in ids if not 0 <= int(i) < len(self.vocab)]
+        if bad:
+            raise ValueError(f"ids {bad} are outside the {self.name} vocabulary 0..{len(self.vocab) - 1}")
+        return [self.vocab[int(i)] for i in ids]
+
+    # --- batches ---------------------------------------------------------------
+
+    def sample(self, batch_size: int, generator: torch.Generator | None = None, seed: int | None = None) -> Batch:
+        """A batch drawn from `generator`, or from a fresh one seeded with `seed` (default 0)."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size={batch_size} must be at least 1")
+        if generator is not None and seed is not None:
+            raise ValueError("pass a generator or a seed, not both")
+        if generator is None:
+            generator = torch.Generator().manual_seed(0 if seed is None else seed)
+        return self.make_batch(batch_size, generator)
+
+    def make_batch(self, batch_size: int, generator: torch.Generator) -> Batch:
+        raise NotImplementedError
+
+    def accuracy(self, logits: torch.Tensor, batch: Batch) -> float:
+        """Fraction of answer positions where the most likely token is the target."""
+        correct = logits.argmax(-1) == batch.targets.to(logits.device)  # (B, T)
+        return correct[batch.loss_mask.to(logits.device)].float().mean().item()
+
+    def attention_targets(self, batch: Batch) -> torch.Tensor | None:
+        """(B, T_q, T_k) bool: where the solution looks from each answer position; None if no one place."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, arch={self.arch!r}, vocab={len(self.vocab)} tokens)"
+
+
+def _randint(low: int, high: int, generator: torch.Generator) -> int:
+    """One integer in [low, high] (both included)."""
+    return int(torch.randint(low, high + 1, (), generator=generator))
+
+
+def _first_letter_id(task: Task) -> int:
+    return len(task.specials)
+
+
+# --- induction ------------------------------------------------------------------
+
+
+class Induction(Task):
+    """Random letters in which a segment of distinct letters appears twice, the copies d apart.
+
+    Segment length and distance vary from row to row, so no head can solve it by
+    position: on the second copy the model must find where the current letter was
+    before and predict the letter that followed it. That takes two heads in two
+    layers: a previous-token head writes "the letter before me" into every position,
+    and an induction head in the next layer matches the current letter against it.
+    The distance d is at most 8 so that it fits in Mistral's sliding window of 8.
+    """
+
+    name, arch = "induction", "decoder"
+    description = "predict the next letter of a segment seen before (an induction head)"
+    symbols, specials = LETTERS, ("<bos>",)
+    example_text = "qhvtwcmvtwcmbk"
+    n_letters, segment_lengths, max_distance = 16, (3, 6), 8
+    max_tokens = 1 + n_letters
+
+    def frame(self, ids):
+        return [self.token_id("<bos>"), *ids]
+
+    def make_batch(self, batch_size, generator):
+        T, first = self.n_letters, _first_letter_id(self)
+        ids = torch.empty(batch_size, 1 + T, dtype=torch.long)
+        loss_mask = torch.zeros(batch_size, 1 + T, dtype=torch.bool)
+        for row in range(batch_size):
+            L = _randint(*self.segment_lengths, generator)
+            d = _randint(L, self.max_distance, generator)  # from the first copy's start to the second's
+            s1 = _randint(0, T - L - d, generator)
+            letters = torch.randperm(len(LETTERS), generator=generator) + first
+            segment, others = letters[:L], letters[L:]  # segment letters appear nowhere else
+            seq = others[torch.randint(len(others), (T,), generator=generator)]  # (T,)
+            seq[s1:s1 + L] = segment
+            seq[s1 + d:s1 + d + L] = segment
+            ids[row, 0], ids[row, 1:] = self.token_id("<bos>"), seq
+            second = 1 + s1 + d  # where the second copy starts, counting <bos>
+            loss_mask[row, second:second + L - 1] = True  # predict its 2nd..L-th letters
+        targets = torch.cat((ids[:, 1:], ids[:, :1]), dim=1)  # next token; the last column is never scored
+        return Batch(targets=targets, loss_mask=loss_mask, input_ids=ids)
+
+    def attention_targets(self, batch):
+        return induction_targets(batch.input_ids, batch.loss_mask)
+
+
+def induction_targets(ids: torch.Tensor, query_mask: torch.Tensor) -> torch.Tensor:
+    """(B, T, T) bool: from each query in `query_mask`, the token right after the latest earlier occurrence of its token."""
+    B, T = ids.shape
+    same = ids[:, :, None] == ids[:, None, :]  # (B, T_q, T_k)
+    earlier = torch.ones(T, T, dtype=torch.bool).tril(-1)  # key before query
+    seen = same & earlier  # (B, T_q, T_k)
+    position = torch.arange(T)
+    latest = torch.where(seen, position, -1).amax(-1)  # (B, T_q): latest earlier occurrence, -1 if none
+    has_target = query_mask & (latest >= 0) & (latest + 1 < T)
+    return has_target[:, :, None] & (position[None, None, :] == (latest + 1)[:, :, None])  # (B, T_q, T_k)
+
+
+def previous_token_targets(batch_size: int, T: int) -> torch.Tensor:
+    """(B, T, T) bool: every query from position 1 on looks at the token just before it."""
+    return torch.ones(T - 1, dtype=torch.bool).diag(-1)[None].expand(batch_size, T, T)  # (B, T_q, T_k)
+
+
+# --- copy and reverse (encoder-decoder) -------------------------------------------
+
+
+class SequenceToSequence(Task):
+    """Source: n letters and <eos>. Target: the same letters, copied or reversed.
+
+    The decoder writes answer letter i while cross-attending to the source: to
+    source position i for a copy (the diagonal), to n-1-i for a reversal (the
+    anti-diagonal). <eos> marks where the source ends, which reversal needs.
+    Every row of a batch has the same n, so there is no padding.
+    """
+
+    arch = "encoder-decoder"
+    symbols, specials = LETTERS, ("<bos>", "<eos>")
+    lengths = (3, 12)
+    max_tokens = lengths[1] + 1
+
+    def source_index(self, n: int) -> torch.Tensor:
+        """(n,) the source position answer position i reads."""
+        raise NotImplementedError
+
+    def frame(self, ids):
+        return [*ids, self.token_id("<eos>")]
+
+    def make_batch(self, batch_size, generator):
+        n = _randint(*self.lengths, generator)
+        letters = torch.randint(len(LETTERS), (batch_size, n), generator=generator) + _first_letter_id(self)  # (B, n)
+        src = torch.cat((letters, torch.full((batch_size, 1), self.token_id("<eos>"))), dim=1)  # (B, n + 1)
+        tgt_out = letters[:, self.source_index(n)]  # (B, n)
+        bos = torch.full((batch_size, 1), self.token_id("<bos>"))
+        tgt_in = torch.cat((bos, tgt_out[:, :-1]), dim=1)  # (B, n): teacher forcing, shifted right
+        return Batch(targets=tgt_out, loss_mask=torch.ones_like(tgt_out, dtype=torch.bool), src_ids=src, tgt_in=tgt_in)
+
+    def attention_targets(self, batch):
+        B, n = batch.tgt_out.shape
+        targets = torch.zeros(B, n, n + 1, dtype=torch.bool)  # (B, T_q, S)
+        targets[:, torch.arange(n), self.source_index(n)] = True
+        return targets
+
+
+class Copy(SequenceToSequence):
+    name = "copy"
+    description = "write the source again (cross-attention on the diagonal)"
+    example_text = "transformer"
+
+    def source_index(self, n):
+        return torch.arange(n)
+
+
+class Reverse(SequenceToSequence):
+    name = "reverse"
+    description = "write the source backwards (cross-attention on the anti-diagonal)"
+    example_text = "attention"
+
+    def source_index(self, n):
+        return torch.arange(n - 1, -1, -1)
+
+
+# --- sort (decoder) ---------------------------------------------------------------
+
+
+class Sort(Task):
+    """<bos> digits <sep> the same digits sorted. Each answer token points back at its value in the input."""
+
+    name, arch = "sort", "decoder"
+    description = "write the digits in ascending order (pointer-like attention)"
+    symbols, specials = DIGITS, ("<bos>", "<sep>")
+    example_text = "3141592653"
+    lengths = (3, 10)
+    max_tokens = 2 * lengths[1] + 2
+
+    def frame(self, ids):
+        return [self.token_id("<bos>"), *ids, self.token_id("<sep>")]
+
+    def make_batch(self, batch_size, generator):
+        n = _randint(*self.lengths, generator)
+        digits = torch.randint(len(DIGITS), (batch_size, n), generator=generator) + _first_letter_id(self)  # (B, n)
+        bos = torch.full((batch_size, 1), self.token_id("<bos>"))
+        sep = torch.full((batch_size, 1), self.token_id("<sep>"))
+        ids = torch.cat((bos, digits, sep, digits.sort(dim=1).values), dim=1)  # (B, 2n + 2)
+        targets = torch.cat((ids[:, 1:], ids[:, :1]), dim=1)  # next token; the last column is never scored
+        loss_mask = torch.zeros_like(ids, dtype=torch.bool)
+        loss_mask[:, n + 1:2 * n + 1] = True  # from <sep> on, predict each sorted digit
+        return Batch(targets=targets, loss_mask=loss_mask, input_ids=ids)
+
+    def attention_targets(self, batch):
+        ids, T = batch.input_ids, batch.input_ids.shape[1]
+        n = (T - 2) // 2
+        in_input = (torch.arange(T) >= 1) & (torch.arange(T) <= n)  # (T,) the unsorted digits
+        points_at = batch.targets[:, :, None] == ids[:, None, :]  # (B, T_q, T_k): key holds the value to write
+        return points_at & in_input[None, None, :] & batch.loss_mask[:, :, None]
+
+
+# --- mirror (encoder, masked tokens) ------------------------------------------------
+
+
+class Mirror(Task):
+    """<cls> a mirrored word <sep>, some letters masked; recover each from its mirror image.
+
+    The word is x followed by x reversed, so position i's twin is at the other
+    end. When the masked letter is in the first half its twin lies to the right:
+    only a bidirectional (encoder) model can see it.
+    """
+
+    name, arch = "mirror", "encoder"
+    description = "fill in masked letters of a mirrored word from their twins (bidirectional)"
+    symbols, specials = LETTERS, ("<cls>", "<sep>", "<mask>")
+    typed_specials = {"_": "<mask>"}
+    example_text = "dr_wwa_d"  # drawward
+    half_lengths = (2, 8)
+    mask_rate = 0.35
+    max_tokens = 2 * half_lengths[1] + 2
+
+    def frame(self, ids):
+        return [self.token_id("<cls>"), *ids, self.token_id("<sep>")]
+
+    def make_batch(self, batch_size, generator):
+        n = _randint(*self.half_lengths, generator)
+        half = torch.randint(len(LETTERS), (batch_size, n), generator=generator) + _first_letter_id(self)  # (B, n)
+        word = torch.cat((half, half.flip(1)), dim=1)  # (B, 2n): a palindrome
+        # mask one twin of some pairs (at least one per row), never both: its twin must stay readable
+        pair_masked = torch.rand(batch_size, n, generator=generator) < self.mask_rate  # (B, n)
+        pair_masked[torch.arange(batch_size), torch.randint(n, (batch_size,), generator=generator)] = True
+        right_twin = torch.rand(batch_size, n, generator=generator) < 0.5  # which twin of the pair is hidden
+        masked = torch.cat((pair_masked & ~right_twin, (pair_masked & right_twin).flip(1)), dim=1)  # (B, 2n)
+        cls = torch.full((batch_size, 1), self.token_id("<cls>"))
+        sep = torch.full((batch_size, 1), self.token_id("<sep>"))
+        no = torch.zeros(batch_size, 1, dtype=torch.bool)
+        targets = torch.cat((cls, word, sep), dim=1)  # (B, 2n + 2)
+        loss_mask = torch.cat((no, masked, no), dim=1)  # (B, 2n + 2)
+        input_ids = targets.masked_fill(loss_mask, self.token_id("<mask>"))
+        return Batch(targets=targets, loss_mask=loss_mask, input_ids=input_ids)
+
+    def attention_targets(self, batch):
+        B, T = batch.input_ids.shape
+        twin = torch.zeros(T, T, dtype=torch.bool)
+        inner = torch.arange(1, T - 1)  # the word, between <cls> and <sep>
+        twin[inner, inner.flip(0)] = True  # position i <-> T - 1 - i
+        return twin[None] & batch.loss_mask[:, :, None]  # (B, T_q, T_k)
+
+
+# --- mixed (MoE) -------------------------------------------------------------------
+
+
+def _rot13(c: str) -> str:
+    return LETTERS[(LETTERS.index(c) + 13) % 26]
+
+
+class Mixed(Task):
+    """Digits and letters interleaved; each kind follows its own rule.
+
+    A digit becomes the next digit (9 -> 0); a letter is rotated 13 places (a -> n).
+    Two kinds of token that need different computations are what a mixture of
+    experts is for: the router learns to send each kind to its own experts.
+    """
+
+    name, arch = "mixed", "decoder"
+    description = "digits step up by one, letters rotate by 13 (experts specialise by kind)"
+    symbols, specials = DIGITS + LETTERS, ("<bos>",)
+    example_text = "hello2024world"
+    kinds = {"digit": DIGITS, "letter": LETTERS}
+    lengths = (4, 16)
+    max_tokens = lengths[1] + 1
+
+    def rule(self, c: str) -> str:
+        return str((int(c) + 1) % 10) if c in DIGITS else _rot13(c)
+
+    def frame(self, ids):
+        return [self.token_id("<bos>"), *ids]
+
+    def make_batch(self, batch_size, generator):
+        n = _randint(*self.lengths, generator)
+        is_digit = torch.rand(batch_size, n, generator=generator) < 0.5  # (B, n)
+        digits = torch.randint(len(DIGITS), (batch_size, n), generator=generator)
+        letters = torch.randint(len(LETTERS), (batch_size, n), generator=generator) + len(DIGITS)
+        symbols = torch.where(is_digit, digits, letters) + len(self.specials)  # (B, n)
+        bos = torch.full((batch_size, 1), self.token_id("<bos>"))
+        ids = torch.cat((bos, symbols), dim=1)  # (B, n + 1)
+        targets = self.answer_table()[ids]  # (B, n + 1); <bos> maps to itself and is not scored
+        loss_mask = ids != self.token_id("<bos>")
+        return Batch(targets=targets, loss_mask=loss_mask, input_ids=ids)
+
+    def answer_table(self) -> torch.Tensor:
+        """(vocab,) the id each id turns into under its kind's rule."""
+        return torch.tensor([self.token_id(self.rule(tok)) if tok in self.symbols else self.token_id(tok) for tok in self.vocab])
+
+    def kind_of(self, ids: torch.Tensor) -> dict[str, torch.Tensor]:
+        """kind -> (B, T) bool: which positions hold a token of that kind."""
+        return {kind: torch.isin(ids, torch.tensor([self.token_id(c) for c in chars])) for kind, chars in self.kinds.items()}
+
+
+TASKS: dict[str, Task] = {task.name: task for task in (Induction(), Copy(), Reverse(), Sort(), Mirror(), Mixed())}
+
+
+def get_task(name_or_task: "str | Task") -> Task:
+    if isinstance(name_or_task, Task):
+        return name_or_task
+    if name_or_task not in TASKS:
+        raise ValueError(f"unknown task {name_or_task!r}; choose one of {', '.join(TASKS)}")
+    return TASKS[name_or_task]
+
+
+# --- measuring the pattern a trained model draws -------------------------------------
+
+
+def pattern_names(model, cross: bool = False) -> list[str]:
+    """The attention-weight hook of every layer: self-attention, or the decoder's cross-attention."""
+    cfg = model.cfg
+    if cfg.arch == "encoder-decoder":
+        return [f"decoder.blocks.{i}.{'cross_attn' if cross else 'attn'}.hook_pattern" for i in range(cfg.n_layers)]
+    return [f"blocks.{i}.attn.hook_pattern" for i in range(cfg.n_layers)]
+
+
+def attention_mass(pattern: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """(H,) the attention weight each head puts on the target keys, averaged over queries that have one.
+
+    pattern: (B, H, T_q, T_k) softmax weights; targets: (B, T_q, T_k) bool.
+    """
+    targets = targets.to(pattern.device)
+    mass = (pattern * targets[:, None].to(pattern.dtype)).sum(-1)  # (B, H, T_q)
+    has_target = targets.any(-1)  # (B, T_q)
+    return mass.transpose(0, 1)[:, has_target].mean(-1)  # (H,)
+
+
+@torch.no_grad()
+def head_scores(model, task: Task, batch: Batch) -> dict[str, torch.Tensor]:
+    """Per layer and head, how much of its attention goes where the task's solution looks: name -> (L, H).
+
+    "solution": the task's own pattern (induction, diagonal, anti-diagonal, pointer, twin).
+    "previous_token" (decoder tasks): weight on the token just before the query.
+    Encoder-decoder tasks are measured on the cross-attention.
+    """
+    targets = task.attention_targets(batch)
+    if targets is None:
+        raise ValueError(f"the {task.name} task has no single attention pattern to score; see expert_usage for MoE routing")
+    cross = model.cfg.arch == "encoder-decoder"
+    names = pattern_names(model, cross=cross)
+    batch = batch.to(model.device)
+    _, trace = model.run_with_trace(*batch.model_args(), names=names)
+    scores = {"solution": torch.stack([attention_mass(trace[n], targets) for n in names]).cpu()}
+    if model.cfg.arch == "decoder":
+        B, T = batch.input_ids.shape
+        previous = previous_token_targets(B, T)
+        scores["previous_token"] = torch.stack([attention_mass(trace[n], previous) for n in names]).cpu()
+    return scores
+
+
+@torch.no_grad()
+def expert_usage(model, task: Mixed, batch: Batch) -> list[dict[str, torch.Tensor]]:
+    """Per MoE layer: kind -> (E,) the fraction of that kind's top-k routing slots each expert receives."""
+    if model.cfg.ffn != "moe":
+        raise ValueError(f"expert_usage needs a mixture-of-experts model (ffn='moe'), got ffn={model.cfg.ffn!r}")
+    names = [f"blocks.{i}.mlp.hook_expert_indices" for i in range(model.cfg.n_layers)]
+    _, trace = model.run_with_trace(*batch.to(model.device).model_args(), names=names)
+    kinds = task.kind_of(batch.input_ids)
+    usage = []
+    for name in names:
+        chosen = trace[name].cpu()  # (B, T, k)
+        usage.append({kind: torch.bincount(chosen[where].flatten(), minlength=model.cfg.n_experts).float() / chosen[where].numel()
+                      for kind, where in kinds.items()})
+    return usage
+
+
+def specialisation(usage: dict[str, torch.Tensor]) -> float:
+    """Total-variation distance between two kinds' expert distributions: 0 = same experts, 1 = disjoint."""
+    first, second = usage.values()
+    return 0.5 * (first - second).abs().sum().item()
