@@ -62,7 +62,7 @@ for label, (card, size, real) in REAL.items():
                  "attention params (M)": round(counts["attention"] / 1e6, 1),
                  "weights (GiB, same precision)": round(counts["total"] * n_bytes / 2**30, 1)})
 table = pd.DataFrame(rows)
-st.dataframe(table, hide_index=True)
+st.dataframe(table, hide_index=True, height=36 * (len(table) + 1) + 2)
 st.caption("KV bytes per token = 2 (K and V) × layers × G × d_head × bytes per value; e.g. LLaMA 2 70B in fp16: "
            "2 × 80 × 8 × 128 × 2 = 327,680 bytes. One sequence; a batch multiplies it.")
 st.download_button("Download the table (CSV)", table.to_csv(index=False), "kv_cache.csv", "text/csv")

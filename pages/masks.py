@@ -51,8 +51,9 @@ def show(additive: np.ndarray, weights: np.ndarray, x_labels, y_labels, title: s
     on_masked = weights[:, seen_something][:, masked[seen_something]]  # every head
     col1, col2, col3 = st.columns(3)
     col1.metric("masked cells", f"{int(masked.sum())} of {masked.size}")
-    col2.metric("largest weight on a masked cell (all heads)", repr(float(on_masked.max())) if on_masked.size else "—")
-    col3.metric("row sums (min … max)", f"{weights.sum(-1).min():.6f} … {weights.sum(-1).max():.6f}")
+    col2.metric("max weight on masked cells", repr(float(on_masked.max())) if on_masked.size else "—",
+                help="over every head of the layer; repr of the float32 value, not rounded")
+    col3.metric("rows sum to 1, worst error", f"{float(abs(weights.sum(-1) - 1).max()):.1e}")
 
 
 tabs = st.tabs(["none", "causal", "padding", "sliding window", "cross-attention"])

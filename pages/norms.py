@@ -46,7 +46,8 @@ for col, placement in zip((col1, col2), ("pre", "post")):
 st.header("Residual and gradient norms with depth, at initialisation")
 col1, col2 = st.columns(2)
 col1.slider("Depth (layers)", min_value=1, max_value=24, key="norm_depth", **KEEP)
-col2.selectbox("Initialisation", list(INITS), key="norm_init", **KEEP, format_func=lambda k: f"{k}: {INITS[k]}")
+col2.selectbox("Initialisation", list(INITS), key="norm_init", **KEEP,
+               help="\n".join(f"- {k}: {v}" for k, v in INITS.items()))
 depth, init = int(st.session_state["norm_depth"]), st.session_state["norm_init"]
 ids = tuple(ctx.tokens.ids[:MAX_TOKENS])
 base = NORM_DEPTH_BASE
@@ -65,25 +66,30 @@ else:
     progress.empty()
     col1, col2 = st.columns(2)
     col1.plotly_chart(depth_lines({k: p["resid_norms"] for k, p in profiles.items()},
-                                  "residual stream: mean ‖x‖ per token", "‖x‖", "after block (0 = embedding)"),
+                                  "residual stream: mean ‖x‖ per token", "L2 norm of x", "after block (0 = embedding)"),
                       key="norm_resid")
     col2.plotly_chart(depth_lines({k: p["grad_norms"] for k, p in profiles.items()},
-                                  "gradient norm of each block's weights", "‖∂loss/∂θ‖ (log scale)", "block",
+                                  "gradient norm of each block's weights", "L2 norm of the gradient (log scale)", "block",
                                   log=True), key="norm_grad")
     pre, post = profiles["pre-LayerNorm"], profiles["post-LayerNorm"]
-    col1, col2, col3 = st.columns(3)
-    col1.metric("pre-norm: ‖x‖ last / first block", f"{pre['resid_norms'][-1] / pre['resid_norms'][1]:.2f}×")
+    growth = pre["resid_norms"][-1] / pre["resid_norms"][1]
+    pre_grads, post_grads = (p["grad_norms"][-1] / p["grad_norms"][0] for p in (pre, post))
+    col1, col2, col3, col4 = st.columns(4)
+    col1.metric("pre-norm: ‖x‖, last / first block", f"{growth:.2f}×")
     col2.metric("post-norm: ‖x‖ after every block", f"{np.mean(post['resid_norms'][1:]):.3f}",
                 help=f"√d_model = {np.sqrt(base['d_model']):.3f}: a norm with weight 1 leaves each vector that long")
-    col3.metric("post-norm: gradient, last / first block", f"{post['grad_norms'][-1] / post['grad_norms'][0]:.2f}×")
+    col3.metric("pre-norm: gradient, last / first block", f"{pre_grads:.2f}×")
+    col4.metric("post-norm: gradient, last / first block", f"{post_grads:.2f}×")
     st.markdown(f"""
-- **Pre-norm**: nothing ever rescales the residual stream, so each block adds to it and ‖x‖ grows with depth
-  (roughly like √layers). The gradient reaches every block straight through the identity path.
+- **Pre-norm**: nothing ever rescales the residual stream, so every block adds to it and ‖x‖ grows with depth
+  (here {growth:.1f}× from the first block to the last). Each later block's update is a smaller share of a bigger
+  stream, and its gradient is smaller with it — but every block keeps a direct identity path to the loss.
 - **Post-norm**: every block ends on a norm, so ‖x‖ is pinned at √d_model = {np.sqrt(base['d_model']):.2f}. The
-  price: the gradient to an early block passes through every later norm, and the blocks' gradients are uneven with
-  depth — the reason post-norm Transformers need a careful warm-up.
-- With the **library** init, each block's output projection is shrunk by 1/√(2 · layers) (GPT-2's fix), which keeps
-  pre-norm's growth small: switch the initialisation to compare.
+  gradient of an early block has to pass through every later norm (here the last block's gradient is
+  {post_grads:.2f}× the first's, against {pre_grads:.2f}× with pre-norm). Xiong et al. (2020) showed that at
+  initialisation post-norm puts the largest gradients near the output, which is why it needs a learning-rate warm-up.
+- With the **library** init, each block's output projection is shrunk by 1/√(2 · layers) (GPT-2's remedy), which keeps
+  pre-norm's growth small: switch the initialisation to compare. Depth 1 has one block: nothing to compare yet.
 """)
 
 st.header("LayerNorm vs RMSNorm on one vector")

@@ -6,7 +6,6 @@ import streamlit as st
 from transformer import analysis
 from transformer.positions import rope_inv_freq
 from ui import axes_figures as figs
-from ui.figures import heatmap
 from ui.measure import (alibi, beyond_trained_length, cosine_similarity, learned_checkpoint, learned_table,
                         rope_geometry, sinusoidal, to_json)
 from ui.page import load_page
@@ -130,7 +129,6 @@ with alibi_tab:
     if run <= trained:
         st.info(f"The input ({run} tokens) fits in max_len = {trained}: make it longer to see the difference.")
     weights = results["alibi"]["pattern"]  # (H, T, T)
-    labels = [str(p) for p in range(run)]
-    st.plotly_chart(heatmap(weights[0], labels, labels, f"ALiBi, head 0 of the last layer, {run} tokens "
-                                                        f"(trained length {trained})", x_title="key position",
-                            y_title="query position"), key="alibi_long")
+    st.plotly_chart(figs.grid_heatmap(weights[0], list(range(run)), list(range(run)),
+                                      f"ALiBi, head 0 of the last layer, {run} tokens (trained length {trained})",
+                                      "key position", "query position", zmin=0), key="alibi_long")

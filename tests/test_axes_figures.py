@@ -143,7 +143,7 @@ def test_activation_curves_and_router_figures():
     chosen = np.array([[0, 1], [2, 1]])
     fig = bf.router(probs, chosen, ["a", "b"])
     marks = fig.data[1]
-    assert list(marks.x) == ["0", "1", "2", "1"] and list(marks.y) == ["0:a", "0:a", "1:b", "1:b"]
+    assert list(marks.x) == [0, 1, 2, 1] and list(marks.y) == ["0:a", "0:a", "1:b", "1:b"]
     load = bf.expert_load(np.array([0.25, 0.5, 0.25]))
     assert np.allclose(load.data[0].y, [0.25, 0.5, 0.25])
 

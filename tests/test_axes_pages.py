@@ -119,7 +119,7 @@ def test_kv_heads_table_has_every_real_model_and_the_llama_number():
 
 def test_masks_controls_and_zero_weight():
     at = open_page("pages/masks.py", text="the cat sat")
-    zero_metrics = [m.value for m in at.metric if m.label.startswith("largest weight on a masked cell")]
+    zero_metrics = [m.value for m in at.metric if m.label == "max weight on masked cells"]
     assert zero_metrics and all(v in ("0.0", "—") for v in zero_metrics)
     assert "0.0" in zero_metrics
     for layer in at.selectbox(key="mask_layer").options:

@@ -11,11 +11,13 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .figures import FONT, SEQUENTIAL, heatmap
+from .figures import DIVERGING, FONT, SEQUENTIAL
 
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
 MASKED_GREY = "#bdbdbd"
 GIB = 2 ** 30
+# Viridis, except that exactly 0 is white: a weight of 0.0 stands out from a merely small one
+ZERO_WHITE = [[0.0, "#ffffff"], [1e-9, "#440154"], [0.25, "#3b528b"], [0.5, "#21918c"], [0.75, "#5ec962"], [1.0, "#fde725"]]
 
 
 def layout(fig: go.Figure, title: str, height: int, x_title: str, y_title: str) -> go.Figure:
@@ -23,6 +25,21 @@ def layout(fig: go.Figure, title: str, height: int, x_title: str, y_title: str) 
     fig.update_layout(title=title, height=height, font=FONT, margin=dict(l=10, r=10, t=50 if title else 10, b=10),
                       xaxis_title=x_title, yaxis_title=y_title, legend=dict(orientation="h", y=-0.25))
     return fig
+
+
+def grid_heatmap(z: np.ndarray, x: list, y: list, title: str, x_title: str, y_title: str, *, signed: bool = False,
+                 zmin: float | None = None, zmax: float | None = None, height: int = 460,
+                 colorscale=None) -> go.Figure:
+    """A matrix on numbered (or already unique) axes: positions, dimensions, hidden units."""
+    values = np.asarray(z, dtype=float)
+    if signed:
+        bound = float(np.nanmax(np.abs(values))) or 1.0
+        zmin, zmax = -bound, bound
+    fig = go.Figure(go.Heatmap(z=values, x=x, y=y, zmin=zmin, zmax=zmax,
+                               colorscale=colorscale or (DIVERGING if signed else SEQUENTIAL),
+                               hovertemplate=f"{y_title} %{{y}}<br>{x_title} %{{x}}<br>value %{{z:.4g}}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed")
+    return layout(fig, title, height, x_title, y_title)
 
 
 # --- KV heads -------------------------------------------------------------------------
@@ -73,7 +90,7 @@ def cache_bytes_by_step(n_bytes: list[int]) -> go.Figure:
 
 def mask_and_weights(additive_mask: np.ndarray, weights: np.ndarray, x_labels: list[str], y_labels: list[str],
                      title: str = "") -> go.Figure:
-    """Left: which cells the mask allows; right: the softmax weights (masked cells are exactly 0)."""
+    """Left: which cells the mask allows; right: the softmax weights, white where exactly 0."""
     allowed = (additive_mask == 0).astype(float)  # 0 = masked (the most negative float), 1 = allowed
     xs = [f"{i}:{t}" for i, t in enumerate(x_labels)]
     ys = [f"{i}:{t}" for i, t in enumerate(y_labels)]
@@ -83,13 +100,16 @@ def mask_and_weights(additive_mask: np.ndarray, weights: np.ndarray, x_labels: l
                              colorscale=[[0, MASKED_GREY], [0.5, MASKED_GREY], [0.5, "#21918c"], [1, "#21918c"]],
                              customdata=additive_mask, xgap=1, ygap=1,
                              hovertemplate="query %{y}<br>key %{x}<br>mask %{customdata:.3g}<extra></extra>"), 1, 1)
-    fig.add_trace(go.Heatmap(z=weights, x=xs, y=ys, zmin=0, zmax=1, colorscale=SEQUENTIAL, xgap=1, ygap=1,
-                             colorbar=dict(title="weight"),
+    fig.add_trace(go.Heatmap(z=weights, x=xs, y=ys, zmin=0, zmax=float(weights.max()) or 1.0, colorscale=ZERO_WHITE,
+                             xgap=1, ygap=1, colorbar=dict(title="weight"),
                              hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.4g}<extra></extra>"), 1, 2)
-    fig.update_yaxes(autorange="reversed", title="query")
+    fig.update_yaxes(autorange="reversed")
+    fig.update_yaxes(title="query", col=1)
     fig.update_xaxes(title="key")
     size = max(320, min(560, 18 * len(y_labels) + 140))
     fig.update_layout(title=title, height=size, font=FONT, margin=dict(l=10, r=10, t=70, b=10))
+    fig.add_annotation(text="white = exactly 0", xref="paper", yref="paper", x=1.0, y=1.0, showarrow=False,
+                       xanchor="right", yanchor="bottom", yshift=22, font=dict(size=12))
     return fig
 
 
@@ -99,14 +119,12 @@ def mask_and_weights(additive_mask: np.ndarray, weights: np.ndarray, x_labels: l
 def position_table(table: np.ndarray, title: str) -> go.Figure:
     """(P, d) position vectors: position down, dimension across."""
     n, d = table.shape
-    return heatmap(table, [str(i) for i in range(d)], [str(p) for p in range(n)], title,
-                   x_title="dimension", y_title="position", signed=True, height=460)
+    return grid_heatmap(table, list(range(d)), list(range(n)), title, "dimension", "position", signed=True)
 
 
 def position_similarity(similarity: np.ndarray, title: str) -> go.Figure:
     n = similarity.shape[0]
-    return heatmap(similarity, [str(p) for p in range(n)], [str(p) for p in range(n)], title,
-                   x_title="position n", y_title="position m", signed=True, height=460)
+    return grid_heatmap(similarity, list(range(n)), list(range(n)), title, "position n", "position m", signed=True)
 
 
 def rope_angles(angles: np.ndarray, inv_freq: np.ndarray) -> go.Figure:
@@ -119,44 +137,49 @@ def rope_angles(angles: np.ndarray, inv_freq: np.ndarray) -> go.Figure:
                                  hovertemplate=f"pair {i} (freq {inv_freq[i]:.3g} rad/position)<br>position %{{x}}: "
                                                "%{y:.3g} rad<extra></extra>"))
     fig.add_hline(y=2 * math.pi, line_dash="dash", line_color="#555555", annotation_text="one full turn (2π)")
-    fig.update_yaxes(type="log")
+    shown = angles[1:][angles[1:] > 0]
+    fig.update_yaxes(type="log", range=[math.log10(shown.min()) - 0.2, math.log10(max(shown.max(), 2 * math.pi)) + 0.3])
     return layout(fig, "angle = position × frequency, one line per pair of dimensions", 400,
                    "position", "rotation angle (radians, log scale)")
 
 
 def rope_vectors(pairs: np.ndarray, position: int, max_pairs: int = 8) -> go.Figure:
-    """Each 2-D pair of q at `position` (arrow), with the circle it travels as position grows (faint path)."""
+    """Each 2-D pair of q at `position` (arrow from the origin), on the circle it travels, with the positions so far."""
     n_pairs = min(pairs.shape[1], max_pairs)
     cols = min(4, n_pairs)
     rows = math.ceil(n_pairs / cols)
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"pair {i}" for i in range(n_pairs)],
-                        horizontal_spacing=0.05, vertical_spacing=0.12)
+                        horizontal_spacing=0.04, vertical_spacing=0.1)
+    turn = np.linspace(0, 2 * math.pi, 121)
     for i in range(n_pairs):
         row, col = i // cols + 1, i % cols + 1
         path = pairs[:, i]  # (P, 2)
         radius = float(np.linalg.norm(path[0])) or 1.0
-        fig.add_trace(go.Scatter(x=path[: position + 1, 0], y=path[: position + 1, 1], mode="lines+markers",
-                                 line=dict(color=OKABE_ITO[4], width=1), marker=dict(size=4), opacity=0.6,
-                                 showlegend=False, hoverinfo="skip"), row, col)
+        fig.add_trace(go.Scatter(x=radius * np.cos(turn), y=radius * np.sin(turn), mode="lines", hoverinfo="skip",
+                                 line=dict(color=MASKED_GREY, width=1), showlegend=False), row, col)
+        fig.add_trace(go.Scatter(x=path[: position + 1, 0], y=path[: position + 1, 1], mode="markers",
+                                 marker=dict(size=6, color=OKABE_ITO[4]), showlegend=False,
+                                 hovertemplate=f"pair {i}<br>(%{{x:.3f}}, %{{y:.3f}})<extra></extra>"), row, col)
         x, y = path[position]
         fig.add_trace(go.Scatter(x=[0, x], y=[0, y], mode="lines+markers", showlegend=False,
-                                 line=dict(color=OKABE_ITO[5], width=4), marker=dict(size=[0, 10], color=OKABE_ITO[5]),
+                                 line=dict(color=OKABE_ITO[5], width=4), marker=dict(size=[0, 12], color=OKABE_ITO[5]),
                                  hovertemplate=f"pair {i} at position {position}<br>(%{{x:.3f}}, %{{y:.3f}})<extra></extra>"),
                       row, col)
-        fig.update_xaxes(range=[-1.2 * radius, 1.2 * radius], row=row, col=col, showticklabels=False,
+        axis = "" if i == 0 else str(i + 1)
+        fig.update_xaxes(range=[-1.25 * radius, 1.25 * radius], row=row, col=col, showticklabels=False, zeroline=True,
                          title="dim i" if row == rows else None)
-        fig.update_yaxes(range=[-1.2 * radius, 1.2 * radius], row=row, col=col, showticklabels=False,
-                         scaleanchor=f"x{'' if i == 0 else i + 1}", title="dim i + d/2" if col == 1 else None)
-    fig.update_layout(title=f"q's pairs at position {position} (arrow) and the path so far",
-                      height=260 * rows + 60, font=FONT, margin=dict(l=10, r=10, t=80, b=10))
+        fig.update_yaxes(range=[-1.25 * radius, 1.25 * radius], row=row, col=col, showticklabels=False, zeroline=True,
+                         scaleanchor=f"x{axis}", scaleratio=1, title="dim i + d_head/2" if col == 1 else None)
+    fig.update_layout(title=f"q's pairs at position {position} (arrow) and at the positions before it (dots)",
+                      height=230 * rows + 80, font=FONT, margin=dict(l=10, r=10, t=80, b=10))
     return fig
 
 
 def rope_scores(scores: np.ndarray, title: str) -> go.Figure:
     """score[m, n] of a fixed q content at position m and k content at position n."""
     n = scores.shape[0]
-    return heatmap(scores, [str(p) for p in range(n)], [str(p) for p in range(n)], title,
-                   x_title="key position n", y_title="query position m", signed=True, height=460)
+    return grid_heatmap(scores, list(range(n)), list(range(n)), title, "key position n", "query position m",
+                        signed=True)
 
 
 def diagonal_spread(offsets: np.ndarray, spread: np.ndarray, scale: float) -> go.Figure:
@@ -173,7 +196,7 @@ def diagonal_spread(offsets: np.ndarray, spread: np.ndarray, scale: float) -> go
 def alibi_slopes(slopes: np.ndarray) -> go.Figure:
     fig = go.Figure(go.Bar(x=[f"head {h}" for h in range(len(slopes))], y=slopes, marker_color=OKABE_ITO[2],
                            hovertemplate="%{x}: slope %{y:.4g}<extra></extra>"))
-    return layout(fig, "slope per head: 2^(−8/H), 2^(−16/H), …", 300, "head", "slope m_h")
+    return layout(fig, "slope m_h per head", 300, "head", "slope m_h")
 
 
 def alibi_biases(bias: np.ndarray, max_heads: int = 8) -> go.Figure:
@@ -190,8 +213,10 @@ def alibi_biases(bias: np.ndarray, max_heads: int = 8) -> go.Figure:
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(title_text="key", row=rows)
     fig.update_yaxes(title_text="query", col=1)
+    for col in range(2, cols + 1):
+        fig.update_yaxes(showticklabels=False, col=col)
     fig.update_layout(coloraxis=dict(colorscale=SEQUENTIAL, colorbar=dict(title="bias")), font=FONT,
                       height=240 * rows + 60, margin=dict(l=10, r=10, t=60, b=10),
-                      title="ALiBi bias added to the scores: a straight penalty per step of distance")
+                      title="bias −m_h · |i − j| per head")
     return fig
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .axes_figures import OKABE_ITO, layout
-from .figures import heatmap
+from .axes_figures import OKABE_ITO, grid_heatmap, layout
 
 # --- norms ----------------------------------------------------------------------------
 
@@ -27,7 +26,7 @@ def norm_placement_dot(placement: str, norm: str) -> str:
     formula = "x + sublayer(norm(x))" if placement == "pre" else "norm(x + sublayer(x))"
     lines = ["digraph G {", 'rankdir=TB; node [shape=box fontname="Helvetica" fontsize=13 style=filled fillcolor="#e8eef7"];',
              f'label="{placement}-norm: {formula}"; labelloc=t; fontname="Helvetica"; fontsize=15;',
-             'add [shape=circle fillcolor="#ffffff"];', f'norm [fillcolor="#fde725" label="{norm_label}"];']
+             'add [shape=circle fillcolor="#ffffff" label="+"];', f'norm [fillcolor="#fde725" label="{norm_label}"];']
     lines += [f'{name} [label="{text}"];' for name, text in labels.items() if name not in ("add", "norm")]
     for a, b in _PLACEMENT_EDGES[placement]:
         style = ' [style=dashed label="residual"]' if (a, b) == ("x", "add") else ""
@@ -74,19 +73,21 @@ def activation_curves(x: np.ndarray, curves: dict[str, np.ndarray]) -> go.Figure
 def units_heatmap(values: np.ndarray, labels: list[str], title: str, max_units: int = 64) -> go.Figure:
     """(T, d_ff) hidden activations, tokens down, the first `max_units` units across."""
     shown = values[:, :max_units]
-    return heatmap(shown, [str(u) for u in range(shown.shape[1])], labels, title, x_title="hidden unit",
-                   y_title="token", signed=True)
+    return grid_heatmap(shown, list(range(shown.shape[1])), [f"{i}:{t}" for i, t in enumerate(labels)], title,
+                        "hidden unit", "token", signed=True, height=420)
 
 
 def router(probs: np.ndarray, chosen: np.ndarray, labels: list[str]) -> go.Figure:
     """(T, E) router probabilities with the top-k chosen experts of each token marked."""
-    fig = heatmap(probs, [str(e) for e in range(probs.shape[1])], labels,
-                  "router probabilities (○ = chosen)", x_title="expert", y_title="token", zmin=0, zmax=1)
-    ys = [f"{t}:{labels[t]}" for t in range(len(labels)) for _ in range(chosen.shape[1])]
-    xs = [str(int(e)) for e in chosen.reshape(-1)]
-    fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name="chosen (top-k)", hoverinfo="skip",
+    tokens = [f"{t}:{label}" for t, label in enumerate(labels)]
+    fig = grid_heatmap(probs, list(range(probs.shape[1])), tokens, "router probabilities (○ = chosen)", "expert",
+                       "token", zmin=0, zmax=1, height=max(320, 16 * len(labels) + 120))
+    fig.add_trace(go.Scatter(x=[int(e) for e in chosen.reshape(-1)], y=[tokens[t] for t in range(len(labels))
+                                                                         for _ in range(chosen.shape[1])],
+                             mode="markers", name="chosen (top-k)", hoverinfo="skip",
                              marker=dict(symbol="circle-open", size=14, color="#ffffff", line=dict(width=3))))
     fig.update_layout(showlegend=False)
+    fig.update_xaxes(dtick=1)
     return fig
 
 
