@@ -2,6 +2,7 @@
 import re
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from ui.block_figures import depth_lines, norm_bars, norm_placement_dot
@@ -71,6 +72,10 @@ else:
     col2.plotly_chart(depth_lines({k: p["grad_norms"] for k, p in profiles.items()},
                                   "gradient norm of each block's weights", "L2 norm of the gradient (log scale)", "block",
                                   log=True), key="norm_grad")
+    rows = [{"variant": label, "after_block": i, "resid_norm": r, "grad_norm_of_that_block": p["grad_norms"][i - 1] if i else None}
+            for label, p in profiles.items() for i, r in enumerate(p["resid_norms"])]
+    st.download_button("Download the measurements (CSV)", pd.DataFrame(rows).to_csv(index=False),
+                       f"norms_depth{depth}_{init}.csv", "text/csv")
     pre, post = profiles["pre-LayerNorm"], profiles["post-LayerNorm"]
     growth = pre["resid_norms"][-1] / pre["resid_norms"][1]
     pre_grads, post_grads = (p["grad_norms"][-1] / p["grad_norms"][0] for p in (pre, post))
