@@ -93,7 +93,8 @@ for name, model_cfg, published in [("the sidebar's model", cfg, None),
                  "experts (top-k)": f"{model_cfg.n_experts} (top-{model_cfg.top_k})" if model_cfg.ffn == "moe" else "—",
                  "total": f"{counts['total']:,}", "active per token": f"{counts['active']:,}",
                  "active share": f"{counts['active'] / counts['total']:.0%}",
-                 "published total / active": f"{published[0] / 1e9:.1f}B / {published[1] / 1e9:.1f}B" if published else "—"})
+                 "published total / active":
+                     f"{published[0] / 1e9:.1f}B / {published[1] / 1e9:.1f}B" if published else "—"})
 st.dataframe(pd.DataFrame(rows), hide_index=True)
 st.caption("Mixtral stores 8 SwiGLU experts per layer but each token runs 2: about 47B parameters to hold in memory, "
            "about 13B of compute per token — a 13B model's speed with far more capacity.")

@@ -72,7 +72,8 @@ else:
     col2.plotly_chart(depth_lines({k: p["grad_norms"] for k, p in profiles.items()},
                                   "gradient norm of each block's weights", "L2 norm of the gradient (log scale)", "block",
                                   log=True), key="norm_grad")
-    rows = [{"variant": label, "after_block": i, "resid_norm": r, "grad_norm_of_that_block": p["grad_norms"][i - 1] if i else None}
+    rows = [{"variant": label, "after_block": i, "resid_norm": r,
+             "grad_norm_of_that_block": p["grad_norms"][i - 1] if i else None}
             for label, p in profiles.items() for i, r in enumerate(p["resid_norms"])]
     st.download_button("Download the measurements (CSV)", pd.DataFrame(rows).to_csv(index=False),
                        f"norms_depth{depth}_{init}.csv", "text/csv")
@@ -111,7 +112,8 @@ else:
     out = normalized(values)
     st.plotly_chart(norm_bars(x, out["layernorm"], out["rmsnorm"]), key="norm_bars")
     col1, col2, col3 = st.columns(3)
-    for col, (name, v) in zip((col1, col2, col3), {"input": x, "LayerNorm": out["layernorm"], "RMSNorm": out["rmsnorm"]}.items()):
+    shown = {"input": x, "LayerNorm": out["layernorm"], "RMSNorm": out["rmsnorm"]}
+    for col, (name, v) in zip((col1, col2, col3), shown.items()):
         col.metric(f"{name}: mean", f"{v.mean():.4f}")
         col.metric(f"{name}: RMS", f"{np.sqrt((v ** 2).mean()):.4f}")
     st.markdown("LayerNorm: (x − mean) / std → mean 0, RMS 1 (it centres *and* scales). RMSNorm: x / RMS(x) → RMS 1, "

@@ -57,8 +57,10 @@ def kv_sharing(n_heads: int, n_kv_heads: int) -> go.Figure:
                                  line=dict(color=OKABE_ITO[g % len(OKABE_ITO)], width=3)))
     fig.add_trace(go.Scatter(x=q_x, y=np.ones(n_heads), mode="markers+text", name="query heads (H)",
                              text=[f"q{h}" for h in range(n_heads)], textposition="top center",
-                             marker=dict(size=22, symbol="circle", color=[OKABE_ITO[(h // group) % 8] for h in range(n_heads)]),
-                             hovertext=[f"query head {h} reads kv head {h // group}" for h in range(n_heads)], hoverinfo="text"))
+                             marker=dict(size=22, symbol="circle",
+                                         color=[OKABE_ITO[(h // group) % 8] for h in range(n_heads)]),
+                             hovertext=[f"query head {h} reads kv head {h // group}" for h in range(n_heads)],
+                             hoverinfo="text"))
     fig.add_trace(go.Scatter(x=kv_x, y=np.zeros(n_kv_heads), mode="markers+text", name="kv heads (G)",
                              text=[f"kv{g}" for g in range(n_kv_heads)], textposition="bottom center",
                              marker=dict(size=30, symbol="square", color=[OKABE_ITO[g % 8] for g in range(n_kv_heads)]),
@@ -66,7 +68,8 @@ def kv_sharing(n_heads: int, n_kv_heads: int) -> go.Figure:
                                         for g in range(n_kv_heads)], hoverinfo="text"))
     fig.update_yaxes(range=[-0.6, 1.6], tickvals=[0, 1], ticktext=["K, V", "Q"], title="projection")
     fig.update_xaxes(showticklabels=False, title="head", zeroline=False)
-    return layout(fig, f"H={n_heads} query heads share G={n_kv_heads} kv heads ({group} per group)", 320, "head", "projection")
+    return layout(fig, f"H={n_heads} query heads share G={n_kv_heads} kv heads ({group} per group)", 320,
+                  "head", "projection")
 
 
 def kv_cache_growth(contexts: np.ndarray, bytes_per_token: dict[str, int], title: str = "") -> go.Figure:
@@ -163,7 +166,8 @@ def rope_vectors(pairs: np.ndarray, position: int, max_pairs: int = 8) -> go.Fig
         x, y = path[position]
         fig.add_trace(go.Scatter(x=[0, x], y=[0, y], mode="lines+markers", showlegend=False,
                                  line=dict(color=OKABE_ITO[5], width=4), marker=dict(size=[0, 12], color=OKABE_ITO[5]),
-                                 hovertemplate=f"pair {i} at position {position}<br>(%{{x:.3f}}, %{{y:.3f}})<extra></extra>"),
+                                 hovertemplate=f"pair {i} at position {position}<br>"
+                                               "(%{x:.3f}, %{y:.3f})<extra></extra>"),
                       row, col)
         axis = "" if i == 0 else str(i + 1)
         fig.update_xaxes(range=[-1.25 * radius, 1.25 * radius], row=row, col=col, showticklabels=False, zeroline=True,
