@@ -54,7 +54,8 @@ if changes.get("arch") == "encoder-decoder" or (base.arch == "encoder-decoder" a
     changes["parallel_block"] = False  # a parallel block has no place for cross-attention
 try:
     cfg_b = base.replace(**changes)
-    tokens_b = tokenize(ctx.state.text, cfg_b.vocab_size)
+    # the very same tokens when the vocabularies agree; otherwise the text encoded for B's vocabulary
+    tokens_b = ctx.tokens if cfg_b.vocab_size == cfg_a.vocab_size else tokenize(ctx.state.text, cfg_b.vocab_size)
     trace_b = get_trace(to_json(cfg_b), ctx.state.seed, tuple(tokens_b.ids), tuple(tokens_b.labels))
 except (ValueError, MemoryError) as exc:
     st.error(f"Configuration B is impossible: {exc}")
