@@ -8,8 +8,8 @@ from ui.export import heatmaps_png, trace_npz
 from ui.figures import arcs, head_grid
 from ui.page import load_page
 from ui.page_controls import KEEP, carry_over, init_from_url, keep_valid, write_url
-from ui.playground_figures import (KINDS_OF_ARCH, attention_view, cross_arcs, entropy_figure, head_stages, query_bars,
-                                   rope_figure, routing_figure, stage_figure, visible_keys)
+from ui.playground_figures import (KINDS_OF_ARCH, attention_view, cross_arcs, entropy_figure, head_stages,
+                                   label_grid_axes, query_bars, rope_figure, routing_figure, stage_figure, visible_keys)
 from ui.source import five_lines, source_of
 
 carry_over()  # the sidebar's values, across a page switch
@@ -53,13 +53,12 @@ st.caption(f"Softmax weights of all {cfg.n_heads} heads ({cfg.attention_kind}: {
            f"Rows: {view.y_title}; columns: {view.x_title}. Blank cells are masked.")
 grid = head_grid(patterns, key_labels, query_labels, cfg.n_kv_heads)
 grid.update_annotations(font_size=13)  # the subplot titles, kept apart on narrow screens
-grid.update_xaxes(title_text="key", title_font_size=12)
-grid.update_yaxes(title_text="query", title_font_size=12)
+label_grid_axes(grid, "key", "query")
 st.plotly_chart(grid, key="head_grid")
 
 # --- one head, stage by stage, under the five lines that computed it ------------------------------
 st.subheader(f"Head {head}, stage by stage")
-st.code(five_lines(), language="python")
+st.code(five_lines(), language="python", wrap_lines=True)
 st.caption("The library's own lines (`Attention.explicit_attention`). Each heatmap below is a tensor they produced, "
            "recorded at a hook point: `hook_raw_scores` (line 1), `hook_mask` and, with ALiBi, `hook_alibi_bias` "
            "(added in line 2), `hook_attn_scores` (line 2's result) and `hook_pattern` (line 3).")

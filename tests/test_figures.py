@@ -71,6 +71,10 @@ def test_head_grid_puts_each_kv_group_on_one_row():
     assert sorted(rows.values()) == [[0, 1, 2, 3], [4, 5, 6, 7]]  # heads 0-3 share kv head 0, 4-7 kv head 1
     titles = [a.text for a in fig.layout.annotations]
     assert titles[5] == "head 5 · kv 1"
+    pf.label_grid_axes(fig, "key", "query")
+    titled_y = [h for h, t in enumerate(fig.data) if fig.layout[t.yaxis.replace("y", "yaxis")].title.text == "query"]
+    titled_x = [h for h, t in enumerate(fig.data) if fig.layout[t.xaxis.replace("x", "xaxis")].title.text == "key"]
+    assert titled_y == [0, 4] and titled_x == [4, 5, 6, 7]  # first column, bottom row
 
 
 def test_bars_arcs_and_entropy():

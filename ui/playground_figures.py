@@ -99,6 +99,19 @@ def stage_figure(stage: Stage, x_labels: list[str], y_labels: list[str], x_title
     return fig
 
 
+def label_grid_axes(fig: go.Figure, x_title: str, y_title: str) -> go.Figure:
+    """Axis titles on a grid of subplots: keys under the bottom row, queries left of the first column."""
+    layout = fig.layout
+    x_starts = [layout[t.xaxis.replace("x", "xaxis")].domain[0] for t in fig.data]
+    y_starts = [layout[t.yaxis.replace("y", "yaxis")].domain[0] for t in fig.data]
+    for trace, x_start, y_start in zip(fig.data, x_starts, y_starts):
+        if x_start == min(x_starts):
+            layout[trace.yaxis.replace("y", "yaxis")].title = dict(text=y_title, font_size=12)
+        if y_start == min(y_starts):
+            layout[trace.xaxis.replace("x", "xaxis")].title = dict(text=x_title, font_size=12)
+    return fig
+
+
 def query_bars(weights: np.ndarray, key_labels: list[str], query_label: str) -> go.Figure:
     """One query's attention distribution over the keys, as bars (0..1)."""
     fig = go.Figure(go.Bar(x=_unique(list(key_labels)), y=np.asarray(weights, dtype=float), marker_color="#21918c",
