@@ -78,7 +78,7 @@ def tile_grid(tiles: list[Tile], current: int, allowed: np.ndarray | None = None
     colours = [colour for _, colour, _ in TILE_STATES.values()]
     fig = go.Figure(go.Heatmap(
         z=states, x=k_edges, y=q_edges, zmin=-0.5, zmax=len(colours) - 0.5, colorscale=_discrete_scale(colours),
-        showscale=False, text=steps, texttemplate="%{text}", customdata=steps,
+        showscale=False, text=steps, texttemplate="<b>%{text}</b>", customdata=steps,
         hovertemplate="queries from %{y}, keys from %{x}<br>step %{customdata}<extra></extra>"))
     # tile borders as one line trace: None breaks the line between segments
     xs, ys = [], []
@@ -97,7 +97,7 @@ def tile_grid(tiles: list[Tile], current: int, allowed: np.ndarray | None = None
                 computed[tile.q_start:tile.q_stop, tile.k_start:tile.k_stop] = True
         q_masked, k_masked = np.nonzero(computed & ~allowed)
         fig.add_trace(go.Scatter(x=k_masked + 0.5, y=q_masked + 0.5, mode="markers", name="masked pair in a computed tile",
-                                 marker=dict(symbol="x-thin", size=6, line=dict(width=1, color="#404040")),
+                                 marker=dict(symbol="x-thin", size=5, line=dict(width=1, color="#7f7f7f")),
                                  hovertemplate="query %{y:.0f}, key %{x:.0f}: masked<extra></extra>"))
     for state, (_, colour, label) in TILE_STATES.items():  # legend entries for the discrete colours
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=label,
