@@ -1,4 +1,6 @@
 """Attention playground: every head's weights, one head's stages, where one query looks, and the position term."""
+import numpy as np
+import plotly.graph_objects as go
 import streamlit as st
 
 from transformer.attention import Attention
@@ -11,6 +13,23 @@ from ui.page_controls import KEEP, carry_over, init_from_url, keep_valid, write_
 from ui.playground_figures import (KINDS_OF_ARCH, attention_view, cross_arcs, entropy_figure, head_stages,
                                    label_grid_axes, query_bars, rope_figure, routing_figure, stage_figure, visible_keys)
 from ui.source import five_lines, source_of
+
+
+# The two figures with one trace per head or per key are the slow ones to build: each is kept for
+# the numbers it draws, so clicking through heads and queries reuses them (the page never changes them).
+@st.cache_resource(max_entries=64, show_spinner=False)
+def layer_grid(patterns: np.ndarray, key_labels: tuple, query_labels: tuple, n_kv_heads: int) -> go.Figure:
+    grid = head_grid(patterns, list(key_labels), list(query_labels), n_kv_heads)
+    grid.update_annotations(font_size=13)  # the subplot titles, kept apart on narrow screens
+    return label_grid_axes(grid, "key", "query")
+
+
+@st.cache_resource(max_entries=256, show_spinner=False)
+def query_arcs(weights: np.ndarray, key_labels: tuple, query_labels: tuple, query: int, cross: bool) -> go.Figure:
+    if cross:
+        return cross_arcs(weights, list(query_labels), list(key_labels), query)
+    return arcs(weights, list(key_labels), query)
+
 
 carry_over()  # the sidebar's values, across a page switch
 ctx = load_page("Attention playground",
@@ -51,10 +70,7 @@ sharing = {"MHA": "every head has its own K and V",
            "MQA": "all heads read one shared K and V"}[cfg.attention_kind]
 st.caption(f"Softmax weights of all {cfg.n_heads} heads ({cfg.attention_kind}: {sharing}). "
            f"Rows: {view.y_title}; columns: {view.x_title}. Blank cells are masked.")
-grid = head_grid(patterns, key_labels, query_labels, cfg.n_kv_heads)
-grid.update_annotations(font_size=13)  # the subplot titles, kept apart on narrow screens
-label_grid_axes(grid, "key", "query")
-st.plotly_chart(grid, key="head_grid")
+st.plotly_chart(layer_grid(patterns, tuple(key_labels), tuple(query_labels), cfg.n_kv_heads), key="head_grid")
 
 # --- one head, stage by stage, under the five lines that computed it ------------------------------
 st.subheader(f"Head {head}, stage by stage")
@@ -83,10 +99,8 @@ weights = patterns[head, query]  # (T_kv,)
 n_visible = visible_keys(trace.arrays[view.hook(layer, "hook_mask")][0, 0, query])
 bar_col, arc_col = st.columns(2)
 bar_col.plotly_chart(query_bars(weights, key_labels, query_labels[query]), key="query_bars")
-if view.module == "cross_attn":
-    arc_col.plotly_chart(cross_arcs(weights, query_labels, key_labels, query), key="query_arcs")
-else:
-    arc_col.plotly_chart(arcs(weights, key_labels, query), key="query_arcs")
+arc_col.plotly_chart(query_arcs(weights, tuple(key_labels), tuple(query_labels), query, view.module == "cross_attn"),
+                     key="query_arcs")
 st.plotly_chart(entropy_figure(patterns, query, n_visible), key="entropy")
 
 # --- the position term and the router, next to the architecture ------------------------------

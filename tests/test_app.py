@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from transformer import MODEL_CARDS, PRESETS, Transformer, choices
 from ui.source import five_lines
+from ui.state import config_from_values
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGES = ["pages/home.py", "pages/playground.py", "pages/stepper.py"]
@@ -48,11 +49,20 @@ def values(data) -> np.ndarray:
     return np.array(data, dtype=float)
 
 
-def library_trace(preset: str, text: str, seed: int = 0):
-    """The library's own trace of a preset on a text, built here the way the app's runtime builds it."""
-    torch.manual_seed(seed)
-    model = Transformer(PRESETS[preset], device="cpu").eval()
-    ids = torch.tensor([[ord(c) % model.cfg.vocab_size for c in text]])
+def untrained(at: AppTest) -> AppTest:
+    """Three layers: sizes no shipped checkpoint has, so the app runs seeded random weights the test can rebuild."""
+    at.sidebar.number_input(key="n_layers").set_value(3).run()
+    return at
+
+
+def library_trace(at: AppTest):
+    """The library's own trace of the app's current (untrained) model on its text, built here the way the app
+    builds it: the sidebar's config, weights seeded by the sidebar's seed, one token per character."""
+    values = {key: at.session_state[key] for key in SIDEBAR_KEYS if key not in ("preset", "text", "seed")}
+    cfg = config_from_values(values, at.session_state["preset"])
+    torch.manual_seed(int(at.session_state["seed"]))
+    model = Transformer(cfg, device="cpu").eval()
+    ids = torch.tensor([[ord(c) % cfg.vocab_size for c in at.session_state["text"]]])
     _, trace = model.run_with_trace(ids)
     return trace
 
@@ -75,7 +85,7 @@ def test_default_view(page):
         assert at.main.code[0].value == five_lines()  # the library's own lines
         assert "digraph" in at.get("graphviz_chart")[0].proto.spec
     else:
-        events = library_trace("gpt2", at.sidebar.text_area(key="text").value).events
+        events = library_trace(at).events  # the event names and their number do not depend on the weights
         assert at.slider(key="step").max == len(events) - 1
         assert len(at.dataframe[0].value) == len(events)
         assert at.latex and "hook_embed(" in at.main.code[0].value  # the formula and the source line of step 0
@@ -189,7 +199,7 @@ def test_bad_input_shows_a_message_never_a_traceback(page):
     at.sidebar.text_area(key="text").set_value("x" * 10_000).run()
     assert_clean(at)
     if page != "pages/home.py":
-        assert any("10000 characters" in w.value and "128" in w.value for w in at.warning)
+        assert any("10000" in w.value and "128" in w.value for w in at.warning)  # said visibly
     for text, label in UNUSUAL_TEXT.values():
         at.sidebar.text_area(key="text").set_value(text).run()
         assert_clean(at)
@@ -220,9 +230,9 @@ def test_bad_input_shows_a_message_never_a_traceback(page):
 # --- the pages' own controls ------------------------------------------------------------------------
 
 def test_playground_controls_draw_the_library_numbers():
-    at = open_page("pages/playground.py", text="hello world")
-    trace = library_trace("gpt2", "hello world")
-    for layer, head, query in [(0, 0, 10), (1, 2, 4), (1, 3, 0)]:
+    at = untrained(open_page("pages/playground.py", text="hello world"))
+    trace = library_trace(at)
+    for layer, head, query in [(0, 0, 10), (2, 2, 4), (1, 3, 0)]:
         at.selectbox(key="layer").set_value(layer).run()
         at.selectbox(key="head").set_value(head).run()
         at.selectbox(key="query").set_value(query).run()
@@ -257,8 +267,8 @@ def test_playground_encoder_decoder_kinds_label_their_axes():
 
 
 def test_stepper_moves_through_the_recorded_steps():
-    at = open_page("pages/stepper.py")
-    events = library_trace("gpt2", SHORT_TEXT).events
+    at = untrained(open_page("pages/stepper.py"))
+    events = library_trace(at).events
     names = [e.name for e in events]
     title = lambda: at.subheader[0].value
     assert f"`{names[0]}`" in title() and at.button(key="prev").disabled
@@ -283,8 +293,8 @@ def test_stepper_moves_through_the_recorded_steps():
 
 
 def test_stepper_values_slice_and_shapes():
-    at = open_page("pages/stepper.py")
-    events = library_trace("gpt2", SHORT_TEXT).events
+    at = untrained(open_page("pages/stepper.py"))
+    events = library_trace(at).events
     step = next(i for i, e in enumerate(events) if e.name == "blocks.1.attn.hook_raw_scores")
     at.slider(key="step").set_value(step).run()
     shapes = [m.value for m in at.markdown if m.value.startswith("**Shapes**")][0]
