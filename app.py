@@ -2,6 +2,7 @@
 from pathlib import Path
 
 import streamlit as st
+import torch
 
 st.set_page_config(page_title="Attention Lab", page_icon="🔍", layout="wide")
 
@@ -27,4 +28,5 @@ navigation = st.navigation({
               for script, title, icon in pages if (HERE / script).exists()]
     for section, pages in PAGES.items()
 })
+torch.set_num_threads(1)  # many small models, many sessions: one core each keeps the server responsive
 navigation.run()

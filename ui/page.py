@@ -7,7 +7,7 @@ import streamlit as st
 
 from transformer import Transformer
 
-from .runtime import MAX_TOKENS, TraceData, Tokens, get_model, get_trace, tokenize
+from .runtime import MAX_TOKENS, TraceData, Tokens, encode_text, get_model, get_trace, weights_info
 from .state import AppState, sidebar
 
 
@@ -36,15 +36,28 @@ def load_page(title: str, intro: str) -> PageContext:
     if state.error:
         st.error(f"This combination of axes is impossible: {state.error}")
         st.stop()
+    info = weights_info(state.config_json, state.weights)
     try:
-        tokens = tokenize(state.text, state.config.vocab_size)
-        model = get_model(state.config_json, state.seed)
-        trace = get_trace(state.config_json, state.seed, tuple(tokens.ids), tuple(tokens.labels))
-    except (ValueError, MemoryError) as exc:
+        tokens = encode_text(state.text, state.config_json, state.weights)
+        model = get_model(state.config_json, state.seed, state.weights)
+        trace = get_trace(state.config_json, state.seed, tuple(tokens.ids), tuple(tokens.labels), state.weights)
+    except (ValueError, MemoryError, OSError) as exc:
         st.error(str(exc))
         st.stop()
     if tokens.truncated_from:
-        st.warning(f"The input has {tokens.truncated_from} characters; the views show the first {MAX_TOKENS} tokens.")
-    st.info("Untrained weights (random, seed "
-            f"{state.seed}): the patterns below show the mechanics, not learned behaviour.", icon="🎲")
+        st.warning(f"The input has {tokens.truncated_from} tokens; the views show the first {MAX_TOKENS}.")
+    weights_banner(info, state.seed)
     return PageContext(state, model, tokens, trace)
+
+
+def weights_banner(info, seed: int) -> None:
+    """Say plainly whether the weights were trained."""
+    if info.kind == "trained":
+        st.success(f"Trained weights: {info.label}.", icon="🎓")
+    elif info.kind == "huggingface":
+        st.success(f"Weights: {info.label}.", icon="🤗")
+    else:
+        col1, col2 = st.columns([4, 1])
+        col1.warning(f"Untrained weights (random, seed {seed}): the patterns show the mechanics, not learned "
+                     "behaviour. No shipped checkpoint has exactly these axes and sizes.", icon="🎲")
+        col2.page_link("pages/train.py", label="Train this variant", icon="🏋️")

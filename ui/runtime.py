@@ -6,15 +6,19 @@ tracing the same cached model at once never mix their tensors.
 """
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import unicodedata
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import streamlit as st
 import torch
 
-from transformer import Transformer, TransformerConfig
+from transformer import Transformer, TransformerConfig, checkpoint
+from transformer.tasks import get_task
 
 MAX_TOKENS = 128  # heatmaps stay readable and each rerun's messages small
 START_TOKEN = 0  # the decoder's first input in an encoder-decoder
@@ -53,11 +57,127 @@ def tokenize(text: str, vocab_size: int, max_tokens: int = MAX_TOKENS) -> Tokens
     return Tokens([ord(c) % vocab_size for c in chars], [char_label(c) for c in chars], truncated_from)
 
 
-@st.cache_resource(max_entries=8, show_spinner="Building the model…")
-def get_model(config_json: str, seed: int) -> Transformer:
+# Where weights come from, besides the default (a shipped checkpoint that fits the config, else random):
+HF_PREFIX = "hf:"  # "hf:<directory or cached id>": a local Hugging Face model
+CKPT_PREFIX = "ckpt:"  # "ckpt:<path>": a checkpoint file, e.g. one trained on the Train page
+
+
+@dataclass(frozen=True)
+class WeightsInfo:
+    kind: str  # "trained" (a shipped checkpoint), "huggingface" or "random"
+    label: str  # what a banner says
+    task: str | None = None  # the checkpoint's task: its vocabulary encodes the text
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_configs() -> tuple[tuple[str, str, str, float], ...]:
+    """(config JSON, checkpoint path, task, accuracy) for every shipped checkpoint, read once.
+
+    A missing or broken index means no trained weights: every page then says its weights are random.
+    """
+    try:
+        entries = checkpoint.shipped()
+    except checkpoint.CheckpointError as exc:
+        logging.getLogger(__name__).warning("no shipped checkpoints: %s", exc)
+        return ()
+    rows = []
+    for entry in entries:
+        _, cfg = checkpoint.read_meta(entry.path)
+        rows.append((config_key(cfg), str(entry.path), entry.task, entry.accuracy))
+    return tuple(rows)
+
+
+def config_key(cfg: TransformerConfig) -> str:
+    return json.dumps(cfg.to_dict(), sort_keys=True)
+
+
+def trained_config(cfg: TransformerConfig) -> TransformerConfig | None:
+    """The shipped checkpoint's config when one was trained with these axes and sizes, else None."""
+    def axes_and_sizes(config: dict) -> dict:  # a task picks its own vocabulary and length
+        return {k: v for k, v in config.items() if k not in checkpoint.TASK_SIZED_FIELDS}
+
+    wanted = axes_and_sizes(cfg.to_dict())
+    for key, _, _, _ in _shipped_configs():
+        if axes_and_sizes(json.loads(key)) == wanted:
+            return TransformerConfig.from_dict(json.loads(key))
+    return None
+
+
+def weights_config(weights: str) -> TransformerConfig:
+    """The config of explicitly chosen weights (reads only their config, not the tensors)."""
+    if weights.startswith(HF_PREFIX):
+        from transformer.interop import describe_hf
+
+        return describe_hf(weights[len(HF_PREFIX):]).config
+    return checkpoint.read_meta(weights[len(CKPT_PREFIX):])[1]
+
+
+def weights_info(config_json: str, weights: str = "") -> WeightsInfo:
+    if weights.startswith(HF_PREFIX):
+        return WeightsInfo("huggingface", f"Hugging Face model {weights[len(HF_PREFIX):]}")
+    if weights.startswith(CKPT_PREFIX):
+        path = weights[len(CKPT_PREFIX):]
+        meta, _ = checkpoint.read_meta(path)
+        accuracy = meta.get("accuracy")
+        score = f", accuracy {accuracy:.2f}" if isinstance(accuracy, (int, float)) else ""
+        return WeightsInfo("trained", f"your checkpoint {Path(path).name} ({meta.get('task')} task{score})", meta.get("task"))
+    for key, path, task, accuracy in _shipped_configs():
+        if key == config_json:
+            name = path.rsplit("/", 1)[-1]
+            return WeightsInfo("trained", f"trained checkpoint {name} ({task} task, accuracy {accuracy:.2f})", task)
+    return WeightsInfo("random", "untrained (random) weights")
+
+
+@st.cache_resource(max_entries=8, show_spinner="Loading the model…")
+def get_model(config_json: str, seed: int, weights: str = "") -> Transformer:
+    """The model for a config: a shipped checkpoint when one matches it exactly, else seeded random weights.
+
+    weights="hf:<path>" loads a local Hugging Face model instead, "ckpt:<path>" a checkpoint file.
+    """
+    if weights.startswith(HF_PREFIX):
+        from transformer.interop import from_hf
+
+        return from_hf(weights[len(HF_PREFIX):]).eval()
+    if weights.startswith(CKPT_PREFIX):
+        return checkpoint.load(weights[len(CKPT_PREFIX):])[0].eval()
+    for key, path, _, _ in _shipped_configs():
+        if key == config_json:
+            return checkpoint.load(path)[0].eval()
     torch.manual_seed(seed)
-    model = Transformer(TransformerConfig.from_dict(json.loads(config_json)))
-    return model.eval()
+    return Transformer(TransformerConfig.from_dict(json.loads(config_json))).eval()
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _hf_tokenizer(path: str):
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(path, local_files_only=True)
+    except (OSError, ValueError):
+        return None  # a model saved without its tokenizer: fall back to characters
+
+
+def encode_text(text: str, config_json: str, weights: str = "", max_tokens: int = MAX_TOKENS) -> Tokens:
+    """Text -> tokens the shown model understands: the task's vocabulary for a trained checkpoint,
+    the model's own tokenizer for a Hugging Face model, else one token per character."""
+    info = weights_info(config_json, weights)
+    vocab_size = json.loads(config_json)["vocab_size"]
+    if info.task is not None:
+        task = get_task(info.task)
+        ids = task.encode(unicodedata.normalize("NFC", text))
+        truncated_from = len(ids) if len(ids) > max_tokens else None
+        ids = ids[:max_tokens]
+        return Tokens(ids, task.decode(ids), truncated_from)
+    if info.kind == "huggingface":
+        tokenizer = _hf_tokenizer(weights[len(HF_PREFIX):])
+        if tokenizer is not None:
+            if not text:
+                raise ValueError("The input text is empty: type at least one character.")
+            ids = tokenizer(text)["input_ids"]
+            truncated_from = len(ids) if len(ids) > max_tokens else None
+            ids = ids[:max_tokens]
+            return Tokens(ids, [char_label(t) if len(t) == 1 else t for t in tokenizer.convert_ids_to_tokens(ids)], truncated_from)
+    return tokenize(text, vocab_size, max_tokens)
 
 
 @dataclass
@@ -76,16 +196,18 @@ class TraceData:
 
 
 @st.cache_data(max_entries=64, show_spinner="Running the model…")
-def get_trace(config_json: str, seed: int, ids: tuple[int, ...], labels: tuple[str, ...]) -> TraceData:
-    model = get_model(config_json, seed)
+def get_trace(config_json: str, seed: int, ids: tuple[int, ...], labels: tuple[str, ...], weights: str = "") -> TraceData:
+    model = get_model(config_json, seed, weights)
     cfg = model.cfg
     src = torch.tensor([ids], device=model.device)
     if cfg.arch == "encoder-decoder":
         # the decoder reads its own greedy output, one token behind, as it would when generating
-        out = model.generate(src, max_new_tokens=len(ids), start_token_id=START_TOKEN)  # (1, 1 + T)
+        task = weights_info(config_json, weights).task
+        start = get_task(task).token_id("<bos>") if task else START_TOKEN
+        out = model.generate(src, max_new_tokens=len(ids), start_token_id=start)  # (1, 1 + T)
         tgt = out[:, : len(ids)]
         logits, trace = model.run_with_trace(src, tgt)
-        tgt_labels = ["<s>"] + [char_label(chr(int(t))) for t in tgt[0, 1:]]
+        tgt_labels = get_task(task).decode(tgt[0]) if task else ["<s>"] + [char_label(chr(int(t))) for t in tgt[0, 1:]]
     else:
         logits, trace = model.run_with_trace(src)
         tgt_labels = list(labels)

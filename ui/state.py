@@ -7,18 +7,20 @@ and returns an ``AppState`` with a validated config, or the library's error mess
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
 import streamlit as st
 
 from transformer import MODEL_CARDS, PRESETS, TransformerConfig, choices
+from transformer.tasks import get_task
+
+from .runtime import config_key, trained_config, weights_config, weights_info
 
 DEFAULT_PRESET = "gpt2"
-DEFAULT_TEXT = "the cat sat on the mat. the cat sat"
+UNTRAINED_TEXT = "the cat sat on the mat. the cat sat"
 CUSTOM = "custom"
-KEEP = {"persist_state": "session"}  # widget values survive page switches
+STORE = "_sidebar_values"  # the canonical values: widget keys are re-seeded from it on every run
 
 # URL key -> (session key, how to read it from the URL string)
 _AXES = {
@@ -27,6 +29,7 @@ _AXES = {
     "n_experts": int, "top_k": int, "sliding_window": int,
 }
 _OTHER = {"preset": str, "text": str, "seed": int}
+WEIGHTS_KEY = "weights"  # URL and session key of chosen weights: "hf:<path>" or "ckpt:<path>"
 
 POSITION_HELP = {
     "none": "no position signal: only the mask orders tokens",
@@ -48,10 +51,11 @@ class AppState:
     error: str | None
     text: str
     seed: int
+    weights: str = ""  # "" = a shipped checkpoint if one fits the config, else random; "hf:<path>"
 
     @property
     def config_json(self) -> str:
-        return json.dumps(self.config.to_dict(), sort_keys=True)
+        return config_key(self.config)
 
 
 def _preset_values(name: str) -> dict:
@@ -70,16 +74,25 @@ def _init_from_url() -> None:
     if preset not in PRESETS and preset != CUSTOM:
         preset = DEFAULT_PRESET
     values = _preset_values(preset if preset in PRESETS else DEFAULT_PRESET)
-    values.update(preset=preset, text=DEFAULT_TEXT, seed=0)
+    values.update(preset=preset, text=example_text(preset if preset in PRESETS else DEFAULT_PRESET), seed=0)
     for key, parse in {**_AXES, **_OTHER}.items():
         if key in params:
             try:
                 values[key] = parse(params[key])
             except ValueError:
                 pass  # a malformed number in a link: keep the default
-    for key, value in values.items():
-        st.session_state[key] = value
+    st.session_state[STORE] = values
+    if params.get(WEIGHTS_KEY):
+        st.session_state[WEIGHTS_KEY] = params[WEIGHTS_KEY]
     st.session_state["_state_ready"] = True
+
+
+def example_text(preset: str) -> str:
+    """The input that shows what the preset's trained checkpoint learned (or a plain sentence)."""
+    trained = trained_config(PRESETS[preset])
+    if trained is None:
+        return UNTRAINED_TEXT
+    return get_task(weights_info(config_key(trained)).task).example_text
 
 
 def apply_preset(name: str | None = None) -> None:
@@ -87,13 +100,40 @@ def apply_preset(name: str | None = None) -> None:
     name = name or st.session_state["preset"]
     st.session_state["preset"] = name
     if name in PRESETS:
-        st.session_state.update(_preset_values(name))
+        _store(**_preset_values(name), text=example_text(name))
+    _store(preset=name)
+    close_weights()
+
+
+def _store(**values) -> None:
+    """Set values both in the canonical store and in the widgets' keys."""
+    st.session_state[STORE].update(values)
+    st.session_state.update(values)
+
+
+def _changed(key: str) -> None:
+    """A widget callback: keep its new value (Streamlit forgets widget keys across page switches)."""
+    st.session_state[STORE][key] = st.session_state[key]
+    if key in _AXES:
+        _mark_custom()
+
+
+def use_weights(weights: str) -> None:
+    """Show these weights ("hf:<path>" or "ckpt:<path>") on every page, with their task's example input."""
+    st.session_state[WEIGHTS_KEY] = weights
+    task = weights_info("", weights).task
+    if task:
+        _store(text=get_task(task).example_text)
+
+
+def close_weights() -> None:
+    st.session_state.pop(WEIGHTS_KEY, None)
 
 
 def _mark_custom() -> None:
     name = st.session_state["preset"]
     if name in PRESETS and _current_values() != _preset_values(name):
-        st.session_state["preset"] = CUSTOM
+        _store(preset=CUSTOM)
 
 
 def _current_values() -> dict:
@@ -107,65 +147,84 @@ def config_from_values(values: dict, preset: str) -> TransformerConfig:
     fields["sliding_window"] = fields["sliding_window"] or None
     if preset == CUSTOM:  # family-specific details only make sense inside their family
         base = TransformerConfig()
-    return dataclasses.replace(base, **fields)
+    config = dataclasses.replace(base, **fields)
+    return trained_config(config) or config  # a trained checkpoint brings its task's vocabulary
 
 
 def sidebar() -> AppState:
     _init_from_url()
     s = st.session_state
+    s.update(s[STORE])
     with st.sidebar:
-        st.selectbox("Preset (real model recipe)", [*PRESETS, CUSTOM], key="preset", **KEEP, on_change=apply_preset,
+        if s.get(WEIGHTS_KEY):
+            st.info(f"Every page shows **{weights_info('', s[WEIGHTS_KEY]).label}**; the axes below do not apply to it.")
+            st.button("Back to the presets", on_click=close_weights)
+        st.selectbox("Preset (real model recipe)", [*PRESETS, CUSTOM], key="preset", on_change=apply_preset,
                      format_func=lambda k: MODEL_CARDS[k].name if k in MODEL_CARDS else "custom (edited)")
         if s["preset"] in MODEL_CARDS:
             st.caption(MODEL_CARDS[s["preset"]].summary)
         else:
             st.caption("custom: an axis was changed away from the preset")
-        st.text_area("Input text", key="text", **KEEP, height=80, help="Each character is one token.")
+        st.text_area("Input text", key="text", on_change=_changed, args=("text",), height=80,
+                     help="One token per character (a trained checkpoint lists the symbols its task knows).")
 
         st.markdown("**The five axes**")
-        st.selectbox("Architecture", choices("arch"), key="arch", **KEEP, on_change=_mark_custom)
+        st.selectbox("Architecture", choices("arch"), key="arch", on_change=_changed, args=("arch",))
         heads = s["n_heads"]
         kv_options = [g for g in range(1, heads + 1) if heads % g == 0] or [1]
         if s["n_kv_heads"] not in kv_options:  # keep the widget valid; the config check reports the problem
             kv_options = sorted({*kv_options, s["n_kv_heads"]})
-        st.selectbox("KV heads (G)", kv_options, key="n_kv_heads", **KEEP, on_change=_mark_custom,
+        st.selectbox("KV heads (G)", kv_options, key="n_kv_heads", on_change=_changed, args=("n_kv_heads",),
                      format_func=lambda g: f"{g} · " + ("MHA" if g == heads else "MQA" if g == 1 else "GQA"))
-        st.number_input("Sliding window W (0 = none)", min_value=0, max_value=4096, step=1, key="sliding_window", **KEEP,
-                        on_change=_mark_custom)
-        st.selectbox("Position", choices("position"), key="position", **KEEP, on_change=_mark_custom,
+        st.number_input("Sliding window W (0 = none)", min_value=0, max_value=4096, step=1, key="sliding_window",
+                        on_change=_changed, args=("sliding_window",))
+        st.selectbox("Position", choices("position"), key="position", on_change=_changed, args=("position",),
                      help="\n".join(f"- {k}: {v}" for k, v in POSITION_HELP.items()))
         col1, col2 = st.columns(2)
-        col1.selectbox("Norm", choices("norm"), key="norm", **KEEP, on_change=_mark_custom)
-        col2.selectbox("Placement", choices("norm_position"), key="norm_position", **KEEP, on_change=_mark_custom)
-        st.selectbox("FFN", choices("ffn"), key="ffn", **KEEP, on_change=_mark_custom,
+        col1.selectbox("Norm", choices("norm"), key="norm", on_change=_changed, args=("norm",))
+        col2.selectbox("Placement", choices("norm_position"), key="norm_position", on_change=_changed, args=("norm_position",))
+        st.selectbox("FFN", choices("ffn"), key="ffn", on_change=_changed, args=("ffn",),
                      help="\n".join(f"- {k}: {v}" for k, v in FFN_HELP.items()))
         if s["ffn"] == "moe":
             col1, col2 = st.columns(2)
-            col1.number_input("Experts", min_value=1, max_value=16, key="n_experts", **KEEP, on_change=_mark_custom)
-            col2.number_input("Top-k", min_value=1, max_value=16, key="top_k", **KEEP, on_change=_mark_custom)
+            col1.number_input("Experts", min_value=1, max_value=16, key="n_experts", on_change=_changed, args=("n_experts",))
+            col2.number_input("Top-k", min_value=1, max_value=16, key="top_k", on_change=_changed, args=("top_k",))
 
         st.markdown("**Sizes**")
         col1, col2, col3 = st.columns(3)
-        col1.number_input("Layers", min_value=1, max_value=12, key="n_layers", **KEEP, on_change=_mark_custom)
-        col2.number_input("d_model", min_value=8, max_value=512, step=8, key="d_model", **KEEP, on_change=_mark_custom)
-        col3.number_input("Heads", min_value=1, max_value=16, key="n_heads", **KEEP, on_change=_mark_custom)
-        st.number_input("Seed", min_value=0, max_value=2**31 - 1, key="seed", **KEEP)
+        col1.number_input("Layers", min_value=1, max_value=12, key="n_layers", on_change=_changed, args=("n_layers",))
+        col2.number_input("d_model", min_value=8, max_value=512, step=8, key="d_model", on_change=_changed, args=("d_model",))
+        col3.number_input("Heads", min_value=1, max_value=16, key="n_heads", on_change=_changed, args=("n_heads",))
+        st.number_input("Seed", min_value=0, max_value=2**31 - 1, key="seed", on_change=_changed, args=("seed",))
         _sync_url()
         st.caption("This page's link reproduces the view:")
         st.code("?" + urlencode(dict(st.query_params)), language=None)
 
     config, error = None, None
+    weights = s.get(WEIGHTS_KEY, "")
     try:
-        config = config_from_values(_current_values(), s["preset"])
-    except ValueError as exc:
+        if weights:
+            config = chosen_config(weights)
+        else:
+            config = config_from_values(_current_values(), s["preset"])
+    except (ValueError, OSError, ImportError) as exc:
         error = str(exc)
-    return AppState(s["preset"], config, error, s["text"], int(s["seed"]))
+    return AppState(s["preset"], config, error, s["text"], int(s["seed"]), weights)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def chosen_config(weights: str) -> TransformerConfig:
+    return weights_config(weights)
 
 
 def _sync_url() -> None:
     """Write the whole state into the URL, only the keys that changed."""
     s = st.session_state
     state = {k: str(s[k]) for k in (*_OTHER, *_AXES)}
+    if s.get(WEIGHTS_KEY):
+        state[WEIGHTS_KEY] = s[WEIGHTS_KEY]
+    elif WEIGHTS_KEY in st.query_params:
+        del st.query_params[WEIGHTS_KEY]
     for key, value in state.items():
         if st.query_params.get(key) != value:
             st.query_params[key] = value

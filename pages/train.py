@@ -1,0 +1,121 @@
+"""Train: the sidebar's variant on a synthetic task, watching the loss fall and the attention form."""
+import io
+import tempfile
+import zipfile
+from pathlib import Path
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from transformer import checkpoint
+from transformer.tasks import TASKS, pattern_names
+from transformer.train import evaluate, train
+from ui.figures import FONT, head_grid
+from ui.page import start_page
+from ui.runtime import CKPT_PREFIX
+from ui.state import use_weights
+
+RESULT = "train_result"  # session key: the last (or interrupted) training run
+
+state = start_page("Train a tiny model and watch its attention form", """
+Random weights draw noise. Train the sidebar's variant on a task whose solution has a known attention
+pattern — **induction** (a previous-token head, then a head that looks one past the previous copy),
+**copy** / **reverse** (cross-attention on the diagonal / anti-diagonal), **sort**, **mirror** (bidirectional),
+**mixed** (two kinds of token for MoE experts to split) — and watch the heatmap as it trains.
+Pressing any button while it runs stops training there; what was learned so far is kept.
+""")
+if state.error or state.config is None:
+    st.error(f"This combination of axes is impossible: {state.error}")
+    st.stop()
+
+tasks = {name: task for name, task in TASKS.items() if task.arch == state.config.arch}
+if not tasks:
+    st.error(f"No task here trains a {state.config.arch} model; pick another architecture in the sidebar.")
+    st.stop()
+col1, col2, col3, col4 = st.columns(4)
+task_name = col1.selectbox("Task", list(tasks), format_func=lambda n: f"{n}: {tasks[n].description}", key="train_task")
+steps = col2.number_input("Steps", min_value=10, max_value=5000, value=400, step=50, key="train_steps")
+batch_size = col3.select_slider("Batch", [8, 16, 32, 64, 128], value=64, key="train_batch")
+lr = col4.select_slider("Peak learning rate", [3e-4, 1e-3, 3e-3, 1e-2], value=3e-3, key="train_lr")
+task = tasks[task_name]
+try:
+    cfg = state.config.replace(vocab_size=len(task.vocab), max_len=max(state.config.max_len, task.max_tokens))
+except ValueError as exc:
+    st.error(str(exc))
+    st.stop()
+st.caption(f"Variant: {state.config.arch}, {state.config.attention_kind}, {state.config.position}, "
+           f"{state.config.norm_position}-{state.config.norm}, {state.config.ffn}; "
+           f"{state.config.n_layers} layers × {state.config.n_heads} heads, d_model {state.config.d_model}; "
+           f"vocabulary sized to the task ({len(task.vocab)} tokens).")
+
+example = task.sample(1, seed=7)  # one fixed example whose attention is redrawn while training
+cross = cfg.arch == "encoder-decoder"
+
+
+def attention_figure(model, step: int) -> go.Figure:
+    """The last layer's heads on the fixed example (cross-attention for an encoder-decoder)."""
+    name = pattern_names(model, cross=cross)[-1]
+    _, trace = model.run_with_trace(*example.model_args(), names=[name])
+    weights = trace[name][0].float().cpu().numpy()  # (H, T_q, T_kv)
+    keys = task.decode(example.src_ids[0] if cross else example.model_args()[0][0])
+    queries = task.decode(example.tgt_in[0]) if cross else keys
+    return head_grid(weights, keys, queries, cfg.n_kv_heads, title=f"{name} at step {step}")
+
+
+def loss_figure(history: list[dict]) -> go.Figure:
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[h["step"] for h in history], y=[h["loss"] for h in history], name="loss",
+                             line=dict(color="#0072B2")))
+    fig.add_trace(go.Scatter(x=[h["step"] for h in history], y=[h["accuracy"] for h in history], name="accuracy",
+                             yaxis="y2", line=dict(color="#E69F00")))
+    fig.update_layout(height=320, font=FONT, margin=dict(l=10, r=10, t=30, b=10), xaxis_title="step",
+                      yaxis=dict(title="loss"), yaxis2=dict(title="accuracy", overlaying="y", side="right", range=[0, 1]),
+                      legend=dict(orientation="h"))
+    return fig
+
+
+def run_training() -> None:
+    progress = st.progress(0.0, text="Starting…")
+    chart, heatmap = st.empty(), st.empty()
+    history: list[dict] = []
+    st.session_state[RESULT] = {"task": task_name, "config": cfg, "history": history, "model": None, "done": False}
+
+    def report(step: int, metrics: dict, model) -> None:
+        history.append(metrics)
+        st.session_state[RESULT]["model"] = model  # kept even if a click stops the run here
+        progress.progress((step + 1) / steps, text=f"step {step + 1}/{steps} · loss {metrics['loss']:.3f} · "
+                                                   f"accuracy {metrics['accuracy']:.2f}")
+        chart.plotly_chart(loss_figure(history), key=f"loss_{step}")
+        heatmap.plotly_chart(attention_figure(model, step), key=f"attn_{step}")
+
+    model, _ = train(cfg, task, int(steps), batch_size=int(batch_size), lr=float(lr), seed=state.seed,
+                     callback=report, callback_every=max(1, int(steps) // 40), progress=False)
+    st.session_state[RESULT].update(model=model, done=True)
+
+
+if st.button("Train", type="primary"):
+    run_training()
+
+result = st.session_state.get(RESULT)
+if result and result["model"] is not None:
+    model, history = result["model"].eval(), result["history"]
+    finished = "finished" if result["done"] else f"stopped at step {history[-1]['step'] + 1}"
+    accuracy = evaluate(model, result["task"], n_batches=2, batch_size=64)
+    st.subheader(f"Training {finished}: accuracy {accuracy:.2f} on fresh {result['task']} samples")
+    st.plotly_chart(loss_figure(history), key="loss_final")
+    st.plotly_chart(attention_figure(model, history[-1]["step"]), key="attn_final")
+
+    directory = Path(tempfile.gettempdir()) / "attention-lab-trained"
+    c = result["config"]
+    path = directory / f"{result['task']}-{c.arch}-{c.attention_kind}-{c.position}-{c.norm_position}{c.norm}-{c.ffn}-seed{state.seed}"
+    checkpoint.save(model, path, {"task": result["task"], "accuracy": accuracy, "steps": len(history),
+                                  "source": "trained in the app"})
+    col1, col2 = st.columns(2)
+    col1.button("Use it on every page", type="primary", on_click=use_weights, args=(CKPT_PREFIX + str(path),))
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zf:
+        for file in checkpoint.checkpoint_paths(path):
+            zf.write(file, file.name)
+    col2.download_button("Download the checkpoint (.safetensors + .json)", archive.getvalue(),
+                         file_name=f"{path.name}.zip", mime="application/zip")
+    st.caption(f"Saved as {path}.safetensors and .json; `transformer.checkpoint.load('{path}')` opens it.")
