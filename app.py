@@ -25,7 +25,7 @@ PAGES = {
 
 navigation = st.navigation({
     section: [st.Page(HERE / script, title=title, icon=icon, default=script == "pages/home.py")
-              for script, title, icon in pages if (HERE / script).exists()]
+              for script, title, icon in pages]
     for section, pages in PAGES.items()
 })
 torch.set_num_threads(1)  # many small models, many sessions: one core each keeps the server responsive
