@@ -49,8 +49,11 @@ def open_path(page, base_url: str, path: str) -> None:
 
 def choose(page, label: str, option: str) -> None:
     """Pick an option of the selectbox with this label, as a user would."""
-    page.get_by_role("combobox", name=label, exact=True).click()
-    page.locator('[role="listbox"] [role="option"]').filter(has_text=option).get_by_text(option, exact=True).click()
+    box = page.get_by_role("combobox", name=label, exact=True)
+    box.scroll_into_view_if_needed()
+    box.click()
+    box.fill(option)  # the list filters to the options that match what is typed
+    page.locator('[role="listbox"] [role="option"]').get_by_text(option, exact=True).click()
 
 
 @pytest.mark.parametrize("path", sorted(page_paths()))
