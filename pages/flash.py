@@ -10,7 +10,7 @@ from ui.flash_figures import (GIB, MIB, memory_formula, measured_curves, rescale
 from ui.flash_measure import MASKS, MAX_T, check_settings, live_qkv, measure, random_qkv, tiled_run
 from ui.page import start_page
 from ui.page_controls import KEEP, carry_over, init_from_url, keep_valid, write_url
-from ui.runtime import tokenize
+from ui.runtime import encode_text, weights_info
 from ui.source import source_of
 
 # random numbers first: untrained weights give scores so close together that the rescaling hardly shows
@@ -63,8 +63,8 @@ def live_inputs():
         return f"the sidebar describes an impossible model ({state.error})"
     cfg = state.config
     try:
-        tokens = tokenize(state.text, cfg.vocab_size)
-    except ValueError as exc:
+        tokens = encode_text(state.text, state.config_json, state.weights)
+    except (ValueError, OSError) as exc:
         return str(exc)
     keep_valid("flash_layer", range(cfg.n_layers), 0)
     keep_valid("flash_head", range(cfg.n_heads), 0)
@@ -74,14 +74,18 @@ def live_inputs():
                    format_func=lambda h: f"{h} (reads kv head {h // (cfg.n_heads // cfg.n_kv_heads)})")
     layer, head = st.session_state["flash_layer"], st.session_state["flash_head"]
     try:
-        q, k, v, slope = live_qkv(state.config_json, state.seed, tuple(tokens.ids), tuple(tokens.labels), layer, head)
-    except (ValueError, MemoryError) as exc:
+        q, k, v, slope = live_qkv(state.config_json, state.seed, tuple(tokens.ids), tuple(tokens.labels), layer, head,
+                                  state.weights)
+    except (ValueError, MemoryError, OSError) as exc:
         return str(exc)
     t = min(len(tokens.ids), MAX_T)
+    info = weights_info(state.config_json, state.weights)
+    weights = f"untrained, seed {state.seed}" if info.kind == "random" else info.label
     what = "rotated by RoPE" if cfg.position == "rope" else "with ALiBi's distance penalty" if slope else ""
-    note = (f"q, k, v of layer {layer}, head {head} of the sidebar's model (untrained, seed {state.seed}) on its "
-            f"{len(tokens.ids)}-token input{', ' + what if what else ''}; the mask is the one chosen here, not the "
-            "model's. Untrained weights give scores close together: expect rescale factors near 1.")
+    note = (f"q, k, v of layer {layer}, head {head} of the sidebar's model ({weights}) on its {len(tokens.ids)}-token "
+            f"input{', ' + what if what else ''}; the mask is the one chosen here, not the model's.")
+    if info.kind == "random":
+        note += " Untrained weights give scores close together: expect rescale factors near 1."
     if len(tokens.ids) > MAX_T:
         note += f" The first {MAX_T} tokens are used."
     return q[:t], k[:t], v[:t], slope, t, note

@@ -11,10 +11,11 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from transformer import masks
+from transformer import PRESETS, masks
 from transformer.flash import full_attention_bytes, tile_plan, tiled_attention_bytes
 from ui import flash_figures as ff
-from ui.flash_measure import MASKS, check_settings, measure_in_fresh_process, random_qkv, tiled_run
+from ui.flash_measure import MASKS, check_settings, live_qkv, measure_in_fresh_process, random_qkv, tiled_run
+from ui.runtime import get_trace, tokenize
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 CODES = {state: code for state, (code, _, _) in ff.TILE_STATES.items()}
@@ -165,6 +166,18 @@ def test_tiled_run_matches_the_explicit_attention_and_records_every_tile(mask, b
         assert not run["allowed"][:, -3:].any() and run["allowed"][:, :-3].all()
 
 
+@pytest.mark.parametrize("preset,head", [("llama2", 3), ("bloom", 2)])  # RoPE with GQA; ALiBi
+def test_live_qkv_are_the_heads_the_model_itself_attends_with(preset, head):
+    """Under the model's own causal mask the page's tiled output equals the model's recorded hook_z for that head."""
+    config_json = json.dumps(PRESETS[preset].to_dict(), sort_keys=True)
+    tokens = tokenize("flash attention in tiles", PRESETS[preset].vocab_size)
+    q, k, v, slope = live_qkv(config_json, 0, tuple(tokens.ids), tuple(tokens.labels), 1, head)
+    assert (slope is not None) == (preset == "bloom")
+    run = tiled_run(q, k, v, slope, 5, 3, "causal", 1, 1)
+    z = get_trace(config_json, 0, tuple(tokens.ids), tuple(tokens.labels)).arrays["blocks.1.attn.hook_z"][0, head]
+    np.testing.assert_allclose(run["out"], z, atol=1e-5)
+
+
 @pytest.mark.parametrize("settings,numbers", [
     (dict(block_q=0), ["block_q=0", "1 to 16"]),
     (dict(block_k=17), ["block_k=17", "T=16"]),
@@ -309,9 +322,10 @@ def test_live_model_source_uses_the_chosen_layer_and_head(preset):
     at.selectbox(key="flash_layer").set_value(1).run()
     at.selectbox(key="flash_head").set_value(2).run()
     assert_clean(at)
-    assert any("layer 1, head 2" in c.value and "24-token input" in c.value for c in at.caption)
+    note = next(c.value for c in at.caption if "layer 1, head 2" in c.value)
+    t = int(note.split("-token input")[0].rsplit(" ", 1)[-1])  # the text's length in the model's own tokens
     assert float(metric(at, "max |tiled − explicit|")) < 1e-5
-    assert metric(at, "Step").endswith(f"of {math.ceil(24 / 5) * math.ceil(24 / 3) - 1}")
+    assert metric(at, "Step").endswith(f"of {math.ceil(t / 5) * math.ceil(t / 3) - 1}")
     at.sidebar.text_area(key="text").set_value("").run()  # nothing to run the model on: random q, k, v instead
     assert_clean(at)
     assert "Showing random q, k, v instead" in at.warning[0].value

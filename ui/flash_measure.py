@@ -71,15 +71,15 @@ def random_qkv(t: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return q.numpy(), k.numpy(), v.numpy()
 
 
-def live_qkv(config_json: str, seed: int, ids: tuple[int, ...], labels: tuple[str, ...], layer: int,
-             head: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float | None]:
+def live_qkv(config_json: str, seed: int, ids: tuple[int, ...], labels: tuple[str, ...], layer: int, head: int,
+             weights: str = "") -> tuple[np.ndarray, np.ndarray, np.ndarray, float | None]:
     """(q, k, v) of one query head and the kv head it reads, (T, d_head) each, from the cached trace.
 
     RoPE models give their rotated q and k (what the scores are made of). The last value is
     the head's ALiBi slope when the model uses ALiBi, else None.
     """
     cfg = TransformerConfig.from_dict(json.loads(config_json))
-    trace = get_trace(config_json, seed, ids, labels)
+    trace = get_trace(config_json, seed, ids, labels, weights)
     attn = f"{self_attention_prefix(cfg)}blocks.{layer}.attn."
     kv_head = head // (cfg.n_heads // cfg.n_kv_heads)
 
