@@ -178,7 +178,8 @@ def routing_figure(probs: np.ndarray, chosen: np.ndarray, labels: list[str]) -> 
     token_of = np.repeat(np.arange(n_tokens), chosen.shape[1])  # (T * k,)
     fig.add_trace(go.Scatter(x=[tokens[t] for t in token_of], y=[experts[e] for e in chosen.reshape(-1)],
                              mode="markers", name="chosen (top-k)",
-                             marker=dict(symbol="circle-open", size=14, color="#ff7f0e", line=dict(width=3)),
+                             marker=dict(symbol="circle-open", size=max(5, min(14, 420 // n_tokens)), color="#ff7f0e",
+                                         line=dict(width=2 if n_tokens > 30 else 3)),
                              hovertemplate="token %{x} → %{y}<extra>chosen</extra>"))
     fig.update_layout(title=f"router: token × expert (circles = the top-{chosen.shape[1]} experts each token uses)",
                       height=140 + 45 * n_experts, font=FONT, margin=dict(l=10, r=10, t=60, b=10),
