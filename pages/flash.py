@@ -94,24 +94,24 @@ def live_inputs():
 inputs = live_inputs() if st.session_state["flash_src"] == "live" else None
 if isinstance(inputs, str):
     st.warning(f"The live model cannot be used: {inputs}. Showing random q, k, v instead.")
-controls = st.columns(5)
+controls = iter(st.columns(5))  # filled left to right: T only for random q, k, v
 if isinstance(inputs, tuple):
     q, k, v, slope, t, note = inputs
 else:
-    controls[0].number_input("T (tokens)", key="flash_T", step=1, help=f"2 to {MAX_T}", **KEEP)
+    next(controls).number_input("T (tokens)", key="flash_T", step=1, help=f"2 to {MAX_T}", **KEEP)
     t = int(st.session_state["flash_T"])
     q, k, v = random_qkv(t, state.seed) if 2 <= t <= MAX_T else (None, None, None)
     slope, note = None, (f"Random q, k, v: {t} tokens × d_head = 16, standard normal numbers from the sidebar's seed "
                          f"({state.seed}). Their scores spread about as widely as a trained model's, so the running "
                          "maximum moves and the rescaling shows.")
-controls[1].number_input("block_q (query rows per tile)", key="flash_bq", step=1, **KEEP)
-controls[2].number_input("block_k (keys per tile)", key="flash_bk", step=1, **KEEP)
-controls[3].selectbox("Mask", list(MASKS), key="flash_mask", **KEEP)
+next(controls).number_input("block_q (query rows per tile)", key="flash_bq", step=1, **KEEP)
+next(controls).number_input("block_k (keys per tile)", key="flash_bk", step=1, **KEEP)
+next(controls).selectbox("Mask", list(MASKS), key="flash_mask", **KEEP)
 mask = st.session_state["flash_mask"]
 if MASKS[mask]["windowed"]:
-    controls[4].number_input("Window W (keys a query sees)", key="flash_w", step=1, **KEEP)
+    next(controls).number_input("Window W (keys a query sees)", key="flash_w", step=1, **KEEP)
 if MASKS[mask]["padded"]:
-    controls[4].number_input("Padding tokens at the end", key="flash_pad", step=1, **KEEP)
+    next(controls).number_input("Padding tokens at the end", key="flash_pad", step=1, **KEEP)
 st.caption(note)
 block_q, block_k = int(st.session_state["flash_bq"]), int(st.session_state["flash_bk"])
 window, n_pad = int(st.session_state["flash_w"]), int(st.session_state["flash_pad"])

@@ -315,7 +315,7 @@ def test_bad_input_gets_a_message_and_the_page_keeps_working():
     assert float(metric(at, "max |tiled − explicit|")) < 1e-5  # one real key: every query attends to it alone
 
 
-@pytest.mark.parametrize("preset", ["llama2", "bloom"])  # RoPE-rotated q and k; ALiBi's slope added tile by tile
+@pytest.mark.parametrize("preset", ["llama2", "bloom", "original"])  # RoPE; ALiBi; an encoder-decoder
 def test_live_model_source_uses_the_chosen_layer_and_head(preset):
     at = open_page(preset=preset, flash_src="live", flash_bq=5, flash_bk=3)
     at.sidebar.text_area(key="text").set_value("flash attention in tiles").run()

@@ -16,6 +16,7 @@ from .figures import DIVERGING, FONT, SEQUENTIAL, masked_to_nan
 
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
 GIB, MIB = 2 ** 30, 2 ** 20
+GRID_PX = 480  # side of the tile grid's plot area
 
 # tile state -> (code drawn in the grid, colour, label in the legend)
 TILE_STATES = {
@@ -76,9 +77,11 @@ def tile_grid(tiles: list[Tile], current: int, allowed: np.ndarray | None = None
         steps[tile.q_block, tile.k_block] = "skip" if tile.skipped else str(step)
     q_edges, k_edges = _edges(tiles, "q"), _edges(tiles, "k")
     colours = [colour for _, colour, _ in TILE_STATES.values()]
+    cell_px = GRID_PX / max(states.shape)  # the step numbers shrink with the cells, never below legible
     fig = go.Figure(go.Heatmap(
         z=states, x=k_edges, y=q_edges, zmin=-0.5, zmax=len(colours) - 0.5, colorscale=_discrete_scale(colours),
         showscale=False, text=steps, texttemplate="<b>%{text}</b>", customdata=steps,
+        textfont=dict(size=int(min(16, max(9, cell_px / 3)))),
         hovertemplate="queries from %{y}, keys from %{x}<br>step %{customdata}<extra></extra>"))
     # tile borders as one line trace: None breaks the line between segments
     xs, ys = [], []
@@ -107,8 +110,7 @@ def tile_grid(tiles: list[Tile], current: int, allowed: np.ndarray | None = None
                   line=dict(color=OKABE_ITO[5], width=4))  # the step shown, skipped or not
     fig.update_xaxes(range=[k_edges[0], k_edges[-1]], constrain="domain")
     fig.update_yaxes(range=[q_edges[-1], q_edges[0]], scaleanchor="x", constrain="domain")  # query 0 on top, square cells
-    side = 560
-    return layout(fig, title, side, "key position (columns of K and V)", "query position (rows of Q)")
+    return layout(fig, title, GRID_PX + 160, "key position (columns of K and V)", "query position (rows of Q)")
 
 
 # --- the current tile -----------------------------------------------------------------------
