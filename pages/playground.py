@@ -9,7 +9,7 @@ from ui.diagram import architecture_dot
 from ui.export import heatmaps_png, trace_npz
 from ui.figures import arcs, head_grid
 from ui.page import load_page
-from ui.page_controls import KEEP, carry_over, init_from_url, keep_valid, write_url
+from ui.page_controls import KEEP, init_from_url, keep_valid, write_url
 from ui.playground_figures import (KINDS_OF_ARCH, attention_view, cross_arcs, entropy_figure, head_stages,
                                    label_grid_axes, query_bars, rope_figure, routing_figure, stage_figure, visible_keys)
 from ui.source import five_lines, source_of
@@ -31,7 +31,6 @@ def query_arcs(weights: np.ndarray, key_labels: tuple, query_labels: tuple, quer
     return arcs(weights, list(key_labels), query)
 
 
-carry_over()  # the sidebar's values, across a page switch
 ctx = load_page("Attention playground",
                 "Switch the axes in the sidebar and watch the scores, the mask and the softmax weights change. "
                 "Pick a layer, a head and a query token below.")
@@ -41,7 +40,6 @@ labels = {"src": trace.src_labels, "tgt": trace.tgt_labels}
 # --- the page's controls, kept in the URL ---------------------------------------------------
 URL_KEYS = {"attn": str, "layer": int, "head": int, "query": int}
 init_from_url("playground", URL_KEYS)
-carry_over(URL_KEYS)
 kinds = KINDS_OF_ARCH[cfg.arch]
 keep_valid("attn", kinds, default="cross" if "cross" in kinds else None)
 view = attention_view(st.session_state["attn"])

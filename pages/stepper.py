@@ -6,10 +6,9 @@ from ui.diagram import architecture_dot
 from ui.export import table_csv
 from ui.figures import bars, heatmap, masked_to_nan
 from ui.page import load_page
-from ui.page_controls import KEEP, carry_over, init_from_url, keep_valid, write_url
+from ui.page_controls import KEEP, init_from_url, keep_valid, write_url
 from ui.stepper import diagram_node, explain, formula, inputs_of, named_shape, shape_table, slice_2d, source_line
 
-carry_over()  # the sidebar's values, across a page switch
 ctx = load_page("Forward-pass stepper",
                 "Walk through the forward pass one recorded tensor at a time, in the order the model made them. "
                 "Each step shows what it is, its formula, the library line that produced it, its shape and its values.")
@@ -19,7 +18,6 @@ last = len(events) - 1
 
 # --- which step: buttons, slider and jump list all move one index kept in the URL ----------------
 init_from_url("stepper", {"step": int})
-carry_over(("step",))
 keep_valid("step", range(len(events)))
 
 

@@ -90,6 +90,24 @@ def test_a_shared_link_opens_the_same_view(page, base_url):
     assert page.get_by_text("ALiBi bias").count() >= 1  # the bias panel's title inside the plot
 
 
+def test_page_switches_keep_the_sidebar_and_the_page_controls(page, base_url):
+    open_path(page, base_url, "playground?preset=gpt2&text=hello+there&head=2")
+    choose(page, "Position", "alibi")
+    page.wait_for_function("() => location.search.includes('position=alibi')")
+    wait_until_ready(page)
+    page.get_by_role("link", name="Forward-pass stepper").click()
+    page.wait_for_function("() => document.body.innerText.includes('Step 0 of')")
+    wait_until_ready(page)
+    assert page.get_by_role("combobox", name="Position", exact=True).input_value() == "alibi"
+    page.get_by_role("link", name="Attention playground").click()
+    page.wait_for_function("() => document.body.innerText.includes('stage by stage')")
+    wait_until_ready(page)
+    assert page.get_by_role("combobox", name="Head", exact=True).input_value() == "2 (kv head 2)"
+    assert page.get_by_role("combobox", name="Position", exact=True).input_value() == "alibi"
+    assert page.get_by_role("textbox", name="Input text").input_value() == "hello there"
+    assert page.locator(EXCEPTION).count() == 0
+
+
 def test_stepper_buttons_move_one_step(page, base_url):
     open_path(page, base_url, "stepper?step=0")
     assert page.get_by_text("Step 0 of").count() == 1

@@ -4,10 +4,9 @@ The page reads its keys from the URL on its first run in a session, keeps every 
 valid for the current model (a head index past the new head count falls back), and
 writes the values back, so the link in the sidebar reproduces the exact view.
 
-On the first run after a page switch, Streamlit hands a keyed widget its default value
-even with ``persist_state="session"``; writing each value back into session state before
-the widgets are drawn (``carry_over``) makes the new page open with the values the
-learner chose.
+``carry_over`` writes values back into session state before the widgets are drawn, for a
+page that wants its widgets to reopen exactly as they were even on the first run after a
+page switch.
 """
 from __future__ import annotations
 
