@@ -113,11 +113,16 @@ def test_diagram_of_an_encoder_decoder_has_two_stacks_and_cross_attention():
     dot = architecture_dot(PRESETS["original"], highlight="enc_attn")
     labels = node_labels(dot)
     assert "bidirectional" in labels["enc_attn"] and "causal" in labels["attn"]
-    assert "cross" in labels and "enc_ffn -> cross" in dot
+    assert "cross" in labels and "enc_ln2 -> cross" in dot  # memory leaves the encoder after its last norm
+    assert "attn -> ln1;" in dot and "cross -> ln_cross;" in dot and "ffn -> ln2;" in dot  # post-norm: norm after
     assert labels["enc_pos"] == "+ sinusoidal positions"
     assert "ln_final" not in labels  # post-norm blocks end on their own norm
-    parallel = node_labels(architecture_dot(PRESETS["falcon"]))
+    parallel_dot = architecture_dot(PRESETS["falcon"])
+    parallel = node_labels(parallel_dot)
     assert "ln2" not in parallel and "MQA" in parallel["attn"]
+    assert "ln1 -> attn;" in parallel_dot and "ln1 -> ffn;" in parallel_dot  # one norm feeds both
+    pre = architecture_dot(PRESETS["llama2"])
+    assert "ln1 -> attn;" in pre and "ln2 -> ffn;" in pre  # pre-norm: norm before
 
 
 # --- ui/playground_figures.py -----------------------------------------------------------------------

@@ -28,27 +28,38 @@ def _stack(prefix: str, cfg: TransformerConfig, cross: bool, highlight: str | No
     if cfg.position in ("sinusoidal", "learned"):
         lines.append(_node(f"{p}pos", f"+ {cfg.position} positions", highlight))
         chain.append(f"{p}pos")
-    block = [f"subgraph cluster_{p}block {{", f'label="× {cfg.n_layers} blocks ({cfg.norm_position}-norm{", parallel" if cfg.parallel_block else ""})";',
+    if cfg.embed_norm:
+        lines.append(_node(f"{p}ln_embed", f"embedding {norm}", highlight))
+        chain.append(f"{p}ln_embed")
+    placement = "parallel" if cfg.parallel_block else f"{cfg.norm_position}-norm"
+    block = [f"subgraph cluster_{p}block {{", f'label="× {cfg.n_layers} blocks ({placement})";',
              'style=rounded; color="#555555";']
-    block.append(_node(f"{p}ln1", norm, highlight))
-    block.append(_node(f"{p}attn", f"self-attention\\n{kind}\\n{mask}{position}", highlight))
-    inner = [f"{p}ln1", f"{p}attn"]
+    sublayers = [("ln1", "attn", f"self-attention\\n{kind}\\n{mask}{position}")]
     if cross:
-        block.append(_node(f"{p}cross", "cross-attention\\nq: decoder, k v: encoder", highlight))
-        inner.append(f"{p}cross")
-    if not cfg.parallel_block:
-        block.append(_node(f"{p}ln2", norm, highlight))
-        inner.append(f"{p}ln2")
-    block.append(_node(f"{p}ffn", ffn, highlight))
-    inner.append(f"{p}ffn")
-    block.append("}")
-    lines += block
-    chain += inner
-    if cfg.norm_position == "pre":
-        lines.append(_node(f"{p}ln_final", f"final {norm}", highlight))
-        chain.append(f"{p}ln_final")
+        sublayers.append(("ln_cross", "cross", "cross-attention\\nq: decoder, k v: encoder"))
+    sublayers.append(("ln2", "ffn", ffn))
+    if cfg.parallel_block:  # one norm feeds attention and FFN side by side; their outputs are summed
+        block += [_node(f"{p}ln1", norm, highlight), _node(f"{p}attn", sublayers[0][2], highlight),
+                  _node(f"{p}ffn", ffn, highlight), f'{p}add [label="+" shape=circle];',
+                  f"{p}ln1 -> {p}attn;", f"{p}ln1 -> {p}ffn;", f"{p}attn -> {p}add;", f"{p}ffn -> {p}add;"]
+        lines += block + ["}"]
+        chain += [f"{p}ln1"]
+        chain_tail = [f"{p}add"]
+    else:
+        inner = []
+        for norm_name, sub_name, label in sublayers:
+            block += [_node(f"{p}{norm_name}", norm, highlight), _node(f"{p}{sub_name}", label, highlight)]
+            pair = [f"{p}{norm_name}", f"{p}{sub_name}"]
+            inner += pair if cfg.norm_position == "pre" else pair[::-1]  # post-norm: the norm follows
+        lines += block + ["}"]
+        chain += inner
+        chain_tail = []
     lines += [f"{a} -> {b};" for a, b in zip(chain, chain[1:])]
-    return lines, chain[0], chain[-1]
+    chain = chain_tail or chain[-1:]
+    if cfg.has_final_norm:
+        lines += [_node(f"{p}ln_final", f"final {norm}", highlight), f"{chain[-1]} -> {p}ln_final;"]
+        chain.append(f"{p}ln_final")
+    return lines, f"{p}embed", chain[-1]
 
 
 def architecture_dot(cfg: TransformerConfig, highlight: str | None = None) -> str:

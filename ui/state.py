@@ -81,6 +81,8 @@ def _init_from_url() -> None:
                 values[key] = parse(params[key])
             except ValueError:
                 pass  # a malformed number in a link: keep the default
+    if values["preset"] in PRESETS and {k: values[k] for k in _AXES} != _preset_values(values["preset"]):
+        values["preset"] = CUSTOM  # the link changed an axis away from its preset
     st.session_state[STORE] = values
     if params.get(WEIGHTS_KEY):
         st.session_state[WEIGHTS_KEY] = params[WEIGHTS_KEY]
