@@ -1,0 +1,124 @@
+"""Where weights come from, under AppTest: shipped checkpoints by default, the Train page, your own
+checkpoint on every page, and a local Hugging Face model on every page."""
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+from streamlit.testing.v1 import AppTest
+
+from transformer import checkpoint
+from transformer.tasks import get_task
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+
+
+def clean(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def decode(data) -> np.ndarray:
+    """A figure's array as drawn: plotly sends numpy arrays base64-encoded ({"dtype", "bdata", "shape"})."""
+    if isinstance(data, dict) and "bdata" in data:
+        flat = np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"]))
+        return flat.reshape([int(n) for n in str(data.get("shape", len(flat))).split(",")])
+    return np.array(data, dtype=float)
+
+
+def pattern_chart(at: AppTest) -> list:
+    """The z values of the first heatmap the page drew."""
+    figure = json.loads(at.get("plotly_chart")[0].proto.spec)
+    return figure["data"][0]["z"]
+
+
+def test_default_view_shows_a_trained_checkpoint_with_its_task_input():
+    at = clean(AppTest.from_file(APP, default_timeout=120))
+    at.run()
+    at.switch_page("pages/playground.py").run()
+    clean(at)
+    assert any("Trained weights" in s.value for s in at.success)
+    entry = next(e for e in checkpoint.shipped() if e.preset == "gpt2")
+    assert at.sidebar.text_area(key="text").value == get_task(entry.task).example_text
+
+
+def test_an_axis_away_from_every_checkpoint_says_untrained_and_offers_training():
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.switch_page("pages/playground.py").run()
+    at.sidebar.number_input(key="n_layers").set_value(3).run()
+    clean(at)
+    assert any("Untrained weights" in w.value for w in at.warning)
+    assert not any("Trained weights" in s.value for s in at.success)
+
+
+def test_train_page_trains_and_its_model_opens_on_every_page():
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    at.switch_page("pages/train.py").run()
+    clean(at)
+    assert at.selectbox(key="train_task").options  # tasks for the sidebar's architecture
+    at.number_input(key="train_steps").set_value(20).run()
+    next(b for b in at.button if b.label == "Train").click().run()
+    clean(at)
+    assert any("Training finished" in h.value for h in at.subheader)
+    assert len(at.get("plotly_chart")) >= 2  # loss curve and attention heatmap
+    assert any(d.label.startswith("Download the checkpoint") for d in at.get("download_button"))
+
+    next(b for b in at.button if b.label == "Use it on every page").click().run()
+    weights = at.session_state["weights"]
+    assert weights.startswith("ckpt:")
+    at.switch_page("pages/stepper.py").run()
+    clean(at)
+    assert any("your checkpoint" in s.value for s in at.success)
+    _, meta = checkpoint.load(weights[len("ckpt:"):])
+    task = get_task(meta["task"])
+    assert at.sidebar.text_area(key="text").value == task.example_text
+
+    next(b for b in at.sidebar.button if b.label == "Back to the presets").click().run()
+    assert "weights" not in at.session_state
+
+
+def test_hugging_face_page_opens_a_local_model_on_every_page(tmp_path):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    hf = LlamaForCausalLM(LlamaConfig(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64))
+    hf.save_pretrained(tmp_path)
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.switch_page("pages/hf_model.py").run()
+    clean(at)
+    at.text_input(key="hf_path").set_value(str(tmp_path)).run()
+    clean(at)
+    assert any("LlamaForCausalLM" in h.value for h in at.subheader)
+    next(b for b in at.button if b.label == "Open on every page").click().run()
+    at.switch_page("pages/playground.py").run()
+    clean(at)
+    assert any("Hugging Face model" in s.value for s in at.success)
+
+    # the playground draws the Hugging Face model's own attention, head by head
+    grid = pattern_chart(at)
+    text = at.sidebar.text_area(key="text").value
+    ids = torch.tensor([[ord(c) % 128 for c in text]])
+    hf.config._attn_implementation = "eager"
+    with torch.no_grad():
+        attentions = hf(ids, output_attentions=True).attentions
+    drawn = decode(grid)
+    head0 = attentions[0][0, 0].numpy()
+    assert drawn.shape == head0.shape
+    assert np.allclose(np.nan_to_num(drawn), head0, atol=1e-5)
+
+
+def test_hugging_face_page_reports_a_missing_model_and_keeps_working():
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.switch_page("pages/hf_model.py").run()
+    at.text_input(key="hf_path").set_value("/no/such/model/here").run()
+    assert not at.exception
+    assert any("Cannot open" in e.value for e in at.error)
+    at.switch_page("pages/playground.py").run()
+    clean(at)
