@@ -10,7 +10,7 @@ you can name before you look:
 | reverse   | encoder-decoder | cross-attention on the anti-diagonal                         |
 | sort      | decoder         | each answer token points at where that value sits in the input |
 | mirror    | encoder         | a masked token looks at its mirror image, often to its right  |
-| mixed     | decoder (MoE)   | digits and letters follow different rules: experts specialise |
+| mixed     | decoder (MoE)   | letters and digits follow different rules: experts specialise |
 
 Every generator is seeded (same seed -> same batch) and every batch marks its
 answer positions (``loss_mask``): loss and accuracy count those positions only.
@@ -148,19 +148,21 @@ def _first_letter_id(task: Task) -> int:
 class Induction(Task):
     """Random letters in which a segment of distinct letters appears twice, the copies d apart.
 
-    Segment length and distance vary from row to row, so no head can solve it by
-    position: on the second copy the model must find where the current letter was
-    before and predict the letter that followed it. That takes two heads in two
-    layers: a previous-token head writes "the letter before me" into every position,
-    and an induction head in the next layer matches the current letter against it.
-    The distance d is at most 8 so that it fits in Mistral's sliding window of 8.
+    The distance between the copies (3-16, uniform) and the segment length (3-8)
+    vary from row to row, so no head can solve it by position: on the second copy
+    the model must find where the current letter was before and predict the letter
+    that followed it. That takes two heads in two layers: a previous-token head
+    writes "the letter before me" into every position, and an induction head in the
+    next layer matches the current letter against it. (Short distances matter: with
+    only long ones, "the letter 7 back" would serve as well as "the letter before".)
+    Letters of the segment appear nowhere else, so the previous occurrence is unique.
     """
 
     name, arch = "induction", "decoder"
     description = "predict the next letter of a segment seen before (an induction head)"
     symbols, specials = LETTERS, ("<bos>",)
-    example_text = "qhvtwcmvtwcmbk"
-    n_letters, segment_lengths, max_distance = 16, (3, 6), 8
+    example_text = "qhvtwcmbkxzvtwcmbr"
+    n_letters, distances, longest_segment = 24, (3, 16), 8
     max_tokens = 1 + n_letters
 
     def frame(self, ids):
@@ -171,8 +173,8 @@ class Induction(Task):
         ids = torch.empty(batch_size, 1 + T, dtype=torch.long)
         loss_mask = torch.zeros(batch_size, 1 + T, dtype=torch.bool)
         for row in range(batch_size):
-            L = _randint(*self.segment_lengths, generator)
-            d = _randint(L, self.max_distance, generator)  # from the first copy's start to the second's
+            d = _randint(*self.distances, generator)  # from the first copy's start to the second's
+            L = _randint(3, min(d, self.longest_segment), generator)  # the copies may touch, never overlap
             s1 = _randint(0, T - L - d, generator)
             letters = torch.randperm(len(LETTERS), generator=generator) + first
             segment, others = letters[:L], letters[L:]  # segment letters appear nowhere else
@@ -350,47 +352,42 @@ class Mirror(Task):
 # --- mixed (MoE) -------------------------------------------------------------------
 
 
-def _rot13(c: str) -> str:
-    return LETTERS[(LETTERS.index(c) + 13) % 26]
-
-
 class Mixed(Task):
-    """Digits and letters interleaved; each kind follows its own rule.
+    """A Caesar cipher over digits and letters: the first digit is the key k.
 
-    A digit becomes the next digit (9 -> 0); a letter is rotated 13 places (a -> n).
-    Two kinds of token that need different computations are what a mixture of
-    experts is for: the router learns to send each kind to its own experts.
+    Every later letter moves k places along the alphabet (mod 26) and every later
+    digit adds k (mod 10). The two kinds of token need different tables (26 x 10 and
+    10 x 10), and neither is a fixed token -> token map: attention brings the key to
+    each position and the FFN combines it with the token. Two kinds of token that need
+    different computations are what a mixture of experts is for: the router learns to
+    send each kind to its own experts.
     """
 
     name, arch = "mixed", "decoder"
-    description = "digits step up by one, letters rotate by 13 (experts specialise by kind)"
+    description = "a Caesar cipher: the first digit shifts every letter (mod 26) and digit (mod 10)"
     symbols, specials = DIGITS + LETTERS, ("<bos>",)
-    example_text = "hello2024world"
+    example_text = "3hello2024world"  # -> key 3, then "khoor5357zruog"
     kinds = {"digit": DIGITS, "letter": LETTERS}
     lengths = (4, 16)
-    max_tokens = lengths[1] + 1
-
-    def rule(self, c: str) -> str:
-        return str((int(c) + 1) % 10) if c in DIGITS else _rot13(c)
+    max_tokens = lengths[1] + 2
 
     def frame(self, ids):
         return [self.token_id("<bos>"), *ids]
 
     def make_batch(self, batch_size, generator):
         n = _randint(*self.lengths, generator)
+        key = torch.randint(len(DIGITS), (batch_size, 1), generator=generator)  # (B, 1)
         is_digit = torch.rand(batch_size, n, generator=generator) < 0.5  # (B, n)
-        digits = torch.randint(len(DIGITS), (batch_size, n), generator=generator)
-        letters = torch.randint(len(LETTERS), (batch_size, n), generator=generator) + len(DIGITS)
-        symbols = torch.where(is_digit, digits, letters) + len(self.specials)  # (B, n)
+        digit = torch.randint(len(DIGITS), (batch_size, n), generator=generator)  # (B, n) values 0-9
+        letter = torch.randint(len(LETTERS), (batch_size, n), generator=generator)  # (B, n) values 0-25
+        first_digit, first_letter = self.token_id("0"), self.token_id("a")
+        ids = torch.where(is_digit, digit + first_digit, letter + first_letter)  # (B, n)
+        answer = torch.where(is_digit, (digit + key) % 10 + first_digit, (letter + key) % 26 + first_letter)  # (B, n)
         bos = torch.full((batch_size, 1), self.token_id("<bos>"))
-        ids = torch.cat((bos, symbols), dim=1)  # (B, n + 1)
-        targets = self.answer_table()[ids]  # (B, n + 1); <bos> maps to itself and is not scored
-        loss_mask = ids != self.token_id("<bos>")
-        return Batch(targets=targets, loss_mask=loss_mask, input_ids=ids)
-
-    def answer_table(self) -> torch.Tensor:
-        """(vocab,) the id each id turns into under its kind's rule."""
-        return torch.tensor([self.token_id(self.rule(tok)) if tok in self.symbols else self.token_id(tok) for tok in self.vocab])
+        no = torch.zeros(batch_size, 2, dtype=torch.bool)
+        return Batch(targets=torch.cat((bos, key + first_digit, answer), dim=1),  # <bos> and the key are not scored
+                     loss_mask=torch.cat((no, torch.ones_like(is_digit)), dim=1),
+                     input_ids=torch.cat((bos, key + first_digit, ids), dim=1))  # (B, n + 2)
 
     def kind_of(self, ids: torch.Tensor) -> dict[str, torch.Tensor]:
         """kind -> (B, T) bool: which positions hold a token of that kind."""

@@ -53,6 +53,19 @@ def config_for(preset: str | TransformerConfig, task: str | Task, **changes) -> 
     return cfg
 
 
+def scale_embeddings_for_sinusoidal(model: Transformer) -> None:
+    """Start token embeddings at 0.02 * sqrt(d_model) when positions are sinusoidal.
+
+    Sinusoidal position vectors have entries up to 1, fifty times the 0.02 of a fresh
+    token embedding, so the tokens would start drowned and training stalls. The 2017
+    paper multiplies embeddings by sqrt(d_model) for this reason; starting them that
+    much larger does the same at the start of training.
+    """
+    if model.cfg.position == "sinusoidal":
+        with torch.no_grad():
+            model.embed.weight.normal_(0.0, 0.02 * math.sqrt(model.cfg.d_model))
+
+
 def learning_rate(step: int, steps: int, peak: float, warmup: int, floor: float = 0.1) -> float:
     """Linear warmup to `peak` over `warmup` steps, then a cosine down to floor * peak at the last step."""
     if step < warmup:
@@ -94,6 +107,7 @@ def train(cfg_or_preset: str | TransformerConfig, task: str | Task, steps: int, 
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
         torch.manual_seed(seed)
         model = Transformer(cfg, device=device).train()
+        scale_embeddings_for_sinusoidal(model)
         optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay, betas=(0.9, 0.98))
         start = time.perf_counter()
         bar = tqdm(range(steps), desc=f"{task.name}", disable=not progress, leave=False)
