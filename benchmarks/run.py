@@ -16,7 +16,8 @@ Rows (CPU, float32, as many torch threads as the machine gives):
 How it measures: each timed function runs once to warm up, then `repeats` times in one
 loop that alternates ours and the reference (reversing their order every other round),
 so a busy neighbour slows both alike; each side's median is reported, every sample is
-kept in the JSON. --smoke runs the same code at tiny sizes with one repeat (for CI): its
+kept in the JSON. Each loop also has a time budget: on a busy machine it stops after
+fewer rounds (at least one) instead of running long, and the JSON says how many it took. --smoke runs the same code at tiny sizes with one repeat (for CI): its
 numbers mean nothing, it only proves the benchmark still runs.
 """
 from __future__ import annotations
@@ -28,6 +29,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable
@@ -53,6 +55,7 @@ class Sizes:
     n_experts: int
     top_k: int
     repeats: int
+    budget_s: float  # per family
     # row 5: a small LLaMA-style model generating from a short prompt
     gen_d_model: int
     gen_layers: int
@@ -61,6 +64,7 @@ class Sizes:
     gen_prompt: int
     gen_lengths: tuple[int, int, int]  # short (reported), target (>= 3x), long (larger than the target's)
     gen_repeats: int
+    gen_budget_s: float  # for the longest length; shorter ones get their share
     # row 6: a GPT-2-small-sized forward and a square matmul
     flops_d_model: int
     flops_layers: int
@@ -69,20 +73,21 @@ class Sizes:
     flops_seq: int
     matmul_n: int
     flops_repeats: int
+    flops_budget_s: float
 
 
 FULL = Sizes(batch=4, seq=256, d_model=256, n_layers=4, n_heads=8, n_kv_heads=2, d_ff=688, vocab=32000,
-             n_experts=4, top_k=2, repeats=7,
+             n_experts=4, top_k=2, repeats=7, budget_s=45,
              gen_d_model=256, gen_layers=4, gen_heads=8, gen_vocab=4096, gen_prompt=16, gen_lengths=(64, 256, 512),
-             gen_repeats=3,
+             gen_repeats=3, gen_budget_s=45,
              flops_d_model=768, flops_layers=12, flops_heads=12, flops_vocab=50257, flops_seq=512, matmul_n=2048,
-             flops_repeats=5)
+             flops_repeats=5, flops_budget_s=30)
 SMOKE = Sizes(batch=2, seq=16, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=64, vocab=128,
-              n_experts=4, top_k=2, repeats=1,
+              n_experts=4, top_k=2, repeats=1, budget_s=10,
               gen_d_model=32, gen_layers=2, gen_heads=8, gen_vocab=128, gen_prompt=4, gen_lengths=(2, 4, 8),
-              gen_repeats=1,
+              gen_repeats=1, gen_budget_s=10,
               flops_d_model=32, flops_layers=2, flops_heads=4, flops_vocab=128, flops_seq=16, matmul_n=64,
-              flops_repeats=1)
+              flops_repeats=1, flops_budget_s=10)
 
 
 # --- results ----------------------------------------------------------------------------------
@@ -115,15 +120,21 @@ def timed_row(row: str, what: str, ours: list[float], reference: list[float], ta
 
 # --- timing -----------------------------------------------------------------------------------
 
-def interleaved(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, list[float]]:
-    """Seconds per call of each function, all timed in one loop, alternating the order each round."""
+def interleaved(fns: dict[str, Callable[[], object]], repeats: int, budget_s: float,
+                warm_up: bool = True) -> dict[str, list[float]]:
+    """Seconds per call of each function, all timed in one loop, alternating the order each round.
+
+    Stops after `repeats` rounds, or earlier -- after at least one -- once `budget_s` has gone by.
+    """
     names = list(fns)
     samples: dict[str, list[float]] = {name: [] for name in names}
     with torch.no_grad():
-        for name in names:  # warm-up: lazy initialisation, allocator pools, caches
-            fns[name]()
+        if warm_up:  # lazy initialisation, allocator pools, caches
+            for name in names:
+                fns[name]()
         gc.collect()
         gc.disable()  # a collection inside one side's timing would be charged to it alone
+        started = time.perf_counter()
         try:
             for round_ in range(repeats):
                 for name in (names if round_ % 2 == 0 else names[::-1]):
@@ -131,6 +142,8 @@ def interleaved(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str,
                     fns[name]()
                     samples[name].append(time.perf_counter() - start)
                 gc.collect()
+                if time.perf_counter() - started > budget_s:
+                    break
         finally:
             gc.enable()
     return samples
@@ -207,7 +220,7 @@ def family_rows(name: str, s: Sizes, wanted: set[str]) -> list[Row]:
     needed = {fn for c in rows.values() for fn in COMPARISONS[c][:2]}
     with torch.no_grad():
         max_diff = (ours(ids) - hf(input_ids=ids, use_cache=False).logits).abs().max().item()
-    samples = interleaved({fn: functions[fn] for fn in functions if fn in needed}, s.repeats)
+    samples = interleaved({fn: functions[fn] for fn in functions if fn in needed}, s.repeats, s.budget_s)
 
     shape = (f"d {s.d_model}, {s.n_layers} layers, {s.n_heads} heads"
              + (f" / {s.n_kv_heads} kv" if name != "gpt2" else "")
@@ -250,7 +263,9 @@ def generation_rows(s: Sizes, wanted: set[str]) -> list[Row]:
             def recompute(n=n, last=last):
                 last["recomputed"] = model.generate(prompt, n, use_cache=False)
 
-            samples = interleaved({"cached": cached, "recompute": recompute}, s.gen_repeats)
+            # the model warms up on the first length; recomputing a long run again just to warm up costs minutes
+            samples = interleaved({"cached": cached, "recompute": recompute}, s.gen_repeats,
+                                  s.gen_budget_s * n / long, warm_up=n == lengths[0])
             cached_s, recompute_s = statistics.median(samples["cached"]), statistics.median(samples["recompute"])
             speedup = recompute_s / cached_s
             target = "" if n == short else ">= 3"
@@ -301,7 +316,7 @@ def flops_rows(s: Sizes) -> list[Row]:
     model = Transformer(cfg, device="cpu").eval()
     ids = torch.randint(0, cfg.vocab_size, (1, s.flops_seq), generator=torch.Generator().manual_seed(1))
     a, b = torch.randn(s.matmul_n, s.matmul_n), torch.randn(s.matmul_n, s.matmul_n)
-    samples = interleaved({"forward": lambda: model(ids), "matmul": lambda: a @ b}, s.flops_repeats)
+    samples = interleaved({"forward": lambda: model(ids), "matmul": lambda: a @ b}, s.flops_repeats, s.flops_budget_s)
     flops, matmul_flops = forward_flops(cfg, 1, s.flops_seq), 2 * s.matmul_n**3
     achieved = flops / statistics.median(samples["forward"]) / 1e9
     peak = matmul_flops / statistics.median(samples["matmul"]) / 1e9
@@ -389,16 +404,15 @@ def select(ids: list[str], only: str | None) -> set[str]:
 
 
 def run_rows(s: Sizes, wanted: set[str]) -> list[Row]:
+    groups = [(lambda name=name: family_rows(name, s, wanted), set(family.rows)) for name, family in FAMILIES.items()]
+    groups += [(lambda: generation_rows(s, wanted), {r for r in wanted if r.startswith("5.")}),
+               (lambda: flops_rows(s), {"6"}), (lambda: memory_rows(s), {"7"})]
     rows: list[Row] = []
-    for name, family in FAMILIES.items():
-        if wanted & set(family.rows):
-            rows += family_rows(name, s, wanted)
-    if any(r.startswith("5.") for r in wanted):
-        rows += generation_rows(s, wanted)
-    if "6" in wanted:
-        rows += flops_rows(s)
-    if "7" in wanted:
-        rows += memory_rows(s)
+    for measure, ids in groups:
+        if wanted & ids:
+            started = time.perf_counter()
+            rows += measure()
+            print(f"rows {', '.join(sorted(wanted & ids))}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
     return rows
 
 

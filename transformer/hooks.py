@@ -153,6 +153,7 @@ class Recorder:
         self.interventions = dict(interventions or {})
         self.max_bytes = max_bytes
         self.trace = Trace()
+        self.kept_bytes = 0  # = self.trace.nbytes, kept as a running total: summing every event per visit is quadratic
         self._index = 0
         self._wants: dict[str, bool] = {}
 
@@ -170,13 +171,14 @@ class Recorder:
             event.tensor = x
         if self._keep(point.name):
             event.tensor = x.detach()
-            if self.max_bytes is not None and self.trace.nbytes + event.nbytes > self.max_bytes:
+            if self.max_bytes is not None and self.kept_bytes + event.nbytes > self.max_bytes:
                 raise MemoryError(
                     f"recording {point.name} {event.named_shape} would bring the trace to "
-                    f"{(self.trace.nbytes + event.nbytes) / 2**20:.1f} MiB, over the cap of {self.max_bytes / 2**20:.1f} MiB; "
+                    f"{(self.kept_bytes + event.nbytes) / 2**20:.1f} MiB, over the cap of {self.max_bytes / 2**20:.1f} MiB; "
                     "record fewer names (names=[...]), use a shorter input, or raise max_bytes"
                 )
             self.trace.add(event)
+            self.kept_bytes += event.nbytes
         return x
 
 

@@ -1,0 +1,114 @@
+"""The benchmarks keep working: their smoke modes run, and every row comes back with finite numbers.
+
+No time is asserted anywhere: speed is measured by ``python -m benchmarks.run`` and read by people.
+The measuring helpers (FLOP count, held bytes, allocator peak, row selection) are checked
+against independent counts.
+"""
+import json
+import math
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from benchmarks import app_latency, load_test, run
+from transformer import Transformer, TransformerConfig
+from transformer.hooks import recording
+
+
+def test_library_benchmark_smoke_reports_every_row_with_finite_ratios(tmp_path, capsys):
+    out = tmp_path / "results.json"
+    rows = run.main(["--smoke", "--out", str(out)])
+    expected = run.row_ids(run.SMOKE)
+    assert [r.row for r in rows] == expected
+    for r in rows:
+        assert all(math.isfinite(v) and v > 0 for v in (r.ours, r.reference, r.ratio)), r
+        assert r.met is None if not r.target else isinstance(r.met, bool)
+    table = capsys.readouterr().out
+    for row in expected:
+        assert f"| {row} |" in table
+    saved = json.loads(out.read_text())
+    assert saved["mode"] == "smoke" and [r["row"] for r in saved["rows"]] == expected
+    assert all(r["details"]["cache_bytes"] > 0 for r in saved["rows"] if r["row"].startswith("5."))
+
+
+def test_only_picks_rows_and_groups_and_refuses_unknown_ones():
+    ids = run.row_ids(run.FULL)
+    assert run.select(ids, "1,4.4") == {"1", "4.4"}
+    assert run.select(ids, "4") == {"4.1", "4.2", "4.3", "4.4"}
+    assert run.select(ids, "5.GQA") == {"5.GQA.64", "5.GQA.256", "5.GQA.512"}
+    assert run.select(ids, None) == set(ids)
+    with pytest.raises(ValueError, match="'9' matches no row"):
+        run.select(ids, "9")
+
+
+@pytest.mark.parametrize("ffn,n_kv_heads", [("gelu", 4), ("swiglu", 2)])
+def test_forward_flops_match_torch_flop_counter(ffn, n_kv_heads):
+    """The analytic count equals torch's own count of every matmul in the explicit path."""
+    cfg = TransformerConfig(vocab_size=50, d_model=32, n_heads=4, n_kv_heads=n_kv_heads, n_layers=3, max_len=16,
+                            ffn=ffn, d_ff=48, bias=True, position="learned")
+    model = Transformer(cfg, device="cpu").eval().set_fused(False)
+    ids = torch.randint(0, 50, (2, 11))
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model(ids)
+    assert run.forward_flops(cfg, batch=2, seq=11) == counter.get_total_flops()
+
+
+def test_held_bytes_counts_shared_storage_once():
+    base = torch.zeros(4, 8)  # 128 bytes
+    view = base.view(2, 16)
+    other = torch.zeros(3, dtype=torch.float64)  # 24 bytes
+    assert run.held_bytes([base, view, base.detach(), other]) == 128 + 24
+    assert run.held_bytes([base[:1], base]) == 128  # a slice and its whole: the largest counts
+
+
+def test_allocator_peak_sees_a_freed_temporary():
+    def work():
+        temporary = torch.ones(1 << 18)  # 1 MiB, freed before returning
+        total = float(temporary.sum())
+        del temporary
+        return torch.full((1 << 16,), total)  # 256 KiB, returned
+
+    kept, peak = run.allocator_peak(work)
+    assert kept.numel() == 1 << 16
+    assert 1 << 20 <= peak < (1 << 20) + (1 << 19)
+
+
+def test_recorder_keeps_a_running_total_equal_to_the_trace_size_and_enforces_the_cap():
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig(vocab_size=32, d_model=16, n_heads=4, n_layers=2, max_len=16), device="cpu")
+    ids = torch.randint(0, 32, (1, 6))
+    with torch.no_grad(), recording() as recorder:
+        model(ids)
+    assert recorder.kept_bytes == recorder.trace.nbytes > 0
+    cap = recorder.trace.nbytes - 1  # one byte short of the full trace
+    with pytest.raises(MemoryError, match="over the cap"):
+        model.run_with_trace(ids, max_bytes=cap)
+    _, trace = model.run_with_trace(ids, max_bytes=cap + 1)
+    assert trace.nbytes == cap + 1
+
+
+def test_app_latency_smoke_times_every_existing_page(tmp_path):
+    out = tmp_path / "app.json"
+    results = app_latency.main(["--smoke", "--out", str(out)])
+    pages = [script for script, _title in app_latency.app_pages()]
+    assert pages and "pages/home.py" in pages
+    assert [r["page"] for r in results] == pages
+    for r in results:
+        assert len(r["times_ms"]) == app_latency.SMOKE_CHANGES
+        assert all(math.isfinite(t) and t > 0 for t in r["times_ms"])
+        assert r["exceptions"] == 0, r["page"]
+    assert json.loads(out.read_text())["pages"] == results
+
+
+def test_load_test_smoke_drives_a_real_server_from_a_browser(tmp_path):
+    out = tmp_path / "load.json"
+    summary = load_test.main(["--smoke", "--out", str(out)])
+    assert summary["changes_done"] == 2 * 2, summary["error_messages"]
+    assert all(math.isfinite(summary[k]) and summary[k] > 0 for k in ("change_p50_s", "change_p95_s"))
+    assert summary["errors"] == dict(exceptions=0, console_errors=0, page_errors=0, timeouts=0, failures=0), \
+        summary["error_messages"]
+    memory = summary["memory"]
+    assert all(memory[k] > 0 for k in ("start_mb", "peak_mb", "after_close_mb", "after_ttl_mb"))
+    assert memory["peak_mb"] >= memory["start_mb"]
+    assert json.loads(out.read_text())["summary"]["changes_done"] == 4
