@@ -1,0 +1,408 @@
+"""Load test: many browser sessions against one real server, on loopback only.
+
+    python -m benchmarks.load_test [--smoke] [--sessions N] [--changes N] [--ttl S] [--out load_test.json]
+
+Starts ``streamlit run app.py`` on 127.0.0.1 and a free port, warms it up with one
+session that visits every page, then opens N sessions at once in one headless
+Chromium (one browser, one context per session). Each session starts on its own
+page and makes `changes` sidebar changes -- a seed of its own, then the position
+axis, alternately -- moving to the next page every third change. Every change is a
+configuration no one asked for before (a cache miss: a model is built and traced).
+
+Latency of a change: from the change (the key press or the click on the option)
+until the app's script state, the attribute behind the "running" indicator
+(``data-test-script-state`` on the app root), goes from running back to notRunning.
+Errors: exception elements on the page, console errors, page errors, timeouts.
+Server memory: RSS of the server process at the start (after the warm-up), its peak
+(sampled every 0.2 s), after every session closed, and after the disconnected-session
+TTL (``server.disconnectedSessionTTL``, set by --ttl): Streamlit keeps a closed
+session's state that long so a reconnecting tab can resume it, and drops expired
+ones lazily, when another session disconnects -- so one probe session is opened and
+closed after the TTL.
+
+Bounded: a hard overall timeout stops everything, and the server is always killed.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+from playwright.async_api import Error as BrowserError
+from playwright.async_api import TimeoutError as BrowserTimeout
+
+from benchmarks.app_latency import ROOT, app_pages
+
+FULL = dict(sessions=20, changes=10, pages=None, ttl_s=10, timeout_s=280)  # pages=None: every page
+SMOKE = dict(sessions=2, changes=2, pages=2, ttl_s=3, timeout_s=150)
+TARGETS = dict(errors=0, p95_s=1.5, rss_growth_mb=150, rss_left_after_ttl_mb=50)
+CHANGE_TIMEOUT_MS = 60_000  # a rerun that takes longer counts as a timeout
+ACTION_TIMEOUT_MS = 15_000  # finding a widget, a click, a key press
+POSITIONS = ["rope", "alibi", "sinusoidal", "none", "learned"]
+
+# records every change of the app root's script state with its time, from page load on
+WATCH_SCRIPT_STATE = """
+window.__scriptStates = [];
+new MutationObserver(records => {
+  for (const r of records) {
+    window.__scriptStates.push({state: r.target.getAttribute('data-test-script-state'), t: performance.now()});
+  }
+}).observe(document, {subtree: true, attributes: true, attributeFilter: ['data-test-script-state']});
+"""
+# the first return to notRunning after a run that started at or after t0, or null
+RUN_FINISHED_AFTER = """t0 => {
+  const s = window.__scriptStates;
+  const start = s.findIndex(e => e.t >= t0 && e.state === 'running');
+  if (start < 0) return null;
+  const end = s.slice(start + 1).find(e => e.state === 'notRunning');
+  return end ? end.t : null;
+}"""
+BASE_PATH_PROBES = ("/_stcore/health", "/_stcore/host-config")
+EXCEPTION = '[data-testid="stException"]'
+APP_IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+
+
+@dataclass
+class SessionResult:
+    index: int
+    change_s: list[float] = field(default_factory=list)  # latency of each sidebar change
+    switch_s: list[float] = field(default_factory=list)  # latency of each page switch
+    exceptions: int = 0  # changes after which an exception element was on the page
+    console_errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    timeouts: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)  # any other browser error (an element that never came)
+    base_path_probes: int = 0  # Streamlit's own 404s when a page is opened by its URL (not errors of the app)
+
+
+# --- the server ------------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int, ttl_s: int, log_path: Path) -> subprocess.Popen:
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+               "--server.address", "127.0.0.1", "--server.port", str(port),
+               "--server.disconnectedSessionTTL", str(ttl_s), "--browser.gatherUsageStats", "false"]
+    log = open(log_path, "w")
+    # its own process group, so stopping it stops everything it started
+    return subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def wait_healthy(port: int, server: subprocess.Popen, timeout_s: float = 90) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"the server exited with code {server.returncode} before answering")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
+                if r.read() == b"ok":
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(f"the server did not answer /_stcore/health within {timeout_s:.0f} s")
+
+
+def stop_server(server: subprocess.Popen) -> None:
+    if server.poll() is not None:
+        return
+    os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(10)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait(10)
+
+
+def rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise ValueError(f"/proc/{pid}/status has no VmRSS line")
+
+
+class RssSampler(threading.Thread):
+    """The server's RSS every `interval_s`, in the background."""
+
+    def __init__(self, pid: int, interval_s: float = 0.2):
+        super().__init__(daemon=True)
+        self.pid, self.interval_s = pid, interval_s
+        self.samples: list[tuple[float, float]] = []  # (seconds since start, MB)
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        start = time.monotonic()
+        while not self._stop_event.is_set():
+            try:
+                self.samples.append((time.monotonic() - start, rss_mb(self.pid)))
+            except (OSError, ValueError):
+                return  # the server is gone
+            self._stop_event.wait(self.interval_s)
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(5)
+
+
+# --- the sessions ----------------------------------------------------------------------------
+
+def page_url(base: str, script: str, default_script: str) -> str:
+    """st.Page serves a script at /<its file name without .py>; the default page at /."""
+    return base + "/" if script == default_script else f"{base}/{Path(script).stem}"
+
+
+async def open_page(page, url: str) -> None:
+    """Load `url` and wait until the app's first run has finished."""
+    await page.goto(url)
+    await page.wait_for_function(RUN_FINISHED_AFTER, arg=0, timeout=CHANGE_TIMEOUT_MS, polling=50)
+
+
+async def timed(page, action) -> float:
+    """Seconds from `action` until the rerun it caused has finished."""
+    t0 = await page.evaluate("performance.now()")
+    await action()
+    handle = await page.wait_for_function(RUN_FINISHED_AFTER, arg=t0, timeout=CHANGE_TIMEOUT_MS, polling=20)
+    finished = await handle.json_value()
+    await page.wait_for_selector(APP_IDLE, timeout=CHANGE_TIMEOUT_MS)  # a page that reruns itself settles too
+    return (finished - t0) / 1e3
+
+
+async def change_seed(page, value: int) -> None:
+    field_ = page.locator(".st-key-seed input")
+    await field_.fill(str(value))
+    await field_.press("Enter")
+
+
+async def change_position(page, turn: int) -> None:
+    """Pick a position other than the current one (the same value would not rerun), varied by `turn`."""
+    current = await page.locator(".st-key-position input").input_value()
+    others = [p for p in POSITIONS if p != current]
+    await page.locator('.st-key-position button[aria-label="Open"]').click()
+    await page.get_by_role("option", name=others[turn % len(others)], exact=True).click()
+
+
+def record_console_error(result: SessionResult, msg) -> None:
+    if msg.type != "error":
+        return
+    url = msg.location.get("url", "")
+    if url.endswith(BASE_PATH_PROBES) and url.rsplit("/_stcore/", 1)[0].count("/") > 2:
+        # opened at /<page>, the frontend first asks /<page>/_stcore/... in case the app is served under that path
+        result.base_path_probes += 1
+    else:
+        result.console_errors.append(f"{msg.text} ({url})")
+
+
+async def new_page(browser, result: SessionResult):
+    context = await browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(ACTION_TIMEOUT_MS)
+    await context.add_init_script(WATCH_SCRIPT_STATE)
+    page = await context.new_page()
+    page.on("console", lambda msg: record_console_error(result, msg))
+    page.on("pageerror", lambda exc: result.page_errors.append(str(exc)))
+    return context, page
+
+
+async def run_session(browser, base: str, scripts: list[str], result: SessionResult, n_changes: int) -> None:
+    """Open a page, then make sidebar changes, moving to the next page before every third one."""
+    index = result.index
+    context, page = await new_page(browser, result)
+    try:
+        where = index % len(scripts)
+        await open_page(page, page_url(base, scripts[where], scripts[0]))
+        for i in range(n_changes):
+            try:
+                if i and i % 3 == 0 or await page.locator(EXCEPTION).count():  # on a crashed page, move on
+                    where = (where + 1) % len(scripts)
+                    href = page_url(base, scripts[where], scripts[0])
+                    result.switch_s.append(await timed(page, page.locator(f'[data-testid="stSidebarNavLink"][href="{href}"]').click))
+                if i % 2 == 0:  # a seed of this session's own: nobody built this model yet
+                    action = lambda: change_seed(page, 1000 * (index + 1) + i)  # noqa: E731
+                else:
+                    action = lambda: change_position(page, index + i)  # noqa: E731
+                result.change_s.append(await timed(page, action))
+            except BrowserTimeout as exc:
+                result.timeouts.append(f"change {i} on {scripts[where]}: {str(exc).splitlines()[0]}")
+            except BrowserError as exc:
+                result.failures.append(f"change {i} on {scripts[where]}: {str(exc).splitlines()[0]}")
+            if await page.locator(EXCEPTION).count():
+                result.exceptions += 1
+    except BrowserError as exc:  # the first page never finished loading
+        result.failures.append(f"opening {scripts[index % len(scripts)]}: {str(exc).splitlines()[0]}")
+    finally:
+        await context.close()
+
+
+async def visit_pages(browser, base: str, scripts: list[str], result: SessionResult) -> None:
+    """One session loads each page once (errors go to `result`)."""
+    context, page = await new_page(browser, result)
+    try:
+        for script in scripts:
+            try:
+                await open_page(page, page_url(base, script, scripts[0]))
+            except BrowserError as exc:
+                result.failures.append(f"opening {script}: {str(exc).splitlines()[0]}")
+            if await page.locator(EXCEPTION).count():
+                result.exceptions += 1
+    finally:
+        await context.close()
+
+
+async def load(port: int, server: subprocess.Popen, scripts: list[str], n_sessions: int, n_changes: int,
+               ttl_s: int, deadline: float) -> dict:
+    """Warm up, run the sessions until `deadline` (time.monotonic()), then watch memory through the TTL."""
+    from playwright.async_api import async_playwright
+
+    base = f"http://127.0.0.1:{port}"
+    chromium = shutil.which("chromium")
+    warm_up, probe = SessionResult(-1), SessionResult(-2)
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=chromium) if chromium else await pw.chromium.launch()
+        try:
+            started = time.monotonic()
+            await visit_pages(browser, base, scripts, warm_up)  # imports, and the default model in the caches
+            warm_up_s = time.monotonic() - started
+            await asyncio.sleep(1)
+            memory = dict(start_mb=rss_mb(server.pid))
+            sampler = RssSampler(server.pid)
+            sampler.start()
+            started = time.monotonic()
+            results = [SessionResult(i) for i in range(n_sessions)]
+            # what is left of the time, less what the memory checks after the sessions need
+            budget = deadline - time.monotonic() - (ttl_s + 30)
+            try:
+                await asyncio.wait_for(asyncio.gather(*(run_session(browser, base, scripts, r, n_changes)
+                                                        for r in results)), max(budget, 1))
+            except asyncio.TimeoutError:
+                for r in results:
+                    if len(r.change_s) + len(r.timeouts) + len(r.failures) < n_changes:
+                        r.timeouts.append(f"stopped by the overall time limit after {len(r.change_s)} changes")
+            sessions_s = time.monotonic() - started
+            await asyncio.sleep(2)
+            memory["after_close_mb"] = rss_mb(server.pid)
+            await asyncio.sleep(ttl_s + 2)
+            await visit_pages(browser, base, scripts[:1], probe)  # its disconnect makes the server drop expired sessions
+            await asyncio.sleep(3)
+            memory["after_ttl_mb"] = rss_mb(server.pid)
+            sampler.stop()
+            memory["peak_mb"] = max([mb for _, mb in sampler.samples] + [memory["start_mb"]])
+        finally:
+            await browser.close()
+    return dict(results=results, warm_up=warm_up, probe=probe, memory=memory, warm_up_s=warm_up_s,
+                sessions_s=sessions_s, rss_samples=sampler.samples)
+
+
+# --- report -----------------------------------------------------------------------------------
+
+def summarise(outcome: dict, n_sessions: int, n_changes: int) -> dict:
+    results: list[SessionResult] = outcome["results"]
+    changes = [t for r in results for t in r.change_s]
+    switches = [t for r in results for t in r.switch_s]
+    memory = outcome["memory"]
+    everyone = [*results, outcome["warm_up"], outcome["probe"]]  # errors count wherever they happen
+    errors = dict(exceptions=sum(r.exceptions for r in everyone),
+                  console_errors=sum(len(r.console_errors) for r in everyone),
+                  page_errors=sum(len(r.page_errors) for r in everyone),
+                  timeouts=sum(len(r.timeouts) for r in everyone),
+                  failures=sum(len(r.failures) for r in everyone))
+    messages = sorted({m for r in everyone for m in (*r.console_errors, *r.page_errors, *r.timeouts, *r.failures)})
+    p95 = float(np.percentile(changes, 95)) if changes else float("nan")
+    growth = memory["peak_mb"] - memory["start_mb"]
+    left = memory["after_ttl_mb"] - memory["start_mb"]
+    return dict(
+        sessions=n_sessions, changes_per_session=n_changes, changes_done=len(changes), page_switches=len(switches),
+        change_p50_s=float(np.percentile(changes, 50)) if changes else float("nan"), change_p95_s=p95,
+        change_max_s=max(changes, default=float("nan")),
+        switch_p50_s=float(np.percentile(switches, 50)) if switches else float("nan"),
+        switch_p95_s=float(np.percentile(switches, 95)) if switches else float("nan"),
+        errors=errors, error_messages=messages, memory=memory, rss_growth_mb=growth, rss_left_after_ttl_mb=left,
+        warm_up_s=outcome["warm_up_s"], sessions_wall_s=outcome["sessions_s"],
+        met=dict(errors=sum(errors.values()) == TARGETS["errors"], p95=p95 <= TARGETS["p95_s"],
+                 rss_growth=growth <= TARGETS["rss_growth_mb"], back_near_start=left <= TARGETS["rss_left_after_ttl_mb"]),
+    )
+
+
+def markdown(s: dict) -> str:
+    yes = lambda ok: "yes" if ok else "**no**"  # noqa: E731
+    m, e = s["memory"], s["errors"]
+    messages = [f"- {message}" for message in s["error_messages"][:10]]
+    return "\n".join([
+        "| measure | value | target | met? |", "|---|---|---|---|",
+        f"| sessions x sidebar changes | {s['sessions']} x {s['changes_per_session']} ({s['changes_done']} done, "
+        f"plus {s['page_switches']} page switches, {s['sessions_wall_s']:.0f} s; warm-up {s['warm_up_s']:.0f} s) | | |",
+        f"| change latency p50 / p95 / max | {s['change_p50_s']:.2f} / {s['change_p95_s']:.2f} / {s['change_max_s']:.2f} s "
+        f"| p95 <= {TARGETS['p95_s']} s | {yes(s['met']['p95'])} |",
+        f"| page switch latency p50 / p95 | {s['switch_p50_s']:.2f} / {s['switch_p95_s']:.2f} s | | |",
+        f"| errors: exceptions, console, page, timeouts, other | {e['exceptions']}, {e['console_errors']}, "
+        f"{e['page_errors']}, {e['timeouts']}, {e['failures']} | 0 | {yes(s['met']['errors'])} |",
+        f"| server RSS start / peak | {m['start_mb']:.0f} / {m['peak_mb']:.0f} MB (+{s['rss_growth_mb']:.0f}) "
+        f"| growth <= {TARGETS['rss_growth_mb']} MB | {yes(s['met']['rss_growth'])} |",
+        f"| server RSS after all closed / after the TTL | {m['after_close_mb']:.0f} / {m['after_ttl_mb']:.0f} MB "
+        f"({s['rss_left_after_ttl_mb']:+.0f} vs start) | <= start + {TARGETS['rss_left_after_ttl_mb']} MB "
+        f"| {yes(s['met']['back_near_start'])} |",
+        *(["", "Errors (distinct, first 10):", *messages] if messages else []),
+    ])
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--smoke", action="store_true", help="2 sessions x 2 changes")
+    parser.add_argument("--sessions", type=int, help="concurrent browser sessions (default 20)")
+    parser.add_argument("--changes", type=int, help="sidebar changes per session (default 10)")
+    parser.add_argument("--ttl", type=int, help="server.disconnectedSessionTTL in seconds (default 10, smoke 3)")
+    parser.add_argument("--timeout", type=float, help="hard limit for the whole run in seconds")
+    parser.add_argument("--out", help="write the summary and every latency to this JSON file")
+    args = parser.parse_args(argv)
+    plan = SMOKE if args.smoke else FULL
+    n_sessions, n_changes = args.sessions or plan["sessions"], args.changes or plan["changes"]
+    timeout_s, ttl_s = args.timeout or plan["timeout_s"], args.ttl or plan["ttl_s"]
+    scripts = [script for script, _title in app_pages()][: plan["pages"]]
+    if n_sessions < 1 or n_changes < 1:
+        parser.error(f"--sessions={n_sessions} and --changes={n_changes} must both be at least 1")
+
+    port = free_port()
+    log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"attention_lab_load_test_{port}.log"
+    started = time.monotonic()
+    server = start_server(port, ttl_s, log_path)
+    # a last resort if the browser hangs where asyncio cannot interrupt it: kill the server, leave
+    watchdog = threading.Timer(timeout_s + 60, lambda: (stop_server(server), os._exit(3)))
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        wait_healthy(port, server)
+        outcome = asyncio.run(asyncio.wait_for(
+            load(port, server, scripts, n_sessions, n_changes, ttl_s, deadline=started + timeout_s), timeout_s + 30))
+    finally:
+        stop_server(server)
+        watchdog.cancel()
+    summary = summarise(outcome, n_sessions, n_changes)
+    print(f"{'SMOKE — ' if args.smoke else ''}load test: one server and one Chromium on this machine "
+          f"({os.cpu_count()} cores), loopback, {len(scripts)} pages, server.disconnectedSessionTTL={ttl_s} s; "
+          f"load average {os.getloadavg()[0]:.1f} at end; server log {log_path}\n")
+    print(markdown(summary))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(dict(mode="smoke" if args.smoke else "full", summary=summary,
+                           sessions=[asdict(r) for r in (*outcome["results"], outcome["warm_up"], outcome["probe"])],
+                           rss_samples=outcome["rss_samples"]),
+                      f, indent=1)
+    return summary
+
+
+if __name__ == "__main__":
+    main()
