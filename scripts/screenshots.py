@@ -98,17 +98,6 @@ def wait_until_ready(page, timeout_ms: int = PAGE_TIMEOUT_MS) -> None:
     page.wait_for_timeout(800)  # let plotly and graphviz finish their first draw
 
 
-def open_home_first(page, base: str) -> None:
-    """Run app.py once on a fresh server before any other URL.
-
-    Until some run has called st.navigation, Streamlit treats a pages/ folder next to the
-    entry script as a v1 multipage app and runs /<page> without app.py (no page config,
-    a plain file list as navigation).
-    """
-    page.goto(base)
-    wait_until_ready(page)
-
-
 def save_png(page, path: Path, full_page: bool = False) -> None:
     """A screenshot, palette-compressed when Pillow is there (a fraction of the size)."""
     png = page.screenshot(full_page=full_page)
@@ -130,7 +119,6 @@ def main(names: list[str]) -> None:
     with serve_app() as base, sync_playwright() as playwright:
         browser = launch_chromium(playwright)
         page = browser.new_page(viewport=VIEWPORT)
-        open_home_first(page, base)
         for name in wanted:
             page.goto(f"{base}/{'' if name == 'home' else name}")
             wait_until_ready(page)

@@ -12,7 +12,7 @@ from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-from screenshots import (VIEWPORT, launch_chromium, open_home_first, page_paths, save_png,  # noqa: E402
+from screenshots import (VIEWPORT, launch_chromium, page_paths, save_png,  # noqa: E402
                          serve_app, wait_until_ready)
 
 ARTIFACTS = ROOT / "artifacts" / "screenshots"
@@ -37,8 +37,21 @@ def page(base_url):
         browser = launch_chromium(playwright)
         tab = browser.new_page(viewport=VIEWPORT)
         tab.set_default_timeout(90_000)
-        open_home_first(tab, base_url)
         yield tab
+        browser.close()
+
+
+def test_a_shared_link_opens_inside_the_app_on_a_fresh_server():
+    """The first request a new server gets is a page's own address (a link a teacher shared)."""
+    with serve_app() as fresh, sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        tab = browser.new_page(viewport=VIEWPORT)
+        tab.set_default_timeout(90_000)
+        open_path(tab, fresh, "masks?position=alibi")
+        nav = tab.locator('[data-testid="stSidebarNav"]').inner_text()
+        assert "The five axes" in nav and "Masks" in nav  # app.py's navigation, not a list of files
+        assert tab.get_by_role("combobox", name="Position", exact=True).input_value() == "alibi"
+        assert tab.locator(EXCEPTION).count() == 0
         browser.close()
 
 

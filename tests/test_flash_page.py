@@ -207,7 +207,7 @@ def open_page(**query) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
     for key, value in query.items():
         at.query_params[key] = str(value)
-    at.switch_page("pages/flash.py").run()
+    at.switch_page("views/flash.py").run()
     assert_clean(at)
     return at
 
