@@ -48,8 +48,11 @@ from benchmarks.app_latency import ROOT, app_pages
 FULL = dict(sessions=20, changes=10, pages=None, ttl_s=10, timeout_s=280)  # pages=None: every page
 SMOKE = dict(sessions=2, changes=2, pages=2, ttl_s=3, timeout_s=150)
 TARGETS = dict(errors=0, p95_s=1.5, rss_growth_mb=150, rss_left_after_ttl_mb=50)
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 CHANGE_TIMEOUT_MS = 60_000  # a rerun that takes longer counts as a timeout
-ACTION_TIMEOUT_MS = 15_000  # finding a widget, a click, a key press
+ACTION_TIMEOUT_MS = 30_000  # finding a widget, a click, a key press
+OPEN_TIMEOUT_MS = 120_000  # opening the app: every tab parses the same scripts on these same cores
+STAGGER_S = 0.25  # sessions open a quarter second apart, as a class clicking a shared link would
 POSITIONS = ["rope", "alibi", "sinusoidal", "none", "learned"]
 
 # records every change of the app root's script state with its time, from page load on
@@ -137,27 +140,73 @@ def rss_mb(pid: int) -> float:
     raise ValueError(f"/proc/{pid}/status has no VmRSS line")
 
 
-class RssSampler(threading.Thread):
-    """The server's RSS every `interval_s`, in the background."""
+def process_table() -> dict[int, tuple[int, float]]:
+    """pid -> (parent pid, CPU seconds it has used) for every process on the machine."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+            except OSError:
+                continue  # it ended while we looked
+            table[int(entry)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / CLOCK_TICKS)
+    return table
 
-    def __init__(self, pid: int, interval_s: float = 0.2):
+
+def descendants(table: dict[int, tuple[int, float]], root: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _) in table.items():
+        children.setdefault(parent, []).append(pid)
+    found, todo = set(), [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+class Sampler(threading.Thread):
+    """Every `interval_s`: the server's RSS, and the CPU time of the server and of the browser's processes.
+
+    The browser is every process this one started except the server: one machine runs both, so
+    their shares of the CPU say how much of a change's latency the browser itself caused.
+    """
+
+    def __init__(self, server_pid: int, interval_s: float = 0.25):
         super().__init__(daemon=True)
-        self.pid, self.interval_s = pid, interval_s
-        self.samples: list[tuple[float, float]] = []  # (seconds since start, MB)
+        self.server_pid, self.interval_s = server_pid, interval_s
+        self.rss: list[tuple[float, float]] = []  # (seconds since start, MB)
+        self.cpu_first: dict[int, float] = {}
+        self.cpu_last: dict[int, float] = {}
         self._stop_event = threading.Event()
+
+    def sample_cpu(self, first: bool) -> None:
+        table = process_table()
+        ours = descendants(table, os.getpid())  # the server, the browser driver and the browser
+        for pid in ours:
+            cpu = table[pid][1]
+            # a process born after the first sample started from zero
+            self.cpu_first.setdefault(pid, cpu if first else 0.0)
+            self.cpu_last[pid] = cpu
 
     def run(self) -> None:
         start = time.monotonic()
-        while not self._stop_event.is_set():
+        self.sample_cpu(first=True)
+        while not self._stop_event.wait(self.interval_s):
             try:
-                self.samples.append((time.monotonic() - start, rss_mb(self.pid)))
+                self.rss.append((time.monotonic() - start, rss_mb(self.server_pid)))
             except (OSError, ValueError):
                 return  # the server is gone
-            self._stop_event.wait(self.interval_s)
+            self.sample_cpu(first=False)
 
-    def stop(self) -> None:
+    def stop(self) -> dict:
+        """Stop; the CPU seconds the server and the browser used while sampling."""
         self._stop_event.set()
-        self.join(5)
+        self.join(10)
+        used = {pid: self.cpu_last[pid] - self.cpu_first[pid] for pid in self.cpu_last}
+        server = used.pop(self.server_pid, 0.0)
+        return dict(server_cpu_s=server, browser_cpu_s=sum(used.values()))
 
 
 # --- the sessions ----------------------------------------------------------------------------
@@ -169,8 +218,8 @@ def page_url(base: str, script: str, default_script: str) -> str:
 
 async def open_page(page, url: str) -> None:
     """Load `url` and wait until the app's first run has finished."""
-    await page.goto(url)
-    await page.wait_for_function(RUN_FINISHED_AFTER, arg=0, timeout=CHANGE_TIMEOUT_MS, polling=50)
+    await page.goto(url, wait_until="commit", timeout=OPEN_TIMEOUT_MS)
+    await page.wait_for_function(RUN_FINISHED_AFTER, arg=0, timeout=OPEN_TIMEOUT_MS, polling=100)
 
 
 async def timed(page, action) -> float:
@@ -221,6 +270,7 @@ async def new_page(browser, result: SessionResult):
 async def run_session(browser, base: str, scripts: list[str], result: SessionResult, n_changes: int) -> None:
     """Open a page, then make sidebar changes, moving to the next page before every third one."""
     index = result.index
+    await asyncio.sleep(STAGGER_S * index)
     context, page = await new_page(browser, result)
     try:
         where = index % len(scripts)
@@ -279,7 +329,7 @@ async def load(port: int, server: subprocess.Popen, scripts: list[str], n_sessio
             warm_up_s = time.monotonic() - started
             await asyncio.sleep(1)
             memory = dict(start_mb=rss_mb(server.pid))
-            sampler = RssSampler(server.pid)
+            sampler = Sampler(server.pid)
             sampler.start()
             started = time.monotonic()
             results = [SessionResult(i) for i in range(n_sessions)]
@@ -293,6 +343,9 @@ async def load(port: int, server: subprocess.Popen, scripts: list[str], n_sessio
                     if len(r.change_s) + len(r.timeouts) + len(r.failures) < n_changes:
                         r.timeouts.append(f"stopped by the overall time limit after {len(r.change_s)} changes")
             sessions_s = time.monotonic() - started
+            cpu, rss_samples = sampler.stop(), sampler.rss
+            sampler = Sampler(server.pid)  # memory only, from here on
+            sampler.start()
             await asyncio.sleep(2)
             memory["after_close_mb"] = rss_mb(server.pid)
             await asyncio.sleep(ttl_s + 2)
@@ -300,11 +353,11 @@ async def load(port: int, server: subprocess.Popen, scripts: list[str], n_sessio
             await asyncio.sleep(3)
             memory["after_ttl_mb"] = rss_mb(server.pid)
             sampler.stop()
-            memory["peak_mb"] = max([mb for _, mb in sampler.samples] + [memory["start_mb"]])
+            memory["peak_mb"] = max([mb for _, mb in rss_samples + sampler.rss] + [memory["start_mb"]])
         finally:
             await browser.close()
     return dict(results=results, warm_up=warm_up, probe=probe, memory=memory, warm_up_s=warm_up_s,
-                sessions_s=sessions_s, rss_samples=sampler.samples)
+                sessions_s=sessions_s, cpu=cpu, rss_samples=rss_samples + sampler.rss)
 
 
 # --- report -----------------------------------------------------------------------------------
@@ -331,7 +384,7 @@ def summarise(outcome: dict, n_sessions: int, n_changes: int) -> dict:
         switch_p50_s=float(np.percentile(switches, 50)) if switches else float("nan"),
         switch_p95_s=float(np.percentile(switches, 95)) if switches else float("nan"),
         errors=errors, error_messages=messages, memory=memory, rss_growth_mb=growth, rss_left_after_ttl_mb=left,
-        warm_up_s=outcome["warm_up_s"], sessions_wall_s=outcome["sessions_s"],
+        warm_up_s=outcome["warm_up_s"], sessions_wall_s=outcome["sessions_s"], cpu=outcome["cpu"],
         met=dict(errors=sum(errors.values()) == TARGETS["errors"], p95=p95 <= TARGETS["p95_s"],
                  rss_growth=growth <= TARGETS["rss_growth_mb"], back_near_start=left <= TARGETS["rss_left_after_ttl_mb"]),
     )
@@ -339,7 +392,7 @@ def summarise(outcome: dict, n_sessions: int, n_changes: int) -> dict:
 
 def markdown(s: dict) -> str:
     yes = lambda ok: "yes" if ok else "**no**"  # noqa: E731
-    m, e = s["memory"], s["errors"]
+    m, e, cpu, cores = s["memory"], s["errors"], s["cpu"], os.cpu_count()
     messages = [f"- {message}" for message in s["error_messages"][:10]]
     return "\n".join([
         "| measure | value | target | met? |", "|---|---|---|---|",
@@ -348,6 +401,8 @@ def markdown(s: dict) -> str:
         f"| change latency p50 / p95 / max | {s['change_p50_s']:.2f} / {s['change_p95_s']:.2f} / {s['change_max_s']:.2f} s "
         f"| p95 <= {TARGETS['p95_s']} s | {yes(s['met']['p95'])} |",
         f"| page switch latency p50 / p95 | {s['switch_p50_s']:.2f} / {s['switch_p95_s']:.2f} s | | |",
+        f"| CPU used during the sessions: server / browser | {cpu['server_cpu_s']:.0f} / {cpu['browser_cpu_s']:.0f} s "
+        f"of {cores * s['sessions_wall_s']:.0f} core-seconds | | |",
         f"| errors: exceptions, console, page, timeouts, other | {e['exceptions']}, {e['console_errors']}, "
         f"{e['page_errors']}, {e['timeouts']}, {e['failures']} | 0 | {yes(s['met']['errors'])} |",
         f"| server RSS start / peak | {m['start_mb']:.0f} / {m['peak_mb']:.0f} MB (+{s['rss_growth_mb']:.0f}) "
