@@ -33,6 +33,7 @@ class Recipe:
     lr: float = 3e-3
     batch_size: int = 32
     seed: int = 0
+    aux_loss_weight: float = 0.01  # MoE load balancing
     changes: dict = field(default_factory=dict)  # config fields sized for the task (n_layers, max_len)
 
     @property
@@ -42,10 +43,15 @@ class Recipe:
 
 RECIPES = [
     Recipe("llama2", "induction", steps=1000),
-    Recipe("mistral", "induction", steps=1000, changes={"sliding_window": 16}),  # the window must reach the first copy
-    Recipe("palm", "induction", steps=2500),
-    Recipe("falcon", "induction", steps=1500),
-    Recipe("original", "reverse", steps=1000),
+    Recipe("mistral", "induction", steps=1000),
+    Recipe("falcon", "induction", steps=1000),
+    # Learned positions (GPT-2), ALiBi (BLOOM) and PaLM's block did not form induction heads within a
+    # minute (see docs/checkpoints.md); they ship on sort, whose pointer attention they learn quickly.
+    Recipe("gpt2", "sort", steps=2000),
+    Recipe("palm", "sort", steps=2000),
+    Recipe("bloom", "sort", steps=1500),
+    Recipe("mixtral", "mixed", steps=800, aux_loss_weight=0.001, seed=2),
+    Recipe("original", "reverse", steps=1500),
     Recipe("original", "copy", steps=500),
     Recipe("bert", "mirror", steps=2000),
 ]
@@ -60,16 +66,16 @@ def train_recipe(recipe: Recipe, directory: Path) -> dict:
     cfg = config_for(recipe.preset, recipe.task, **recipe.changes)
     start = time.perf_counter()
     model, history = train(cfg, recipe.task, recipe.steps, lr=recipe.lr, batch_size=recipe.batch_size,
-                           seed=recipe.seed, device="cpu")
+                           seed=recipe.seed, aux_loss_weight=recipe.aux_loss_weight, device="cpu")
     seconds = time.perf_counter() - start
     accuracy = evaluate(model, recipe.task)
     meta = {
-        "preset": recipe.preset, "task": recipe.task,
+        "preset": recipe.preset, "task": recipe.task, "accuracy": round(accuracy, 4),
         "training": {"steps": recipe.steps, "batch_size": recipe.batch_size, "lr": recipe.lr, "seed": recipe.seed,
+                     "aux_loss_weight": recipe.aux_loss_weight,
                      "schedule": "AdamW, linear warmup (10%) then cosine", "seconds": round(seconds, 1),
                      "threads": torch.get_num_threads(), "final_loss": round(history[-1]["loss"], 4),
                      "config_changes": recipe.changes},
-        "metrics": {"accuracy": round(accuracy, 4)},
     }
     path = directory / recipe.name
     checkpoint.save(model, path, meta)

@@ -133,7 +133,7 @@ def _mismatches(expected: dict[str, tuple], found: dict[str, tuple], limit: int 
         problems.append(f"unexpected {some(unexpected)}")
     wrong = [f"{n} is {found[n]}, the config needs {expected[n]}" for n in sorted(expected.keys() & found.keys())
              if expected[n] != found[n]]
-    problems += wrong[:limit]
+    problems += wrong[:limit] + ([f"and {len(wrong) - limit} more with other shapes"] if len(wrong) > limit else [])
     return problems
 
 

@@ -10,7 +10,7 @@ you can name before you look:
 | reverse   | encoder-decoder | cross-attention on the anti-diagonal                         |
 | sort      | decoder         | each answer token points at where that value sits in the input |
 | mirror    | encoder         | a masked token looks at its mirror image, often to its right  |
-| mixed     | decoder (MoE)   | letters and digits follow different rules: experts specialise |
+| mixed     | decoder (MoE)   | digits and letters follow different rules: experts specialise |
 
 Every generator is seeded (same seed -> same batch) and every batch marks its
 answer positions (``loss_mask``): loss and accuracy count those positions only.
@@ -148,21 +148,22 @@ def _first_letter_id(task: Task) -> int:
 class Induction(Task):
     """Random letters in which a segment of distinct letters appears twice, the copies d apart.
 
-    The distance between the copies (3-16, uniform) and the segment length (3-8)
-    vary from row to row, so no head can solve it by position: on the second copy
-    the model must find where the current letter was before and predict the letter
-    that followed it. That takes two heads in two layers: a previous-token head
-    writes "the letter before me" into every position, and an induction head in the
-    next layer matches the current letter against it. (Short distances matter: with
-    only long ones, "the letter 7 back" would serve as well as "the letter before".)
-    Letters of the segment appear nowhere else, so the previous occurrence is unique.
+    The distance between the copies (3-8, uniform) and the segment length (3 up
+    to the distance) vary from row to row, so no head can solve it by position: on
+    the second copy the model must find where the current letter was before and
+    predict the letter that followed it. That takes two heads in two layers: a
+    previous-token head writes "the letter before me" into every position, and an
+    induction head in the next layer matches the current letter against it. The
+    distance stays within 8 so that Mistral's sliding window of 8 reaches back to
+    the first copy. Letters of the segment appear nowhere else, so the previous
+    occurrence is unique.
     """
 
     name, arch = "induction", "decoder"
     description = "predict the next letter of a segment seen before (an induction head)"
     symbols, specials = LETTERS, ("<bos>",)
-    example_text = "qhvtwcmbkxzvtwcmbr"
-    n_letters, distances, longest_segment = 24, (3, 16), 8
+    example_text = "qhvtwcmbvtwcmbkx"
+    n_letters, distances, longest_segment = 16, (3, 8), 8
     max_tokens = 1 + n_letters
 
     def frame(self, ids):
@@ -353,20 +354,19 @@ class Mirror(Task):
 
 
 class Mixed(Task):
-    """A Caesar cipher over digits and letters: the first digit is the key k.
+    """Digits and letters interleaved, each kind with its own rule; the first digit is a key k.
 
-    Every later letter moves k places along the alphabet (mod 26) and every later
-    digit adds k (mod 10). The two kinds of token need different tables (26 x 10 and
-    10 x 10), and neither is a fixed token -> token map: attention brings the key to
-    each position and the FFN combines it with the token. Two kinds of token that need
-    different computations are what a mixture of experts is for: the router learns to
-    send each kind to its own experts.
+    Every later digit is encrypted: it becomes (digit + k) mod 10, which needs
+    attention to fetch the key and an FFN to add. Every letter passes through
+    unchanged, which needs nothing from the FFN at all. Experts that learn to add
+    only disturb letters, so the router moves letters onto experts of their own:
+    the two kinds of token end up on visibly different experts.
     """
 
     name, arch = "mixed", "decoder"
-    description = "a Caesar cipher: the first digit shifts every letter (mod 26) and digit (mod 10)"
+    description = "digits add the key (the first digit) mod 10, letters pass through (experts specialise by kind)"
     symbols, specials = DIGITS + LETTERS, ("<bos>",)
-    example_text = "3hello2024world"  # -> key 3, then "khoor5357zruog"
+    example_text = "3hello2024world"  # key 3: "hello5357world"
     kinds = {"digit": DIGITS, "letter": LETTERS}
     lengths = (4, 16)
     max_tokens = lengths[1] + 2
@@ -382,7 +382,7 @@ class Mixed(Task):
         letter = torch.randint(len(LETTERS), (batch_size, n), generator=generator)  # (B, n) values 0-25
         first_digit, first_letter = self.token_id("0"), self.token_id("a")
         ids = torch.where(is_digit, digit + first_digit, letter + first_letter)  # (B, n)
-        answer = torch.where(is_digit, (digit + key) % 10 + first_digit, (letter + key) % 26 + first_letter)  # (B, n)
+        answer = torch.where(is_digit, (digit + key) % 10 + first_digit, ids)  # (B, n)
         bos = torch.full((batch_size, 1), self.token_id("<bos>"))
         no = torch.zeros(batch_size, 2, dtype=torch.bool)
         return Batch(targets=torch.cat((bos, key + first_digit, answer), dim=1),  # <bos> and the key are not scored

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from .config import TransformerConfig
+from .ffn import MoE
 from .model import Transformer, default_device
 from .positions import ADDITIVE_POSITIONS
 from .presets import PRESETS
@@ -66,6 +67,20 @@ def scale_embeddings_for_sinusoidal(model: Transformer) -> None:
             model.embed.weight.normal_(0.0, 0.02 * math.sqrt(model.cfg.d_model))
 
 
+def start_routers_at_zero(model: Transformer) -> None:
+    """Zero every MoE router, so every token starts on the same experts.
+
+    A random router ties each token to experts by chance from the first step, and
+    the split stays a split by token. From zero, the tokens that gain nothing from
+    the experts everyone trains (letters in the mixed task) move off to the unused
+    ones, so routing splits on what the task needs.
+    """
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, MoE):
+                module.router.weight.zero_()
+
+
 def learning_rate(step: int, steps: int, peak: float, warmup: int, floor: float = 0.1) -> float:
     """Linear warmup to `peak` over `warmup` steps, then a cosine down to floor * peak at the last step."""
     if step < warmup:
@@ -108,6 +123,7 @@ def train(cfg_or_preset: str | TransformerConfig, task: str | Task, steps: int, 
         torch.manual_seed(seed)
         model = Transformer(cfg, device=device).train()
         scale_embeddings_for_sinusoidal(model)
+        start_routers_at_zero(model)
         optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay, betas=(0.9, 0.98))
         start = time.perf_counter()
         bar = tqdm(range(steps), desc=f"{task.name}", disable=not progress, leave=False)
@@ -165,7 +181,7 @@ def main(argv: list[str] | None = None) -> None:
     model, history = train(args.preset, args.task, args.steps, batch_size=args.batch_size, lr=args.lr,
                            seed=args.seed, device=args.device)
     accuracy = evaluate(model, args.task)
-    meta = {"preset": args.preset, "task": args.task, "metrics": {"accuracy": accuracy},
+    meta = {"preset": args.preset, "task": args.task, "accuracy": round(accuracy, 4),
             "training": {"steps": len(history), "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed,
                          "seconds": round(history[-1]["seconds"], 1), "final_loss": history[-1]["loss"]}}
     paths = checkpoint.save(model, args.out, meta)

@@ -1,0 +1,173 @@
+"""Checkpoints: exact round trips (tied weights, encoder-decoder, MoE), a clear error for every broken file,
+and the shipped checkpoints, which must load and still do their task."""
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from transformer import PRESETS, Transformer
+from transformer.checkpoint import CheckpointError, find_checkpoint, load, read_meta, save, shipped
+from transformer.tasks import TASKS, expert_usage, head_scores, specialisation
+
+SMALL = dict(vocab_size=30, d_model=32, n_heads=4, n_layers=2, max_len=32)
+
+
+def small_model(preset: str, seed: int = 0, **changes) -> Transformer:
+    torch.manual_seed(seed)
+    return Transformer(PRESETS[preset].replace(**{**SMALL, **changes}), device="cpu").eval()
+
+
+def logits(model, ids):
+    return model(ids, ids) if model.cfg.arch == "encoder-decoder" else model(ids)
+
+
+@pytest.fixture
+def saved(tmp_path):
+    """saved(preset) -> (model, path) of a small model written to tmp_path."""
+    def write(preset="gpt2", **changes):
+        model = small_model(preset, **changes)
+        save(model, tmp_path / preset, {"task": "demo", "accuracy": 0.5})
+        return model, tmp_path / preset
+    return write
+
+
+@pytest.mark.parametrize("preset", ["gpt2", "llama2", "original", "mixtral", "bert"])
+def test_round_trip_gives_identical_logits(saved, preset):
+    model, path = saved(preset)
+    loaded, meta = load(path, device="cpu")
+    ids = torch.randint(0, SMALL["vocab_size"], (2, 9), generator=torch.Generator().manual_seed(1))
+    assert torch.equal(logits(model, ids), logits(loaded, ids))
+    assert loaded.cfg == model.cfg
+    assert meta["task"] == "demo" and meta["accuracy"] == 0.5 and meta["format_version"] == 1
+
+
+def test_tied_weights_are_stored_once_and_tied_again_on_load(saved):
+    model, path = saved("gpt2")
+    stored = load_file(str(path) + ".safetensors")
+    assert "embed.weight" in stored and "unembed.weight" not in stored
+    loaded, meta = load(path)
+    assert meta["shared"] == {"unembed.weight": "embed.weight"}
+    assert loaded.unembed.weight is loaded.embed.weight  # one tensor, as in the model that was saved
+    untied, untied_path = saved("llama2")
+    assert "unembed.weight" in load_file(str(untied_path) + ".safetensors")
+
+
+def test_path_may_carry_either_extension(saved):
+    model, path = saved("gpt2")
+    for variant in (str(path) + ".json", str(path) + ".safetensors"):
+        assert load(variant)[0].cfg == model.cfg
+
+
+def test_missing_files_name_the_file(saved, tmp_path):
+    with pytest.raises(CheckpointError, match="nowhere.json: no such checkpoint file"):
+        load(tmp_path / "nowhere")
+    _, path = saved("gpt2")
+    (tmp_path / "gpt2.safetensors").unlink()
+    with pytest.raises(CheckpointError, match=r"gpt2\.safetensors: no such file"):
+        load(path)
+
+
+def test_truncated_and_corrupt_weights_say_so(saved, tmp_path):
+    _, path = saved("gpt2")
+    weights = tmp_path / "gpt2.safetensors"
+    data = weights.read_bytes()
+    weights.write_bytes(data[: len(data) // 2])
+    with pytest.raises(CheckpointError, match=r"gpt2\.safetensors: cannot be read as safetensors.*truncated or corrupt"):
+        load(path)
+    weights.write_bytes(b"\x00\xff" * 64)
+    with pytest.raises(CheckpointError, match="truncated or corrupt"):
+        load(path)
+
+
+def test_bad_json_and_invalid_config_name_the_json(saved, tmp_path):
+    _, path = saved("gpt2")
+    meta_file = tmp_path / "gpt2.json"
+    document = json.loads(meta_file.read_text())
+    meta_file.write_text("{ not json")
+    with pytest.raises(CheckpointError, match=r"gpt2\.json: not valid JSON"):
+        load(path)
+    meta_file.write_text(json.dumps({**document, "config": {**document["config"], "d_model": 30}}))
+    with pytest.raises(CheckpointError, match=r"gpt2\.json: its config is not valid: d_model=30 is not divisible by n_heads=4"):
+        load(path)
+    meta_file.write_text(json.dumps({**document, "config": {**document["config"], "colour": "red"}}))
+    with pytest.raises(CheckpointError, match="unknown config fields"):
+        load(path)
+    meta_file.write_text(json.dumps({**document, "format_version": 99}))
+    with pytest.raises(CheckpointError, match="format_version 99"):
+        load(path)
+    meta_file.write_text(json.dumps([1, 2]))
+    with pytest.raises(CheckpointError, match="not an Attention Lab checkpoint"):
+        load(path)
+
+
+def test_weights_that_do_not_fit_the_config_are_listed(saved, tmp_path):
+    _, path = saved("gpt2")
+    meta_file = tmp_path / "gpt2.json"
+    document = json.loads(meta_file.read_text())
+    meta_file.write_text(json.dumps({**document, "config": {**document["config"], "d_model": 64}}))
+    with pytest.raises(CheckpointError, match=r"weights do not fit the config in gpt2\.json: .*k_proj\.weight is \(32, 32\), the config needs \(64, 64\).* more with other shapes"):
+        load(path)
+    meta_file.write_text(json.dumps({**document, "config": {**document["config"], "n_layers": 3}}))
+    with pytest.raises(CheckpointError, match=r"missing blocks\.2\."):
+        load(path)
+    meta_file.write_text(json.dumps({**document, "config": {**document["config"], "n_layers": 1}}))
+    with pytest.raises(CheckpointError, match=r"unexpected blocks\.1\."):
+        load(path)
+
+
+def test_checkpoint_error_is_a_value_error_and_meta_keys_are_checked(tmp_path):
+    assert issubclass(CheckpointError, ValueError)
+    with pytest.raises(ValueError, match="reserved"):
+        save(small_model("gpt2"), tmp_path / "x", {"config": {}})
+
+
+# --- the shipped checkpoints ------------------------------------------------------------
+
+SHIPPED = shipped()
+FRESH_SEED = 2024  # training draws batches from its own seed; this batch is new to the model
+
+
+def test_every_preset_family_has_a_shipped_checkpoint():
+    assert {entry.preset for entry in SHIPPED} == set(PRESETS)
+    tasks = {(entry.preset, entry.task) for entry in SHIPPED}
+    assert {("original", "reverse"), ("bert", "mirror"), ("mixtral", "mixed")} <= tasks
+    assert sum(task == "induction" for _, task in tasks) >= 3
+    for entry in SHIPPED:
+        assert TASKS[entry.task].arch == PRESETS[entry.preset].arch
+
+
+# the lowest share of a head's attention that goes where the task's solution looks (uniform attention
+# over a sort input gives about 0.1: the sort models point, if less sharply than the others)
+PATTERN_FLOOR = {"induction": 0.5, "reverse": 0.8, "copy": 0.8, "sort": 0.3, "mirror": 0.5}
+
+
+@pytest.mark.parametrize("entry", SHIPPED, ids=[entry.name for entry in SHIPPED])
+def test_shipped_checkpoint_loads_and_does_its_task(entry):
+    model, meta = load(entry.path, device="cpu")
+    task = TASKS[meta["task"]]
+    batch = task.sample(128, seed=FRESH_SEED)
+    with torch.no_grad():
+        assert task.accuracy(model(*batch.model_args()), batch) >= 0.95
+    if entry.task == "mixed":
+        usage = expert_usage(model, task, batch)
+        assert max(specialisation(layer) for layer in usage) >= 0.5  # digits and letters go to different experts
+        return
+    scores = head_scores(model, task, batch)
+    solution = scores["solution"]  # (L, H)
+    assert solution.max() >= PATTERN_FLOOR[entry.task]
+    if entry.task == "induction":
+        induction_layer = int(solution.max(dim=1).values.argmax())
+        assert induction_layer >= 1
+        assert scores["previous_token"][:induction_layer].max() >= 0.5  # a previous-token head below it
+
+
+def test_find_checkpoint_matches_a_preset_and_nothing_else():
+    for entry in SHIPPED:
+        found = find_checkpoint(PRESETS[entry.preset], task=entry.task)
+        assert found == entry.path
+        _, cfg = read_meta(found)
+        assert cfg.replace(vocab_size=128, max_len=PRESETS[entry.preset].max_len) == PRESETS[entry.preset]
+    assert find_checkpoint(PRESETS["llama2"]) == next(e.path for e in SHIPPED if e.preset == "llama2")
+    assert find_checkpoint(PRESETS["llama2"].replace(position="alibi")) is None
+    assert find_checkpoint(PRESETS["llama2"], task="mixed") is None

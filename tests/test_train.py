@@ -1,0 +1,98 @@
+"""The training loop: it learns, it is reproducible, it reports and stops when asked, and its CLI writes a checkpoint."""
+import pytest
+import torch
+
+from transformer import PRESETS, TransformerConfig
+from transformer.checkpoint import load
+from transformer.tasks import TASKS
+from transformer.train import config_for, evaluate, learning_rate, main, train
+
+# small enough for a few hundred steps in seconds on a CPU
+TINY_DECODER = TransformerConfig(vocab_size=len(TASKS["mixed"].vocab), d_model=32, n_heads=4, n_layers=1, max_len=32,
+                                 position="rope", ffn="gelu")
+
+
+def test_a_few_hundred_steps_bring_the_loss_well_below_its_start():
+    copier = TransformerConfig(arch="encoder-decoder", vocab_size=len(TASKS["copy"].vocab), d_model=64, n_heads=4,
+                               n_layers=1, max_len=16, position="learned", ffn="gelu")
+    model, history = train(copier, "copy", 200, batch_size=32, progress=False, device="cpu")
+    start = sum(h["loss"] for h in history[:5]) / 5
+    end = sum(h["loss"] for h in history[-5:]) / 5
+    assert start > 3.0  # about ln(26): the model starts by guessing a letter
+    assert end < 0.1 * start
+    assert evaluate(model, "copy", n_batches=2, batch_size=64) > 0.95
+    assert not model.training  # handed back ready for inference
+
+
+def test_same_seed_same_weights_and_another_seed_differs():
+    cfg = TINY_DECODER.replace(ffn="moe", n_experts=4, top_k=2)
+    run = lambda seed: train(cfg, "mixed", 15, batch_size=8, seed=seed, progress=False, device="cpu")
+    (first, history), (again, _), (other, _) = run(3), run(3), run(4)
+    for (name, a), b, c in zip(first.state_dict().items(), again.state_dict().values(), other.state_dict().values()):
+        assert torch.equal(a, b), name
+    assert any(not torch.equal(a, c) for a, c in zip(first.state_dict().values(), other.state_dict().values()))
+    assert all(h["aux_loss"] > 0 for h in history)  # the MoE balancing loss is part of training
+
+
+def test_train_leaves_the_callers_random_state_and_threads_alone():
+    threads = torch.get_num_threads()
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    train(TINY_DECODER, "mixed", 3, batch_size=4, progress=False, device="cpu")
+    assert torch.equal(torch.rand(3), expected)
+    assert torch.get_num_threads() == threads
+
+
+def test_callback_sees_progress_and_should_stop_ends_early():
+    seen = []
+    model, history = train(TINY_DECODER, "mixed", 40, batch_size=4, progress=False, device="cpu", callback_every=10,
+                           callback=lambda step, metrics, m: seen.append((step, metrics["loss"], m is not None)))
+    assert [step for step, _, _ in seen] == [0, 10, 20, 30, 39]
+    assert all(loss == history[step]["loss"] and has_model for step, loss, has_model in seen)
+    assert [h["step"] for h in history] == list(range(40))
+    assert {"loss", "accuracy", "lr", "aux_loss", "seconds"} <= history[0].keys()
+
+    calls = []
+
+    def stop_after_seven_steps():
+        calls.append(1)
+        return len(calls) > 7
+
+    _, history = train(TINY_DECODER, "mixed", 40, batch_size=4, progress=False, device="cpu",
+                       should_stop=stop_after_seven_steps)
+    assert len(history) == 7
+
+
+def test_learning_rate_warms_up_linearly_then_decays_by_cosine():
+    rates = [learning_rate(step, 100, 1.0, 10) for step in range(100)]
+    assert rates[:10] == pytest.approx([(s + 1) / 10 for s in range(10)])
+    assert all(a >= b for a, b in zip(rates[10:], rates[11:]))  # never rises after the warmup
+    assert rates[10] == pytest.approx(1.0) and rates[-1] == pytest.approx(0.1)
+    assert rates[55] == pytest.approx(0.1 + 0.9 * 0.5, abs=0.02)  # half way: the cosine's middle
+
+
+def test_config_for_sizes_a_preset_and_rejects_mismatches():
+    cfg = config_for("gpt2", "induction")
+    assert cfg.vocab_size == len(TASKS["induction"].vocab)
+    assert cfg.replace(vocab_size=128) == PRESETS["gpt2"]
+    with pytest.raises(ValueError, match="needs arch='encoder-decoder'"):
+        config_for("gpt2", "reverse")
+    with pytest.raises(ValueError, match="vocab_size=10 is smaller than the induction task's 27 tokens"):
+        config_for(PRESETS["gpt2"].replace(vocab_size=10), "induction")
+    with pytest.raises(ValueError, match="max_len=8 is shorter"):
+        config_for(PRESETS["gpt2"].replace(max_len=8), "induction")
+    with pytest.raises(ValueError, match="unknown preset"):
+        config_for("gpt5", "induction")
+    with pytest.raises(ValueError, match="steps=0"):
+        train("gpt2", "induction", 0)
+
+
+def test_command_line_trains_and_writes_a_loadable_checkpoint(tmp_path, capsys):
+    out = tmp_path / "bert-mirror"
+    main(["--preset", "bert", "--task", "mirror", "--steps", "3", "--batch-size", "4", "--out", str(out), "--device", "cpu"])
+    model, meta = load(out)
+    assert meta["task"] == "mirror" and meta["preset"] == "bert" and meta["training"]["steps"] == 3
+    assert 0.0 <= meta["accuracy"] <= 1.0
+    assert model.cfg == config_for("bert", "mirror")
+    assert "wrote" in capsys.readouterr().out
