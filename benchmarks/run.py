@@ -26,6 +26,7 @@ import argparse
 import copy
 import gc
 import json
+import math
 import os
 import platform
 import statistics
@@ -54,6 +55,7 @@ class Sizes:
     vocab: int
     n_experts: int
     top_k: int
+    time_limit_s: float  # the whole run: loops stop early, long generation runs are skipped
     repeats: int
     budget_s: float  # per family
     # row 5: a small LLaMA-style model generating from a short prompt
@@ -77,13 +79,13 @@ class Sizes:
 
 
 FULL = Sizes(batch=4, seq=256, d_model=256, n_layers=4, n_heads=8, n_kv_heads=2, d_ff=688, vocab=32000,
-             n_experts=4, top_k=2, repeats=7, budget_s=45,
+             n_experts=4, top_k=2, time_limit_s=510, repeats=7, budget_s=45,
              gen_d_model=256, gen_layers=4, gen_heads=8, gen_vocab=4096, gen_prompt=16, gen_lengths=(64, 256, 512),
              gen_repeats=3, gen_budget_s=45,
              flops_d_model=768, flops_layers=12, flops_heads=12, flops_vocab=50257, flops_seq=512, matmul_n=2048,
              flops_repeats=5, flops_budget_s=30)
 SMOKE = Sizes(batch=2, seq=16, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=64, vocab=128,
-              n_experts=4, top_k=2, repeats=1, budget_s=10,
+              n_experts=4, top_k=2, time_limit_s=math.inf, repeats=1, budget_s=10,
               gen_d_model=32, gen_layers=2, gen_heads=8, gen_vocab=128, gen_prompt=4, gen_lengths=(2, 4, 8),
               gen_repeats=1, gen_budget_s=10,
               flops_d_model=32, flops_layers=2, flops_heads=4, flops_vocab=128, flops_seq=16, matmul_n=64,
@@ -149,6 +151,11 @@ def interleaved(fns: dict[str, Callable[[], object]], repeats: int, budget_s: fl
     return samples
 
 
+def budget(seconds: float, deadline: float) -> float:
+    """A loop's time budget, cut short by the whole run's deadline (time.perf_counter() seconds)."""
+    return min(seconds, deadline - time.perf_counter())
+
+
 # --- rows 1-4: ours against Hugging Face ------------------------------------------------------
 
 def hf_llama(s: Sizes):
@@ -197,7 +204,7 @@ COMPARISONS = {
 }
 
 
-def family_rows(name: str, s: Sizes, wanted: set[str]) -> list[Row]:
+def family_rows(name: str, s: Sizes, wanted: set[str], deadline: float) -> list[Row]:
     """Build the HF model and ours from its weights; time every function the wanted rows need in one loop."""
     from transformer.interop import from_hf
 
@@ -220,7 +227,8 @@ def family_rows(name: str, s: Sizes, wanted: set[str]) -> list[Row]:
     needed = {fn for c in rows.values() for fn in COMPARISONS[c][:2]}
     with torch.no_grad():
         max_diff = (ours(ids) - hf(input_ids=ids, use_cache=False).logits).abs().max().item()
-    samples = interleaved({fn: functions[fn] for fn in functions if fn in needed}, s.repeats, s.budget_s)
+    samples = interleaved({fn: functions[fn] for fn in functions if fn in needed}, s.repeats,
+                          budget(s.budget_s, deadline))
 
     shape = (f"d {s.d_model}, {s.n_layers} layers, {s.n_heads} heads"
              + (f" / {s.n_kv_heads} kv" if name != "gpt2" else "")
@@ -239,41 +247,51 @@ def family_rows(name: str, s: Sizes, wanted: set[str]) -> list[Row]:
 KV_KINDS = {"MHA": lambda heads: heads, "GQA": lambda heads: max(1, heads // 4), "MQA": lambda heads: 1}
 
 
-def generation_rows(s: Sizes, wanted: set[str]) -> list[Row]:
+def generation_rows(s: Sizes, wanted: set[str], deadline: float) -> list[Row]:
+    """Lengths outer, kinds inner: if the time limit comes, it is the longest runs that go unmeasured."""
     short, middle, long = s.gen_lengths
-    out = []
+    models, prompt = {}, torch.randint(0, s.gen_vocab, (1, s.gen_prompt), generator=torch.Generator().manual_seed(1))
     for kind, kv_heads in KV_KINDS.items():
-        lengths = [n for n in s.gen_lengths if f"5.{kind}.{n}" in wanted]
-        if not lengths:
-            continue
-        cfg = TransformerConfig(vocab_size=s.gen_vocab, d_model=s.gen_d_model, n_heads=s.gen_heads,
-                                n_kv_heads=kv_heads(s.gen_heads), n_layers=s.gen_layers,
-                                max_len=s.gen_prompt + long, position="rope", norm="rmsnorm", ffn="swiglu")
-        torch.manual_seed(0)
-        model = Transformer(cfg, device="cpu").eval()
-        prompt = torch.randint(0, s.gen_vocab, (1, s.gen_prompt), generator=torch.Generator().manual_seed(1))
-        for n in lengths:
+        if any(f"5.{kind}.{n}" in wanted for n in s.gen_lengths):
+            torch.manual_seed(0)
+            models[kind] = Transformer(TransformerConfig(
+                vocab_size=s.gen_vocab, d_model=s.gen_d_model, n_heads=s.gen_heads, n_kv_heads=kv_heads(s.gen_heads),
+                n_layers=s.gen_layers, max_len=s.gen_prompt + long, position="rope", norm="rmsnorm", ffn="swiglu"),
+                device="cpu").eval()
+    out, previous = [], {}  # kind -> (length, cached s, recompute s) of its last measured length
+    for n in s.gen_lengths:
+        for kind, model in models.items():
+            if f"5.{kind}.{n}" not in wanted:
+                continue
+            cfg = model.cfg
+            what = (f"generate {n} tokens, {kind} ({cfg.n_kv_heads} kv of {cfg.n_heads} heads, d {cfg.d_model}, "
+                    f"{cfg.n_layers} layers, vocab {cfg.vocab_size}, prompt {s.gen_prompt}): recompute / KV cache")
+            target = "" if n == short else ">= 3"
+            if kind in previous:  # recomputing grows with the square of the length, the cache linearly
+                m, cached_m, recompute_m = previous[kind]
+                estimate = recompute_m * (n / m) ** 2 + cached_m * n / m
+                if time.perf_counter() + estimate > deadline:
+                    out.append(Row(f"5.{kind}.{n}", what, math.nan, math.nan, "ms", math.nan, target, None,
+                                   dict(skipped=f"not measured: about {estimate:.0f} s more would pass the time limit")))
+                    continue
             last = {}
 
-            def cached(n=n, last=last):
+            def cached(n=n, model=model, last=last):
                 cache = KVCache()
                 last["tokens"] = model.generate(prompt, n, use_cache=True, cache=cache)
                 last["cache_bytes"] = cache.nbytes
 
-            def recompute(n=n, last=last):
+            def recompute(n=n, model=model, last=last):
                 last["recomputed"] = model.generate(prompt, n, use_cache=False)
 
             # the model warms up on the first length; recomputing a long run again just to warm up costs minutes
             samples = interleaved({"cached": cached, "recompute": recompute}, s.gen_repeats,
-                                  s.gen_budget_s * n / long, warm_up=n == lengths[0])
+                                  budget(s.gen_budget_s * n / long, deadline), warm_up=kind not in previous)
             cached_s, recompute_s = statistics.median(samples["cached"]), statistics.median(samples["recompute"])
+            previous[kind] = (n, cached_s, recompute_s)
             speedup = recompute_s / cached_s
-            target = "" if n == short else ">= 3"
-            what = (f"generate {n} tokens, {kind} ({cfg.n_kv_heads} kv of {cfg.n_heads} heads, d {cfg.d_model}, "
-                    f"{cfg.n_layers} layers, vocab {cfg.vocab_size}, prompt {s.gen_prompt}): "
-                    f"recompute / KV cache; cache {last['cache_bytes'] / 2**20:.2f} MiB")
-            out.append(Row(f"5.{kind}.{n}", what, cached_s * 1e3, recompute_s * 1e3, "ms", speedup, target,
-                           meets(speedup, target) if target else None,
+            out.append(Row(f"5.{kind}.{n}", f"{what}; cache {last['cache_bytes'] / 2**20:.2f} MiB", cached_s * 1e3,
+                           recompute_s * 1e3, "ms", speedup, target, meets(speedup, target) if target else None,
                            dict(cache_bytes=last["cache_bytes"], same_tokens=bool(torch.equal(last["tokens"], last["recomputed"])),
                                 cached_samples_s=samples["cached"], recompute_samples_s=samples["recompute"])))
     # the gap must grow with length: the longest run beats the target length's speedup
@@ -282,7 +300,8 @@ def generation_rows(s: Sizes, wanted: set[str]) -> list[Row]:
         longest, target_row = by_id.get(f"5.{kind}.{long}"), by_id.get(f"5.{kind}.{middle}")
         if longest is not None:
             longest.target = f">= 3, > {middle}'s"
-            longest.met = longest.ratio >= 3 and (target_row is None or longest.ratio > target_row.ratio)
+            if not math.isnan(longest.ratio):
+                longest.met = longest.ratio >= 3 and (target_row is None or longest.ratio > target_row.ratio)
     return out
 
 
@@ -308,7 +327,7 @@ def forward_flops(cfg: TransformerConfig, batch: int, seq: int) -> int:
     return 2 * matmul_weights * batch * seq + cfg.n_layers * 4 * batch * seq**2 * d
 
 
-def flops_rows(s: Sizes) -> list[Row]:
+def flops_rows(s: Sizes, deadline: float) -> list[Row]:
     cfg = TransformerConfig(vocab_size=s.flops_vocab, d_model=s.flops_d_model, n_heads=s.flops_heads,
                             n_layers=s.flops_layers, max_len=s.flops_seq, position="learned", norm="layernorm",
                             ffn="gelu", gelu_approximate="tanh", bias=True)  # GPT-2's recipe
@@ -316,7 +335,8 @@ def flops_rows(s: Sizes) -> list[Row]:
     model = Transformer(cfg, device="cpu").eval()
     ids = torch.randint(0, cfg.vocab_size, (1, s.flops_seq), generator=torch.Generator().manual_seed(1))
     a, b = torch.randn(s.matmul_n, s.matmul_n), torch.randn(s.matmul_n, s.matmul_n)
-    samples = interleaved({"forward": lambda: model(ids), "matmul": lambda: a @ b}, s.flops_repeats, s.flops_budget_s)
+    samples = interleaved({"forward": lambda: model(ids), "matmul": lambda: a @ b}, s.flops_repeats,
+                          budget(s.flops_budget_s, deadline))
     flops, matmul_flops = forward_flops(cfg, 1, s.flops_seq), 2 * s.matmul_n**3
     achieved = flops / statistics.median(samples["forward"]) / 1e9
     peak = matmul_flops / statistics.median(samples["matmul"]) / 1e9
@@ -404,16 +424,20 @@ def select(ids: list[str], only: str | None) -> set[str]:
 
 
 def run_rows(s: Sizes, wanted: set[str]) -> list[Row]:
-    groups = [(lambda name=name: family_rows(name, s, wanted), set(family.rows)) for name, family in FAMILIES.items()]
-    groups += [(lambda: generation_rows(s, wanted), {r for r in wanted if r.startswith("5.")}),
-               (lambda: flops_rows(s), {"6"}), (lambda: memory_rows(s), {"7"})]
+    """The wanted rows, in table order. Generation runs last: it is the long one, and yields to the time limit."""
+    deadline = time.perf_counter() + s.time_limit_s
+    groups = [(lambda name=name: family_rows(name, s, wanted, deadline), set(family.rows))
+              for name, family in FAMILIES.items()]
+    groups += [(lambda: flops_rows(s, deadline), {"6"}), (lambda: memory_rows(s), {"7"}),
+               (lambda: generation_rows(s, wanted, deadline), {r for r in wanted if r.startswith("5.")})]
     rows: list[Row] = []
     for measure, ids in groups:
         if wanted & ids:
             started = time.perf_counter()
             rows += measure()
             print(f"rows {', '.join(sorted(wanted & ids))}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
-    return rows
+    order = row_ids(s)
+    return sorted(rows, key=lambda r: order.index(r.row))
 
 
 def machine() -> dict:
@@ -436,6 +460,9 @@ def format_value(value: float, unit: str) -> str:
 def markdown(rows: list[Row]) -> str:
     lines = ["| row | what | ours | reference | ratio | target | met? |", "|---|---|---|---|---|---|---|"]
     for r in rows:
+        if "skipped" in r.details:
+            lines.append(f"| {r.row} | {r.what} | — | — | — | {r.target or '—'} | {r.details['skipped']} |")
+            continue
         met = "—" if r.met is None else ("yes" if r.met else "**no**")
         lines.append(f"| {r.row} | {r.what} | {format_value(r.ours, r.unit)} | {format_value(r.reference, r.unit)} "
                      f"| {r.ratio:.3g} | {r.target or '—'} | {met} |")

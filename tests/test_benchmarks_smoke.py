@@ -6,6 +6,7 @@ against independent counts.
 """
 import json
 import math
+import time
 
 import pytest
 import torch
@@ -40,6 +41,21 @@ def test_only_picks_rows_and_groups_and_refuses_unknown_ones():
     assert run.select(ids, None) == set(ids)
     with pytest.raises(ValueError, match="'9' matches no row"):
         run.select(ids, "9")
+
+
+def test_past_the_time_limit_loops_take_one_round_and_long_generation_runs_are_skipped():
+    calls = []
+    samples = run.interleaved({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, repeats=5, budget_s=-1)
+    assert {k: len(v) for k, v in samples.items()} == {"a": 1, "b": 1} and calls == ["a", "b", "a", "b"]  # warm-up + 1
+
+    wanted = {f"5.MHA.{n}" for n in run.SMOKE.gen_lengths}
+    rows = run.generation_rows(run.SMOKE, wanted, deadline=time.perf_counter())  # already past
+    first, *later = rows
+    assert [r.row for r in rows] == [f"5.MHA.{n}" for n in run.SMOKE.gen_lengths]
+    assert math.isfinite(first.ratio) and "skipped" not in first.details  # the first length sets the estimate
+    for r in later:
+        assert math.isnan(r.ratio) and r.met is None and "time limit" in r.details["skipped"]
+    assert "time limit" in run.markdown(rows)
 
 
 @pytest.mark.parametrize("ffn,n_kv_heads", [("gelu", 4), ("swiglu", 2)])
