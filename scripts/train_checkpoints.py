@@ -50,7 +50,7 @@ RECIPES = [
     Recipe("gpt2", "sort", steps=2000),
     Recipe("palm", "sort", steps=2000),
     Recipe("bloom", "sort", steps=1500),
-    Recipe("mixtral", "mixed", steps=800, aux_loss_weight=0.001, seed=2),
+    Recipe("mixtral", "mixed", steps=800, batch_size=64),
     Recipe("original", "reverse", steps=1500),
     Recipe("original", "copy", steps=500),
     Recipe("bert", "mirror", steps=2000),
