@@ -122,6 +122,14 @@ def test_checkpoint_error_is_a_value_error_and_meta_keys_are_checked(tmp_path):
         save(small_model("gpt2"), tmp_path / "x", {"config": {}})
 
 
+def test_a_broken_index_names_itself(tmp_path):
+    with pytest.raises(CheckpointError, match=r"index\.json: no such file"):
+        shipped(tmp_path)
+    (tmp_path / "index.json").write_text(json.dumps({"checkpoints": [{"name": "x"}]}))
+    with pytest.raises(CheckpointError, match=r"index\.json: an entry lacks 'preset'"):
+        shipped(tmp_path)
+
+
 # --- the shipped checkpoints ------------------------------------------------------------
 
 SHIPPED = shipped()

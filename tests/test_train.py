@@ -90,7 +90,13 @@ def test_config_for_sizes_a_preset_and_rejects_mismatches():
 
 def test_command_line_trains_and_writes_a_loadable_checkpoint(tmp_path, capsys):
     out = tmp_path / "bert-mirror"
-    main(["--preset", "bert", "--task", "mirror", "--steps", "3", "--batch-size", "4", "--out", str(out), "--device", "cpu"])
+    threads = torch.get_num_threads()
+    try:
+        main(["--preset", "bert", "--task", "mirror", "--steps", "3", "--batch-size", "4", "--out", str(out),
+              "--device", "cpu", "--threads", "1"])
+        assert torch.get_num_threads() == 1  # the command line sets its own process's threads
+    finally:
+        torch.set_num_threads(threads)  # this test runs inside pytest's process: give it back
     model, meta = load(out)
     assert meta["task"] == "mirror" and meta["preset"] == "bert" and meta["training"]["steps"] == 3
     assert 0.0 <= meta["accuracy"] <= 1.0

@@ -159,8 +159,12 @@ def shipped(directory: str | Path = SHIPPED_DIR) -> list[ShippedCheckpoint]:
         raise CheckpointError(f"{index_path}: no such file; run scripts/train_checkpoints.py to make it") from None
     except json.JSONDecodeError as error:
         raise CheckpointError(f"{index_path}: not valid JSON ({error})") from None
-    return [ShippedCheckpoint(e["name"], e["preset"], e["task"], Path(directory) / e["name"], e["accuracy"], e["train_seconds"])
-            for e in index["checkpoints"]]
+    try:
+        return [ShippedCheckpoint(e["name"], e["preset"], e["task"], Path(directory) / e["name"], e["accuracy"],
+                                  e["train_seconds"]) for e in index["checkpoints"]]
+    except (KeyError, TypeError) as error:
+        raise CheckpointError(f"{index_path}: an entry lacks {error}; each needs name, preset, task, accuracy, "
+                              "train_seconds (run scripts/train_checkpoints.py to rewrite it)") from None
 
 
 def find_checkpoint(cfg: TransformerConfig, task: str | None = None, directory: str | Path = SHIPPED_DIR) -> Path | None:

@@ -138,7 +138,7 @@ def _randint(low: int, high: int, generator: torch.Generator) -> int:
     return int(torch.randint(low, high + 1, (), generator=generator))
 
 
-def _first_letter_id(task: Task) -> int:
+def _first_symbol_id(task: Task) -> int:
     return len(task.specials)
 
 
@@ -163,19 +163,19 @@ class Induction(Task):
     description = "predict the next letter of a segment seen before (an induction head)"
     symbols, specials = LETTERS, ("<bos>",)
     example_text = "qhvtwcmbvtwcmbkx"
-    n_letters, distances, longest_segment = 16, (3, 8), 8
+    n_letters, distances = 16, (3, 8)
     max_tokens = 1 + n_letters
 
     def frame(self, ids):
         return [self.token_id("<bos>"), *ids]
 
     def make_batch(self, batch_size, generator):
-        T, first = self.n_letters, _first_letter_id(self)
+        T, first = self.n_letters, _first_symbol_id(self)
         ids = torch.empty(batch_size, 1 + T, dtype=torch.long)
         loss_mask = torch.zeros(batch_size, 1 + T, dtype=torch.bool)
         for row in range(batch_size):
             d = _randint(*self.distances, generator)  # from the first copy's start to the second's
-            L = _randint(3, min(d, self.longest_segment), generator)  # the copies may touch, never overlap
+            L = _randint(3, d, generator)  # segment length: the copies may touch, never overlap
             s1 = _randint(0, T - L - d, generator)
             letters = torch.randperm(len(LETTERS), generator=generator) + first
             segment, others = letters[:L], letters[L:]  # segment letters appear nowhere else
@@ -235,7 +235,7 @@ class SequenceToSequence(Task):
 
     def make_batch(self, batch_size, generator):
         n = _randint(*self.lengths, generator)
-        letters = torch.randint(len(LETTERS), (batch_size, n), generator=generator) + _first_letter_id(self)  # (B, n)
+        letters = torch.randint(len(LETTERS), (batch_size, n), generator=generator) + _first_symbol_id(self)  # (B, n)
         src = torch.cat((letters, torch.full((batch_size, 1), self.token_id("<eos>"))), dim=1)  # (B, n + 1)
         tgt_out = letters[:, self.source_index(n)]  # (B, n)
         bos = torch.full((batch_size, 1), self.token_id("<bos>"))
@@ -285,7 +285,7 @@ class Sort(Task):
 
     def make_batch(self, batch_size, generator):
         n = _randint(*self.lengths, generator)
-        digits = torch.randint(len(DIGITS), (batch_size, n), generator=generator) + _first_letter_id(self)  # (B, n)
+        digits = torch.randint(len(DIGITS), (batch_size, n), generator=generator) + _first_symbol_id(self)  # (B, n)
         bos = torch.full((batch_size, 1), self.token_id("<bos>"))
         sep = torch.full((batch_size, 1), self.token_id("<sep>"))
         ids = torch.cat((bos, digits, sep, digits.sort(dim=1).values), dim=1)  # (B, 2n + 2)
@@ -327,7 +327,7 @@ class Mirror(Task):
 
     def make_batch(self, batch_size, generator):
         n = _randint(*self.half_lengths, generator)
-        half = torch.randint(len(LETTERS), (batch_size, n), generator=generator) + _first_letter_id(self)  # (B, n)
+        half = torch.randint(len(LETTERS), (batch_size, n), generator=generator) + _first_symbol_id(self)  # (B, n)
         word = torch.cat((half, half.flip(1)), dim=1)  # (B, 2n): a palindrome
         # mask one twin of some pairs (at least one per row), never both: its twin must stay readable
         pair_masked = torch.rand(batch_size, n, generator=generator) < self.mask_rate  # (B, n)

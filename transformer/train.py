@@ -1,7 +1,7 @@
 """Train a model on a synthetic task: AdamW, linear warmup then cosine decay, seeded and reproducible.
 
-    model, history = train("gpt2", "induction", steps=600)
-    python -m transformer.train --preset gpt2 --task induction --steps 600 --out assets/checkpoints/gpt2-induction
+    model, history = train("llama2", "induction", steps=1000)
+    python -m transformer.train --preset llama2 --task induction --steps 1000 --out /tmp/llama2-induction
 
 The same seed gives the same weights (on the same device and thread count). The
 loop is plain PyTorch: every heavy operation releases the GIL, so an app can keep
@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from . import checkpoint
 from .config import TransformerConfig
 from .ffn import MoE
 from .model import Transformer, default_device
@@ -165,8 +166,6 @@ def evaluate(model: Transformer, task: str | Task, n_batches: int = 8, batch_siz
 
 
 def main(argv: list[str] | None = None) -> None:
-    from . import checkpoint  # the checkpoint module imports this one's helpers
-
     parser = argparse.ArgumentParser(prog="python -m transformer.train", description=__doc__.splitlines()[0])
     parser.add_argument("--preset", required=True, choices=list(PRESETS))
     parser.add_argument("--task", required=True, choices=list(TASKS))
@@ -176,7 +175,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when there is a GPU)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="CPU threads for this process (default 1: models this small gain nothing from more, "
+                             "and on a shared machine extra threads spin against other work)")
     args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)  # a command-line run owns its process; train() itself never does this
 
     model, history = train(args.preset, args.task, args.steps, batch_size=args.batch_size, lr=args.lr,
                            seed=args.seed, device=args.device)
