@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from transformer import checkpoint
 from transformer.tasks import get_task
+from ui.state import DEFAULT_PRESET
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
@@ -40,7 +41,8 @@ def test_default_view_shows_a_trained_checkpoint_with_its_task_input():
     at.switch_page("views/playground.py").run()
     clean(at)
     assert any("Trained weights" in s.value for s in at.success)
-    entry = next(e for e in checkpoint.shipped() if e.preset == "gpt2")
+    entry = next(e for e in checkpoint.shipped() if e.preset == DEFAULT_PRESET)
+    assert entry.task == "induction"
     assert at.sidebar.text_area(key="text").value == get_task(entry.task).example_text
 
 

@@ -17,7 +17,7 @@ from transformer.tasks import get_task
 
 from .runtime import config_key, trained_config, weights_config, weights_info
 
-DEFAULT_PRESET = "gpt2"
+DEFAULT_PRESET = "llama2"  # trained on induction: the default view shows an induction head
 UNTRAINED_TEXT = "the cat sat on the mat. the cat sat"
 CUSTOM = "custom"
 STORE = "_sidebar_values"  # the canonical values: widget keys are re-seeded from it on every run
