@@ -79,7 +79,7 @@ def test_page_opens_without_an_exception(page, base_url, path):
 
 
 def test_playground_heatmaps_follow_the_position_axis(page, base_url):
-    open_path(page, base_url, "playground?preset=gpt2&text=hello+world")
+    open_path(page, base_url, "playground?preset=gpt2&n_layers=3&text=hello+world")
     assert page.locator(EXCEPTION).count() == 0
     plots = page.locator(".js-plotly-plot")
     before_count, before = plots.count(), page.evaluate(PLOT_DATA)
@@ -104,7 +104,7 @@ def test_a_shared_link_opens_the_same_view(page, base_url):
 
 
 def test_page_switches_keep_the_sidebar_and_the_page_controls(page, base_url):
-    open_path(page, base_url, "playground?preset=gpt2&text=hello+there&head=2")
+    open_path(page, base_url, "playground?preset=gpt2&n_layers=3&text=hello+there&head=2")
     choose(page, "Position", "alibi")
     page.wait_for_function("() => location.search.includes('position=alibi')")
     wait_until_ready(page)
