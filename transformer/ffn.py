@@ -84,11 +84,12 @@ class MoE(nn.Module):
 
         flat_x = x.reshape(-1, D)  # (N, D), N = B*T
         flat_i, flat_w = top_i.reshape(-1, self.top_k), weights.reshape(-1, self.top_k)  # (N, k)
-        out = torch.zeros_like(flat_x)
+        slots = flat_x.new_zeros(flat_x.shape[0], self.top_k, D)  # (N, k, D): each token's k weighted expert outputs
         for e, expert in enumerate(self.experts):
             token, slot = torch.where(flat_i == e)  # the tokens that chose expert e, and in which slot
-            if token.numel():
-                out.index_add_(0, token, expert(flat_x[token]) * flat_w[token, slot, None])
+            if token.numel():  # each (token, slot) pair belongs to one expert: plain writes, no accumulation
+                slots[token, slot] = expert(flat_x[token]) * flat_w[token, slot, None]
+        out = slots.sum(dim=1)  # (N, D)
 
         # Switch-Transformer load balancing: smallest when load and probability are uniform
         load = torch.bincount(top_i.reshape(-1), minlength=self.n_experts).float() / top_i.numel()  # (E,)
