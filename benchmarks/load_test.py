@@ -375,6 +375,8 @@ def summarise(outcome: dict, n_sessions: int, n_changes: int) -> dict:
                   failures=sum(len(r.failures) for r in everyone))
     messages = sorted({m for r in everyone for m in (*r.console_errors, *r.page_errors, *r.timeouts, *r.failures)})
     p95 = float(np.percentile(changes, 95)) if changes else float("nan")
+    # every session's first page, its changes and its page switches: each one a script run on the server
+    reruns = len(results) + len(changes) + len(switches)
     growth = memory["peak_mb"] - memory["start_mb"]
     left = memory["after_ttl_mb"] - memory["start_mb"]
     return dict(
@@ -385,6 +387,7 @@ def summarise(outcome: dict, n_sessions: int, n_changes: int) -> dict:
         switch_p95_s=float(np.percentile(switches, 95)) if switches else float("nan"),
         errors=errors, error_messages=messages, memory=memory, rss_growth_mb=growth, rss_left_after_ttl_mb=left,
         warm_up_s=outcome["warm_up_s"], sessions_wall_s=outcome["sessions_s"], cpu=outcome["cpu"],
+        server_cpu_per_rerun_s=outcome["cpu"]["server_cpu_s"] / reruns,
         met=dict(errors=sum(errors.values()) == TARGETS["errors"], p95=p95 <= TARGETS["p95_s"],
                  rss_growth=growth <= TARGETS["rss_growth_mb"], back_near_start=left <= TARGETS["rss_left_after_ttl_mb"]),
     )
@@ -403,6 +406,8 @@ def markdown(s: dict) -> str:
         f"| page switch latency p50 / p95 | {s['switch_p50_s']:.2f} / {s['switch_p95_s']:.2f} s | | |",
         f"| CPU used during the sessions: server / browser | {cpu['server_cpu_s']:.0f} / {cpu['browser_cpu_s']:.0f} s "
         f"of {cores * s['sessions_wall_s']:.0f} core-seconds | | |",
+        f"| server CPU per script run (first pages, changes, switches) | {s['server_cpu_per_rerun_s']:.2f} s: "
+        f"{cores / s['server_cpu_per_rerun_s']:.1f} runs/s on {cores} cores given to the server alone | | |",
         f"| errors: exceptions, console, page, timeouts, other | {e['exceptions']}, {e['console_errors']}, "
         f"{e['page_errors']}, {e['timeouts']}, {e['failures']} | 0 | {yes(s['met']['errors'])} |",
         f"| server RSS start / peak | {m['start_mb']:.0f} / {m['peak_mb']:.0f} MB (+{s['rss_growth_mb']:.0f}) "
