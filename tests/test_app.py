@@ -1,8 +1,6 @@
 """Home, the attention playground and the forward-pass stepper under Streamlit's AppTest: default views, every
 sidebar axis, presets and "custom", the URL, bad input, the pages' own controls, and the size of what is sent."""
-import base64
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,31 +10,15 @@ from streamlit.testing.v1 import AppTest
 from transformer import MODEL_CARDS, PRESETS, Transformer, choices
 from ui.source import five_lines
 from ui.state import config_from_values
+from apptest_helpers import APP, SHORT_TEXT, assert_clean, open_page, values
 
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGES = ["views/home.py", "views/playground.py", "views/stepper.py"]
-SHORT_TEXT = "abcab"  # few tokens: every rerun stays quick
 SIDEBAR_KEYS = ["preset", "text", "seed", "arch", "position", "norm", "norm_position", "ffn", "n_layers", "d_model",
                 "n_heads", "n_kv_heads", "n_experts", "top_k", "sliding_window"]
 
 
-def open_page(page: str, text: str | None = SHORT_TEXT, **query) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    # GPT-2's axes with three layers: no shipped checkpoint has that size, so the weights are the
-    # seeded random ones a test can rebuild, and any text is valid input
-    query = {"preset": "gpt2", "n_layers": 3, **query}
-    for key, value in query.items():
-        at.query_params[key] = str(value)
-    at.switch_page(page).run()
-    if text is not None:
-        at.sidebar.text_area(key="text").set_value(text).run()
-    return at
 
 
-def assert_clean(at: AppTest, errors_allowed: bool = False) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    if not errors_allowed:
-        assert not at.error, [e.value for e in at.error]
 
 
 def charts(at: AppTest) -> dict[str, dict]:
@@ -44,12 +26,6 @@ def charts(at: AppTest) -> dict[str, dict]:
     return {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
 
 
-def values(data) -> np.ndarray:
-    """A figure's array as drawn: plotly sends numpy arrays base64-encoded ({"dtype", "bdata", "shape"})."""
-    if isinstance(data, dict) and "bdata" in data:
-        flat = np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"]))
-        return flat.reshape([int(n) for n in str(data.get("shape", len(flat))).split(",")])
-    return np.array(data, dtype=float)
 
 
 def untrained(at: AppTest) -> AppTest:

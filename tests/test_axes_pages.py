@@ -1,50 +1,26 @@
 """The axis pages and the compare page under Streamlit's AppTest: the default view, every option of each page's
 own controls and of the sidebar's axes, bad input, and the page state carried by the URL."""
-import base64
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from transformer import MODEL_CARDS, PRESETS, choices
+from apptest_helpers import assert_clean, open_page, values
 
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGES = ["views/kv_heads.py", "views/masks.py", "views/positions.py", "views/norms.py", "views/ffn.py",
          "views/compare.py"]
-SHORT_TEXT = "abcab"  # few tokens: every rerun stays quick
 
 
-def open_page(page: str, text: str | None = SHORT_TEXT, **query) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    # GPT-2's axes with three layers: no shipped checkpoint has that size, so the weights are the
-    # seeded random ones a test can rebuild, and any text is valid input
-    query = {"preset": "gpt2", "n_layers": 3, **query}
-    for key, value in query.items():
-        at.query_params[key] = str(value)
-    at.switch_page(page).run()
-    if text is not None:
-        at.sidebar.text_area(key="text").set_value(text).run()
-    return at
 
 
-def assert_clean(at: AppTest, errors_allowed: bool = False) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    if not errors_allowed:
-        assert not at.error, [e.value for e in at.error]
 
 
 def charts(at: AppTest) -> list[dict]:
     return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
 
-def values(data) -> np.ndarray:
-    """A figure's array as drawn: plotly sends numpy arrays base64-encoded ({"dtype", "bdata", "shape"})."""
-    if isinstance(data, dict) and "bdata" in data:
-        flat = np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"]))
-        return flat.reshape([int(n) for n in str(data.get("shape", len(flat))).split(",")])
-    return np.array(data, dtype=float)
 
 
 def axis_titles(spec: dict, axis: str) -> list[str]:

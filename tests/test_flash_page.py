@@ -16,6 +16,7 @@ from transformer.flash import full_attention_bytes, tile_plan, tiled_attention_b
 from ui import flash_figures as ff
 from ui.flash_measure import MASKS, check_settings, live_qkv, measure_in_fresh_process, random_qkv, tiled_run
 from ui.runtime import get_trace, tokenize
+from apptest_helpers import assert_clean
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 CODES = {state: code for state, (code, _, _) in ff.TILE_STATES.items()}
@@ -215,10 +216,6 @@ def open_page(**query) -> AppTest:
     return at
 
 
-def assert_clean(at: AppTest, errors_allowed: bool = False) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    if not errors_allowed:
-        assert not at.error, [e.value for e in at.error]
 
 
 def charts(at: AppTest) -> dict[str, dict]:

@@ -1,6 +1,5 @@
 """Where weights come from, under AppTest: shipped checkpoints by default, the Train page, your own
 checkpoint on every page, and a local Hugging Face model on every page."""
-import base64
 import json
 from pathlib import Path
 
@@ -11,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 from transformer import checkpoint
 from transformer.tasks import get_task
 from ui.state import DEFAULT_PRESET
+from apptest_helpers import values as decode
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
@@ -21,12 +21,6 @@ def clean(at: AppTest) -> AppTest:
     return at
 
 
-def decode(data) -> np.ndarray:
-    """A figure's array as drawn: plotly sends numpy arrays base64-encoded ({"dtype", "bdata", "shape"})."""
-    if isinstance(data, dict) and "bdata" in data:
-        flat = np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"]))
-        return flat.reshape([int(n) for n in str(data.get("shape", len(flat))).split(",")])
-    return np.array(data, dtype=float)
 
 
 def pattern_chart(at: AppTest) -> list:
