@@ -17,15 +17,9 @@ SIDEBAR_KEYS = ["preset", "text", "seed", "arch", "position", "norm", "norm_posi
                 "n_heads", "n_kv_heads", "n_experts", "top_k", "sliding_window"]
 
 
-
-
-
-
 def charts(at: AppTest) -> dict[str, dict]:
     """Plotly figures by their widget key (the part of the element id after the last dash)."""
     return {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
-
-
 
 
 def untrained(at: AppTest) -> AppTest:
@@ -347,3 +341,16 @@ def test_largest_view_keeps_the_figures_small():
     assert_clean(at)
     print(f"stepper, 128 tokens: largest step {max(sizes) / 2**20:.2f} MiB of figure JSON")
     assert max(sizes) < 10 * 2**20
+
+
+@pytest.mark.parametrize("page", ["views/playground.py", "views/stepper.py", "views/compare.py", "views/kv_heads.py",
+                                  "views/norms.py", "views/positions.py", "views/ffn.py"])
+def test_downloads_are_built_on_click_only(page):
+    """A download whose bytes are sent with every rerun registers a file the next rerun may already have replaced
+    (a 404 for a slow browser); each download button hands Streamlit a callable instead."""
+    at = open_page(page, preset="mixtral")  # MoE: the FFN page shows its routing table
+    assert_clean(at)
+    buttons = at.get("download_button")
+    assert buttons
+    for button in buttons:
+        assert button.proto.deferred_file_id and not button.proto.url, button.proto.label

@@ -2,13 +2,14 @@
 import io
 import math
 import re
+import zipfile
 
 import numpy as np
 import pytest
 import torch
 from PIL import Image
 
-from transformer import PRESETS, Transformer, TransformerConfig
+from transformer import PRESETS, Transformer, TransformerConfig, checkpoint
 from transformer.attention import Attention
 from transformer.positions import rope_angles, rope_inv_freq
 from ui import export, figures, stepper
@@ -295,6 +296,19 @@ def test_trace_npz_round_trip():
     loaded = np.load(io.BytesIO(export.trace_npz(arrays)))
     assert set(loaded.files) == set(arrays)
     assert np.array_equal(loaded["blocks.1.attn.hook_pattern"], arrays["blocks.1.attn.hook_pattern"])
+
+
+def test_checkpoint_zip_holds_both_files_and_loads_back(tmp_path):
+    torch.manual_seed(0)
+    model = Transformer(PRESETS["gpt2"].replace(vocab_size=16, n_layers=1)).eval()
+    checkpoint.save(model, tmp_path / "tiny", {"task": "copy"})
+    with zipfile.ZipFile(io.BytesIO(export.checkpoint_zip(tmp_path / "tiny"))) as zf:
+        assert sorted(zf.namelist()) == ["tiny.json", "tiny.safetensors"]
+        zf.extractall(tmp_path / "unzipped")
+    loaded, meta = checkpoint.load(tmp_path / "unzipped" / "tiny")
+    assert meta["task"] == "copy"
+    ids = torch.tensor([[1, 2, 3]])
+    assert torch.equal(loaded(ids), model(ids))
 
 
 def test_heatmaps_png_draws_every_panel():

@@ -1,4 +1,4 @@
-"""Downloads: the trace as .npz, tables as CSV, and heatmaps as slide-ready PNGs drawn with matplotlib.
+"""Downloads: the trace as .npz, tables as CSV, a checkpoint as one zip, and heatmaps as slide-ready PNGs (matplotlib).
 
 Plotly's own PNG export needs a separate browser engine; matplotlib renders the same
 matrices on the server with no extra install. Figures are built without pyplot, so a
@@ -9,12 +9,16 @@ from __future__ import annotations
 import io
 import math
 import warnings
+import zipfile
+from pathlib import Path
 
 import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
+
+from transformer.checkpoint import checkpoint_paths
 
 from .figures import DIVERGING, masked_to_nan
 
@@ -33,6 +37,15 @@ def trace_npz(arrays: dict[str, np.ndarray]) -> bytes:
 
 def table_csv(table: pd.DataFrame) -> bytes:
     return table.to_csv(index=False).encode("utf-8")
+
+
+def checkpoint_zip(path: str | Path) -> bytes:
+    """A checkpoint's two files (.safetensors and .json) in one zip archive."""
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zf:
+        for file in checkpoint_paths(path):
+            zf.write(file, file.name)
+    return archive.getvalue()
 
 
 def _ticks(labels: list[str]) -> tuple[list[int], list[str]]:

@@ -117,9 +117,9 @@ same_inputs = trace_a.tgt_labels == trace_b.tgt_labels
 if "kl" in out and same_inputs:
     st.plotly_chart(per_position({"KL(A ‖ B)": out["kl"]}, positions, "how far B's prediction is from A's",
                                  "KL (nats)"), key="cmp_kl")
-    st.download_button("Download entropy and KL (CSV)",
-                       pd.DataFrame({"token": positions, "entropy_A": out["entropy_a"], "entropy_B": out["entropy_b"],
-                                     "KL_A_B": out["kl"]}).to_csv(index=False), "compare.csv", "text/csv")
+    st.download_button("Download entropy and KL (CSV)", on_click="ignore", file_name="compare.csv", mime="text/csv",
+                       data=lambda: pd.DataFrame({"token": positions, "entropy_A": out["entropy_a"],
+                                                  "entropy_B": out["entropy_b"], "KL_A_B": out["kl"]}).to_csv(index=False))
 else:
     st.caption("KL(A‖B) needs both models to predict over the same vocabulary from the same inputs; here they differ "
                "(an encoder-decoder's decoder reads its own greedy output).")

@@ -77,7 +77,8 @@ if cfg.ffn == "moe":
     routing = pd.DataFrame({"token": [f"{t}:{label}" for t, label in enumerate(labels)],
                             **{f"expert #{j + 1}": chosen[:, j] for j in range(chosen.shape[1])},
                             **{f"p(expert {e})": np.round(probs[:, e], 3) for e in range(probs.shape[1])}})
-    st.download_button("Download the routing (CSV)", routing.to_csv(index=False), "routing.csv", "text/csv")
+    st.download_button("Download the routing (CSV)", on_click="ignore", file_name="routing.csv", mime="text/csv",
+                       data=lambda: routing.to_csv(index=False))
 else:
     st.info("The sidebar's model has a dense FFN. Choose **moe** in the sidebar's FFN box (or the Mixtral preset) to see "
             "the router's probabilities, its top-k choices and the experts' load on your input.")

@@ -65,7 +65,8 @@ table = pd.DataFrame(rows)
 st.dataframe(table, hide_index=True, height=36 * (len(table) + 1) + 2)
 st.caption("KV bytes per token = 2 (K and V) × layers × G × d_head × bytes per value; e.g. LLaMA 2 70B in fp16: "
            "2 × 80 × 8 × 128 × 2 = 327,680 bytes. One sequence; a batch multiplies it.")
-st.download_button("Download the table (CSV)", table.to_csv(index=False), "kv_cache.csv", "text/csv")
+st.download_button("Download the table (CSV)", on_click="ignore", file_name="kv_cache.csv", mime="text/csv",
+                   data=lambda: table.to_csv(index=False))
 
 st.subheader("The same model as MHA, GQA and MQA")
 st.selectbox("Real model", list(REAL), key="kv_model", **KEEP,

@@ -75,8 +75,8 @@ else:
     rows = [{"variant": label, "after_block": i, "resid_norm": r,
              "grad_norm_of_that_block": p["grad_norms"][i - 1] if i else None}
             for label, p in profiles.items() for i, r in enumerate(p["resid_norms"])]
-    st.download_button("Download the measurements (CSV)", pd.DataFrame(rows).to_csv(index=False),
-                       f"norms_depth{depth}_{init}.csv", "text/csv")
+    st.download_button("Download the measurements (CSV)", on_click="ignore", file_name=f"norms_depth{depth}_{init}.csv",
+                       mime="text/csv", data=lambda: pd.DataFrame(rows).to_csv(index=False))
     pre, post = profiles["pre-LayerNorm"], profiles["post-LayerNorm"]
     growth = pre["resid_norms"][-1] / pre["resid_norms"][1]
     pre_grads, post_grads = (p["grad_norms"][-1] / p["grad_norms"][0] for p in (pre, post))

@@ -103,9 +103,10 @@ with rope_tab:
                   f"{float(geo['spread'].max()) / scale:.1e}")
         st.caption("Constant along diagonals up to float32 rounding: rotating q by mω and k by nω leaves their dot "
                    "product with the angle (m − n)ω only. Absolute position is gone; relative position remains.")
-        st.download_button("Download the spread per diagonal (CSV)",
-                           pd.DataFrame({"distance_m_minus_n": geo["offsets"], "max_minus_min": geo["spread"]})
-                           .to_csv(index=False), "rope_diagonals.csv", "text/csv")
+        st.download_button("Download the spread per diagonal (CSV)", on_click="ignore", file_name="rope_diagonals.csv",
+                           mime="text/csv",
+                           data=lambda: pd.DataFrame({"distance_m_minus_n": geo["offsets"], "max_minus_min": geo["spread"]})
+                           .to_csv(index=False))
 
 with alibi_tab:
     st.markdown("ALiBi adds −m_h × |i − j| to head h's scores: nothing is added to the embeddings and nothing is "

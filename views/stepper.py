@@ -119,4 +119,4 @@ st.dataframe(table, hide_index=True, key="shape_table", height=360,
                             "mean": st.column_config.NumberColumn(format="%.4g"),
                             "max": st.column_config.NumberColumn(format="%.4g")})
 st.download_button("Download the shape trace (CSV)", key="download_csv", on_click="ignore", mime="text/csv",
-                   file_name="shape_trace.csv", data=table_csv(table))
+                   file_name="shape_trace.csv", data=lambda: table_csv(table))

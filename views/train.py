@@ -1,7 +1,5 @@
 """Train: the sidebar's variant on a synthetic task, watching the loss fall and the attention form."""
-import io
 import tempfile
-import zipfile
 from pathlib import Path
 
 import plotly.graph_objects as go
@@ -10,6 +8,7 @@ import streamlit as st
 from transformer import checkpoint
 from transformer.tasks import TASKS, pattern_names
 from transformer.train import evaluate, train
+from ui.export import checkpoint_zip
 from ui.figures import FONT, head_grid
 from ui.page import start_page
 from ui.runtime import CKPT_PREFIX
@@ -112,10 +111,6 @@ if result and result["model"] is not None:
                                   "source": "trained in the app"})
     col1, col2 = st.columns(2)
     col1.button("Use it on every page", type="primary", on_click=use_weights, args=(CKPT_PREFIX + str(path),))
-    archive = io.BytesIO()
-    with zipfile.ZipFile(archive, "w") as zf:
-        for file in checkpoint.checkpoint_paths(path):
-            zf.write(file, file.name)
-    col2.download_button("Download the checkpoint (.safetensors + .json)", archive.getvalue(),
-                         file_name=f"{path.name}.zip", mime="application/zip")
+    col2.download_button("Download the checkpoint (.safetensors + .json)", on_click="ignore",
+                         file_name=f"{path.name}.zip", mime="application/zip", data=lambda: checkpoint_zip(path))
     st.caption(f"Saved as {path}.safetensors and .json; `transformer.checkpoint.load('{path}')` opens it.")
