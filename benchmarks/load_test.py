@@ -1,17 +1,19 @@
 """Load test: many browser sessions against one real server, on loopback only.
 
-    python -m benchmarks.load_test [--smoke] [--sessions N] [--changes N] [--ttl S] [--out load_test.json]
+    python -m benchmarks.load_test [--smoke] [--sessions N] [--changes N] [--think LO,HI] [--ttl S] [--out F.json]
 
 Starts ``streamlit run app.py`` on 127.0.0.1 and a free port, warms it up with one
 session that visits every page, then opens N sessions at once in one headless
 Chromium (one browser, one context per session). Each session starts on its own
 page and makes `changes` sidebar changes -- a seed of its own, then the position
-axis, alternately -- moving to the next page every third change. Every change is a
+axis, alternately -- moving to the next page every third change, and pausing 1-3 s
+(--think) before each, as a person reading the page would. Every change is a
 configuration no one asked for before (a cache miss: a model is built and traced).
 
 Latency of a change: from the change (the key press or the click on the option)
 until the app's script state, the attribute behind the "running" indicator
-(``data-test-script-state`` on the app root), goes from running back to notRunning.
+(``data-test-script-state`` on the app root), goes from running back to notRunning,
+waited for on the page's own mutation events, not by polling.
 Errors: exception elements on the page, console errors, page errors, timeouts.
 Server memory: RSS of the server process at the start (after the warm-up), its peak
 (sampled every 0.2 s), after every session closed, and after the disconnected-session
@@ -28,6 +30,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -45,8 +48,8 @@ from playwright.async_api import TimeoutError as BrowserTimeout
 
 from benchmarks.app_latency import ROOT, app_pages
 
-FULL = dict(sessions=20, changes=10, pages=None, ttl_s=10, timeout_s=280)  # pages=None: every page
-SMOKE = dict(sessions=2, changes=2, pages=2, ttl_s=3, timeout_s=150)
+FULL = dict(sessions=20, changes=10, pages=None, ttl_s=10, timeout_s=280, think_s=(1.0, 3.0))  # pages=None: every page
+SMOKE = dict(sessions=2, changes=2, pages=2, ttl_s=3, timeout_s=150, think_s=(0.0, 0.0))
 TARGETS = dict(errors=0, p95_s=1.5, rss_growth_mb=150, rss_left_after_ttl_mb=50)
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 CHANGE_TIMEOUT_MS = 60_000  # a rerun that takes longer counts as a timeout
@@ -55,26 +58,33 @@ OPEN_TIMEOUT_MS = 120_000  # opening the app: every tab parses the same scripts 
 STAGGER_S = 0.25  # sessions open a quarter second apart, as a class clicking a shared link would
 POSITIONS = ["rope", "alibi", "sinusoidal", "none", "learned"]
 
-# records every change of the app root's script state with its time, from page load on
+# records every change of the app root's script state with its time, from page load on, and wakes whoever waits
 WATCH_SCRIPT_STATE = """
 window.__scriptStates = [];
+window.__stateWaiters = [];
 new MutationObserver(records => {
   for (const r of records) {
     window.__scriptStates.push({state: r.target.getAttribute('data-test-script-state'), t: performance.now()});
   }
+  const waiters = window.__stateWaiters;
+  window.__stateWaiters = [];
+  waiters.forEach(wake => wake());
 }).observe(document, {subtree: true, attributes: true, attributeFilter: ['data-test-script-state']});
 """
-# the first return to notRunning after a run that started at or after t0, or null
-RUN_FINISHED_AFTER = """t0 => {
-  const s = window.__scriptStates;
-  const start = s.findIndex(e => e.t >= t0 && e.state === 'running');
-  if (start < 0) return null;
-  const end = s.slice(start + 1).find(e => e.state === 'notRunning');
-  return end ? end.t : null;
-}"""
+# resolves, without polling, with the time of the first return to notRunning after a run that started at or
+# after t0, once the app is idle (a page that reruns itself settles first)
+RUN_FINISHED_AFTER = """t0 => new Promise(resolve => {
+  const check = () => {
+    const s = window.__scriptStates;
+    const start = s.findIndex(e => e.t >= t0 && e.state === 'running');
+    const end = start < 0 ? undefined : s.slice(start + 1).find(e => e.state === 'notRunning');
+    if (end && s[s.length - 1].state === 'notRunning') resolve(end.t);
+    else window.__stateWaiters.push(check);
+  };
+  check();
+})"""
 BASE_PATH_PROBES = ("/_stcore/health", "/_stcore/host-config")
 EXCEPTION = '[data-testid="stException"]'
-APP_IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 
 
 @dataclass
@@ -216,20 +226,26 @@ def page_url(base: str, script: str, default_script: str) -> str:
     return base + "/" if script == default_script else f"{base}/{Path(script).stem}"
 
 
+async def run_finished(page, t0: float, timeout_ms: float) -> float:
+    """performance.now() when the run that started at or after t0 finished (waits on the page's own events:
+    polling twenty pages every few milliseconds would itself load the machine being measured)."""
+    try:
+        return await asyncio.wait_for(page.evaluate(RUN_FINISHED_AFTER, t0), timeout_ms / 1e3)
+    except asyncio.TimeoutError:
+        raise BrowserTimeout(f"no script run started after {t0:.0f} ms finished within {timeout_ms / 1e3:.0f} s") from None
+
+
 async def open_page(page, url: str) -> None:
     """Load `url` and wait until the app's first run has finished."""
-    await page.goto(url, wait_until="commit", timeout=OPEN_TIMEOUT_MS)
-    await page.wait_for_function(RUN_FINISHED_AFTER, arg=0, timeout=OPEN_TIMEOUT_MS, polling=100)
+    await page.goto(url, wait_until="domcontentloaded", timeout=OPEN_TIMEOUT_MS)
+    await run_finished(page, 0, OPEN_TIMEOUT_MS)
 
 
 async def timed(page, action) -> float:
     """Seconds from `action` until the rerun it caused has finished."""
     t0 = await page.evaluate("performance.now()")
     await action()
-    handle = await page.wait_for_function(RUN_FINISHED_AFTER, arg=t0, timeout=CHANGE_TIMEOUT_MS, polling=20)
-    finished = await handle.json_value()
-    await page.wait_for_selector(APP_IDLE, timeout=CHANGE_TIMEOUT_MS)  # a page that reruns itself settles too
-    return (finished - t0) / 1e3
+    return (await run_finished(page, t0, CHANGE_TIMEOUT_MS) - t0) / 1e3
 
 
 async def change_seed(page, value: int) -> None:
@@ -267,9 +283,16 @@ async def new_page(browser, result: SessionResult):
     return context, page
 
 
-async def run_session(browser, base: str, scripts: list[str], result: SessionResult, n_changes: int) -> None:
-    """Open a page, then make sidebar changes, moving to the next page before every third one."""
+async def run_session(browser, base: str, scripts: list[str], result: SessionResult, n_changes: int,
+                      think_s: tuple[float, float]) -> None:
+    """Open a page, then make sidebar changes, moving to the next page before every third one.
+
+    Before each action the session waits a time drawn from `think_s` (seconds, uniform, seeded by the
+    session's index): a person reads the page before the next click.
+    """
     index = result.index
+    rng = random.Random(index)
+    think = lambda: asyncio.sleep(rng.uniform(*think_s))  # noqa: E731
     await asyncio.sleep(STAGGER_S * index)
     context, page = await new_page(browser, result)
     try:
@@ -280,11 +303,13 @@ async def run_session(browser, base: str, scripts: list[str], result: SessionRes
                 if i and i % 3 == 0 or await page.locator(EXCEPTION).count():  # on a crashed page, move on
                     where = (where + 1) % len(scripts)
                     href = page_url(base, scripts[where], scripts[0])
+                    await think()
                     result.switch_s.append(await timed(page, page.locator(f'[data-testid="stSidebarNavLink"][href="{href}"]').click))
                 if i % 2 == 0:  # a seed of this session's own: nobody built this model yet
                     action = lambda: change_seed(page, 1000 * (index + 1) + i)  # noqa: E731
                 else:
                     action = lambda: change_position(page, index + i)  # noqa: E731
+                await think()
                 result.change_s.append(await timed(page, action))
             except BrowserTimeout as exc:
                 result.timeouts.append(f"change {i} on {scripts[where]}: {str(exc).splitlines()[0]}")
@@ -314,7 +339,7 @@ async def visit_pages(browser, base: str, scripts: list[str], result: SessionRes
 
 
 async def load(port: int, server: subprocess.Popen, scripts: list[str], n_sessions: int, n_changes: int,
-               ttl_s: int, deadline: float) -> dict:
+               ttl_s: int, think_s: tuple[float, float], deadline: float) -> dict:
     """Warm up, run the sessions until `deadline` (time.monotonic()), then watch memory through the TTL."""
     from playwright.async_api import async_playwright
 
@@ -336,7 +361,7 @@ async def load(port: int, server: subprocess.Popen, scripts: list[str], n_sessio
             # what is left of the time, less what the memory checks after the sessions need
             budget = deadline - time.monotonic() - (ttl_s + 30)
             try:
-                await asyncio.wait_for(asyncio.gather(*(run_session(browser, base, scripts, r, n_changes)
+                await asyncio.wait_for(asyncio.gather(*(run_session(browser, base, scripts, r, n_changes, think_s)
                                                         for r in results)), max(budget, 1))
             except asyncio.TimeoutError:
                 for r in results:
@@ -362,7 +387,7 @@ async def load(port: int, server: subprocess.Popen, scripts: list[str], n_sessio
 
 # --- report -----------------------------------------------------------------------------------
 
-def summarise(outcome: dict, n_sessions: int, n_changes: int) -> dict:
+def summarise(outcome: dict, n_sessions: int, n_changes: int, think_s: tuple[float, float]) -> dict:
     results: list[SessionResult] = outcome["results"]
     changes = [t for r in results for t in r.change_s]
     switches = [t for r in results for t in r.switch_s]
@@ -380,7 +405,8 @@ def summarise(outcome: dict, n_sessions: int, n_changes: int) -> dict:
     growth = memory["peak_mb"] - memory["start_mb"]
     left = memory["after_ttl_mb"] - memory["start_mb"]
     return dict(
-        sessions=n_sessions, changes_per_session=n_changes, changes_done=len(changes), page_switches=len(switches),
+        sessions=n_sessions, changes_per_session=n_changes, think_s=list(think_s), changes_done=len(changes),
+        page_switches=len(switches),
         change_p50_s=float(np.percentile(changes, 50)) if changes else float("nan"), change_p95_s=p95,
         change_max_s=max(changes, default=float("nan")),
         switch_p50_s=float(np.percentile(switches, 50)) if switches else float("nan"),
@@ -401,6 +427,8 @@ def markdown(s: dict) -> str:
         "| measure | value | target | met? |", "|---|---|---|---|",
         f"| sessions x sidebar changes | {s['sessions']} x {s['changes_per_session']} ({s['changes_done']} done, "
         f"plus {s['page_switches']} page switches, {s['sessions_wall_s']:.0f} s; warm-up {s['warm_up_s']:.0f} s) | | |",
+        f"| pause before each change or switch (a person reading) | {s['think_s'][0]:g}-{s['think_s'][1]:g} s, "
+        f"uniform | | |",
         f"| change latency p50 / p95 / max | {s['change_p50_s']:.2f} / {s['change_p95_s']:.2f} / {s['change_max_s']:.2f} s "
         f"| p95 <= {TARGETS['p95_s']} s | {yes(s['met']['p95'])} |",
         f"| page switch latency p50 / p95 | {s['switch_p50_s']:.2f} / {s['switch_p95_s']:.2f} s | | |",
@@ -419,6 +447,17 @@ def markdown(s: dict) -> str:
     ])
 
 
+def think_range(text: str) -> tuple[float, float]:
+    """'1,3' -> (1.0, 3.0); '2' -> (2.0, 2.0)."""
+    try:
+        low, high = (float(x) for x in (text.split(",") if "," in text else (text, text)))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--think wants LO,HI in seconds (like 1,3) or one number, not {text!r}") from None
+    if not 0 <= low <= high:
+        raise argparse.ArgumentTypeError(f"--think {text}: need 0 <= LO <= HI")
+    return low, high
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="2 sessions x 2 changes")
@@ -426,11 +465,14 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--changes", type=int, help="sidebar changes per session (default 10)")
     parser.add_argument("--ttl", type=int, help="server.disconnectedSessionTTL in seconds (default 10, smoke 3)")
     parser.add_argument("--timeout", type=float, help="hard limit for the whole run in seconds")
+    parser.add_argument("--think", type=think_range, metavar="LO,HI",
+                        help="seconds a session pauses before each action, uniform in [LO, HI] (default 1,3; 0 for none)")
     parser.add_argument("--out", help="write the summary and every latency to this JSON file")
     args = parser.parse_args(argv)
     plan = SMOKE if args.smoke else FULL
     n_sessions, n_changes = args.sessions or plan["sessions"], args.changes or plan["changes"]
     timeout_s, ttl_s = args.timeout or plan["timeout_s"], args.ttl or plan["ttl_s"]
+    think_s = args.think if args.think is not None else plan["think_s"]
     scripts = [script for script, _title in app_pages()][: plan["pages"]]
     if n_sessions < 1 or n_changes < 1:
         parser.error(f"--sessions={n_sessions} and --changes={n_changes} must both be at least 1")
@@ -446,11 +488,11 @@ def main(argv: list[str] | None = None) -> dict:
     try:
         wait_healthy(port, server)
         outcome = asyncio.run(asyncio.wait_for(
-            load(port, server, scripts, n_sessions, n_changes, ttl_s, deadline=started + timeout_s), timeout_s + 30))
+            load(port, server, scripts, n_sessions, n_changes, ttl_s, think_s, deadline=started + timeout_s), timeout_s + 30))
     finally:
         stop_server(server)
         watchdog.cancel()
-    summary = summarise(outcome, n_sessions, n_changes)
+    summary = summarise(outcome, n_sessions, n_changes, think_s)
     print(f"{'SMOKE — ' if args.smoke else ''}load test: one server and one Chromium on this machine "
           f"({os.cpu_count()} cores), loopback, {len(scripts)} pages, server.disconnectedSessionTTL={ttl_s} s; "
           f"load average {os.getloadavg()[0]:.1f} at end; server log {log_path}\n")

@@ -147,36 +147,49 @@ def rope_angles(angles: np.ndarray, inv_freq: np.ndarray) -> go.Figure:
 
 
 def rope_vectors(pairs: np.ndarray, position: int, max_pairs: int = 8) -> go.Figure:
-    """Each 2-D pair of q at `position` (arrow from the origin), on the circle it travels, with the positions so far."""
+    """Each 2-D pair of q at `position` (arrow from the origin), on the circle it travels, with the positions so far.
+
+    The grid of small square plots is laid out here in one dict rather than with make_subplots and
+    per-cell update calls, which cost more than the rest of the Positions page's figures together.
+    """
     n_pairs = min(pairs.shape[1], max_pairs)
     cols = min(4, n_pairs)
     rows = math.ceil(n_pairs / cols)
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"pair {i}" for i in range(n_pairs)],
-                        horizontal_spacing=0.04, vertical_spacing=0.1)
+    gap_x, gap_y = 0.04, 0.1
+    width, height = (1 - gap_x * (cols - 1)) / cols, (1 - gap_y * (rows - 1)) / rows
     turn = np.linspace(0, 2 * math.pi, 121)
+    traces, axes, titles = [], {}, []
     for i in range(n_pairs):
-        row, col = i // cols + 1, i % cols + 1
+        row, col = divmod(i, cols)  # row 0 at the top
+        x0, y1 = col * (width + gap_x), 1 - row * (height + gap_y)
+        x_domain = [max(0.0, x0), min(1.0, x0 + width)]  # clamped: float rounding may step past 0 or 1
+        y_domain = [max(0.0, y1 - height), min(1.0, y1)]
+        suffix = "" if i == 0 else str(i + 1)
+        cell = dict(xaxis=f"x{suffix}", yaxis=f"y{suffix}", showlegend=False)
         path = pairs[:, i]  # (P, 2)
         radius = float(np.linalg.norm(path[0])) or 1.0
-        fig.add_trace(go.Scatter(x=radius * np.cos(turn), y=radius * np.sin(turn), mode="lines", hoverinfo="skip",
-                                 line=dict(color=MASKED_GREY, width=1), showlegend=False), row, col)
-        fig.add_trace(go.Scatter(x=path[: position + 1, 0], y=path[: position + 1, 1], mode="markers",
-                                 marker=dict(size=6, color=OKABE_ITO[4]), showlegend=False,
-                                 hovertemplate=f"pair {i}<br>(%{{x:.3f}}, %{{y:.3f}})<extra></extra>"), row, col)
         x, y = path[position]
-        fig.add_trace(go.Scatter(x=[0, x], y=[0, y], mode="lines+markers", showlegend=False,
-                                 line=dict(color=OKABE_ITO[5], width=4), marker=dict(size=[0, 12], color=OKABE_ITO[5]),
-                                 hovertemplate=f"pair {i} at position {position}<br>"
-                                               "(%{x:.3f}, %{y:.3f})<extra></extra>"),
-                      row, col)
-        axis = "" if i == 0 else str(i + 1)
-        fig.update_xaxes(range=[-1.25 * radius, 1.25 * radius], row=row, col=col, showticklabels=False, zeroline=True,
-                         title="dim i" if row == rows else None)
-        fig.update_yaxes(range=[-1.25 * radius, 1.25 * radius], row=row, col=col, showticklabels=False, zeroline=True,
-                         scaleanchor=f"x{axis}", scaleratio=1, title="dim i + d_head/2" if col == 1 else None)
-    fig.update_layout(title=f"q's pairs at position {position} (arrow) and at the positions before it (dots)",
-                      height=230 * rows + 80, font=FONT, margin=dict(l=10, r=10, t=80, b=10))
-    return fig
+        traces += [
+            go.Scatter(x=radius * np.cos(turn), y=radius * np.sin(turn), mode="lines", hoverinfo="skip",
+                       line=dict(color=MASKED_GREY, width=1), **cell),
+            go.Scatter(x=path[: position + 1, 0], y=path[: position + 1, 1], mode="markers",
+                       marker=dict(size=6, color=OKABE_ITO[4]),
+                       hovertemplate=f"pair {i}<br>(%{{x:.3f}}, %{{y:.3f}})<extra></extra>", **cell),
+            go.Scatter(x=[0, x], y=[0, y], mode="lines+markers", line=dict(color=OKABE_ITO[5], width=4),
+                       marker=dict(size=[0, 12], color=OKABE_ITO[5]),
+                       hovertemplate=f"pair {i} at position {position}<br>(%{{x:.3f}}, %{{y:.3f}})<extra></extra>", **cell),
+        ]
+        span = [-1.25 * radius, 1.25 * radius]
+        axes[f"xaxis{suffix}"] = dict(domain=x_domain, anchor=f"y{suffix}", range=span, showticklabels=False,
+                                      zeroline=True, title=dict(text="dim i" if row == rows - 1 else None))
+        axes[f"yaxis{suffix}"] = dict(domain=y_domain, anchor=f"x{suffix}", range=span, showticklabels=False,
+                                      zeroline=True, scaleanchor=f"x{suffix}", scaleratio=1,
+                                      title=dict(text="dim i + d_head/2" if col == 0 else None))
+        titles.append(dict(text=f"pair {i}", x=x0 + width / 2, y=y1, xref="paper", yref="paper", showarrow=False,
+                           xanchor="center", yanchor="bottom"))
+    return go.Figure(traces, dict(
+        title=f"q's pairs at position {position} (arrow) and at the positions before it (dots)",
+        height=230 * rows + 80, font=FONT, margin=dict(l=10, r=10, t=80, b=10), annotations=titles, **axes))
 
 
 def rope_scores(scores: np.ndarray, title: str) -> go.Figure:
