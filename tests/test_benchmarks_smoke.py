@@ -4,6 +4,7 @@ No time is asserted anywhere: speed is measured by ``python -m benchmarks.run`` 
 The measuring helpers (FLOP count, held bytes, allocator peak, row selection) are checked
 against independent counts.
 """
+import argparse
 import json
 import math
 import time
@@ -128,3 +129,11 @@ def test_load_test_smoke_drives_a_real_server_from_a_browser(tmp_path):
     assert all(memory[k] > 0 for k in ("start_mb", "peak_mb", "after_close_mb", "after_ttl_mb"))
     assert memory["peak_mb"] >= memory["start_mb"]
     assert json.loads(out.read_text())["summary"]["changes_done"] == 4
+
+
+def test_load_test_pause_takes_a_range_or_one_number_and_refuses_the_rest():
+    assert load_test.think_range("1,3") == (1.0, 3.0)
+    assert load_test.think_range("0") == (0.0, 0.0)
+    for bad in ("3,1", "-1", "a,b", "1,2,3"):
+        with pytest.raises(argparse.ArgumentTypeError, match="--think"):
+            load_test.think_range(bad)
