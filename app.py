@@ -4,6 +4,8 @@ from pathlib import Path
 import streamlit as st
 import torch
 
+from ui.runtime import freeze_long_lived_objects
+
 st.set_page_config(page_title="Attention Lab", page_icon="🔍", layout="wide")
 
 HERE = Path(__file__).parent
@@ -29,4 +31,5 @@ navigation = st.navigation({
     for section, pages in PAGES.items()
 })
 torch.set_num_threads(1)  # many small models, many sessions: one core each keeps the server responsive
+freeze_long_lived_objects()
 navigation.run()

@@ -354,3 +354,23 @@ def test_downloads_are_built_on_click_only(page):
     assert buttons
     for button in buttons:
         assert button.proto.deferred_file_id and not button.proto.url, button.proto.label
+
+
+def test_the_server_freezes_its_long_lived_objects_once_and_still_collects_new_garbage():
+    """Streamlit runs a full collection after every script run; the libraries' objects are frozen out of it."""
+    import gc
+
+    from ui import figures
+    from ui.runtime import freeze_long_lived_objects
+
+    freeze_long_lived_objects()
+    frozen = gc.get_freeze_count()
+    assert frozen > 10_000
+    assert not any(obj is figures.head_grid for obj in gc.get_objects())  # frozen objects leave the generations
+    freeze_long_lived_objects()
+    assert gc.get_freeze_count() == frozen  # once per process: later garbage is never frozen
+
+    cycle = []
+    cycle.append(cycle)
+    del cycle
+    assert gc.collect() >= 1  # new cyclic garbage is still found

@@ -7,6 +7,7 @@ tracing the same cached model at once never mix their tensors.
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import logging
 import unicodedata
@@ -29,6 +30,24 @@ class Tokens:
     ids: list[int]
     labels: list[str]
     truncated_from: int | None  # the original length when the text was cut to MAX_TOKENS
+
+
+@functools.cache
+def freeze_long_lived_objects() -> None:
+    """Once per server process: hide every object alive now from the cyclic garbage collector.
+
+    Streamlit runs a full collection after every script run (``runner.postScriptGC``) so
+    that memory does not build up between runs. With torch, plotly, pandas and matplotlib
+    imported, that walks about 250,000 objects -- classes, functions and constants of the
+    libraries that live as long as the process -- and costs about 100 ms of CPU per rerun,
+    holding the interpreter lock while other sessions wait. Frozen objects are still freed
+    normally when nothing refers to them; they are only never searched for cycles again.
+    The pages' shared modules are imported first so that their objects are frozen too.
+    """
+    from . import export, figures, page  # noqa: F401  (the libraries every page draws with)
+
+    gc.collect()  # garbage already waiting is collected, not frozen
+    gc.freeze()
 
 
 def char_label(ch: str) -> str:
