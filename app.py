@@ -4,6 +4,7 @@ from pathlib import Path
 import streamlit as st
 import torch
 
+from ui.run_log import logged_run
 from ui.runtime import freeze_long_lived_objects
 
 st.set_page_config(page_title="Attention Lab", page_icon="🔍", layout="wide")
@@ -32,4 +33,5 @@ navigation = st.navigation({
 })
 torch.set_num_threads(1)  # many small models, many sessions: one core each keeps the server responsive
 freeze_long_lived_objects()
-navigation.run()
+with logged_run(navigation.url_path or "home"):
+    navigation.run()

@@ -5,15 +5,17 @@
 Starts ``streamlit run app.py`` on 127.0.0.1 and a free port, warms it up with one
 session that visits every page, then opens N sessions at once in one headless
 Chromium (one browser, one context per session). Each session starts on its own
-page and makes `changes` sidebar changes -- a seed of its own, then the position
+page (one joins every --join seconds) and makes `changes` sidebar changes -- a seed of its own, then the position
 axis, alternately -- moving to the next page every third change, and pausing 1-3 s
 (--think) before each, as a person reading the page would. Every change is a
 configuration no one asked for before (a cache miss: a model is built and traced).
 
 Latency of a change: from the change (the key press or the click on the option)
-until the app's script state, the attribute behind the "running" indicator
-(``data-test-script-state`` on the app root), goes from running back to notRunning,
-waited for on the page's own mutation events, not by polling.
+until the server's message that the run it caused has finished (``script_finished``,
+after a ``new_session`` that came after the change) reaches the browser's websocket;
+the next action then waits until the page no longer shows a script running. Both are
+waited for on events, never by polling. The server also logs every script run's own
+wall-clock and CPU time (``ui.run_log.logged_run``), reported beside it.
 Errors: exception elements on the page, console errors, page errors, timeouts.
 Server memory: RSS of the server process at the start (after the warm-up), its peak
 (sampled every 0.2 s), after every session closed, and after the disconnected-session
@@ -36,6 +38,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -43,22 +46,26 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
+from google.protobuf.message import DecodeError
 from playwright.async_api import Error as BrowserError
 from playwright.async_api import TimeoutError as BrowserTimeout
 
 from benchmarks.app_latency import ROOT, app_pages
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-FULL = dict(sessions=20, changes=10, pages=None, ttl_s=10, timeout_s=280, think_s=(1.0, 3.0))  # pages=None: every page
-SMOKE = dict(sessions=2, changes=2, pages=2, ttl_s=3, timeout_s=150, think_s=(0.0, 0.0))
+from ui.run_log import RUN_LOG_ENV
+
+FULL = dict(sessions=20, changes=10, pages=None, ttl_s=10, timeout_s=280, think_s=(1.0, 3.0), join_s=1.0, nice=10)  # pages=None: all
+SMOKE = dict(sessions=2, changes=2, pages=2, ttl_s=3, timeout_s=150, think_s=(0.0, 0.0), join_s=0.25, nice=10)
 TARGETS = dict(errors=0, p95_s=1.5, rss_growth_mb=150, rss_left_after_ttl_mb=50)
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 CHANGE_TIMEOUT_MS = 60_000  # a rerun that takes longer counts as a timeout
 ACTION_TIMEOUT_MS = 30_000  # finding a widget, a click, a key press
 OPEN_TIMEOUT_MS = 120_000  # opening the app: every tab parses the same scripts on these same cores
-STAGGER_S = 0.25  # sessions open a quarter second apart, as a class clicking a shared link would
 POSITIONS = ["rope", "alibi", "sinusoidal", "none", "learned"]
 
-# records every change of the app root's script state with its time, from page load on, and wakes whoever waits
+# records every change of the app root's script state (the attribute behind the "running" indicator) and wakes
+# whoever waits; a run too short to be drawn may never show "running" here, so runs are counted on the websocket
 WATCH_SCRIPT_STATE = """
 window.__scriptStates = [];
 window.__stateWaiters = [];
@@ -71,18 +78,16 @@ new MutationObserver(records => {
   waiters.forEach(wake => wake());
 }).observe(document, {subtree: true, attributes: true, attributeFilter: ['data-test-script-state']});
 """
-# resolves, without polling, with the time of the first return to notRunning after a run that started at or
-# after t0, once the app is idle (a page that reruns itself settles first)
-RUN_FINISHED_AFTER = """t0 => new Promise(resolve => {
+# resolves, without polling, once the page shows no script running
+APP_SETTLED = """() => new Promise(resolve => {
   const check = () => {
     const s = window.__scriptStates;
-    const start = s.findIndex(e => e.t >= t0 && e.state === 'running');
-    const end = start < 0 ? undefined : s.slice(start + 1).find(e => e.state === 'notRunning');
-    if (end && s[s.length - 1].state === 'notRunning') resolve(end.t);
+    if (!s.length || s[s.length - 1].state === 'notRunning') resolve();
     else window.__stateWaiters.push(check);
   };
   check();
 })"""
+SMALL_FRAME = 16_384  # the start and end of a run are small messages; element deltas (figures) are not decoded
 BASE_PATH_PROBES = ("/_stcore/health", "/_stcore/host-config")
 EXCEPTION = '[data-testid="stException"]'
 
@@ -102,19 +107,35 @@ class SessionResult:
 
 # --- the server ------------------------------------------------------------------------------
 
+def niced(executable: str, niceness: int) -> str:
+    """A launcher that starts the browser `niceness` steps below normal CPU priority (its tabs inherit it).
+
+    The browsers stand in for the students' own laptops. Here they share the server's two
+    cores, and twenty tabs drawing plotly figures would otherwise take most of the CPU from
+    the server they are measuring.
+    """
+    if niceness == 0:
+        return executable
+    launcher = Path(tempfile.mkdtemp(prefix="attention_lab_browser_")) / "chromium"
+    launcher.write_text(f'#!/bin/sh\nexec nice -n {niceness} "{executable}" "$@"\n')
+    launcher.chmod(0o755)
+    return str(launcher)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def start_server(port: int, ttl_s: int, log_path: Path) -> subprocess.Popen:
+def start_server(port: int, ttl_s: int, log_path: Path, run_log: Path) -> subprocess.Popen:
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
                "--server.address", "127.0.0.1", "--server.port", str(port),
                "--server.disconnectedSessionTTL", str(ttl_s), "--browser.gatherUsageStats", "false"]
     log = open(log_path, "w")
+    env = {**os.environ, RUN_LOG_ENV: str(run_log)}  # the app appends each script run's time there
     # its own process group, so stopping it stops everything it started
-    return subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
 
 
 def wait_healthy(port: int, server: subprocess.Popen, timeout_s: float = 90) -> None:
@@ -226,26 +247,79 @@ def page_url(base: str, script: str, default_script: str) -> str:
     return base + "/" if script == default_script else f"{base}/{Path(script).stem}"
 
 
-async def run_finished(page, t0: float, timeout_ms: float) -> float:
-    """performance.now() when the run that started at or after t0 finished (waits on the page's own events:
-    polling twenty pages every few milliseconds would itself load the machine being measured)."""
+class RunWatch:
+    """Script runs of one page, read off its websocket as the server sends them.
+
+    Streamlit sends ``new_session`` when a run starts and ``script_finished`` when it ends
+    (or ends early because another run replaces it). Times are time.perf_counter() when the
+    message reached this process; waiting needs no polling.
+    """
+
+    def __init__(self, page):
+        self.started: list[float] = []
+        self.finished: list[float] = []  # runs that ended for good, not replaced by a newer run
+        self._changed = asyncio.Event()
+        page.on("websocket", lambda ws: ws.on("framereceived", self._frame))
+
+    def _frame(self, payload) -> None:
+        if isinstance(payload, str) or len(payload) > SMALL_FRAME:
+            return
+        try:
+            message = ForwardMsg.FromString(payload)
+        except DecodeError:
+            return
+        kind = message.WhichOneof("type")
+        if kind == "new_session":
+            self.started.append(time.perf_counter())
+        elif kind == "script_finished" and message.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+            self.finished.append(time.perf_counter())
+        self._changed.set()
+
+    def _finished_after(self, t0: float) -> float | None:
+        start = next((t for t in self.started if t >= t0), None)
+        return None if start is None else next((t for t in self.finished if t >= start), None)
+
+    async def finished_after(self, t0: float, timeout_s: float) -> float:
+        """When the first run that started after t0 finished."""
+        deadline = time.perf_counter() + timeout_s
+        while (end := self._finished_after(t0)) is None:
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), max(deadline - time.perf_counter(), 0.001))
+            except asyncio.TimeoutError:
+                raise BrowserTimeout(f"no script run started after the action finished within {timeout_s:.0f} s") from None
+        return end
+
+
+async def settled(page, timeout_ms: float) -> None:
+    """Until the page shows no script running (a page that reruns itself settles before the next action)."""
     try:
-        return await asyncio.wait_for(page.evaluate(RUN_FINISHED_AFTER, t0), timeout_ms / 1e3)
+        await asyncio.wait_for(page.evaluate(APP_SETTLED), timeout_ms / 1e3)
     except asyncio.TimeoutError:
-        raise BrowserTimeout(f"no script run started after {t0:.0f} ms finished within {timeout_ms / 1e3:.0f} s") from None
+        raise BrowserTimeout(f"the page still showed a script running after {timeout_ms / 1e3:.0f} s") from None
 
 
-async def open_page(page, url: str) -> None:
+async def open_page(page, runs: RunWatch, url: str) -> None:
     """Load `url` and wait until the app's first run has finished."""
+    t0 = time.perf_counter()
     await page.goto(url, wait_until="domcontentloaded", timeout=OPEN_TIMEOUT_MS)
-    await run_finished(page, 0, OPEN_TIMEOUT_MS)
+    await runs.finished_after(t0, OPEN_TIMEOUT_MS / 1e3)
+    await settled(page, OPEN_TIMEOUT_MS)
 
 
-async def timed(page, action) -> float:
-    """Seconds from `action` until the rerun it caused has finished."""
-    t0 = await page.evaluate("performance.now()")
+async def timed(page, runs: RunWatch, action) -> float:
+    """Seconds from the moment the browser has taken `action` (the key press or the click, dispatched)
+    until the server's message that the run it caused has finished arrived.
+
+    The clock starts once the action is done rather than before it: finding and clicking an
+    element is the browser's own work, which a student's laptop does for itself.
+    """
+    before = time.perf_counter()
     await action()
-    return (await run_finished(page, t0, CHANGE_TIMEOUT_MS) - t0) / 1e3
+    sent = time.perf_counter()
+    end = await runs.finished_after(before, CHANGE_TIMEOUT_MS / 1e3)
+    await settled(page, CHANGE_TIMEOUT_MS)
+    return max(end - sent, 0.0)  # a run can only end after its request was sent; clock jitter aside
 
 
 async def change_seed(page, value: int) -> None:
@@ -280,11 +354,11 @@ async def new_page(browser, result: SessionResult):
     page = await context.new_page()
     page.on("console", lambda msg: record_console_error(result, msg))
     page.on("pageerror", lambda exc: result.page_errors.append(str(exc)))
-    return context, page
+    return context, page, RunWatch(page)
 
 
 async def run_session(browser, base: str, scripts: list[str], result: SessionResult, n_changes: int,
-                      think_s: tuple[float, float]) -> None:
+                      think_s: tuple[float, float], join_s: float) -> None:
     """Open a page, then make sidebar changes, moving to the next page before every third one.
 
     Before each action the session waits a time drawn from `think_s` (seconds, uniform, seeded by the
@@ -293,24 +367,24 @@ async def run_session(browser, base: str, scripts: list[str], result: SessionRes
     index = result.index
     rng = random.Random(index)
     think = lambda: asyncio.sleep(rng.uniform(*think_s))  # noqa: E731
-    await asyncio.sleep(STAGGER_S * index)
-    context, page = await new_page(browser, result)
+    await asyncio.sleep(join_s * index)
+    context, page, runs = await new_page(browser, result)
     try:
         where = index % len(scripts)
-        await open_page(page, page_url(base, scripts[where], scripts[0]))
+        await open_page(page, runs, page_url(base, scripts[where], scripts[0]))
         for i in range(n_changes):
             try:
                 if i and i % 3 == 0 or await page.locator(EXCEPTION).count():  # on a crashed page, move on
                     where = (where + 1) % len(scripts)
                     href = page_url(base, scripts[where], scripts[0])
                     await think()
-                    result.switch_s.append(await timed(page, page.locator(f'[data-testid="stSidebarNavLink"][href="{href}"]').click))
+                    result.switch_s.append(await timed(page, runs, page.locator(f'[data-testid="stSidebarNavLink"][href="{href}"]').click))
                 if i % 2 == 0:  # a seed of this session's own: nobody built this model yet
                     action = lambda: change_seed(page, 1000 * (index + 1) + i)  # noqa: E731
                 else:
                     action = lambda: change_position(page, index + i)  # noqa: E731
                 await think()
-                result.change_s.append(await timed(page, action))
+                result.change_s.append(await timed(page, runs, action))
             except BrowserTimeout as exc:
                 result.timeouts.append(f"change {i} on {scripts[where]}: {str(exc).splitlines()[0]}")
             except BrowserError as exc:
@@ -325,11 +399,11 @@ async def run_session(browser, base: str, scripts: list[str], result: SessionRes
 
 async def visit_pages(browser, base: str, scripts: list[str], result: SessionResult) -> None:
     """One session loads each page once (errors go to `result`)."""
-    context, page = await new_page(browser, result)
+    context, page, runs = await new_page(browser, result)
     try:
         for script in scripts:
             try:
-                await open_page(page, page_url(base, script, scripts[0]))
+                await open_page(page, runs, page_url(base, script, scripts[0]))
             except BrowserError as exc:
                 result.failures.append(f"opening {script}: {str(exc).splitlines()[0]}")
             if await page.locator(EXCEPTION).count():
@@ -339,7 +413,7 @@ async def visit_pages(browser, base: str, scripts: list[str], result: SessionRes
 
 
 async def load(port: int, server: subprocess.Popen, scripts: list[str], n_sessions: int, n_changes: int,
-               ttl_s: int, think_s: tuple[float, float], deadline: float) -> dict:
+               ttl_s: int, think_s: tuple[float, float], join_s: float, nice: int, deadline: float) -> dict:
     """Warm up, run the sessions until `deadline` (time.monotonic()), then watch memory through the TTL."""
     from playwright.async_api import async_playwright
 
@@ -347,7 +421,7 @@ async def load(port: int, server: subprocess.Popen, scripts: list[str], n_sessio
     chromium = shutil.which("chromium")
     warm_up, probe = SessionResult(-1), SessionResult(-2)
     async with async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=chromium) if chromium else await pw.chromium.launch()
+        browser = await pw.chromium.launch(executable_path=niced(chromium or pw.chromium.executable_path, nice))
         try:
             started = time.monotonic()
             await visit_pages(browser, base, scripts, warm_up)  # imports, and the default model in the caches
@@ -356,18 +430,18 @@ async def load(port: int, server: subprocess.Popen, scripts: list[str], n_sessio
             memory = dict(start_mb=rss_mb(server.pid))
             sampler = Sampler(server.pid)
             sampler.start()
-            started = time.monotonic()
+            started, window_start = time.monotonic(), time.time()
             results = [SessionResult(i) for i in range(n_sessions)]
             # what is left of the time, less what the memory checks after the sessions need
             budget = deadline - time.monotonic() - (ttl_s + 30)
             try:
-                await asyncio.wait_for(asyncio.gather(*(run_session(browser, base, scripts, r, n_changes, think_s)
+                await asyncio.wait_for(asyncio.gather(*(run_session(browser, base, scripts, r, n_changes, think_s, join_s)
                                                         for r in results)), max(budget, 1))
             except asyncio.TimeoutError:
                 for r in results:
                     if len(r.change_s) + len(r.timeouts) + len(r.failures) < n_changes:
                         r.timeouts.append(f"stopped by the overall time limit after {len(r.change_s)} changes")
-            sessions_s = time.monotonic() - started
+            sessions_s, window = time.monotonic() - started, (window_start, time.time())
             cpu, rss_samples = sampler.stop(), sampler.rss
             sampler = Sampler(server.pid)  # memory only, from here on
             sampler.start()
@@ -382,13 +456,23 @@ async def load(port: int, server: subprocess.Popen, scripts: list[str], n_sessio
         finally:
             await browser.close()
     return dict(results=results, warm_up=warm_up, probe=probe, memory=memory, warm_up_s=warm_up_s,
-                sessions_s=sessions_s, cpu=cpu, rss_samples=rss_samples + sampler.rss)
+                sessions_s=sessions_s, window=window, cpu=cpu, rss_samples=rss_samples + sampler.rss)
 
 
 # --- report -----------------------------------------------------------------------------------
 
-def summarise(outcome: dict, n_sessions: int, n_changes: int, think_s: tuple[float, float]) -> dict:
+def server_runs(run_log: Path, window: tuple[float, float]) -> list[dict]:
+    """The script runs the app logged (ui.run_log.logged_run) that ended while the sessions ran."""
+    if not run_log.exists():
+        return []
+    runs = [json.loads(line) for line in run_log.read_text().splitlines() if line.strip()]
+    return [r for r in runs if window[0] <= r["end"] <= window[1]]
+
+
+def summarise(outcome: dict, n_sessions: int, n_changes: int, think_s: tuple[float, float], join_s: float,
+              nice: int, runs: list[dict]) -> dict:
     results: list[SessionResult] = outcome["results"]
+    run_wall = [r["wall_s"] for r in runs]
     changes = [t for r in results for t in r.change_s]
     switches = [t for r in results for t in r.switch_s]
     memory = outcome["memory"]
@@ -405,7 +489,8 @@ def summarise(outcome: dict, n_sessions: int, n_changes: int, think_s: tuple[flo
     growth = memory["peak_mb"] - memory["start_mb"]
     left = memory["after_ttl_mb"] - memory["start_mb"]
     return dict(
-        sessions=n_sessions, changes_per_session=n_changes, think_s=list(think_s), changes_done=len(changes),
+        sessions=n_sessions, changes_per_session=n_changes, think_s=list(think_s), join_s=join_s, browser_nice=nice,
+        changes_done=len(changes),
         page_switches=len(switches),
         change_p50_s=float(np.percentile(changes, 50)) if changes else float("nan"), change_p95_s=p95,
         change_max_s=max(changes, default=float("nan")),
@@ -414,6 +499,9 @@ def summarise(outcome: dict, n_sessions: int, n_changes: int, think_s: tuple[flo
         errors=errors, error_messages=messages, memory=memory, rss_growth_mb=growth, rss_left_after_ttl_mb=left,
         warm_up_s=outcome["warm_up_s"], sessions_wall_s=outcome["sessions_s"], cpu=outcome["cpu"],
         server_cpu_per_rerun_s=outcome["cpu"]["server_cpu_s"] / reruns,
+        server_runs=len(runs), server_run_p50_s=float(np.percentile(run_wall, 50)) if runs else float("nan"),
+        server_run_p95_s=float(np.percentile(run_wall, 95)) if runs else float("nan"),
+        server_run_cpu_mean_s=float(np.mean([r["cpu_s"] for r in runs])) if runs else float("nan"),
         met=dict(errors=sum(errors.values()) == TARGETS["errors"], p95=p95 <= TARGETS["p95_s"],
                  rss_growth=growth <= TARGETS["rss_growth_mb"], back_near_start=left <= TARGETS["rss_left_after_ttl_mb"]),
     )
@@ -427,11 +515,14 @@ def markdown(s: dict) -> str:
         "| measure | value | target | met? |", "|---|---|---|---|",
         f"| sessions x sidebar changes | {s['sessions']} x {s['changes_per_session']} ({s['changes_done']} done, "
         f"plus {s['page_switches']} page switches, {s['sessions_wall_s']:.0f} s; warm-up {s['warm_up_s']:.0f} s) | | |",
-        f"| pause before each change or switch (a person reading) | {s['think_s'][0]:g}-{s['think_s'][1]:g} s, "
-        f"uniform | | |",
+        f"| sessions join / pause before each change or switch (a person reading) | one every {s['join_s']:g} s / "
+        f"{s['think_s'][0]:g}-{s['think_s'][1]:g} s, uniform | | |",
+        f"| browser CPU priority | nice {s['browser_nice']} (the server runs at normal priority) | | |",
         f"| change latency p50 / p95 / max | {s['change_p50_s']:.2f} / {s['change_p95_s']:.2f} / {s['change_max_s']:.2f} s "
         f"| p95 <= {TARGETS['p95_s']} s | {yes(s['met']['p95'])} |",
         f"| page switch latency p50 / p95 | {s['switch_p50_s']:.2f} / {s['switch_p95_s']:.2f} s | | |",
+        f"| server side: script run p50 / p95 (wall), mean CPU per run | {s['server_run_p50_s']:.2f} / "
+        f"{s['server_run_p95_s']:.2f} s, {s['server_run_cpu_mean_s']:.3f} s over {s['server_runs']} runs | | |",
         f"| CPU used during the sessions: server / browser | {cpu['server_cpu_s']:.0f} / {cpu['browser_cpu_s']:.0f} s "
         f"of {cores * s['sessions_wall_s']:.0f} core-seconds | | |",
         f"| server CPU per script run (first pages, changes, switches) | {s['server_cpu_per_rerun_s']:.2f} s: "
@@ -465,6 +556,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--changes", type=int, help="sidebar changes per session (default 10)")
     parser.add_argument("--ttl", type=int, help="server.disconnectedSessionTTL in seconds (default 10, smoke 3)")
     parser.add_argument("--timeout", type=float, help="hard limit for the whole run in seconds")
+    parser.add_argument("--nice", type=int, help="how far below normal CPU priority the browser runs (default 10; 0: same)")
+    parser.add_argument("--join", type=float, help="seconds between one session opening and the next (default 1)")
     parser.add_argument("--think", type=think_range, metavar="LO,HI",
                         help="seconds a session pauses before each action, uniform in [LO, HI] (default 1,3; 0 for none)")
     parser.add_argument("--out", help="write the summary and every latency to this JSON file")
@@ -473,14 +566,17 @@ def main(argv: list[str] | None = None) -> dict:
     n_sessions, n_changes = args.sessions or plan["sessions"], args.changes or plan["changes"]
     timeout_s, ttl_s = args.timeout or plan["timeout_s"], args.ttl or plan["ttl_s"]
     think_s = args.think if args.think is not None else plan["think_s"]
+    join_s = args.join if args.join is not None else plan["join_s"]
+    nice = args.nice if args.nice is not None else plan["nice"]
     scripts = [script for script, _title in app_pages()][: plan["pages"]]
     if n_sessions < 1 or n_changes < 1:
         parser.error(f"--sessions={n_sessions} and --changes={n_changes} must both be at least 1")
 
     port = free_port()
     log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"attention_lab_load_test_{port}.log"
+    run_log = log_path.with_suffix(".runs.jsonl")
     started = time.monotonic()
-    server = start_server(port, ttl_s, log_path)
+    server = start_server(port, ttl_s, log_path, run_log)
     # a last resort if the browser hangs where asyncio cannot interrupt it: kill the server, leave
     watchdog = threading.Timer(timeout_s + 60, lambda: (stop_server(server), os._exit(3)))
     watchdog.daemon = True
@@ -488,11 +584,12 @@ def main(argv: list[str] | None = None) -> dict:
     try:
         wait_healthy(port, server)
         outcome = asyncio.run(asyncio.wait_for(
-            load(port, server, scripts, n_sessions, n_changes, ttl_s, think_s, deadline=started + timeout_s), timeout_s + 30))
+            load(port, server, scripts, n_sessions, n_changes, ttl_s, think_s, join_s, nice,
+                 deadline=started + timeout_s), timeout_s + 30))
     finally:
         stop_server(server)
         watchdog.cancel()
-    summary = summarise(outcome, n_sessions, n_changes, think_s)
+    summary = summarise(outcome, n_sessions, n_changes, think_s, join_s, nice, server_runs(run_log, outcome["window"]))
     print(f"{'SMOKE — ' if args.smoke else ''}load test: one server and one Chromium on this machine "
           f"({os.cpu_count()} cores), loopback, {len(scripts)} pages, server.disconnectedSessionTTL={ttl_s} s; "
           f"load average {os.getloadavg()[0]:.1f} at end; server log {log_path}\n")
