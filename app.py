@@ -5,7 +5,7 @@ import streamlit as st
 import torch
 
 from ui.run_log import logged_run
-from ui.runtime import freeze_long_lived_objects
+from ui.runtime import freeze_long_lived_objects, release_freed_memory
 
 st.set_page_config(page_title="Attention Lab", page_icon="🔍", layout="wide")
 
@@ -33,5 +33,8 @@ navigation = st.navigation({
 })
 torch.set_num_threads(1)  # many small models, many sessions: one core each keeps the server responsive
 freeze_long_lived_objects()
-with logged_run(navigation.url_path or "home"):
-    navigation.run()
+try:
+    with logged_run(navigation.url_path or "home"):
+        navigation.run()
+finally:  # st.stop and st.switch_page end a run by raising
+    release_freed_memory()

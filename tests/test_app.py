@@ -374,3 +374,35 @@ def test_the_server_freezes_its_long_lived_objects_once_and_still_collects_new_g
     cycle.append(cycle)
     del cycle
     assert gc.collect() >= 1  # new cyclic garbage is still found
+
+
+def test_each_script_run_is_logged_when_asked_even_when_it_ends_by_raising(tmp_path, monkeypatch):
+    from ui.run_log import RUN_LOG_ENV, logged_run
+
+    log = tmp_path / "runs.jsonl"
+    monkeypatch.delenv(RUN_LOG_ENV, raising=False)
+    with logged_run("home"):
+        pass
+    assert not log.exists()  # off unless asked
+    monkeypatch.setenv(RUN_LOG_ENV, str(log))
+    with logged_run("playground"):
+        sum(range(100_000))
+    with pytest.raises(RuntimeError), logged_run("stepper"):
+        raise RuntimeError("st.stop and st.switch_page end a run like this")
+    runs = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["page"] for r in runs] == ["playground", "stepper"]
+    assert all(r["wall_s"] >= 0 and r["cpu_s"] >= 0 and r["end"] > 0 for r in runs)
+
+
+def test_freed_memory_is_given_back_at_most_once_per_interval(monkeypatch):
+    from ui import runtime
+
+    calls = []
+    monkeypatch.setattr(runtime, "_malloc_trim", lambda: lambda pad: calls.append(pad) or 1)
+    monkeypatch.setattr(runtime, "_last_trim", [0.0])
+    for _ in range(5):
+        runtime.release_freed_memory()
+    assert calls == [0]
+    monkeypatch.setattr(runtime, "_last_trim", [runtime.time.monotonic() - runtime.TRIM_EVERY_S])
+    runtime.release_freed_memory()
+    assert calls == [0, 0]
