@@ -328,3 +328,20 @@ def test_five_lines_come_from_the_library():
     lines = five_lines().splitlines()
     assert len(lines) == 5 and "hook_raw_scores" in lines[0] and "hook_pattern" in lines[2]
     assert all(line.strip() in source_of(Attention.explicit_attention) for line in lines)
+
+
+def test_subplot_grid_places_every_cell_inside_the_figure_without_overlap():
+    cells, layout = figures.subplot_grid([f"cell {i}" for i in range(7)], cols=3, gap_x=0.05, gap_y=0.1)
+    assert [c["xaxis"] for c in cells] == ["x", "x2", "x3", "x4", "x5", "x6", "x7"]
+    boxes = []
+    for cell in cells:
+        x_axis, y_axis = layout["xaxis" + cell["xaxis"][1:]], layout["yaxis" + cell["yaxis"][1:]]
+        assert x_axis["anchor"] == cell["yaxis"] and y_axis["anchor"] == cell["xaxis"]
+        (x0, x1), (y0, y1) = x_axis["domain"], y_axis["domain"]
+        assert 0 <= x0 < x1 <= 1 and 0 <= y0 < y1 <= 1
+        boxes.append((x0, x1, y0, y1))
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert a[1] <= b[0] or b[1] <= a[0] or a[3] <= b[2] or b[3] <= a[2]  # apart along some axis
+    assert [a["text"] for a in layout["annotations"]] == [f"cell {i}" for i in range(7)]
+    assert boxes[0][2] > boxes[3][2]  # the first row is on top

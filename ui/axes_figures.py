@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .figures import DIVERGING, FONT, SEQUENTIAL
+from .figures import DIVERGING, FONT, SEQUENTIAL, subplot_grid
 
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
 MASKED_GREY = "#bdbdbd"
@@ -97,23 +97,24 @@ def mask_and_weights(additive_mask: np.ndarray, weights: np.ndarray, x_labels: l
     allowed = (additive_mask == 0).astype(float)  # 0 = masked (the most negative float), 1 = allowed
     xs = [f"{i}:{t}" for i, t in enumerate(x_labels)]
     ys = [f"{i}:{t}" for i, t in enumerate(y_labels)]
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("mask: allowed / masked", "softmax weights"),
-                        horizontal_spacing=0.12)
-    fig.add_trace(go.Heatmap(z=allowed, x=xs, y=ys, zmin=0, zmax=1, showscale=False,
-                             colorscale=[[0, MASKED_GREY], [0.5, MASKED_GREY], [0.5, "#21918c"], [1, "#21918c"]],
-                             customdata=additive_mask, xgap=1, ygap=1,
-                             hovertemplate="query %{y}<br>key %{x}<br>mask %{customdata:.3g}<extra></extra>"), 1, 1)
-    fig.add_trace(go.Heatmap(z=weights, x=xs, y=ys, zmin=0, zmax=float(weights.max()) or 1.0, colorscale=ZERO_WHITE,
-                             xgap=1, ygap=1, colorbar=dict(title="weight"),
-                             hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.4g}<extra></extra>"), 1, 2)
-    fig.update_yaxes(autorange="reversed")
-    fig.update_yaxes(title="query", col=1)
-    fig.update_xaxes(title="key")
+    (left, right), layout = subplot_grid(["mask: allowed / masked", "softmax weights"], cols=2, gap_x=0.12)
+    traces = [
+        go.Heatmap(z=allowed, x=xs, y=ys, zmin=0, zmax=1, showscale=False,
+                   colorscale=[[0, MASKED_GREY], [0.5, MASKED_GREY], [0.5, "#21918c"], [1, "#21918c"]],
+                   customdata=additive_mask, xgap=1, ygap=1,
+                   hovertemplate="query %{y}<br>key %{x}<br>mask %{customdata:.3g}<extra></extra>", **left),
+        go.Heatmap(z=weights, x=xs, y=ys, zmin=0, zmax=float(weights.max()) or 1.0, colorscale=ZERO_WHITE,
+                   xgap=1, ygap=1, colorbar=dict(title="weight"),
+                   hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.4g}<extra></extra>", **right),
+    ]
+    for name in ("xaxis", "xaxis2"):
+        layout[name].update(title=dict(text="key"))
+    layout["yaxis"].update(autorange="reversed", title=dict(text="query"))
+    layout["yaxis2"].update(autorange="reversed")
+    layout["annotations"].append(dict(text="white = exactly 0", xref="paper", yref="paper", x=1.0, y=1.0, showarrow=False,
+                                      xanchor="right", yanchor="bottom", yshift=22, font=dict(size=12)))
     size = max(320, min(560, 18 * len(y_labels) + 140))
-    fig.update_layout(title=title, height=size, font=FONT, margin=dict(l=10, r=10, t=70, b=10))
-    fig.add_annotation(text="white = exactly 0", xref="paper", yref="paper", x=1.0, y=1.0, showarrow=False,
-                       xanchor="right", yanchor="bottom", yshift=22, font=dict(size=12))
-    return fig
+    return go.Figure(traces, dict(layout, title=title, height=size, font=FONT, margin=dict(l=10, r=10, t=70, b=10)))
 
 
 # --- positions ------------------------------------------------------------------------
@@ -147,49 +148,37 @@ def rope_angles(angles: np.ndarray, inv_freq: np.ndarray) -> go.Figure:
 
 
 def rope_vectors(pairs: np.ndarray, position: int, max_pairs: int = 8) -> go.Figure:
-    """Each 2-D pair of q at `position` (arrow from the origin), on the circle it travels, with the positions so far.
-
-    The grid of small square plots is laid out here in one dict rather than with make_subplots and
-    per-cell update calls, which cost more than the rest of the Positions page's figures together.
-    """
+    """Each 2-D pair of q at `position` (arrow from the origin), on the circle it travels, with the positions so far."""
     n_pairs = min(pairs.shape[1], max_pairs)
     cols = min(4, n_pairs)
     rows = math.ceil(n_pairs / cols)
-    gap_x, gap_y = 0.04, 0.1
-    width, height = (1 - gap_x * (cols - 1)) / cols, (1 - gap_y * (rows - 1)) / rows
+    cells, layout = subplot_grid([f"pair {i}" for i in range(n_pairs)], cols)
     turn = np.linspace(0, 2 * math.pi, 121)
-    traces, axes, titles = [], {}, []
-    for i in range(n_pairs):
-        row, col = divmod(i, cols)  # row 0 at the top
-        x0, y1 = col * (width + gap_x), 1 - row * (height + gap_y)
-        x_domain = [max(0.0, x0), min(1.0, x0 + width)]  # clamped: float rounding may step past 0 or 1
-        y_domain = [max(0.0, y1 - height), min(1.0, y1)]
-        suffix = "" if i == 0 else str(i + 1)
-        cell = dict(xaxis=f"x{suffix}", yaxis=f"y{suffix}", showlegend=False)
+    traces = []
+    for i, cell in enumerate(cells):
+        row, col = divmod(i, cols)
         path = pairs[:, i]  # (P, 2)
         radius = float(np.linalg.norm(path[0])) or 1.0
         x, y = path[position]
         traces += [
             go.Scatter(x=radius * np.cos(turn), y=radius * np.sin(turn), mode="lines", hoverinfo="skip",
-                       line=dict(color=MASKED_GREY, width=1), **cell),
-            go.Scatter(x=path[: position + 1, 0], y=path[: position + 1, 1], mode="markers",
+                       line=dict(color=MASKED_GREY, width=1), showlegend=False, **cell),
+            go.Scatter(x=path[: position + 1, 0], y=path[: position + 1, 1], mode="markers", showlegend=False,
                        marker=dict(size=6, color=OKABE_ITO[4]),
                        hovertemplate=f"pair {i}<br>(%{{x:.3f}}, %{{y:.3f}})<extra></extra>", **cell),
-            go.Scatter(x=[0, x], y=[0, y], mode="lines+markers", line=dict(color=OKABE_ITO[5], width=4),
+            go.Scatter(x=[0, x], y=[0, y], mode="lines+markers", line=dict(color=OKABE_ITO[5], width=4), showlegend=False,
                        marker=dict(size=[0, 12], color=OKABE_ITO[5]),
                        hovertemplate=f"pair {i} at position {position}<br>(%{{x:.3f}}, %{{y:.3f}})<extra></extra>", **cell),
         ]
         span = [-1.25 * radius, 1.25 * radius]
-        axes[f"xaxis{suffix}"] = dict(domain=x_domain, anchor=f"y{suffix}", range=span, showticklabels=False,
-                                      zeroline=True, title=dict(text="dim i" if row == rows - 1 else None))
-        axes[f"yaxis{suffix}"] = dict(domain=y_domain, anchor=f"x{suffix}", range=span, showticklabels=False,
-                                      zeroline=True, scaleanchor=f"x{suffix}", scaleratio=1,
-                                      title=dict(text="dim i + d_head/2" if col == 0 else None))
-        titles.append(dict(text=f"pair {i}", x=x0 + width / 2, y=y1, xref="paper", yref="paper", showarrow=False,
-                           xanchor="center", yanchor="bottom"))
+        x_axis, y_axis = "xaxis" + cell["xaxis"][1:], "yaxis" + cell["yaxis"][1:]
+        layout[x_axis].update(range=span, showticklabels=False, zeroline=True,
+                              title=dict(text="dim i" if row == rows - 1 else None))
+        layout[y_axis].update(range=span, showticklabels=False, zeroline=True, scaleanchor=cell["xaxis"], scaleratio=1,
+                              title=dict(text="dim i + d_head/2" if col == 0 else None))
     return go.Figure(traces, dict(
-        title=f"q's pairs at position {position} (arrow) and at the positions before it (dots)",
-        height=230 * rows + 80, font=FONT, margin=dict(l=10, r=10, t=80, b=10), annotations=titles, **axes))
+        layout, title=f"q's pairs at position {position} (arrow) and at the positions before it (dots)",
+        height=230 * rows + 80, font=FONT, margin=dict(l=10, r=10, t=80, b=10)))
 
 
 def rope_scores(scores: np.ndarray, title: str) -> go.Figure:

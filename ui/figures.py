@@ -57,6 +57,36 @@ def heatmap(matrix: np.ndarray, x_labels: list[str], y_labels: list[str], title:
     return fig
 
 
+def subplot_grid(titles: list[str], cols: int, gap_x: float = 0.04, gap_y: float = 0.1,
+                 widths: list[float] | None = None) -> tuple[list[dict], dict]:
+    """A grid of plots, one per title, laid out as plain layout entries.
+
+    Returns (cells, layout): cells[i] holds the xaxis/yaxis names for trace i's keyword
+    arguments, layout holds every axis (domain and anchor) and the titles above the cells.
+    Callers add their own axis settings to layout[f"xaxis{n}"] and pass everything to
+    go.Figure once. Plotly's make_subplots plus per-cell updates validate the figure again
+    at every step; for a page of such grids that was most of a rerun's time.
+    """
+    rows = math.ceil(len(titles) / cols)
+    widths = widths or [1.0] * cols
+    usable = 1 - gap_x * (cols - 1)
+    col_widths = [usable * w / sum(widths) for w in widths]
+    height = (1 - gap_y * (rows - 1)) / rows
+    cells, layout, annotations = [], {}, []
+    for i, title in enumerate(titles):
+        row, col = divmod(i, cols)  # row 0 at the top
+        x0 = sum(col_widths[:col]) + gap_x * col
+        y1 = 1 - row * (height + gap_y)
+        suffix = "" if i == 0 else str(i + 1)
+        layout[f"xaxis{suffix}"] = dict(domain=[max(0.0, x0), min(1.0, x0 + col_widths[col])], anchor=f"y{suffix}")
+        layout[f"yaxis{suffix}"] = dict(domain=[max(0.0, y1 - height), min(1.0, y1)], anchor=f"x{suffix}")
+        annotations.append(dict(text=title, x=x0 + col_widths[col] / 2, y=min(1.0, y1), xref="paper", yref="paper",
+                                showarrow=False, xanchor="center", yanchor="bottom"))
+        cells.append(dict(xaxis=f"x{suffix}", yaxis=f"y{suffix}"))
+    layout["annotations"] = annotations
+    return cells, layout
+
+
 def head_grid(patterns: np.ndarray, x_labels: list[str], y_labels: list[str], n_kv_heads: int,
               title: str = "", cols: int | None = None) -> go.Figure:
     """(H, T_q, T_kv) weights as a grid of small heatmaps, heads sharing a kv head side by side.
@@ -68,17 +98,19 @@ def head_grid(patterns: np.ndarray, x_labels: list[str], y_labels: list[str], n_
     cols = cols or min(group, 8) if group > 1 else min(n_heads, 4)
     rows = math.ceil(n_heads / cols)
     titles = [f"head {h} · kv {h // group}" for h in range(n_heads)]
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.03, vertical_spacing=0.08)
-    for h in range(n_heads):
+    cells, layout = subplot_grid(titles, cols, gap_x=0.03, gap_y=0.08)
+    traces = []
+    for h, cell in enumerate(cells):
         values, ys, xs = downsample(masked_to_nan(patterns[h]), list(y_labels), list(x_labels), 64)
-        fig.add_trace(go.Heatmap(z=values, x=_unique(xs), y=_unique(ys), coloraxis="coloraxis",
-                                 hovertemplate=f"head {h}<br>query %{{y}}<br>key %{{x}}<br>weight %{{z:.3f}}<extra></extra>"),
-                      row=h // cols + 1, col=h % cols + 1)
-    fig.update_yaxes(autorange="reversed", showticklabels=False)
-    fig.update_xaxes(showticklabels=False)
-    fig.update_layout(title=title, coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=1),
-                      height=max(260, 230 * rows), margin=dict(l=10, r=10, t=60, b=10), font=FONT)
-    return fig
+        traces.append(go.Heatmap(z=values, x=_unique(xs), y=_unique(ys), coloraxis="coloraxis", **cell,
+                                 hovertemplate=f"head {h}<br>query %{{y}}<br>key %{{x}}<br>weight %{{z:.3f}}<extra></extra>"))
+    for name, axis in layout.items():
+        if name.startswith("yaxis"):
+            axis.update(autorange="reversed", showticklabels=False)
+        elif name.startswith("xaxis"):
+            axis.update(showticklabels=False)
+    return go.Figure(traces, dict(layout, title=title, coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=1),
+                                  height=max(260, 230 * rows), margin=dict(l=10, r=10, t=60, b=10), font=FONT))
 
 
 def bars(values: np.ndarray, labels: list[str], title: str = "", x_title: str = "", y_title: str = "") -> go.Figure:
