@@ -37,7 +37,8 @@ def test_library_benchmark_smoke_reports_every_row_with_finite_ratios(tmp_path, 
 def test_only_picks_rows_and_groups_and_refuses_unknown_ones():
     ids = run.row_ids(run.FULL)
     assert run.select(ids, "1,4.4") == {"1", "4.4"}
-    assert run.select(ids, "4") == {"4.1", "4.2", "4.3", "4.4"}
+    assert run.select(ids, "4") == {"4.1", "4.2", "4.2.1", "4.3", "4.4"}
+    assert run.select(ids, "2") == {"2", "2.1"}  # a row and the one that details it
     assert run.select(ids, "5.GQA") == {"5.GQA.64", "5.GQA.256", "5.GQA.512"}
     assert run.select(ids, None) == set(ids)
     with pytest.raises(ValueError, match="'9' matches no row"):
