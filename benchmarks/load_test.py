@@ -200,11 +200,25 @@ def descendants(table: dict[int, tuple[int, float]], root: int) -> set[int]:
     return found
 
 
-class Sampler(threading.Thread):
-    """Every `interval_s`: the server's RSS, and the CPU time of the server and of the browser's processes.
+def process_kind(pid: int, server_pid: int) -> str:
+    """server, harness (this process), browser (Chromium's processes) or driver (playwright's, the rest)."""
+    if pid == server_pid:
+        return "server"
+    if pid == os.getpid():
+        return "harness"
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            name = f.read()
+    except OSError:
+        return "driver"
+    return "browser" if "chrom" in name else "driver"
 
-    The browser is every process this one started except the server: one machine runs both, so
-    their shares of the CPU say how much of a change's latency the browser itself caused.
+
+class Sampler(threading.Thread):
+    """Every `interval_s`: the server's RSS, and the CPU time of the server, the browser and the test itself.
+
+    One machine runs them all, so their shares of the CPU say how much of a change's latency
+    the browser and the test caused.
     """
 
     def __init__(self, server_pid: int, interval_s: float = 0.25):
@@ -213,13 +227,15 @@ class Sampler(threading.Thread):
         self.rss: list[tuple[float, float]] = []  # (seconds since start, MB)
         self.cpu_first: dict[int, float] = {}
         self.cpu_last: dict[int, float] = {}
+        self.kinds: dict[int, str] = {}
         self._stop_event = threading.Event()
 
     def sample_cpu(self, first: bool) -> None:
         table = process_table()
-        ours = descendants(table, os.getpid())  # the server, the browser driver and the browser
+        ours = descendants(table, os.getpid()) | {os.getpid()}  # the server, the browser, its driver, this test
         for pid in ours:
             cpu = table[pid][1]
+            self.kinds.setdefault(pid, process_kind(pid, self.server_pid))
             # a process born after the first sample started from zero
             self.cpu_first.setdefault(pid, cpu if first else 0.0)
             self.cpu_last[pid] = cpu
@@ -235,12 +251,13 @@ class Sampler(threading.Thread):
             self.sample_cpu(first=False)
 
     def stop(self) -> dict:
-        """Stop; the CPU seconds the server and the browser used while sampling."""
+        """Stop; the CPU seconds each kind of process used while sampling."""
         self._stop_event.set()
         self.join(10)
-        used = {pid: self.cpu_last[pid] - self.cpu_first[pid] for pid in self.cpu_last}
-        server = used.pop(self.server_pid, 0.0)
-        return dict(server_cpu_s=server, browser_cpu_s=sum(used.values()))
+        used = {kind: 0.0 for kind in ("server", "browser", "driver", "harness")}
+        for pid, last in self.cpu_last.items():
+            used[self.kinds[pid]] += last - self.cpu_first[pid]
+        return {f"{kind}_cpu_s": seconds for kind, seconds in used.items()}
 
 
 # --- the sessions ----------------------------------------------------------------------------
@@ -521,7 +538,8 @@ def markdown(s: dict) -> str:
         f"| page switch latency p50 / p95 | {s['switch_p50_s']:.2f} / {s['switch_p95_s']:.2f} s | | |",
         f"| server side: script run p50 / p95 (wall), mean CPU per run | {s['server_run_p50_s']:.2f} / "
         f"{s['server_run_p95_s']:.2f} s, {s['server_run_cpu_mean_s']:.3f} s over {s['server_runs']} runs | | |",
-        f"| CPU used during the sessions: server / browser | {cpu['server_cpu_s']:.0f} / {cpu['browser_cpu_s']:.0f} s "
+        f"| CPU used during the sessions: server / browser / browser driver / this test | {cpu['server_cpu_s']:.0f} / "
+        f"{cpu['browser_cpu_s']:.0f} / {cpu['driver_cpu_s']:.0f} / {cpu['harness_cpu_s']:.0f} s "
         f"of {cores * s['sessions_wall_s']:.0f} core-seconds | | |",
         f"| server CPU per script run (first pages, changes, switches) | {s['server_cpu_per_rerun_s']:.2f} s: "
         f"{cores / s['server_cpu_per_rerun_s']:.1f} runs/s on {cores} cores given to the server alone | | |",
