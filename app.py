@@ -4,8 +4,7 @@ from pathlib import Path
 import streamlit as st
 import torch
 
-from ui.run_log import logged_run
-from ui.runtime import freeze_long_lived_objects, release_freed_memory
+from ui.server import freeze_long_lived_objects, logged_run, release_freed_memory
 
 st.set_page_config(page_title="Attention Lab", page_icon="🔍", layout="wide")
 

@@ -361,7 +361,7 @@ def test_the_server_freezes_its_long_lived_objects_once_and_still_collects_new_g
     import gc
 
     from ui import figures
-    from ui.runtime import freeze_long_lived_objects
+    from ui.server import freeze_long_lived_objects
 
     freeze_long_lived_objects()
     frozen = gc.get_freeze_count()
@@ -377,7 +377,7 @@ def test_the_server_freezes_its_long_lived_objects_once_and_still_collects_new_g
 
 
 def test_each_script_run_is_logged_when_asked_even_when_it_ends_by_raising(tmp_path, monkeypatch):
-    from ui.run_log import RUN_LOG_ENV, logged_run
+    from ui.server import RUN_LOG_ENV, logged_run
 
     log = tmp_path / "runs.jsonl"
     monkeypatch.delenv(RUN_LOG_ENV, raising=False)
@@ -395,14 +395,14 @@ def test_each_script_run_is_logged_when_asked_even_when_it_ends_by_raising(tmp_p
 
 
 def test_freed_memory_is_given_back_at_most_once_per_interval(monkeypatch):
-    from ui import runtime
+    from ui import server
 
     calls = []
-    monkeypatch.setattr(runtime, "_malloc_trim", lambda: lambda pad: calls.append(pad) or 1)
-    monkeypatch.setattr(runtime, "_last_trim", [0.0])
+    monkeypatch.setattr(server, "_malloc_trim", lambda: lambda pad: calls.append(pad) or 1)
+    monkeypatch.setattr(server, "_last_trim", [0.0])
     for _ in range(5):
-        runtime.release_freed_memory()
+        server.release_freed_memory()
     assert calls == [0]
-    monkeypatch.setattr(runtime, "_last_trim", [runtime.time.monotonic() - runtime.TRIM_EVERY_S])
-    runtime.release_freed_memory()
+    monkeypatch.setattr(server, "_last_trim", [server.time.monotonic() - server.TRIM_EVERY_S])
+    server.release_freed_memory()
     assert calls == [0, 0]

@@ -6,14 +6,9 @@ tracing the same cached model at once never mix their tensors.
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import functools
-import gc
 import json
 import logging
-import threading
-import time
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,56 +29,6 @@ class Tokens:
     ids: list[int]
     labels: list[str]
     truncated_from: int | None  # the original length when the text was cut to MAX_TOKENS
-
-
-@functools.cache
-def freeze_long_lived_objects() -> None:
-    """Once per server process: hide every object alive now from the cyclic garbage collector.
-
-    Streamlit runs a full collection after every script run (``runner.postScriptGC``) so
-    that memory does not build up between runs. With torch, plotly, pandas and matplotlib
-    imported, that walks about 250,000 objects -- classes, functions and constants of the
-    libraries that live as long as the process -- and costs about 100 ms of CPU per rerun,
-    holding the interpreter lock while other sessions wait. Frozen objects are still freed
-    normally when nothing refers to them; they are only never searched for cycles again.
-    The pages' shared modules are imported first so that their objects are frozen too.
-    """
-    from . import export, figures, page  # noqa: F401  (the libraries every page draws with)
-
-    gc.collect()  # garbage already waiting is collected, not frozen
-    gc.freeze()
-
-
-TRIM_EVERY_S = 10.0
-_trim_lock = threading.Lock()
-_last_trim = [0.0]
-
-
-@functools.cache
-def _malloc_trim():
-    """glibc's malloc_trim, or None on a C library without it."""
-    name = ctypes.util.find_library("c")
-    library = ctypes.CDLL(name) if name else None
-    return getattr(library, "malloc_trim", None)
-
-
-def release_freed_memory() -> None:
-    """Give memory the process has freed back to the system, at most once every TRIM_EVERY_S seconds.
-
-    Each session's script runs in its own thread, and glibc keeps what a thread frees in that
-    thread's own arena for later reuse, so the server's resident memory stays near its peak
-    after a class has left. malloc_trim(0) returns those free pages (about 2 ms); once every
-    few seconds costs nothing a user could notice.
-    """
-    trim = _malloc_trim()
-    if trim is None or not _trim_lock.acquire(blocking=False):
-        return
-    try:
-        if time.monotonic() - _last_trim[0] >= TRIM_EVERY_S:
-            trim(0)
-            _last_trim[0] = time.monotonic()
-    finally:
-        _trim_lock.release()
 
 
 def char_label(ch: str) -> str:
