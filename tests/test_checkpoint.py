@@ -80,39 +80,31 @@ def test_truncated_and_corrupt_weights_say_so(saved, tmp_path):
         load(path)
 
 
-def test_bad_json_and_invalid_config_name_the_json(saved, tmp_path):
+def test_json_that_is_not_json_names_the_file(saved, tmp_path):
     _, path = saved("gpt2")
-    meta_file = tmp_path / "gpt2.json"
-    document = json.loads(meta_file.read_text())
-    meta_file.write_text("{ not json")
+    (tmp_path / "gpt2.json").write_text("{ not json")
     with pytest.raises(CheckpointError, match=r"gpt2\.json: not valid JSON"):
         load(path)
-    meta_file.write_text(json.dumps({**document, "config": {**document["config"], "d_model": 30}}))
-    with pytest.raises(CheckpointError, match=r"gpt2\.json: its config is not valid: d_model=30 is not divisible by n_heads=4"):
-        load(path)
-    meta_file.write_text(json.dumps({**document, "config": {**document["config"], "colour": "red"}}))
-    with pytest.raises(CheckpointError, match="unknown config fields"):
-        load(path)
-    meta_file.write_text(json.dumps({**document, "format_version": 99}))
-    with pytest.raises(CheckpointError, match="format_version 99"):
-        load(path)
-    meta_file.write_text(json.dumps([1, 2]))
-    with pytest.raises(CheckpointError, match="not an Attention Lab checkpoint"):
-        load(path)
 
 
-def test_weights_that_do_not_fit_the_config_are_listed(saved, tmp_path):
+@pytest.mark.parametrize("edit, message", [
+    (lambda doc: {**doc, "config": {**doc["config"], "d_model": 30}},
+     r"gpt2\.json: its config is not valid: d_model=30 is not divisible by n_heads=4"),
+    (lambda doc: {**doc, "config": {**doc["config"], "colour": "red"}}, "unknown config fields"),
+    (lambda doc: {**doc, "format_version": 99}, "format_version 99"),
+    (lambda doc: [1, 2], "not an Attention Lab checkpoint"),
+    (lambda doc: {**doc, "config": {**doc["config"], "d_model": 64}},
+     r"weights do not fit the config in gpt2\.json: .*k_proj\.weight is \(32, 32\), the config needs \(64, 64\)"
+     r".* more with other shapes"),
+    (lambda doc: {**doc, "config": {**doc["config"], "n_layers": 3}}, r"missing blocks\.2\."),
+    (lambda doc: {**doc, "config": {**doc["config"], "n_layers": 1}}, r"unexpected blocks\.1\."),
+], ids=["invalid config", "unknown field", "format version", "not a checkpoint", "weights do not fit",
+        "weights missing", "weights unexpected"])
+def test_a_json_that_does_not_describe_the_weights_says_why(saved, tmp_path, edit, message):
     _, path = saved("gpt2")
     meta_file = tmp_path / "gpt2.json"
-    document = json.loads(meta_file.read_text())
-    meta_file.write_text(json.dumps({**document, "config": {**document["config"], "d_model": 64}}))
-    with pytest.raises(CheckpointError, match=r"weights do not fit the config in gpt2\.json: .*k_proj\.weight is \(32, 32\), the config needs \(64, 64\).* more with other shapes"):
-        load(path)
-    meta_file.write_text(json.dumps({**document, "config": {**document["config"], "n_layers": 3}}))
-    with pytest.raises(CheckpointError, match=r"missing blocks\.2\."):
-        load(path)
-    meta_file.write_text(json.dumps({**document, "config": {**document["config"], "n_layers": 1}}))
-    with pytest.raises(CheckpointError, match=r"unexpected blocks\.1\."):
+    meta_file.write_text(json.dumps(edit(json.loads(meta_file.read_text()))))
+    with pytest.raises(CheckpointError, match=message):
         load(path)
 
 
