@@ -9,7 +9,6 @@ import math
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 SEQUENTIAL = "Viridis"
 DIVERGING = [[0.0, "#2166ac"], [0.5, "#f7f7f7"], [1.0, "#b35806"]]  # blue - white - orange
