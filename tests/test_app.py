@@ -217,7 +217,10 @@ def test_playground_controls_draw_the_library_numbers():
         assert np.allclose(values(drawn["query_bars"]["data"][0]["y"]), pattern[head, query], atol=1e-6)
         stage = values(drawn["stage_hook_raw_scores"]["data"][0]["z"])
         assert np.allclose(stage, trace[f"blocks.{layer}.attn.hook_raw_scores"][0, head].numpy(), atol=1e-6)
-        assert np.allclose(values(drawn["head_grid"]["data"][head]["z"]), pattern[head], atol=1e-6)
+        allowed = trace[f"blocks.{layer}.attn.hook_mask"][0, 0].numpy() == 0  # (T, T) causal
+        grid = np.asarray(values(drawn["head_grid"]["data"][head]["z"]), dtype=float)
+        assert np.allclose(grid[allowed], pattern[head][allowed], atol=1e-6)
+        assert np.isnan(grid[~allowed]).all() and (~allowed).any()  # masked cells are drawn blank
         entropy = values(drawn["entropy"]["data"][0]["y"])
         p = np.clip(pattern[:, query].astype(np.float64), 1e-12, 1)
         assert np.allclose(entropy, -(p * np.log(p)).sum(-1), atol=1e-5)

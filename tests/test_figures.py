@@ -345,3 +345,13 @@ def test_subplot_grid_places_every_cell_inside_the_figure_without_overlap():
             assert a[1] <= b[0] or b[1] <= a[0] or a[3] <= b[2] or b[3] <= a[2]  # apart along some axis
     assert [a["text"] for a in layout["annotations"]] == [f"cell {i}" for i in range(7)]
     assert boxes[0][2] > boxes[3][2]  # the first row is on top
+
+
+def test_head_grid_leaves_masked_cells_blank_and_keeps_the_rest():
+    weights = np.tril(np.ones((3, 3))) / np.arange(1, 4)[:, None]  # causal, uniform over what each query sees
+    mask = np.where(np.tril(np.ones((3, 3))) > 0, 0.0, np.finfo(np.float32).min)[None]  # (1, T, T)
+    fig = figures.head_grid(np.stack([weights, weights]), list("abc"), list("abc"), 1, mask=mask)
+    for trace in fig.data:
+        z = np.asarray(trace.z, dtype=float)
+        assert np.isnan(z[np.triu_indices(3, 1)]).all()  # the future: blank, not a dark 0
+        assert np.allclose(z[np.tril_indices(3)], weights[np.tril_indices(3)])

@@ -87,11 +87,15 @@ def subplot_grid(titles: list[str], cols: int, gap_x: float = 0.04, gap_y: float
 
 
 def head_grid(patterns: np.ndarray, x_labels: list[str], y_labels: list[str], n_kv_heads: int,
-              title: str = "", cols: int | None = None) -> go.Figure:
+              title: str = "", cols: int | None = None, mask: np.ndarray | None = None) -> go.Figure:
     """(H, T_q, T_kv) weights as a grid of small heatmaps, heads sharing a kv head side by side.
 
     Each row of the grid is one kv group: with GQA/MQA the heads in a row read the same K and V.
+    With the additive `mask` ((T_q, T_kv) or (H, T_q, T_kv)) the cells it masks are left blank:
+    their weight is exactly 0, which would otherwise look like any small weight.
     """
+    if mask is not None:
+        patterns = np.where(np.isnan(masked_to_nan(mask)), np.nan, patterns)  # (H, T_q, T_kv)
     n_heads = patterns.shape[0]
     group = n_heads // n_kv_heads
     cols = cols or min(group, 8) if group > 1 else min(n_heads, 4)

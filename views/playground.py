@@ -18,8 +18,9 @@ from ui.source import five_lines, source_of
 # The two figures with one trace per head or per key are the slow ones to build: each is kept for
 # the numbers it draws, so clicking through heads and queries reuses them (the page never changes them).
 @st.cache_resource(max_entries=64, show_spinner=False)
-def layer_grid(patterns: np.ndarray, key_labels: tuple, query_labels: tuple, n_kv_heads: int) -> go.Figure:
-    grid = head_grid(patterns, list(key_labels), list(query_labels), n_kv_heads)
+def layer_grid(patterns: np.ndarray, mask: np.ndarray, key_labels: tuple, query_labels: tuple,
+               n_kv_heads: int) -> go.Figure:
+    grid = head_grid(patterns, list(key_labels), list(query_labels), n_kv_heads, mask=mask)
     grid.update_annotations(font_size=13)  # the subplot titles, kept apart on narrow screens
     return label_grid_axes(grid, "key", "query")
 
@@ -68,7 +69,8 @@ sharing = {"MHA": "every head has its own K and V",
            "MQA": "all heads read one shared K and V"}[cfg.attention_kind]
 st.caption(f"Softmax weights of all {cfg.n_heads} heads ({cfg.attention_kind}: {sharing}). "
            f"Rows: {view.y_title}; columns: {view.x_title}. Blank cells are masked.")
-st.plotly_chart(layer_grid(patterns, tuple(key_labels), tuple(query_labels), cfg.n_kv_heads), key="head_grid")
+layer_mask = trace.arrays[view.hook(layer, "hook_mask")][0]  # (1 or H, T_q, T_kv)
+st.plotly_chart(layer_grid(patterns, layer_mask, tuple(key_labels), tuple(query_labels), cfg.n_kv_heads), key="head_grid")
 
 # --- one head, stage by stage, under the five lines that computed it ------------------------------
 st.subheader(f"Head {head}, stage by stage")
