@@ -11,22 +11,22 @@ st.set_page_config(page_title="Attention Lab", page_icon="🔍", layout="wide")
 HERE = Path(__file__).parent
 # section -> (script, title, icon)
 PAGES = {
-    "Start": [("views/home.py", "Home", "🏠")],
-    "Explore": [("views/playground.py", "Attention playground", "🎛️"),
-                ("views/stepper.py", "Forward-pass stepper", "👣"),
-                ("views/compare.py", "Compare", "⚖️")],
-    "The five axes": [("views/kv_heads.py", "KV heads", "🔑"),
-                      ("views/masks.py", "Masks", "🎭"),
-                      ("views/positions.py", "Positions", "📍"),
-                      ("views/norms.py", "Norms", "📏"),
-                      ("views/ffn.py", "FFN and MoE", "🧮")],
-    "Go further": [("views/flash.py", "Flash attention", "⚡"),
-                   ("views/train.py", "Train", "🏋️"),
-                   ("views/hf_model.py", "Your Hugging Face model", "🤗")],
+    "Start": [("pages/home.py", "Home", "🏠")],
+    "Explore": [("pages/playground.py", "Attention playground", "🎛️"),
+                ("pages/stepper.py", "Forward-pass stepper", "👣"),
+                ("pages/compare.py", "Compare", "⚖️")],
+    "The five axes": [("pages/kv_heads.py", "KV heads", "🔑"),
+                      ("pages/masks.py", "Masks", "🎭"),
+                      ("pages/positions.py", "Positions", "📍"),
+                      ("pages/norms.py", "Norms", "📏"),
+                      ("pages/ffn.py", "FFN and MoE", "🧮")],
+    "Go further": [("pages/flash.py", "Flash attention", "⚡"),
+                   ("pages/train.py", "Train", "🏋️"),
+                   ("pages/hf_model.py", "Your Hugging Face model", "🤗")],
 }
 
 navigation = st.navigation({
-    section: [st.Page(HERE / script, title=title, icon=icon, default=script == "views/home.py")
+    section: [st.Page(HERE / script, title=title, icon=icon, default=script == "pages/home.py")
               for script, title, icon in pages]
     for section, pages in PAGES.items()
 })

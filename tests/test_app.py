@@ -12,7 +12,7 @@ from ui.source import five_lines
 from ui.state import config_from_values
 from apptest_helpers import APP, SHORT_TEXT, assert_clean, open_page, values
 
-PAGES = ["views/home.py", "views/playground.py", "views/stepper.py"]
+PAGES = ["pages/home.py", "pages/playground.py", "pages/stepper.py"]
 SIDEBAR_KEYS = ["preset", "text", "seed", "arch", "position", "norm", "norm_position", "ffn", "n_layers", "d_model",
                 "n_heads", "n_kv_heads", "n_experts", "top_k", "sliding_window"]
 
@@ -46,9 +46,9 @@ def library_trace(at: AppTest):
 def test_default_view(page):
     at = open_page(page, text=None)
     assert_clean(at)
-    if page == "views/home.py":
+    if page == "pages/home.py":
         assert {b.key for b in at.button} >= {f"open_{key}" for key in MODEL_CARDS}
-    elif page == "views/playground.py":
+    elif page == "pages/playground.py":
         drawn = charts(at)
         assert {"head_grid", "stage_hook_raw_scores", "stage_hook_mask", "stage_hook_attn_scores",
                 "stage_hook_pattern", "query_bars", "query_arcs", "entropy"} <= set(drawn)
@@ -74,14 +74,14 @@ def test_every_sidebar_axis_option_runs(page):
             assert_clean(at)
             state = at.session_state
             encoder_decoder = state["arch"] == "encoder-decoder"
-            if page == "views/playground.py":
+            if page == "pages/playground.py":
                 drawn = charts(at)
                 assert ("stage_hook_alibi_bias" in drawn) == (state["position"] == "alibi")
                 assert ("rope" in drawn) == (state["position"] == "rope")
                 assert ("routing" in drawn) == (state["ffn"] == "moe")
                 kinds = at.selectbox(key="attn").options if encoder_decoder else []
                 assert len(kinds) == (3 if encoder_decoder else 0)
-            if page == "views/stepper.py":
+            if page == "pages/stepper.py":
                 steps = at.selectbox(key="step_jump").options
                 assert any("cross_attn" in s for s in steps) == encoder_decoder
                 assert any("rot_q" in s for s in steps) == (state["position"] == "rope")
@@ -96,14 +96,14 @@ def test_every_sidebar_axis_option_runs(page):
     at.sidebar.number_input(key="n_experts").set_value(6).run()
     at.sidebar.number_input(key="top_k").set_value(3).run()
     assert_clean(at)
-    if page == "views/playground.py":
+    if page == "pages/playground.py":
         routing = charts(at)["routing"]["data"]
         assert values(routing[0]["z"]).shape == (6, 5)  # 6 experts x 5 tokens
         assert len(routing[1]["x"]) == 5 * 3  # each token marks its top-3
 
 
 def test_preset_fills_the_axes_and_an_edit_shows_custom():
-    at = open_page("views/playground.py")
+    at = open_page("pages/playground.py")
     at.sidebar.selectbox(key="preset").set_value("mixtral").run()
     assert_clean(at)
     mixtral = PRESETS["mixtral"]
@@ -126,7 +126,7 @@ def test_playground_state_comes_from_the_url_and_goes_back_to_it():
     at = AppTest.from_file(APP, default_timeout=120)
     for key, value in query.items():
         at.query_params[key] = value
-    at.switch_page("views/playground.py").run()
+    at.switch_page("pages/playground.py").run()
     assert_clean(at)
     assert at.sidebar.selectbox(key="position").value == "alibi"
     assert at.sidebar.selectbox(key="n_kv_heads").value == 2
@@ -142,14 +142,14 @@ def test_playground_state_comes_from_the_url_and_goes_back_to_it():
 def test_stepper_step_comes_from_the_url_and_a_bad_value_falls_back():
     at = AppTest.from_file(APP, default_timeout=120)
     at.query_params["step"] = "12"
-    at.switch_page("views/stepper.py").run()
+    at.switch_page("pages/stepper.py").run()
     assert_clean(at)
     assert at.slider(key="step").value == 12 and at.selectbox(key="step_jump").value == 12
     assert at.query_params["step"] == "12"
     for bad in ("9999", "minus"):
         at = AppTest.from_file(APP, default_timeout=120)
         at.query_params["step"] = bad
-        at.switch_page("views/stepper.py").run()
+        at.switch_page("pages/stepper.py").run()
         assert_clean(at)
         assert at.slider(key="step").value == 0 and at.query_params["step"] == "0"
 
@@ -169,16 +169,16 @@ def test_bad_input_shows_a_message_never_a_traceback(page):
     at = open_page(page)
     at.sidebar.text_area(key="text").set_value("").run()
     assert_clean(at, errors_allowed=True)
-    if page != "views/home.py":  # home draws no model, so an empty text is no problem there
+    if page != "pages/home.py":  # home draws no model, so an empty text is no problem there
         assert any("empty" in e.value for e in at.error)
     at.sidebar.text_area(key="text").set_value("x" * 10_000).run()
     assert_clean(at)
-    if page != "views/home.py":
+    if page != "pages/home.py":
         assert any("10000" in w.value and "128" in w.value for w in at.warning)  # said visibly
     for text, label in UNUSUAL_TEXT.values():
         at.sidebar.text_area(key="text").set_value(text).run()
         assert_clean(at)
-        if page == "views/playground.py":
+        if page == "pages/playground.py":
             drawn_labels = charts(at)["stage_hook_pattern"]["data"][0]["y"]
             assert any(label in y for y in drawn_labels), (label, drawn_labels)
     at.sidebar.text_area(key="text").set_value(SHORT_TEXT).run()
@@ -205,7 +205,7 @@ def test_bad_input_shows_a_message_never_a_traceback(page):
 # --- the pages' own controls ------------------------------------------------------------------------
 
 def test_playground_controls_draw_the_library_numbers():
-    at = untrained(open_page("views/playground.py", text="hello world"))
+    at = untrained(open_page("pages/playground.py", text="hello world"))
     trace = library_trace(at)
     for layer, head, query in [(0, 0, 10), (2, 2, 4), (1, 3, 0)]:
         at.selectbox(key="layer").set_value(layer).run()
@@ -227,7 +227,7 @@ def test_playground_controls_draw_the_library_numbers():
 
 
 def test_playground_encoder_decoder_kinds_label_their_axes():
-    at = open_page("views/playground.py", preset="original")
+    at = open_page("pages/playground.py", preset="original")
     assert_clean(at)
     assert at.selectbox(key="attn").value == "cross"  # the view an encoder-decoder adds
     layout = charts(at)["stage_hook_pattern"]["layout"]
@@ -245,7 +245,7 @@ def test_playground_encoder_decoder_kinds_label_their_axes():
 
 
 def test_stepper_moves_through_the_recorded_steps():
-    at = untrained(open_page("views/stepper.py"))
+    at = untrained(open_page("pages/stepper.py"))
     events = library_trace(at).events
     names = [e.name for e in events]
     title = lambda: at.subheader[0].value
@@ -271,7 +271,7 @@ def test_stepper_moves_through_the_recorded_steps():
 
 
 def test_stepper_values_slice_and_shapes():
-    at = untrained(open_page("views/stepper.py"))
+    at = untrained(open_page("pages/stepper.py"))
     events = library_trace(at).events
     step = next(i for i, e in enumerate(events) if e.name == "blocks.1.attn.hook_raw_scores")
     at.slider(key="step").set_value(step).run()
@@ -301,7 +301,7 @@ def test_home_open_buttons_switch_to_the_playground_with_that_preset():
         assert charts(at)  # the playground drew its figures
 
 
-@pytest.mark.parametrize("page", ["views/playground.py", "views/stepper.py"])
+@pytest.mark.parametrize("page", ["pages/playground.py", "pages/stepper.py"])
 def test_switching_pages_keeps_the_sidebar_and_the_page_controls(page):
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
@@ -310,12 +310,12 @@ def test_switching_pages_keeps_the_sidebar_and_the_page_controls(page):
     at.switch_page(page).run()
     assert_clean(at)
     assert at.sidebar.selectbox(key="position").value == "alibi" and at.sidebar.text_area(key="text").value == "hello"
-    control = at.selectbox(key="head") if page == "views/playground.py" else at.slider(key="step")
+    control = at.selectbox(key="head") if page == "pages/playground.py" else at.slider(key="step")
     control.set_value(3).run()
-    at.switch_page("views/home.py").run()
+    at.switch_page("pages/home.py").run()
     at.switch_page(page).run()
     assert_clean(at)
-    control = at.selectbox(key="head") if page == "views/playground.py" else at.slider(key="step")
+    control = at.selectbox(key="head") if page == "pages/playground.py" else at.slider(key="step")
     assert control.value == 3 and at.sidebar.selectbox(key="position").value == "alibi"
 
 
@@ -323,7 +323,7 @@ def test_switching_pages_keeps_the_sidebar_and_the_page_controls(page):
 
 def test_largest_view_keeps_the_figures_small():
     text = "the quick brown fox jumps over the lazy dog. " * 5  # 225 characters, capped at 128 tokens
-    at = open_page("views/playground.py", text=text)
+    at = open_page("pages/playground.py", text=text)
     at.sidebar.number_input(key="n_heads").set_value(16).run()
     at.sidebar.selectbox(key="ffn").set_value("moe").run()
     at.sidebar.number_input(key="n_experts").set_value(16).run()
@@ -335,7 +335,7 @@ def test_largest_view_keeps_the_figures_small():
     assert figure_bytes < 10 * 2**20
     grid = charts(at)["head_grid"]["data"]
     assert len(grid) == 16 and values(grid[0]["z"]).shape[0] <= 64  # each small heatmap is downsampled
-    at = open_page("views/stepper.py", text=text)
+    at = open_page("pages/stepper.py", text=text)
     at.sidebar.number_input(key="n_heads").set_value(16).run()
     sizes = []
     for step in range(int(at.slider(key="step").max) + 1):
@@ -346,8 +346,8 @@ def test_largest_view_keeps_the_figures_small():
     assert max(sizes) < 10 * 2**20
 
 
-@pytest.mark.parametrize("page", ["views/playground.py", "views/stepper.py", "views/compare.py", "views/kv_heads.py",
-                                  "views/norms.py", "views/positions.py", "views/ffn.py"])
+@pytest.mark.parametrize("page", ["pages/playground.py", "pages/stepper.py", "pages/compare.py", "pages/kv_heads.py",
+                                  "pages/norms.py", "pages/positions.py", "pages/ffn.py"])
 def test_downloads_are_built_on_click_only(page):
     """A download whose bytes are sent with every rerun registers a file the next rerun may already have replaced
     (a 404 for a slow browser); each download button hands Streamlit a callable instead."""

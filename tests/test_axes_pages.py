@@ -9,8 +9,8 @@ from streamlit.testing.v1 import AppTest
 from transformer import MODEL_CARDS, PRESETS, choices
 from apptest_helpers import assert_clean, open_page, values
 
-PAGES = ["views/kv_heads.py", "views/masks.py", "views/positions.py", "views/norms.py", "views/ffn.py",
-         "views/compare.py"]
+PAGES = ["pages/kv_heads.py", "pages/masks.py", "pages/positions.py", "pages/norms.py", "pages/ffn.py",
+         "pages/compare.py"]
 
 
 
@@ -42,7 +42,7 @@ def test_default_view_draws_titled_charts(page):
 @pytest.mark.parametrize("page", PAGES)
 def test_every_sidebar_axis_option_runs(page):
     at = open_page(page)
-    if page == "views/norms.py":
+    if page == "pages/norms.py":
         at.slider(key="norm_depth").set_value(2).run()  # the measurement reruns for every position and FFN
     preset = PRESETS["gpt2"]
     for key in ("arch", "position", "norm", "norm_position", "ffn"):
@@ -71,7 +71,7 @@ def test_bad_sidebar_input_shows_an_error(page):
 
 
 def test_kv_heads_controls():
-    at = open_page("views/kv_heads.py")
+    at = open_page("pages/kv_heads.py")
     for dtype in at.selectbox(key="kv_dtype").options:
         at.selectbox(key="kv_dtype").set_value(dtype).run()
         assert_clean(at)
@@ -89,7 +89,7 @@ def test_kv_heads_controls():
 
 
 def test_kv_heads_table_has_every_real_model_and_the_llama_number():
-    at = open_page("views/kv_heads.py")
+    at = open_page("pages/kv_heads.py")
     table = at.dataframe[0].value
     assert len(table) == sum(len(card.real) for card in MODEL_CARDS.values())
     llama70 = table[(table["model"] == "LLaMA 2") & (table["size"] == "70B")].iloc[0]
@@ -97,7 +97,7 @@ def test_kv_heads_table_has_every_real_model_and_the_llama_number():
 
 
 def test_masks_controls_and_zero_weight():
-    at = open_page("views/masks.py", text="the cat sat")
+    at = open_page("pages/masks.py", text="the cat sat")
     zero_metrics = [m.value for m in at.metric if m.label == "max weight on masked cells"]
     assert zero_metrics and all(v in ("0.0", "—") for v in zero_metrics)
     assert "0.0" in zero_metrics
@@ -118,7 +118,7 @@ def test_masks_controls_and_zero_weight():
 
 
 def test_positions_controls():
-    at = open_page("views/positions.py")
+    at = open_page("pages/positions.py")
     metric = [m for m in at.metric if m.label.startswith("largest spread")][0]
     assert float(metric.value) < 1e-5  # RoPE: constant along diagonals
     for n in (8, 256):
@@ -137,7 +137,7 @@ def test_positions_controls():
 
 
 def test_norms_controls_and_vector():
-    at = open_page("views/norms.py")
+    at = open_page("pages/norms.py")
     at.slider(key="norm_depth").set_value(24).run()
     assert_clean(at)
     at.slider(key="norm_depth").set_value(1).run()
@@ -156,7 +156,7 @@ def test_norms_controls_and_vector():
 
 
 def test_ffn_controls_for_every_ffn():
-    at = open_page("views/ffn.py")
+    at = open_page("pages/ffn.py")
     for ffn, chart in (("swiglu", "gate: SiLU"), ("moe", "router probabilities"), ("relu", "after RELU")):
         at.sidebar.selectbox(key="ffn").set_value(ffn).run()
         at.sidebar.number_input(key="n_layers").set_value(2).run()
@@ -173,7 +173,7 @@ def diff_map(at: AppTest) -> np.ndarray:
 
 
 def test_compare_controls():
-    at = open_page("views/compare.py")
+    at = open_page("pages/compare.py")
     assert np.abs(diff_map(at)).max() > 1e-3  # by default B uses RoPE where A (GPT-2) learns its positions
     for base in at.selectbox(key="cmp_base").options:
         at.selectbox(key="cmp_base").set_value(base).run()
@@ -198,7 +198,7 @@ def test_compare_controls():
 
 
 def test_compare_impossible_b_shows_an_error():
-    at = open_page("views/compare.py")
+    at = open_page("pages/compare.py")
     at.sidebar.number_input(key="d_model").set_value(36).run()  # 4 heads of 9: fine for learned positions
     assert_clean(at, errors_allowed=True)
     assert any("Configuration B is impossible" in e.value and "odd" in e.value for e in at.error)
@@ -207,12 +207,12 @@ def test_compare_impossible_b_shows_an_error():
 
 
 def test_page_controls_come_from_the_url_and_bad_values_fall_back():
-    at = open_page("views/kv_heads.py", kv_ctx=8192, kv_model="mistral 7B", kv_steps="x")
+    at = open_page("pages/kv_heads.py", kv_ctx=8192, kv_model="mistral 7B", kv_steps="x")
     assert_clean(at)
     assert at.number_input(key="kv_ctx").value == 8192
     assert at.selectbox(key="kv_model").value == "mistral 7B"
     assert at.number_input(key="kv_steps").value == 6  # "x" is not a number: the default
     assert at.query_params["kv_ctx"] == ["8192"] or at.query_params["kv_ctx"] == "8192"
-    at = open_page("views/masks.py", mask_head=99, mask_w=3)
+    at = open_page("pages/masks.py", mask_head=99, mask_w=3)
     assert_clean(at)
     assert at.selectbox(key="mask_head").value == 0  # no head 99: back to the first

@@ -110,7 +110,7 @@ def test_app_latency_smoke_times_every_existing_page(tmp_path):
     out = tmp_path / "app.json"
     results = app_latency.main(["--smoke", "--out", str(out)])
     pages = [script for script, _title in app_latency.app_pages()]
-    assert pages and "views/home.py" in pages
+    assert pages and "pages/home.py" in pages
     assert [r["page"] for r in results] == pages
     for r in results:
         assert len(r["times_ms"]) == app_latency.SMOKE_CHANGES

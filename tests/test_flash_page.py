@@ -211,7 +211,7 @@ def open_page(**query) -> AppTest:
     query = {"preset": "gpt2", "n_layers": 3, **query}
     for key, value in query.items():
         at.query_params[key] = str(value)
-    at.switch_page("views/flash.py").run()
+    at.switch_page("pages/flash.py").run()
     assert_clean(at)
     return at
 

@@ -32,7 +32,7 @@ def pattern_chart(at: AppTest) -> list:
 def test_default_view_shows_a_trained_checkpoint_with_its_task_input():
     at = clean(AppTest.from_file(APP, default_timeout=120))
     at.run()
-    at.switch_page("views/playground.py").run()
+    at.switch_page("pages/playground.py").run()
     clean(at)
     assert any("Trained weights" in s.value for s in at.success)
     entry = next(e for e in checkpoint.shipped() if e.preset == DEFAULT_PRESET)
@@ -43,7 +43,7 @@ def test_default_view_shows_a_trained_checkpoint_with_its_task_input():
 def test_an_axis_away_from_every_checkpoint_says_untrained_and_offers_training():
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
-    at.switch_page("views/playground.py").run()
+    at.switch_page("pages/playground.py").run()
     at.sidebar.number_input(key="n_layers").set_value(3).run()
     clean(at)
     assert any("Untrained weights" in w.value for w in at.warning)
@@ -53,7 +53,7 @@ def test_an_axis_away_from_every_checkpoint_says_untrained_and_offers_training()
 def test_train_page_trains_and_its_model_opens_on_every_page():
     at = AppTest.from_file(APP, default_timeout=300)
     at.run()
-    at.switch_page("views/train.py").run()
+    at.switch_page("pages/train.py").run()
     clean(at)
     assert at.selectbox(key="train_task").options  # tasks for the sidebar's architecture
     at.number_input(key="train_steps").set_value(20).run()
@@ -66,7 +66,7 @@ def test_train_page_trains_and_its_model_opens_on_every_page():
     next(b for b in at.button if b.label == "Use it on every page").click().run()
     weights = at.session_state["weights"]
     assert weights.startswith("ckpt:")
-    at.switch_page("views/stepper.py").run()
+    at.switch_page("pages/stepper.py").run()
     clean(at)
     assert any("your checkpoint" in s.value for s in at.success)
     _, meta = checkpoint.load(weights[len("ckpt:"):])
@@ -86,13 +86,13 @@ def test_hugging_face_page_opens_a_local_model_on_every_page(tmp_path):
     hf.save_pretrained(tmp_path)
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
-    at.switch_page("views/hf_model.py").run()
+    at.switch_page("pages/hf_model.py").run()
     clean(at)
     at.text_input(key="hf_path").set_value(str(tmp_path)).run()
     clean(at)
     assert any("LlamaForCausalLM" in h.value for h in at.subheader)
     next(b for b in at.button if b.label == "Open on every page").click().run()
-    at.switch_page("views/playground.py").run()
+    at.switch_page("pages/playground.py").run()
     clean(at)
     assert any("Hugging Face model" in s.value for s in at.success)
 
@@ -112,9 +112,9 @@ def test_hugging_face_page_opens_a_local_model_on_every_page(tmp_path):
 def test_hugging_face_page_reports_a_missing_model_and_keeps_working():
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
-    at.switch_page("views/hf_model.py").run()
+    at.switch_page("pages/hf_model.py").run()
     at.text_input(key="hf_path").set_value("/no/such/model/here").run()
     assert not at.exception
     assert any("Cannot open" in e.value for e in at.error)
-    at.switch_page("views/playground.py").run()
+    at.switch_page("pages/playground.py").run()
     clean(at)

@@ -60,4 +60,4 @@ def weights_banner(info, seed: int) -> None:
         col1, col2 = st.columns([4, 1])
         col1.warning(f"Untrained weights (random, seed {seed}): the patterns show the mechanics, not learned "
                      "behaviour. No shipped checkpoint has exactly these axes and sizes.", icon="🎲")
-        col2.page_link("views/train.py", label="Train this variant", icon="🏋️")
+        col2.page_link("pages/train.py", label="Train this variant", icon="🏋️")

@@ -53,4 +53,4 @@ for key, card in MODEL_CARDS.items():
     row[4].write(f"{kv_cache_bytes_per_token(real) / 1024:.0f} KiB")
     if row[5].button("Open", key=f"open_{key}", help=f"Load the {card.name} preset in the playground",
                      on_click=apply_preset, args=(key,)):
-        st.switch_page("views/playground.py")
+        st.switch_page("pages/playground.py")

@@ -58,4 +58,4 @@ if path:
 if st.session_state.get(WEIGHTS_KEY, "").startswith(HF_PREFIX):
     st.success(f"Every page now shows {st.session_state[WEIGHTS_KEY][len(HF_PREFIX):]}. "
                "Try the attention playground or the stepper.")
-    st.page_link("views/playground.py", label="Attention playground", icon="🎛️")
+    st.page_link("pages/playground.py", label="Attention playground", icon="🎛️")
