@@ -198,3 +198,35 @@ def wants_any(*points: HookPoint) -> bool:
     """True when the active recorder asks for any of these hook points."""
     recorder = _ACTIVE.get()
     return recorder is not None and any(recorder.wants(p.name) for p in points)
+
+
+# --- names and ablations ------------------------------------------------------------------
+
+
+def hook_name(layer: int, site: str, stack: str = "") -> str:
+    """The hook point of a block: hook_name(1, "attn.hook_z") -> "blocks.1.attn.hook_z";
+    stack="decoder" for an encoder-decoder's decoder stack."""
+    return f"{stack + '.' if stack else ''}blocks.{layer}.{site}"
+
+
+def ablations(heads: Iterable[tuple[int, int]] = (), experts: Iterable[tuple[int, int]] = (),
+              stack: str = "") -> dict[str, Intervention]:
+    """Interventions that switch parts off: each (layer, head) writes nothing (its z is zeroed, so
+    W_o adds nothing from it); each (layer, expert) is never chosen (its router logit is -inf).
+
+        with model.intervene(ablations(heads=[(1, 2)])): logits = model(ids)
+    """
+    by_name: dict[str, list[int]] = {}
+    for layer, head in heads:
+        by_name.setdefault(hook_name(layer, "attn.hook_z", stack), []).append(head)
+    for layer, expert in experts:
+        by_name.setdefault(hook_name(layer, "mlp.hook_router_logits", stack), []).append(expert)
+
+    def switch_off(indices: list[int], dim: int, value: float) -> Intervention:
+        def intervention(tensor: torch.Tensor, event: TraceEvent) -> torch.Tensor:
+            index = torch.tensor(indices, device=tensor.device)
+            return tensor.index_fill(dim, index, value)
+        return intervention
+
+    return {name: switch_off(indices, 1, 0.0) if name.endswith("hook_z") else switch_off(indices, -1, float("-inf"))
+            for name, indices in by_name.items()}

@@ -11,6 +11,7 @@ you can name before you look:
 | sort      | decoder         | each answer token points at where that value sits in the input |
 | mirror    | encoder         | a masked token looks at its mirror image, often to its right  |
 | mixed     | decoder (MoE)   | digits and letters follow different rules: experts specialise |
+| language  | decoder/encoder | English: previous-token and induction heads on any sentence  |
 
 Every generator is seeded (same seed -> same batch) and every batch marks its
 answer positions (``loss_mask``): loss and accuracy count those positions only.
@@ -22,6 +23,8 @@ import string
 from dataclasses import dataclass, fields
 
 import torch
+
+from . import language
 
 LETTERS = string.ascii_lowercase
 DIGITS = string.digits
@@ -73,6 +76,13 @@ class Task:
 
     def token_id(self, token: str) -> int:
         return self.vocab.index(token)
+
+    def for_arch(self, arch: str) -> "Task":
+        """The task as a model of kind `arch` learns it; most tasks suit one kind only."""
+        if arch != self.arch:
+            raise ValueError(f"the {self.name} task needs arch={self.arch!r}, but the config has arch={arch!r}; "
+                             f"pick a task for {arch} models or another preset")
+        return self
 
     # --- text <-> ids --------------------------------------------------------------
 
@@ -394,7 +404,73 @@ class Mixed(Task):
         return {kind: torch.isin(ids, torch.tensor([self.token_id(c) for c in chars])) for kind, chars in self.kinds.items()}
 
 
-TASKS: dict[str, Task] = {task.name: task for task in (Induction(), Copy(), Reverse(), Sort(), Mirror(), Mixed())}
+# --- language (decoder: next character; encoder: masked characters) -----------------------
+
+
+class Language(Task):
+    """English text from the Python documentation, one token per character, any text encodable.
+
+    A decoder learns the next character of random crops of the training topics; an
+    encoder (BERT) learns masked characters, 15% of each crop. In a share of the
+    decoder's rows a span of the crop is written again further on, 20 or more
+    characters later, so that an induction head pays off early in training (real text
+    repeats names and phrases, but rarely within one short crop).
+    """
+
+    name, arch = "language", "decoder"
+    archs = ("decoder", "encoder")
+    description = "English text, one character at a time: previous-token and induction heads on any sentence"
+    symbols, specials = language.CHARACTERS, language.SPECIALS
+    example_text = "The cat sat on the mat. The cat sat on the mat."
+    context = 256  # training crop length in characters
+    max_tokens = 1 + context
+    repeat_rate, repeat_lengths, repeat_distances = 0.5, (16, 100), (20, 200)
+    mask_rate = 0.15
+
+    def __init__(self, masked: bool = False):
+        self.masked = masked
+        self.arch = "encoder" if masked else "decoder"
+
+    @property
+    def vocab(self) -> list[str]:
+        return list(language.VOCAB)
+
+    def for_arch(self, arch: str) -> "Language":
+        if arch not in self.archs:
+            raise ValueError(f"the language task trains decoders (next character) and encoders (masked characters), "
+                             f"not arch={arch!r}; pick a decoder or encoder preset")
+        return self if self.arch == arch else Language(masked=arch == "encoder")
+
+    def encode(self, text: str) -> list[int]:
+        """<bos> and one token per character (UTF-8 bytes for characters outside the table); never raises on text."""
+        if not text:
+            raise ValueError(f"the {self.name} task needs some text; try {self.example_text!r}")
+        return [self.token_id("<bos>"), *language.encode_chars(text)]
+
+    def make_batch(self, batch_size, generator):
+        corpus, T = language.corpus_ids("train"), self.context
+        starts = torch.randint(len(corpus) - T - 1, (batch_size,), generator=generator)  # (B,)
+        crops = corpus[starts[:, None] + torch.arange(T + 1)]  # (B, T + 1)
+        bos = torch.full((batch_size, 1), self.token_id("<bos>"))
+        if self.masked:
+            text = crops[:, :T]  # (B, T)
+            masked = torch.rand(batch_size, T, generator=generator) < self.mask_rate  # (B, T)
+            masked[torch.arange(batch_size), torch.randint(T, (batch_size,), generator=generator)] = True
+            no = torch.zeros(batch_size, 1, dtype=torch.bool)
+            targets = torch.cat((bos, text), dim=1)  # (B, 1 + T)
+            loss_mask = torch.cat((no, masked), dim=1)  # (B, 1 + T)
+            return Batch(targets=targets, loss_mask=loss_mask, input_ids=targets.masked_fill(loss_mask, self.token_id("<mask>")))
+        for row in range(batch_size):
+            if torch.rand((), generator=generator) < self.repeat_rate:
+                L = _randint(*self.repeat_lengths, generator)
+                d = _randint(self.repeat_distances[0], min(self.repeat_distances[1], T - L), generator)
+                s = _randint(0, T - L - d, generator)
+                crops[row, s + d:s + d + L] = crops[row, s:s + L].clone()
+        ids = torch.cat((bos, crops[:, :T]), dim=1)  # (B, 1 + T)
+        return Batch(targets=crops, loss_mask=torch.ones_like(crops, dtype=torch.bool), input_ids=ids)
+
+
+TASKS: dict[str, Task] = {task.name: task for task in (Induction(), Copy(), Reverse(), Sort(), Mirror(), Mixed(), Language())}
 
 
 def get_task(name_or_task: "str | Task") -> Task:

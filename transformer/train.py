@@ -43,9 +43,7 @@ def config_for(preset: str | TransformerConfig, task: str | Task, **changes) -> 
         cfg = PRESETS[preset].replace(vocab_size=len(task.vocab), **changes)
     else:
         cfg = preset.replace(**changes) if changes else preset
-    if cfg.arch != task.arch:
-        raise ValueError(f"the {task.name} task needs arch={task.arch!r}, but the config has arch={cfg.arch!r}; "
-                         f"pick a task for {cfg.arch} models or another preset")
+    task = task.for_arch(cfg.arch)
     if cfg.vocab_size < len(task.vocab):
         raise ValueError(f"vocab_size={cfg.vocab_size} is smaller than the {task.name} task's {len(task.vocab)} tokens; "
                          f"set vocab_size to at least {len(task.vocab)}")
@@ -113,8 +111,8 @@ def train(cfg_or_preset: str | TransformerConfig, task: str | Task, steps: int, 
         raise ValueError(f"steps={steps} must be at least 1")
     if batch_size < 1:
         raise ValueError(f"batch_size={batch_size} must be at least 1")
-    task = get_task(task)
     cfg = config_for(cfg_or_preset, task)
+    task = get_task(task).for_arch(cfg.arch)
     device = torch.device(device) if device is not None else default_device()
     warmup = max(1, steps // 10) if warmup is None else warmup
     data = torch.Generator().manual_seed(seed)  # batches come from their own generator

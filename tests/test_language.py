@@ -1,0 +1,108 @@
+"""The language task: a tokenizer that places any text, the corpus split, batches, and the measures."""
+import pytest
+import torch
+
+from transformer import PRESETS, Transformer, language
+from transformer.tasks import TASKS
+from transformer.train import config_for, train
+
+# every kind of text a person may type or paste
+BAD_TEXTS = {
+    "one character": "a",
+    "ten thousand characters": "The cat sat on the mat. " * 417,
+    "emoji with joiners": "family 👨‍👩‍👧‍👦, flag 🏳️‍🌈, skin tone 👍🏽",
+    "arabic": "القط جلس على الحصيرة",
+    "hebrew": "החתול ישב על השטיח",
+    "control characters": "tab\tbell\x07nul\x00escape\x1b[0m\r\nend",
+    "script tag": "<script>alert('hi')</script> & \"quotes\"",
+    "accents and typography": "Café naïve — “quoted” … ‘single’",
+}
+TASK = TASKS["language"]
+
+
+@pytest.mark.parametrize("text", BAD_TEXTS.values(), ids=BAD_TEXTS.keys())
+def test_any_text_round_trips_exactly(text):
+    ids = TASK.encode(text)
+    assert ids[0] == TASK.token_id("<bos>")
+    assert all(0 <= i < len(TASK.vocab) for i in ids)
+    assert language.decode_text(ids) == text
+
+
+@pytest.mark.parametrize("text", BAD_TEXTS.values(), ids=BAD_TEXTS.keys())
+def test_labels_say_what_each_token_is(text):
+    labels = TASK.decode(TASK.encode(text))
+    assert len(labels) == len(TASK.encode(text)) and labels[0] == "<bos>"
+    for label in labels[1:]:
+        assert len(label) == 1 or (label.startswith("<0x") and label.endswith(">"))
+
+
+def test_characters_of_the_table_are_one_token_and_others_their_bytes():
+    assert len(language.encode_chars("The cat sat.\n")) == 13
+    assert TASK.decode(TASK.encode(" \n\t"))[1:] == [" ", "\n", "\t"]
+    assert TASK.decode(TASK.encode("é")) == ["<bos>", "<0xC3>", "<0xA9>"]
+    assert len(language.encode_chars("👍")) == 4  # U+1F44D is four UTF-8 bytes
+    with pytest.raises(ValueError, match="needs some text"):
+        TASK.encode("")
+
+
+def test_the_split_holds_out_whole_topics_and_is_fixed():
+    train_names, held_out = language.split_names("train"), language.split_names("held-out")
+    assert not set(train_names) & set(held_out)
+    assert set(train_names) | set(held_out) == set(language.topics())
+    assert len(held_out) == len(language.topics()) // language.HELD_OUT_EVERY
+    assert 0.05 < len(language.corpus_ids("held-out")) / len(language.corpus_ids("train")) < 0.2
+    with pytest.raises(ValueError, match="'train' or 'held-out'"):
+        language.split_names("test")
+
+
+def test_decoder_batches_predict_the_next_character_and_repeat_spans():
+    batch = TASK.sample(64, seed=1)
+    ids, targets = batch.input_ids, batch.targets
+    assert ids.shape == targets.shape == (64, TASK.context + 1)
+    assert torch.equal(ids[:, 1:], targets[:, :-1])  # targets are the input shifted by one
+    assert (ids[:, 0] == TASK.token_id("<bos>")).all() and batch.loss_mask.all()
+    # about half the rows carry a span written twice, 20 or more characters apart
+    repeated = 0
+    for row in targets:
+        text = language.decode_text(row)
+        repeated += any(text[i:i + 16] in text[i + 36:] for i in range(0, len(text) - 52, 4))
+    assert 20 <= repeated <= 60
+
+
+def test_encoder_batches_mask_characters_to_recover():
+    task = TASK.for_arch("encoder")
+    assert task.arch == "encoder" and task.name == "language"
+    batch = task.sample(32, seed=2)
+    masked = batch.loss_mask
+    assert (batch.input_ids[masked] == task.token_id("<mask>")).all()
+    assert (batch.input_ids[~masked] == batch.targets[~masked]).all()
+    assert 0.1 < masked.float().mean() < 0.2
+    with pytest.raises(ValueError, match="decoders .* and encoders"):
+        TASK.for_arch("encoder-decoder")
+
+
+def test_repeated_sentence_points_each_second_copy_token_at_the_token_after_its_first():
+    ids, queries, keys = language.repeated_sentence("Abc de.")
+    text = language.decode_text(ids[0])
+    assert text == "Abc de. Abc de."
+    for q, k in zip(queries.tolist(), keys.tolist()):
+        assert ids[0, q] == ids[0, k - 1]  # the query's token is the one before the key
+
+
+def test_measures_of_an_untrained_model_are_near_chance():
+    torch.manual_seed(0)
+    model = Transformer(config_for("llama2", "language"), device="cpu").eval()
+    assert language.bits_per_char(model, limit=4) > 7  # log2 of 362 tokens is 8.5
+    previous = language.previous_token_scores(model, limit=2)
+    assert previous.shape == (model.cfg.n_layers, model.cfg.n_heads) and previous.max() < 0.2
+    induction = language.induction_scores(model, language.held_out_sentences()[:3])
+    assert induction.max() < 0.2
+
+
+def test_training_lowers_held_out_bits_per_character_within_a_few_hundred_steps():
+    torch.manual_seed(0)
+    cfg = config_for("llama2", "language")
+    before = language.bits_per_char(Transformer(cfg, device="cpu").eval(), limit=8)
+    model, history = train(cfg, "language", steps=150, batch_size=8, lr=3e-3, device="cpu", progress=False)
+    after = language.bits_per_char(model, limit=8)
+    assert after < before - 3 and after < 4.0, (before, after)  # below a unigram model's 4.7

@@ -1,0 +1,174 @@
+"""English text every machine has, and a character tokenizer that places any text.
+
+The corpus is the Python documentation's topics that ship inside CPython
+(``pydoc_data.topics``: 79 topics, about 465,000 characters of English prose with
+code in it). Whole topics are held out, so held-out text is text the model never saw.
+
+The tokenizer gives one token per character for the characters that text uses
+(printable ASCII, newline, tab and the typographic quotes and dashes of the corpus),
+and spells every other character as its UTF-8 bytes, one token per byte. No text
+raises: emoji with joiners, Arabic, Hebrew and control characters all become byte
+tokens, and ``decode_text`` gives the exact text back.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import string
+
+import torch
+
+SPECIALS = ("<bos>", "<mask>")
+# printable ASCII without the form feeds and vertical tab, then the corpus's own typography
+CHARACTERS = string.printable[:-3].replace("\r", "") + "’‘“”…—–"
+BYTES = tuple(f"<0x{b:02X}>" for b in range(256))
+VOCAB: tuple[str, ...] = (*SPECIALS, *CHARACTERS, *BYTES)
+
+_CHAR_ID = {c: len(SPECIALS) + i for i, c in enumerate(CHARACTERS)}
+_FIRST_BYTE_ID = len(SPECIALS) + len(CHARACTERS)
+
+
+def encode_chars(text: str) -> list[int]:
+    """Token ids for `text`, no framing: a character of the table is one id, any other its UTF-8 bytes."""
+    ids = []
+    for ch in text:
+        if ch in _CHAR_ID:
+            ids.append(_CHAR_ID[ch])
+        else:
+            ids.extend(_FIRST_BYTE_ID + b for b in ch.encode("utf-8"))
+    return ids
+
+
+def decode_text(ids) -> str:
+    """The text back from ids: characters as themselves, byte runs as UTF-8; special tokens are dropped."""
+    ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+    out, pending = [], bytearray()
+    for i in map(int, ids):
+        if i >= _FIRST_BYTE_ID:
+            pending.append(i - _FIRST_BYTE_ID)
+            continue
+        if pending:
+            out.append(pending.decode("utf-8", errors="replace"))
+            pending = bytearray()
+        if i >= len(SPECIALS):
+            out.append(VOCAB[i])
+    if pending:
+        out.append(pending.decode("utf-8", errors="replace"))
+    return "".join(out)
+
+
+# --- the corpus ---------------------------------------------------------------------
+
+HELD_OUT_EVERY = 8  # every 8th topic in name order is held out: 10 whole topics
+
+
+@functools.lru_cache(maxsize=1)
+def topics() -> dict[str, str]:
+    """name -> text of every documentation topic, in name order."""
+    from pydoc_data.topics import topics as pydoc_topics
+
+    return {name: pydoc_topics[name] for name in sorted(pydoc_topics)}
+
+
+def split_names(split: str) -> list[str]:
+    """The topic names of the 'train' or 'held-out' split (fixed: every 8th topic is held out)."""
+    if split not in ("train", "held-out"):
+        raise ValueError(f"split={split!r} must be 'train' or 'held-out'")
+    names = list(topics())
+    return [n for i, n in enumerate(names) if (i % HELD_OUT_EVERY == HELD_OUT_EVERY - 1) == (split == "held-out")]
+
+
+@functools.lru_cache(maxsize=2)
+def corpus_ids(split: str) -> torch.Tensor:
+    """(N,) the split's topics encoded and joined by blank lines."""
+    text = "\n\n".join(topics()[name].strip() for name in split_names(split))
+    return torch.tensor(encode_chars(text), dtype=torch.long)
+
+
+def held_out_sentences(min_chars: int = 20, max_chars: int = 200) -> list[str]:
+    """Sentences of held-out prose (ASCII, no code), for tests that repeat a sentence."""
+    sentences = []
+    for name in split_names("held-out"):
+        for paragraph in topics()[name].split("\n\n"):
+            line = " ".join(paragraph.split())
+            if line.startswith(("*", ">>>", "-")) or not line.isascii():
+                continue
+            for sentence in line.split(". "):
+                sentence = sentence.strip()
+                if min_chars <= len(sentence) + 1 <= max_chars and sentence[:1].isupper():
+                    sentences.append(sentence + ".")
+    return sentences
+
+
+# --- what a trained language model does, measured on held-out text ---------------------
+
+def held_out_windows(context: int, limit: int | None = None, split: str = "held-out") -> torch.Tensor:
+    """(N, 1 + context) consecutive windows of the split, each with <bos> and one more character to predict."""
+    corpus = corpus_ids(split)
+    n = (len(corpus) - 1) // context
+    n = n if limit is None else min(n, limit)
+    windows = torch.stack([corpus[i * context:(i + 1) * context + 1] for i in range(n)])  # (N, context + 1)
+    bos = torch.zeros(n, 1, dtype=torch.long)  # <bos> is id 0
+    return torch.cat((bos, windows), dim=1)  # (N, 1 + context + 1): input = [:, :-1], targets = [:, 1:]
+
+
+@torch.no_grad()
+def bits_per_char(model, context: int = 256, limit: int | None = None, batch_size: int = 16) -> float:
+    """Held-out bits per character of a decoder: mean -log2 p(next character) over every character of the split."""
+    if model.cfg.arch != "decoder":
+        raise ValueError(f"bits per character needs a decoder (next-character model), got arch={model.cfg.arch!r}")
+    windows = held_out_windows(context, limit).to(model.device)
+    total = 0.0
+    for batch in windows.split(batch_size):
+        logits = model(batch[:, :-1]).float()  # (B, 1 + context, vocab)
+        total += torch.nn.functional.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten(), reduction="sum").item()
+    return total / windows[:, 1:].numel() / math.log(2)
+
+
+@torch.no_grad()
+def masked_accuracy(model, context: int = 128, limit: int | None = None, mask_rate: float = 0.15, seed: int = 0) -> float:
+    """An encoder's accuracy at recovering masked characters of held-out text (seeded masks)."""
+    windows = held_out_windows(context, limit)[:, :-1]  # (N, 1 + context)
+    masked = torch.rand(windows.shape, generator=torch.Generator().manual_seed(seed)) < mask_rate
+    masked[:, 0] = False  # <bos> stays
+    inputs = windows.masked_fill(masked, VOCAB.index("<mask>")).to(model.device)
+    predicted = model(inputs).argmax(-1).cpu()  # (N, 1 + context)
+    return (predicted[masked] == windows[masked]).float().mean().item()
+
+
+def _patterns(model, ids: torch.Tensor) -> torch.Tensor:
+    """(L, B, H, T, T) every self-attention layer's softmax weights on ids (B, T)."""
+    names = [f"blocks.{i}.attn.hook_pattern" for i in range(model.cfg.n_layers)]
+    _, trace = model.run_with_trace(ids.to(model.device), names=names)
+    return torch.stack([trace[n].float().cpu() for n in names])
+
+
+@torch.no_grad()
+def previous_token_scores(model, context: int = 128, limit: int = 16) -> torch.Tensor:
+    """(L, H): mean attention weight on the token just before, from every held-out position but the first."""
+    ids = held_out_windows(context, limit)[:, :-1]  # (B, 1 + context)
+    patterns = _patterns(model, ids)  # (L, B, H, T, T)
+    return patterns.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(1, 3))  # (L, H)
+
+
+def repeated_sentence(sentence: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """ids (1, T) of '<bos>sentence sentence', and for every token of the second copy (queries)
+    the position after its first occurrence (keys): the place an induction head looks."""
+    first = encode_chars(sentence)
+    ids = torch.tensor([[0, *first, *encode_chars(" "), *first]])  # (1, T)
+    n = len(first)
+    queries = torch.arange(n) + 2 + n  # second copy: after <bos>, the first copy and the space
+    keys = torch.arange(n) + 2  # the token after each first occurrence
+    return ids, queries, keys
+
+
+@torch.no_grad()
+def induction_scores(model, sentences: list[str]) -> torch.Tensor:
+    """(L, H): on each sentence written twice, the mean weight from the second copy's tokens to the
+    token after their first occurrence, averaged over sentences."""
+    total = torch.zeros(model.cfg.n_layers, model.cfg.n_heads)
+    for sentence in sentences:
+        ids, queries, keys = repeated_sentence(sentence)
+        patterns = _patterns(model, ids)[:, 0]  # (L, H, T, T)
+        total += patterns[:, :, queries, keys].mean(-1)  # (L, H)
+    return total / len(sentences)
