@@ -20,6 +20,8 @@ PAGES = {
                       ("pages/positions.py", "Positions", "📍"),
                       ("pages/norms.py", "Norms", "📏"),
                       ("pages/ffn.py", "FFN and MoE", "🧮")],
+    "Why it works": [("pages/scaling.py", "Why divide by √d", "➗"),
+                     ("pages/permutation.py", "Why positions", "🔀")],
     "Go further": [("pages/flash.py", "Flash attention", "⚡"),
                    ("pages/train.py", "Train", "🏋️"),
                    ("pages/hf_model.py", "Your Hugging Face model", "🤗")],

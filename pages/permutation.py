@@ -1,0 +1,170 @@
+"""Why positions: without them (and without a mask) self-attention is permutation equivariant -- shuffle the input,
+and the outputs are only shuffled the same way."""
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from transformer import choices, probes
+from ui import probe_figures as figs
+from ui.export import heatmaps_png
+from ui.page import load_page
+from ui.page_controls import KEEP, init_from_url, keep_valid, write_url
+from ui.probe_measure import DTYPES, permutation_results, prefix_shuffle
+
+MAX_SHOWN = 24  # tokens: enough to shuffle, few enough to read every cell
+POSITIONS = list(choices("position"))
+MASKS = {"none": "no mask (encoder)", "causal": "causal mask (decoder)"}
+URL_KEYS = {"perm_seed": int, "perm_dtype": str, "perm_mask": str, "perm_pos": str, "perm_layer": int,
+            "perm_head": int}
+init_from_url("perm", URL_KEYS)
+for key, default in {"perm_seed": 1, "perm_dtype": "float32", "perm_mask": "none", "perm_pos": "none",
+                     "perm_layer": 0, "perm_head": 0}.items():
+    st.session_state.setdefault(key, default)
+keep_valid("perm_seed", range(0, 100_000), 1)
+keep_valid("perm_dtype", list(DTYPES), "float32")
+keep_valid("perm_mask", list(MASKS), "none")
+keep_valid("perm_pos", POSITIONS, "none")
+write_url(URL_KEYS)
+
+ctx = load_page("Why positions? Attention sees a set", """
+**The problem.** Attention mixes values with weights softmax(q · k). Nothing in q · k says *where* a token is: with no
+position information and no mask, shuffle the input tokens and each token gets the same q, k and v as before, the same
+scores with the same keys — everything is just shuffled along. This is **permutation equivariance**: *dog bites man* and
+*man bites dog* give the same outputs, in a different order.
+
+**The idea.** Give the model order from outside the content: add position vectors (sinusoidal, learned), rotate q and
+k by position (RoPE) or penalise distance in the scores (ALiBi). A causal mask is a second source of order: which
+keys a query may see depends on where it is.
+
+**What to look at.** Shuffle the text, run the model, put the outputs and the attention rows and columns back in the
+original order, and compare: without positions and without a mask the difference is zero (exactly, or up to float
+rounding); with any position scheme, or with a causal mask, it is not.
+""")
+cfg = ctx.state.config
+
+ids, labels = ctx.tokens.ids[:MAX_SHOWN], ctx.tokens.labels[:MAX_SHOWN]
+if len(ids) < 2:
+    st.error("Shuffling needs at least two tokens: type a longer text in the sidebar.")
+    st.stop()
+if len(ctx.tokens.ids) > MAX_SHOWN:
+    st.caption(f"The page uses the first {MAX_SHOWN} tokens of the input.")
+
+
+def bump_seed() -> None:
+    st.session_state["perm_seed"] = (int(st.session_state["perm_seed"]) + 1) % 100_000
+
+
+col1, col2, col3 = st.columns([2, 1, 2])
+col1.number_input("Shuffle seed", min_value=0, max_value=99_999, step=1, key="perm_seed", **KEEP)
+col2.button("🔀 Shuffle again", on_click=bump_seed, help="the next seed: a new random order")
+col3.selectbox("Precision", list(DTYPES), key="perm_dtype", **KEEP,
+               help="float64 shows what float32 rounding hides: the same sums in another order round differently")
+seed, dtype = int(st.session_state["perm_seed"]), st.session_state["perm_dtype"]
+perm = probes.seeded_permutation(len(ids), seed)
+shuffled = [labels[i] for i in perm.tolist()]
+st.markdown(f"**Text:** `{' '.join(labels)}`  \n**Shuffled:** `{' '.join(shuffled)}`")
+if [ids[i] for i in perm.tolist()] == list(ids):
+    st.warning("This shuffle only swaps equal tokens, so the shuffled text is the same text: try another seed or a "
+               "text with more different characters.")
+st.info(f"Each model here has the sidebar's sizes and axes (d_model = {cfg.d_model}, {cfg.n_heads} heads, "
+        f"{cfg.n_layers} layers, {cfg.norm}, {cfg.ffn}) with its position scheme and mask replaced, and **random weights** "
+        f"(seed {ctx.state.seed}, each matrix N(0, 1/fan_in) so the scores are of order 1) — trained weights belong to "
+        "one position scheme only. Equivariance is a property of the architecture, not of the weights.", icon="🎲")
+
+config_json = ctx.state.config_json
+try:
+    results = permutation_results(config_json, tuple(ids), tuple(perm.tolist()), ctx.state.seed, dtype)
+except ValueError as exc:
+    st.error(str(exc))
+    st.stop()
+tolerance = probes.rounding_tolerance(DTYPES[dtype], max(r["output_scale"] for r in results.values()))
+
+
+def verdict(result: dict) -> str:
+    worst = max(result["outputs"], result["patterns"])
+    if worst == 0.0:
+        return "equivariant: exactly 0"
+    if worst <= tolerance:
+        return "equivariant: zero up to float rounding"
+    return "not equivariant"
+
+
+# --- no positions, no mask --------------------------------------------------------------------
+st.subheader("No positions, no mask: the outputs only move")
+plain = results[("none", "none")]
+c1, c2, c3 = st.columns(3)
+c1.metric("max |logits − un-shuffled logits|", repr(plain["outputs"]) if plain["outputs"] == 0 else f"{plain['outputs']:.1e}",
+          help=f"largest |logit| {plain['output_scale']:.3g}")
+c2.metric("max |weights − un-shuffled weights|",
+          repr(plain["patterns"]) if plain["patterns"] == 0 else f"{plain['patterns']:.1e}",
+          help="every layer and head, rows and columns put back in the original order")
+c3.metric("verdict", verdict(plain).split(": ")[-1])
+st.caption(f"In {dtype}, float rounding is about {tolerance:.0e} here. A shuffled input takes the same sums in another "
+           "order (softmax over the keys, matrix products over the rows), and floating-point addition is not "
+           "associative: the last bits can differ. Switch to float64 to see the difference shrink by about nine "
+           "orders of magnitude — it is rounding, not information about order.")
+
+# --- every position scheme, with and without a causal mask -----------------------------------
+st.subheader("Every position scheme, with and without a causal mask")
+col1, col2 = st.columns(2)
+for column, mask in zip((col1, col2), MASKS):
+    column.plotly_chart(figs.equivariance_bars(POSITIONS, [results[(mask, p)]["outputs"] for p in POSITIONS],
+                                               [results[(mask, p)]["patterns"] for p in POSITIONS], tolerance,
+                                               f"{MASKS[mask]}: max |difference|"), key=f"perm_bars_{mask}")
+table = pd.DataFrame([{"mask": MASKS[mask], "position": position, "max |Δ logits|": r["outputs"],
+                       "max |Δ weights|": r["patterns"], "largest |logit|": r["output_scale"], "verdict": verdict(r)}
+                      for (mask, position), r in results.items()])
+st.dataframe(table.style.format({"max |Δ logits|": "{:.2e}", "max |Δ weights|": "{:.2e}", "largest |logit|": "{:.3g}"}),
+             hide_index=True)
+st.download_button("Download the differences (CSV)", on_click="ignore", mime="text/csv",
+                   file_name=f"permutation_seed{seed}_{dtype}.csv", data=lambda: table.to_csv(index=False))
+st.markdown("Any position scheme breaks the symmetry: the same token gets a different vector (sinusoidal, learned), a "
+            "different rotation (RoPE) or a different distance penalty (ALiBi) at its new place. So does a causal mask "
+            "alone: after the shuffle a token sees a different set of earlier tokens.")
+
+# --- look at one layer and head ---------------------------------------------------------------
+st.subheader("Weights put back in order")
+col1, col2, col3, col4 = st.columns(4)
+keep_valid("perm_layer", range(cfg.n_layers), 0)
+keep_valid("perm_head", range(cfg.n_heads), 0)
+col1.selectbox("Mask", list(MASKS), format_func=MASKS.get, key="perm_mask", **KEEP)
+col2.selectbox("Position", POSITIONS, key="perm_pos", **KEEP)
+col3.selectbox("Layer", range(cfg.n_layers), key="perm_layer", **KEEP)
+col4.selectbox("Head", range(cfg.n_heads), key="perm_head", **KEEP)
+mask, position = st.session_state["perm_mask"], st.session_state["perm_pos"]
+layer, head = int(st.session_state["perm_layer"]), int(st.session_state["perm_head"])
+chosen = results[(mask, position)]
+original, back = chosen["weights"][layer, head], chosen["weights_back"][layer, head]  # (T, T) each
+title = f"{MASKS[mask]}, {position} positions · layer {layer} · head {head}"
+st.plotly_chart(figs.unshuffled_patterns(original, back, labels, title), key="perm_patterns")
+st.caption("Left: the weights on the text. Middle: the weights on the shuffled text, with rows (queries) and columns "
+           "(keys) put back in the original order. Right: their difference, white where it is zero.")
+st.download_button("Download these weights (PNG)", on_click="ignore", mime="image/png",
+                   file_name=f"permutation_{mask}_{position}_layer{layer}_head{head}.png",
+                   data=lambda: heatmaps_png([("on the text", original, "weights"),
+                                              ("shuffled, put back", back, "weights"),
+                                              ("difference", back - original, "signed")], labels, labels, title=title))
+
+# --- a causal mask is enough to know some order --------------------------------------------------
+st.subheader("A causal mask alone lets order in")
+if len(ids) < 3:
+    st.info("Keeping the last token in place and shuffling the others needs at least three tokens.")
+    st.stop()
+prefix_perm = probes.seeded_permutation(len(ids), seed, keep_last=True)
+prefix = prefix_shuffle(config_json, tuple(ids), tuple(prefix_perm.tolist()), ctx.state.seed, dtype)
+last = np.asarray(prefix["resid"])[:, -1]  # (L,) the last token, after each block
+st.markdown(f"A decoder with **no positions**: keep the last token last and shuffle the {len(ids) - 1} before it "
+            f"(`{' '.join(labels[i] for i in prefix_perm.tolist())}`). In block 0 the last query sees every key, the "
+            "same set in another order, so its output cannot change. Every other token now sees a different set of "
+            "earlier tokens, so its output does change — and from block 1 on the last token reads those changed "
+            "values. The mask is the only thing here that knows about order, and it is enough: stacked causal layers "
+            "can work out where a token is (for example, how many tokens it can see).")
+cols = st.columns(min(len(last), 4))
+for i, value in enumerate(last[:len(cols)]):
+    cols[i].metric(f"last token after block {i}: max |Δ|", repr(float(value)) if value == 0 else f"{value:.1e}")
+st.plotly_chart(figs.position_differences(np.asarray(prefix["resid"]), labels,
+                                          "causal, no positions, prefix shuffled: max |difference| per token and block"),
+                key="perm_prefix")
+if cfg.n_layers == 1:
+    st.caption("With one layer the last token's output does not change at all: add a layer in the sidebar to see "
+               "the change reach it.")

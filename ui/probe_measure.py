@@ -1,0 +1,64 @@
+"""Cached measurements for the scaling and permutation pages: library calls (transformer.probes), results as numpy.
+
+Arguments are hashable (a config as JSON, token ids and permutations as tuples), so Streamlit
+caches each result across reruns and sessions.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import numpy as np
+import streamlit as st
+import torch
+
+from transformer import TransformerConfig, choices, probes
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def scaling_curves(d_heads: tuple[int, ...], n_keys: int, seed: int) -> dict:
+    """Variance and entropy against d_head for random unit-variance q and k (see probes.random_score_statistics)."""
+    curves = probes.random_score_statistics(list(d_heads), n_keys, seed)
+    return dict(asdict(curves), max_entropy=curves.max_entropy)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def softmax_rows(d_head: int, n_keys: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    unscaled, scaled = probes.softmax_row(d_head, n_keys, seed)
+    return unscaled.numpy(), scaled.numpy()
+
+
+def live_statistics(q: np.ndarray, k: np.ndarray) -> dict:
+    """Per query head of one layer: q, k and score statistics (see probes.head_score_statistics)."""
+    return asdict(probes.head_score_statistics(torch.from_numpy(np.asarray(q)), torch.from_numpy(np.asarray(k))))
+
+
+def _as_numpy(result: dict) -> dict:
+    """The weights as float32 numpy (what the page draws), to keep cached entries small."""
+    return {k: v.float().numpy() if isinstance(v, torch.Tensor) else v for k, v in result.items()}
+
+
+@st.cache_data(max_entries=8, show_spinner="Running each model on the text and on its shuffle…")
+def permutation_results(config_json: str, ids: tuple[int, ...], perm: tuple[int, ...], seed: int,
+                        dtype: str) -> dict[tuple[str, str], dict]:
+    """(mask, position) -> probes.permutation_test's result, for every position scheme with no mask and with a causal mask.
+
+    mask is "none" (the config made an encoder) or "causal" (a decoder).
+    """
+    cfg = TransformerConfig.from_dict(json.loads(config_json))
+    results = {}
+    for mask in ("none", "causal"):
+        for position in choices("position"):
+            run_cfg = probes.equivariance_config(cfg, position, causal=mask == "causal")
+            results[(mask, position)] = _as_numpy(probes.permutation_test(
+                run_cfg, torch.tensor(ids), torch.tensor(perm), seed, DTYPES[dtype]))
+    return results
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def prefix_shuffle(config_json: str, ids: tuple[int, ...], perm: tuple[int, ...], seed: int, dtype: str) -> dict:
+    """A causal decoder with no positions, its prefix shuffled and its last token kept last."""
+    cfg = probes.equivariance_config(TransformerConfig.from_dict(json.loads(config_json)), "none", causal=True)
+    return _as_numpy(probes.permutation_test(cfg, torch.tensor(ids), torch.tensor(perm), seed, DTYPES[dtype]))
