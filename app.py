@@ -4,6 +4,7 @@ from pathlib import Path
 import streamlit as st
 import torch
 
+from ui.app_entry import inside_app
 from ui.server import freeze_long_lived_objects, logged_run, release_freed_memory
 
 st.set_page_config(page_title="Attention Lab", page_icon="🔍", layout="wide")
@@ -35,7 +36,7 @@ navigation = st.navigation({
 torch.set_num_threads(1)  # many small models, many sessions: one core each keeps the server responsive
 freeze_long_lived_objects()
 try:
-    with logged_run(navigation.url_path or "home"):
+    with logged_run(navigation.url_path or "home"), inside_app():
         navigation.run()
 finally:  # st.stop and st.switch_page end a run by raising
     release_freed_memory()

@@ -41,17 +41,22 @@ def page(base_url):
         browser.close()
 
 
-def test_a_shared_link_opens_inside_the_app_on_a_fresh_server():
+@pytest.mark.parametrize("path, title, label, value", [
+    ("masks?position=alibi", "Masks", "Position", "alibi"),  # the sidebar's state
+    ("playground?preset=gpt2&n_layers=3&head=2", "Attention playground", "Head", "2 (kv head 2)"),  # the page's own
+])
+def test_a_shared_link_opens_inside_the_app_on_a_fresh_server(path, title, label, value):
     """The first request a new server gets is a page's own address (a link a teacher shared)."""
     with serve_app() as fresh, sync_playwright() as playwright:
         browser = launch_chromium(playwright)
         tab = browser.new_page(viewport=VIEWPORT)
         tab.set_default_timeout(90_000)
-        open_path(tab, fresh, "masks?position=alibi")
+        open_path(tab, fresh, path)
         nav = tab.locator('[data-testid="stSidebarNav"]').inner_text()
-        assert "The five axes" in nav and "Masks" in nav  # app.py's navigation, not a list of files
-        assert tab.get_by_role("combobox", name="Position", exact=True).input_value() == "alibi"
+        assert "The five axes" in nav and title in nav  # app.py's navigation, not a list of files
+        assert tab.get_by_role("combobox", name=label, exact=True).input_value() == value
         assert tab.locator(EXCEPTION).count() == 0
+        assert "/" + path.split("?")[0] in tab.url
         browser.close()
 
 

@@ -7,6 +7,7 @@ import streamlit as st
 
 from transformer import Transformer
 
+from .app_entry import run_inside_app
 from .runtime import MAX_TOKENS, TraceData, Tokens, encode_text, get_model, get_trace, weights_info
 from .state import AppState, sidebar
 
@@ -21,6 +22,7 @@ class PageContext:
 
 def start_page(title: str, intro: str) -> AppState:
     """Sidebar + title. Pages that draw no model (e.g. the home page) stop here."""
+    run_inside_app()  # a shared link on a fresh server runs the page without app.py
     state = sidebar()
     st.title(title)
     st.markdown(intro)
