@@ -9,8 +9,9 @@ from ui.diagram import architecture_dot
 from ui.export import heatmaps_png, trace_npz
 from ui.figures import arcs, head_grid
 from ui.page import load_page
+from ui.runtime import Ablation, get_trace, predict
 from ui.page_controls import KEEP, init_from_url, keep_valid, write_url
-from ui.playground_figures import (KINDS_OF_ARCH, attention_view, cross_arcs, entropy_figure, head_stages,
+from ui.playground_figures import (KINDS_OF_ARCH, actual_next_figure, attention_view, next_token_bars, cross_arcs, entropy_figure, head_stages,
                                    label_grid_axes, query_bars, rope_figure, routing_figure, stage_figure, visible_keys)
 from ui.source import five_lines, source_of
 
@@ -35,12 +36,70 @@ def query_arcs(weights: np.ndarray, key_labels: tuple, query_labels: tuple, quer
 ctx = load_page("Attention playground",
                 "Switch the axes in the sidebar and watch the scores, the mask and the softmax weights change. "
                 "Pick a layer, a head and a query token below.")
-cfg, trace = ctx.state.config, ctx.trace
+cfg, trace, state = ctx.state.config, ctx.trace, ctx.state
+URL_KEYS = {"attn": str, "layer": int, "head": int, "query": int, "off": str, "temperature": float, "sample_top_k": int,
+            "sample": int}
+init_from_url("playground", URL_KEYS)
+
+# --- what the model predicts next, and parts switched off -------------------------------------------
+parts = {f"L{layer}H{head}": ("head", layer, head) for layer in range(cfg.n_layers) for head in range(cfg.n_heads)}
+if cfg.ffn == "moe":
+    parts |= {f"L{layer}E{e}": ("expert", layer, e) for layer in range(cfg.n_layers) for e in range(cfg.n_experts)}
+if "switched_off" not in st.session_state:
+    st.session_state["switched_off"] = str(st.session_state.get("off", "")).split(",")
+st.session_state["switched_off"] = [p for p in st.session_state["switched_off"] if p in parts]
+predict_col, ablate_col = st.columns([1, 1])
+with ablate_col:
+    st.subheader("Switch parts off")
+    st.multiselect("Heads (L1H2 = layer 1, head 2)" + (" and experts (L0E3 = layer 0, expert 3)" if cfg.ffn == "moe" else ""),
+                   list(parts), key="switched_off", **KEEP, placeholder="every part on",
+                   help="A switched-off head adds nothing to the residual stream (its output z is zeroed); "
+                        "a switched-off expert is never chosen (its router logit is −∞). Every view on this page "
+                        "follows.")
+    off = [parts[p] for p in st.session_state["switched_off"]]
+    ablation = Ablation(heads=tuple((l, i) for kind, l, i in off if kind == "head"),
+                        experts=tuple((l, i) for kind, l, i in off if kind == "expert"))
+    if cfg.ffn == "moe" and any(len([e for l, e in ablation.experts if l == layer]) > cfg.n_experts - cfg.top_k
+                                for layer in range(cfg.n_layers)):
+        st.error(f"Each token needs its top {cfg.top_k} experts: switch off at most {cfg.n_experts - cfg.top_k} "
+                 "experts per layer.")
+        ablation = Ablation(heads=ablation.heads)
+st.session_state["off"] = ",".join(st.session_state["switched_off"])
+if ablation:
+    trace = get_trace(state.config_json, state.seed, tuple(ctx.tokens.ids), tuple(ctx.tokens.labels), state.weights,
+                      ablation)
 labels = {"src": trace.src_labels, "tgt": trace.tgt_labels}
 
+if cfg.arch == "decoder":
+    with predict_col:
+        st.subheader("Next token")
+        col1, col2, col3 = st.columns(3)
+        keep_valid("temperature", [x / 10 for x in range(0, 21)], default=0.8)
+        keep_valid("sample_top_k", range(1, 21), default=5)
+        keep_valid("sample", range(0, 1000), default=0)
+        col1.select_slider("Temperature", [x / 10 for x in range(0, 21)], key="temperature", **KEEP,
+                           help="0 picks the most likely token every time; higher flattens the distribution.")
+        col2.number_input("Top-k", min_value=1, max_value=20, key="sample_top_k", **KEEP,
+                          help="Sample only among the k most likely tokens.")
+        col3.number_input("Sample", min_value=0, max_value=999, key="sample", **KEEP, help="Another seed, another sample.")
+        prediction = predict(state.config_json, state.seed, tuple(ctx.tokens.ids), state.weights, ablation,
+                             st.session_state["temperature"], st.session_state["sample_top_k"], 40, st.session_state["sample"])
+        st.plotly_chart(next_token_bars(prediction.top), key="next_token")
+        st.markdown("**Continuation** (sampled with the KV cache, " + ("greedy" if not st.session_state["temperature"]
+                    else f"temperature {st.session_state['temperature']}, top-{st.session_state['sample_top_k']}") + "):")
+        st.code(prediction.continuation_text or "(no room left: the model's position table ends here)", language=None,
+                wrap_lines=True)
+    with ablate_col:
+        full = predict(state.config_json, state.seed, tuple(ctx.tokens.ids), state.weights).actual_next
+        st.plotly_chart(actual_next_figure(labels["src"], full, prediction.actual_next if ablation else None),
+                        key="actual_next")
+        st.caption("Where the text repeats, an induction head makes the next character predictable: switch it "
+                   "off (the last layer's head with the brightest off-diagonal stripe) and watch the second copy "
+                   "stop being predicted.")
+else:
+    predict_col.caption("Next-token prediction needs a decoder; this model reads the whole text at once.")
+
 # --- the page's controls, kept in the URL ---------------------------------------------------
-URL_KEYS = {"attn": str, "layer": int, "head": int, "query": int}
-init_from_url("playground", URL_KEYS)
 kinds = KINDS_OF_ARCH[cfg.arch]
 keep_valid("attn", kinds, default="cross" if "cross" in kinds else None)
 view = attention_view(st.session_state["attn"])
@@ -58,7 +117,7 @@ columns[0].selectbox("Layer", range(cfg.n_layers), key="layer", **KEEP)
 columns[1].selectbox("Head", range(cfg.n_heads), key="head", **KEEP, format_func=lambda h: f"{h} (kv head {h // group})")
 columns[2].selectbox("Query token", range(len(query_labels)), key="query", **KEEP,
                      format_func=lambda i: f"{i}: {query_labels[i]}")
-write_url(URL_KEYS)
+write_url([key for key in URL_KEYS if key in st.session_state])
 layer, head, query = st.session_state["layer"], st.session_state["head"], st.session_state["query"]
 
 # --- every head of the layer ---------------------------------------------------------------------

@@ -1,23 +1,27 @@
 """Train: the sidebar's variant on a synthetic task, watching the loss fall and the attention form."""
+import math
 import tempfile
 from pathlib import Path
 
 import plotly.graph_objects as go
 import streamlit as st
+import torch
 
-from transformer import checkpoint
-from transformer.tasks import TASKS, pattern_names
+from transformer import checkpoint, language
+from transformer.tasks import TASKS, Batch, pattern_names
 from transformer.train import evaluate, train
 from ui.export import checkpoint_zip
 from ui.figures import FONT, head_grid
 from ui.page import start_page
-from ui.runtime import CKPT_PREFIX
+from ui.runtime import CKPT_PREFIX, visible
 from ui.state import use_weights
 
 RESULT = "train_result"  # session key: the last (or interrupted) training run
 
 state = start_page("Train a tiny model and watch its attention form", """
-Random weights draw noise. Train the sidebar's variant on a task whose solution has a known attention
+Random weights draw noise. Train the sidebar's variant on **language** (English from the Python
+documentation, one character at a time: watch the loss in bits per character fall and a previous-token head,
+then an induction head, form on a repeated sentence), or on a task whose solution has a known attention
 pattern — **induction** (a previous-token head, then a head that looks one past the previous copy),
 **copy** / **reverse** (cross-attention on the diagonal / anti-diagonal), **sort**, **mirror** (bidirectional),
 **mixed** (two kinds of token for MoE experts to split) — and watch the heatmap as it trains.
@@ -27,7 +31,9 @@ if state.error or state.config is None:
     st.error(f"This combination of axes is impossible: {state.error}")
     st.stop()
 
-tasks = {name: task for name, task in TASKS.items() if task.arch == state.config.arch}
+arch = state.config.arch
+tasks = {name: task.for_arch(arch) for name, task in sorted(TASKS.items(), key=lambda item: item[0] != "language")
+         if arch in task.archs}
 if not tasks:
     st.error(f"No task here trains a {state.config.arch} model; pick another architecture in the sidebar.")
     st.stop()
@@ -47,8 +53,13 @@ st.caption(f"Variant: {state.config.arch}, {state.config.attention_kind}, {state
            f"{state.config.n_layers} layers × {state.config.n_heads} heads, d_model {state.config.d_model}; "
            f"vocabulary sized to the task ({len(task.vocab)} tokens).")
 
-example = task.sample(1, seed=7)  # one fixed example whose attention is redrawn while training
+# one fixed example whose attention is redrawn while training: a language model reads its repeated sentence
+example = task.sample(1, seed=7)
+if task.name == "language":
+    example = Batch(targets=example.targets, loss_mask=example.loss_mask,
+                    input_ids=torch.tensor([task.encode(task.example_text)]))
 cross = cfg.arch == "encoder-decoder"
+bits = task.name == "language"  # a language model's loss reads best in bits per character
 
 
 def attention_figure(model, step: int) -> go.Figure:
@@ -56,19 +67,20 @@ def attention_figure(model, step: int) -> go.Figure:
     name = pattern_names(model, cross=cross)[-1]
     _, trace = model.run_with_trace(*example.model_args(), names=[name])
     weights = trace[name][0].float().cpu().numpy()  # (H, T_q, T_kv)
-    keys = task.decode(example.src_ids[0] if cross else example.model_args()[0][0])
-    queries = task.decode(example.tgt_in[0]) if cross else keys
+    keys = visible(task.decode(example.src_ids[0] if cross else example.model_args()[0][0]))
+    queries = visible(task.decode(example.tgt_in[0])) if cross else keys
     return head_grid(weights, keys, queries, cfg.n_kv_heads, title=f"{name} at step {step}")
 
 
 def loss_figure(history: list[dict]) -> go.Figure:
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[h["step"] for h in history], y=[h["loss"] for h in history], name="loss",
-                             line=dict(color="#0072B2")))
+    scale = 1 / math.log(2) if bits else 1.0
+    fig.add_trace(go.Scatter(x=[h["step"] for h in history], y=[h["loss"] * scale for h in history],
+                             name="bits per character" if bits else "loss", line=dict(color="#0072B2")))
     fig.add_trace(go.Scatter(x=[h["step"] for h in history], y=[h["accuracy"] for h in history], name="accuracy",
                              yaxis="y2", line=dict(color="#E69F00")))
     fig.update_layout(height=320, font=FONT, margin=dict(l=10, r=10, t=30, b=10), xaxis_title="step",
-                      yaxis=dict(title="loss"), yaxis2=dict(title="accuracy", overlaying="y", side="right", range=[0, 1]),
+                      yaxis=dict(title="bits per character" if bits else "loss"), yaxis2=dict(title="accuracy", overlaying="y", side="right", range=[0, 1]),
                       legend=dict(orientation="h"))
     return fig
 
@@ -82,7 +94,8 @@ def run_training() -> None:
     def report(step: int, metrics: dict, model) -> None:
         history.append(metrics)
         st.session_state[RESULT]["model"] = model  # kept even if a click stops the run here
-        progress.progress((step + 1) / steps, text=f"step {step + 1}/{steps} · loss {metrics['loss']:.3f} · "
+        loss = f"{metrics['loss'] / math.log(2):.2f} bits per character" if bits else f"loss {metrics['loss']:.3f}"
+        progress.progress((step + 1) / steps, text=f"step {step + 1}/{steps} · {loss} · "
                                                    f"accuracy {metrics['accuracy']:.2f}")
         chart.plotly_chart(loss_figure(history), key=f"loss_{step}")
         heatmap.plotly_chart(attention_figure(model, step), key=f"attn_{step}")
@@ -99,8 +112,14 @@ result = st.session_state.get(RESULT)
 if result and result["model"] is not None:
     model, history = result["model"].eval(), result["history"]
     finished = "finished" if result["done"] else f"stopped at step {history[-1]['step'] + 1}"
-    accuracy = evaluate(model, result["task"], n_batches=2, batch_size=64)
-    st.subheader(f"Training {finished}: accuracy {accuracy:.2f} on fresh {result['task']} samples")
+    if result["task"] == "language":
+        accuracy = language.held_out_accuracy(model, limit=8)
+        measured = (f"{language.bits_per_char(model, limit=8):.2f} bits per character on held-out text"
+                    if model.cfg.arch == "decoder" else f"masked-character accuracy {accuracy:.2f} on held-out text")
+    else:
+        accuracy = evaluate(model, result["task"], n_batches=2, batch_size=64)
+        measured = f"accuracy {accuracy:.2f} on fresh {result['task']} samples"
+    st.subheader(f"Training {finished}: {measured}")
     st.plotly_chart(loss_figure(history), key="loss_final")
     st.plotly_chart(attention_figure(model, history[-1]["step"]), key="attn_final")
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +21,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from transformer import checkpoint  # noqa: E402
-from transformer.train import config_for, evaluate, train  # noqa: E402
+from transformer.train import config_for, describe, train  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -64,24 +63,19 @@ def file_bytes(path: Path) -> int:
 
 def train_recipe(recipe: Recipe, directory: Path) -> dict:
     cfg = config_for(recipe.preset, recipe.task, **recipe.changes)
-    start = time.perf_counter()
     model, history = train(cfg, recipe.task, recipe.steps, lr=recipe.lr, batch_size=recipe.batch_size,
                            seed=recipe.seed, aux_loss_weight=recipe.aux_loss_weight, device="cpu")
-    seconds = time.perf_counter() - start
-    accuracy = evaluate(model, recipe.task)
-    meta = {
-        "preset": recipe.preset, "task": recipe.task, "accuracy": round(accuracy, 4),
-        "training": {"steps": recipe.steps, "batch_size": recipe.batch_size, "lr": recipe.lr, "seed": recipe.seed,
-                     "aux_loss_weight": recipe.aux_loss_weight,
-                     "schedule": "AdamW, linear warmup (10%) then cosine", "seconds": round(seconds, 1),
-                     "threads": torch.get_num_threads(), "final_loss": round(history[-1]["loss"], 4),
-                     "config_changes": recipe.changes},
-    }
+    meta = describe(model, recipe.task, history, {
+        "batch_size": recipe.batch_size, "lr": recipe.lr, "seed": recipe.seed, "aux_loss_weight": recipe.aux_loss_weight,
+        "threads": torch.get_num_threads(), "config_changes": recipe.changes})
+    meta["preset"] = recipe.preset
     path = directory / recipe.name
     checkpoint.save(model, path, meta)
-    print(f"{recipe.name:22s} accuracy {accuracy:.3f}  {seconds:5.1f} s  {file_bytes(path) / 1024:6.0f} KiB", flush=True)
-    return {"name": recipe.name, "preset": recipe.preset, "task": recipe.task, "accuracy": round(accuracy, 4),
-            "train_seconds": round(seconds, 1), "bytes": file_bytes(path)}
+    seconds = meta["training"]["seconds"]
+    print(f"{recipe.name:22s} accuracy {meta['accuracy']:.3f}  {seconds:5.1f} s  {file_bytes(path) / 1024:6.0f} KiB "
+          f"{json.dumps(meta.get('figures', {}))}", flush=True)
+    return {"name": recipe.name, "preset": recipe.preset, "task": recipe.task, "accuracy": meta["accuracy"],
+            "train_seconds": seconds, "bytes": file_bytes(path)}
 
 
 def main() -> None:

@@ -172,3 +172,104 @@ def induction_scores(model, sentences: list[str]) -> torch.Tensor:
         patterns = _patterns(model, ids)[:, 0]  # (L, H, T, T)
         total += patterns[:, :, queries, keys].mean(-1)  # (L, H)
     return total / len(sentences)
+
+
+@torch.no_grad()
+def held_out_accuracy(model, context: int = 256, limit: int | None = 64) -> float:
+    """A decoder's top-1 next-character accuracy on held-out text; an encoder's masked-character accuracy."""
+    if model.cfg.arch == "encoder":
+        return masked_accuracy(model, context, limit)
+    windows = held_out_windows(context, limit).to(model.device)
+    hits = total = 0
+    for batch in windows.split(16):
+        predicted = model(batch[:, :-1]).argmax(-1)  # (B, 1 + context)
+        hits, total = hits + int((predicted == batch[:, 1:]).sum()), total + predicted.numel()
+    return hits / total
+
+
+# --- what a mixture of experts routes where -------------------------------------------------
+
+CHARACTER_CLASSES = ("letters", "spaces and punctuation", "digits", "code")
+
+
+def character_classes(text: str) -> list[str]:
+    """The class of each character: anything on a code line (indented by four spaces or a >>> prompt)
+    is "code"; elsewhere letters, digits, or spaces and punctuation."""
+    classes = []
+    for line in text.splitlines(keepends=True):
+        code = line.startswith("    ") or line.lstrip().startswith(">>>")
+        for ch in line:
+            classes.append("code" if code else "letters" if ch.isalpha() else "digits" if ch.isdigit()
+                           else "spaces and punctuation")
+    return classes
+
+
+@torch.no_grad()
+def expert_usage_by_class(model, context: int = 256, limit: int = 32) -> list[dict[str, list[float]]]:
+    """Per MoE layer: character class -> the share of its top-k routing slots each expert receives,
+    on held-out text (characters outside the table, spelled as several bytes, are left out)."""
+    if model.cfg.ffn != "moe":
+        raise ValueError(f"expert usage needs a mixture-of-experts model (ffn='moe'), got ffn={model.cfg.ffn!r}")
+    text = "\n\n".join(topics()[name].strip() for name in split_names("held-out"))
+    kept = [(ch, kind) for ch, kind in zip(text, character_classes(text)) if ch in _CHAR_ID]
+    ids = torch.tensor([_CHAR_ID[ch] for ch, _ in kept])
+    kinds = [kind for _, kind in kept]
+    n = min(limit, len(ids) // context)
+    batch = torch.cat((torch.zeros(n, 1, dtype=torch.long), ids[:n * context].view(n, context)), dim=1)  # (n, 1 + context)
+    names = [f"blocks.{i}.mlp.hook_expert_indices" for i in range(model.cfg.n_layers)]
+    _, trace = model.run_with_trace(batch.to(model.device), names=names)
+    class_of = torch.tensor([CHARACTER_CLASSES.index(k) for k in kinds[:n * context]]).view(n, context)  # (n, context)
+    usage = []
+    for name in names:
+        chosen = trace[name][:, 1:].cpu()  # (n, context, k), <bos> left out
+        layer = {}
+        for c, kind in enumerate(CHARACTER_CLASSES):
+            slots = chosen[class_of == c].flatten()
+            layer[kind] = (torch.bincount(slots, minlength=model.cfg.n_experts).float() / max(1, slots.numel())).tolist()
+        usage.append(layer)
+    return usage
+
+
+def class_separation(layer_usage: dict[str, list[float]]) -> float:
+    """The largest total-variation distance between two classes' expert distributions (0 = same experts)."""
+    rows = [torch.tensor(v) for v in layer_usage.values()]
+    return max(0.5 * (a - b).abs().sum().item() for i, a in enumerate(rows) for b in rows[i + 1:])
+
+
+# --- everything a language checkpoint records about itself ---------------------------------------
+
+EXTRAPOLATION = (1, 2, 4)  # multiples of the training context
+
+
+def measure(model, context: int = 256) -> dict:
+    """The figures a language checkpoint ships with, all on held-out topics (JSON-ready)."""
+    def best(scores: torch.Tensor) -> dict:  # (L, H) -> the best head
+        layer, head = divmod(int(scores.argmax()), scores.shape[1])
+        return {"score": round(float(scores[layer, head]), 3), "layer": layer, "head": head}
+
+    if model.cfg.arch == "encoder":
+        return {"masked_accuracy": round(masked_accuracy(model, context), 4)}
+    sentences = held_out_sentences()
+    figures = {
+        "bits_per_char": round(bits_per_char(model, context), 3),
+        "previous_token_head": best(previous_token_scores(model)),
+        "induction_head": best(induction_scores(model, [s for s in sentences if len(s) < model.cfg.sliding_window]
+                                                if model.cfg.sliding_window else sentences[:40])),
+    }
+    if model.cfg.max_len >= context * EXTRAPOLATION[-1]:
+        figures["bits_per_char_by_length"] = {f"{m}x": round(bits_per_char(model, m * context, limit=8 * 4 // m), 3)
+                                              for m in EXTRAPOLATION}
+    if model.cfg.ffn == "moe":
+        usage = expert_usage_by_class(model, context)
+        figures["experts_by_class"] = usage
+        figures["expert_class_separation"] = [round(class_separation(layer), 3) for layer in usage]
+    return figures
+
+
+def corpus_description() -> dict:
+    """What a language model was trained on, for its checkpoint's JSON."""
+    import sys
+
+    return {"source": "pydoc_data.topics (the Python documentation topics inside CPython)",
+            "python": sys.version.split()[0], "train_characters": len(corpus_ids("train")),
+            "held_out_topics": split_names("held-out"), "held_out_characters": len(corpus_ids("held-out"))}

@@ -69,6 +69,7 @@ class Task:
     typed_specials: dict[str, str] = {}  # characters that stand for a special token ("_" -> <mask>)
     example_text: str
     max_tokens: int  # the longest sequence a batch holds (for max_len checks)
+    max_len: int = 0  # the longest input its models should take (0: the preset's own)
 
     @property
     def vocab(self) -> list[str]:
@@ -76,6 +77,11 @@ class Task:
 
     def token_id(self, token: str) -> int:
         return self.vocab.index(token)
+
+    @property
+    def archs(self) -> tuple[str, ...]:
+        """The model kinds that can learn the task."""
+        return (self.arch,)
 
     def for_arch(self, arch: str) -> "Task":
         """The task as a model of kind `arch` learns it; most tasks suit one kind only."""
@@ -411,20 +417,20 @@ class Language(Task):
     """English text from the Python documentation, one token per character, any text encodable.
 
     A decoder learns the next character of random crops of the training topics; an
-    encoder (BERT) learns masked characters, 15% of each crop. In a share of the
-    decoder's rows a span of the crop is written again further on, 20 or more
-    characters later, so that an induction head pays off early in training (real text
-    repeats names and phrases, but rarely within one short crop).
+    encoder (BERT) learns masked characters, 15% of each crop. Half of the decoder's
+    rows are one span of 20 to 200 characters written again and again, so that an
+    induction head pays off early in training (real text repeats names and phrases,
+    but rarely within one short crop).
     """
 
     name, arch = "language", "decoder"
-    archs = ("decoder", "encoder")
     description = "English text, one character at a time: previous-token and induction heads on any sentence"
     symbols, specials = language.CHARACTERS, language.SPECIALS
     example_text = "The cat sat on the mat. The cat sat on the mat."
     context = 256  # training crop length in characters
     max_tokens = 1 + context
-    repeat_rate, repeat_lengths, repeat_distances = 0.5, (16, 100), (20, 200)
+    max_len = 4 * context  # room to measure text 2x and 4x longer than any seen in training
+    repeat_rate, repeat_lengths = 0.5, (20, 200)  # rows of one span written again and again, copies L apart
     mask_rate = 0.15
 
     def __init__(self, masked: bool = False):
@@ -434,6 +440,10 @@ class Language(Task):
     @property
     def vocab(self) -> list[str]:
         return list(language.VOCAB)
+
+    @property
+    def archs(self) -> tuple[str, ...]:
+        return ("decoder", "encoder")
 
     def for_arch(self, arch: str) -> "Language":
         if arch not in self.archs:
@@ -461,11 +471,9 @@ class Language(Task):
             loss_mask = torch.cat((no, masked), dim=1)  # (B, 1 + T)
             return Batch(targets=targets, loss_mask=loss_mask, input_ids=targets.masked_fill(loss_mask, self.token_id("<mask>")))
         for row in range(batch_size):
-            if torch.rand((), generator=generator) < self.repeat_rate:
+            if torch.rand((), generator=generator) < self.repeat_rate:  # the row's first L characters, again and again
                 L = _randint(*self.repeat_lengths, generator)
-                d = _randint(self.repeat_distances[0], min(self.repeat_distances[1], T - L), generator)
-                s = _randint(0, T - L - d, generator)
-                crops[row, s + d:s + d + L] = crops[row, s:s + L].clone()
+                crops[row] = crops[row, :L].repeat(-(-(T + 1) // L))[:T + 1]
         ids = torch.cat((bos, crops[:, :T]), dim=1)  # (B, 1 + T)
         return Batch(targets=crops, loss_mask=torch.ones_like(crops, dtype=torch.bool), input_ids=ids)
 

@@ -11,6 +11,7 @@ and stop it early through ``should_stop``.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import time
 from typing import Callable
@@ -19,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from . import checkpoint
+from . import checkpoint, language
 from .config import TransformerConfig
 from .ffn import MoE
 from .model import Transformer, default_device
@@ -40,7 +41,8 @@ def config_for(preset: str | TransformerConfig, task: str | Task, **changes) -> 
     if isinstance(preset, str):
         if preset not in PRESETS:
             raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
-        cfg = PRESETS[preset].replace(vocab_size=len(task.vocab), **changes)
+        cfg = PRESETS[preset].replace(vocab_size=len(task.vocab), max_len=max(PRESETS[preset].max_len, task.max_len),
+                                      **changes)
     else:
         cfg = preset.replace(**changes) if changes else preset
     task = task.for_arch(cfg.arch)
@@ -151,8 +153,11 @@ def train(cfg_or_preset: str | TransformerConfig, task: str | Task, steps: int, 
 
 @torch.no_grad()
 def evaluate(model: Transformer, task: str | Task, n_batches: int = 8, batch_size: int = 128, seed: int = 12345) -> float:
-    """Accuracy on answer positions over fresh batches (a seed the training loop does not use by default)."""
+    """Accuracy on answer positions over fresh batches (a seed the training loop does not use by default);
+    for the language task, on held-out topics (next character, or masked characters for an encoder)."""
     task = get_task(task)
+    if task.name == "language":
+        return language.held_out_accuracy(model)
     data = torch.Generator().manual_seed(seed)
     correct = total = 0
     for _ in range(n_batches):
@@ -161,6 +166,20 @@ def evaluate(model: Transformer, task: str | Task, n_batches: int = 8, batch_siz
         hits = (logits.argmax(-1) == batch.targets)[batch.loss_mask]
         correct, total = correct + int(hits.sum()), total + hits.numel()
     return correct / total
+
+
+def describe(model: Transformer, task: str | Task, history: list[dict], settings: dict) -> dict:
+    """The JSON a trained checkpoint carries: its task, accuracy, how it was trained, and for the
+    language task its held-out figures and the text it was trained on."""
+    task = get_task(task)
+    meta = {"task": task.name, "accuracy": round(evaluate(model, task), 4),
+            "training": {"steps": len(history), **settings, "schedule": "AdamW, linear warmup (10%) then cosine",
+                         "seconds": round(history[-1]["seconds"], 1), "final_loss": round(history[-1]["loss"], 4)}}
+    if task.name == "language":
+        meta["corpus"] = {**language.corpus_description(), "repeat_rate": task.repeat_rate,
+                          "repeat_lengths": task.repeat_lengths}
+        meta["figures"] = language.measure(model)
+    return meta
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -181,13 +200,14 @@ def main(argv: list[str] | None = None) -> None:
 
     model, history = train(args.preset, args.task, args.steps, batch_size=args.batch_size, lr=args.lr,
                            seed=args.seed, device=args.device)
-    accuracy = evaluate(model, args.task)
-    meta = {"preset": args.preset, "task": args.task, "accuracy": round(accuracy, 4),
-            "training": {"steps": len(history), "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed,
-                         "seconds": round(history[-1]["seconds"], 1), "final_loss": history[-1]["loss"]}}
+    meta = describe(model, args.task, history, {"batch_size": args.batch_size, "lr": args.lr, "seed": args.seed,
+                                                "threads": args.threads})
+    meta["preset"] = args.preset
     paths = checkpoint.save(model, args.out, meta)
-    print(f"accuracy {accuracy:.3f} on fresh samples after {len(history)} steps "
+    print(f"accuracy {meta['accuracy']:.3f} on fresh samples after {len(history)} steps "
           f"({history[-1]['seconds']:.1f} s); wrote {paths[0]} and {paths[1]}")
+    if "figures" in meta:
+        print(json.dumps(meta["figures"]))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,9 @@ import numpy as np
 import streamlit as st
 import torch
 
-from transformer import Transformer, TransformerConfig, checkpoint
+from transformer import Transformer, TransformerConfig, checkpoint, language
+from transformer.hooks import ablations
+from transformer.positions import ADDITIVE_POSITIONS
 from transformer.tasks import get_task
 
 MAX_TOKENS = 128  # heatmaps stay readable and each rerun's messages small
@@ -45,6 +47,11 @@ def char_label(ch: str) -> str:
     if category.startswith("M"):  # a combining mark has no width alone: put it on a dotted circle
         return "◌" + ch
     return ch
+
+
+def visible(tokens: list[str]) -> list[str]:
+    """Vocabulary entries as labels: one-character tokens made visible, the rest ('<bos>', '<0xF0>') as they are."""
+    return [char_label(t) if len(t) == 1 else t for t in tokens]
 
 
 def tokenize(text: str, vocab_size: int, max_tokens: int = MAX_TOKENS) -> Tokens:
@@ -91,16 +98,29 @@ def config_key(cfg: TransformerConfig) -> str:
     return json.dumps(cfg.to_dict(), sort_keys=True)
 
 
-def trained_config(cfg: TransformerConfig) -> TransformerConfig | None:
-    """The shipped checkpoint's config when one was trained with these axes and sizes, else None."""
-    def axes_and_sizes(config: dict) -> dict:  # a task picks its own vocabulary and length
-        return {k: v for k, v in config.items() if k not in checkpoint.TASK_SIZED_FIELDS}
+def _axes_and_sizes(config: dict) -> dict:  # a task picks its own vocabulary and length
+    return {k: v for k, v in config.items() if k not in checkpoint.TASK_SIZED_FIELDS}
 
-    wanted = axes_and_sizes(cfg.to_dict())
-    for key, _, _, _ in _shipped_configs():
-        if axes_and_sizes(json.loads(key)) == wanted:
-            return TransformerConfig.from_dict(json.loads(key))
-    return None
+
+def _trained_matches(cfg: TransformerConfig) -> list[tuple[str, str]]:
+    """(task, config JSON) of every shipped checkpoint trained with these axes and sizes, in index order."""
+    wanted = _axes_and_sizes(cfg.to_dict())
+    return [(task, key) for key, _, task, _ in _shipped_configs() if _axes_and_sizes(json.loads(key)) == wanted]
+
+
+def trained_tasks(cfg: TransformerConfig) -> list[str]:
+    """The tasks shipped checkpoints were trained on with these axes and sizes (language first)."""
+    return [task for task, _ in _trained_matches(cfg)]
+
+
+def trained_config(cfg: TransformerConfig, task: str | None = None) -> TransformerConfig | None:
+    """The shipped checkpoint's config for these axes and sizes: the one trained on `task` when there is
+    one, else the first in index order; None when no checkpoint has them."""
+    matches = _trained_matches(cfg)
+    if not matches:
+        return None
+    key = dict(matches).get(task, matches[0][1])
+    return TransformerConfig.from_dict(json.loads(key))
 
 
 def weights_config(weights: str) -> TransformerConfig:
@@ -167,7 +187,7 @@ def encode_text(text: str, config_json: str, weights: str = "", max_tokens: int 
         ids = task.encode(unicodedata.normalize("NFC", text))
         truncated_from = len(ids) if len(ids) > max_tokens else None
         ids = ids[:max_tokens]
-        return Tokens(ids, task.decode(ids), truncated_from)
+        return Tokens(ids, visible(task.decode(ids)), truncated_from)
     if info.kind == "huggingface":
         tokenizer = _hf_tokenizer(weights[len(HF_PREFIX):])
         if tokenizer is not None:
@@ -176,7 +196,7 @@ def encode_text(text: str, config_json: str, weights: str = "", max_tokens: int 
             ids = tokenizer(text)["input_ids"]
             truncated_from = len(ids) if len(ids) > max_tokens else None
             ids = ids[:max_tokens]
-            return Tokens(ids, [char_label(t) if len(t) == 1 else t for t in tokenizer.convert_ids_to_tokens(ids)], truncated_from)
+            return Tokens(ids, visible(tokenizer.convert_ids_to_tokens(ids)), truncated_from)
     return tokenize(text, vocab_size, max_tokens)
 
 
@@ -197,21 +217,87 @@ class TraceData:
 
 # Entries, not bytes, bound a cache. A trace is 0.3 MiB for a classroom preset on an example text, 4.5 MiB at the
 # 128-token cap, and 80-190 MiB for the largest model the sidebar allows (12 layers, d_model 512) on 128 tokens.
+@dataclass(frozen=True)
+class Ablation:
+    """Parts switched off for every view: (layer, head) pairs and (layer, expert) pairs of the self-attention stack."""
+
+    heads: tuple[tuple[int, int], ...] = ()
+    experts: tuple[tuple[int, int], ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.heads or self.experts)
+
+    def interventions(self, cfg: TransformerConfig) -> dict:
+        stack = "decoder" if cfg.arch == "encoder-decoder" else ""
+        return ablations(self.heads, self.experts, stack)
+
+
 @st.cache_data(max_entries=32, show_spinner="Running the model…")
-def get_trace(config_json: str, seed: int, ids: tuple[int, ...], labels: tuple[str, ...], weights: str = "") -> TraceData:
+def get_trace(config_json: str, seed: int, ids: tuple[int, ...], labels: tuple[str, ...], weights: str = "",
+              ablation: Ablation = Ablation()) -> TraceData:
     model = get_model(config_json, seed, weights)
     cfg = model.cfg
+    switched_off = ablation.interventions(cfg)
     src = torch.tensor([ids], device=model.device)
     if cfg.arch == "encoder-decoder":
         # the decoder reads its own greedy output, one token behind, as it would when generating
         task = weights_info(config_json, weights).task
         start = get_task(task).token_id("<bos>") if task else START_TOKEN
-        out = model.generate(src, max_new_tokens=len(ids), start_token_id=start)  # (1, 1 + T)
+        with model.intervene(switched_off):
+            out = model.generate(src, max_new_tokens=len(ids), start_token_id=start)  # (1, 1 + T)
         tgt = out[:, : len(ids)]
-        logits, trace = model.run_with_trace(src, tgt)
+        logits, trace = model.run_with_trace(src, tgt, interventions=switched_off)
         tgt_labels = get_task(task).decode(tgt[0]) if task else ["<s>"] + [char_label(chr(int(t))) for t in tgt[0, 1:]]
     else:
-        logits, trace = model.run_with_trace(src)
+        logits, trace = model.run_with_trace(src, interventions=switched_off)
         tgt_labels = list(labels)
     events = [dict(index=e.index, name=e.name, dims=list(e.dims), op=e.op, shape=list(e.shape)) for e in trace.events]
     return TraceData(trace.to_numpy(), events, logits[0].float().cpu().numpy(), list(labels), tgt_labels)
+
+
+def token_labels(ids, config_json: str, weights: str = "") -> list[str]:
+    """Labels of model-vocabulary ids, as the input's tokens are labelled."""
+    info = weights_info(config_json, weights)
+    if info.task is not None:
+        return visible(get_task(info.task).decode(ids))
+    if info.kind == "huggingface":
+        tokenizer = _hf_tokenizer(weights[len(HF_PREFIX):])
+        if tokenizer is not None:
+            return visible(tokenizer.convert_ids_to_tokens(list(ids)))
+    return [char_label(chr(int(i))) for i in ids]
+
+
+@dataclass
+class Prediction:
+    """What a decoder predicts after the input, and how well it predicted the input itself."""
+
+    top: list[tuple[str, float]]  # the most likely next tokens at the last position, with probabilities
+    continuation: list[str]  # labels of the sampled continuation
+    continuation_text: str  # the same as text (language models: bytes joined back into characters)
+    actual_next: np.ndarray  # (T - 1,) probability the model gave to the token that actually came next
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def predict(config_json: str, seed: int, ids: tuple[int, ...], weights: str = "", ablation: Ablation = Ablation(),
+            temperature: float = 1.0, top_k: int = 5, new_tokens: int = 40, sample_seed: int = 0) -> Prediction:
+    """Top-k next tokens at temperature, a continuation sampled with the KV cache (seeded), and the
+    probability of every actual next token of the input; all with `ablation` switched off."""
+    model = get_model(config_json, seed, weights)
+    if model.cfg.arch != "decoder":
+        raise ValueError("next-token prediction needs a decoder (a model that reads left to right)")
+    src = torch.tensor([ids], device=model.device)  # (1, T)
+    with torch.no_grad(), model.intervene(ablation.interventions(model.cfg)):
+        logits = model(src)[0].float()  # (T, vocab)
+        probs = (logits[-1] / (temperature if temperature > 0 else 1.0)).softmax(-1)  # (vocab,)
+        top = probs.topk(min(top_k, probs.numel()))
+        if model.cfg.position in ADDITIVE_POSITIONS:  # a position table ends at max_len
+            new_tokens = max(0, min(new_tokens, model.cfg.max_len - len(ids)))
+        generator = torch.Generator(device=model.device).manual_seed(sample_seed)
+        out = model.generate(src, max_new_tokens=new_tokens, temperature=temperature, top_k=top_k,
+                             generator=generator, use_cache=True)  # (1, T + new_tokens)
+    actual = logits[:-1].softmax(-1).gather(-1, src[0, 1:, None])[:, 0]  # (T - 1,)
+    new_ids = out[0, len(ids):].tolist()
+    task = weights_info(config_json, weights).task
+    text = language.decode_text(new_ids) if task == "language" else "".join(token_labels(new_ids, config_json, weights))
+    return Prediction(list(zip(token_labels(top.indices.tolist(), config_json, weights), top.values.tolist())),
+                      token_labels(new_ids, config_json, weights), text, actual.cpu().numpy())

@@ -13,12 +13,13 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from transformer import MODEL_CARDS, PRESETS, TransformerConfig, choices
-from transformer.tasks import get_task
+from transformer.tasks import TASKS, get_task
 
-from .runtime import config_key, trained_config, weights_config, weights_info
+from .runtime import config_key, trained_config, trained_tasks, weights_config, weights_info
 
-DEFAULT_PRESET = "llama2"  # trained on induction: the default view shows an induction head
-UNTRAINED_TEXT = "the cat sat on the mat. the cat sat"
+DEFAULT_PRESET = "llama2"
+DEFAULT_TASK = "language"  # every preset ships a language model: any typed text runs on trained weights
+DEFAULT_TEXT = TASKS[DEFAULT_TASK].example_text  # a repeated sentence: the induction head lights up at once
 CUSTOM = "custom"
 STORE = "_sidebar_values"  # the canonical values: widget keys are re-seeded from it on every run
 
@@ -28,7 +29,7 @@ _AXES = {
     "n_layers": int, "d_model": int, "n_heads": int, "n_kv_heads": int,
     "n_experts": int, "top_k": int, "sliding_window": int,
 }
-_OTHER = {"preset": str, "text": str, "seed": int}
+_OTHER = {"preset": str, "text": str, "seed": int, "task": str}  # task: which shipped checkpoint of these axes
 WEIGHTS_KEY = "weights"  # URL and session key of chosen weights: "hf:<path>" or "ckpt:<path>"
 
 POSITION_HELP = {
@@ -74,7 +75,7 @@ def _init_from_url() -> None:
     if preset not in PRESETS and preset != CUSTOM:
         preset = DEFAULT_PRESET
     values = _preset_values(preset if preset in PRESETS else DEFAULT_PRESET)
-    values.update(preset=preset, text=example_text(preset if preset in PRESETS else DEFAULT_PRESET), seed=0)
+    values.update(preset=preset, text=DEFAULT_TEXT, seed=0, task=DEFAULT_TASK)
     for key, parse in {**_AXES, **_OTHER}.items():
         if key in params:
             try:
@@ -89,22 +90,45 @@ def _init_from_url() -> None:
     st.session_state["_state_ready"] = True
 
 
-def example_text(preset: str) -> str:
-    """The input that shows what the preset's trained checkpoint learned (or a plain sentence)."""
-    trained = trained_config(PRESETS[preset])
-    if trained is None:
-        return UNTRAINED_TEXT
-    return get_task(weights_info(config_key(trained)).task).example_text
+def text_for(new_task: str | None, old_task: str | None, text: str) -> str:
+    """The input after the weights change: typed English stays while both models read any text (so
+    families compare on one sentence); a synthetic task brings its own example."""
+    if new_task in (None, DEFAULT_TASK):
+        return text if old_task in (None, DEFAULT_TASK) else DEFAULT_TEXT
+    return get_task(new_task).example_text
+
+
+def current_task() -> str | None:
+    """The task of the weights the sidebar's state shows now (None: random or Hugging Face weights)."""
+    s = st.session_state
+    if s.get(WEIGHTS_KEY):
+        return weights_info("", s[WEIGHTS_KEY]).task
+    try:
+        cfg = config_from_values(_current_values(), s["preset"], s["task"])
+    except ValueError:
+        return None
+    return weights_info(config_key(cfg)).task
 
 
 def apply_preset(name: str | None = None) -> None:
     """Fill the axes with a preset's values (a widget callback: runs before the page draws)."""
     name = name or st.session_state["preset"]
+    old_task = current_task()
     st.session_state["preset"] = name
     if name in PRESETS:
-        _store(**_preset_values(name), text=example_text(name))
+        trained = trained_config(PRESETS[name])
+        new_task = weights_info(config_key(trained)).task if trained else None
+        _store(**_preset_values(name), task=new_task or DEFAULT_TASK,
+               text=text_for(new_task, old_task, st.session_state[STORE]["text"]))
     _store(preset=name)
     close_weights()
+
+
+def choose_task() -> None:
+    """A widget callback: show the checkpoint of these axes trained on another task."""
+    s = st.session_state
+    old_task = weights_info(config_key(config_from_values(_current_values(), s["preset"], s[STORE]["task"]))).task
+    _store(task=s["task"], text=text_for(s["task"], old_task, s[STORE]["text"]))
 
 
 def _store(**values) -> None:
@@ -122,10 +146,9 @@ def _changed(key: str) -> None:
 
 def use_weights(weights: str) -> None:
     """Show these weights ("hf:<path>" or "ckpt:<path>") on every page, with their task's example input."""
+    old_task = current_task()
     st.session_state[WEIGHTS_KEY] = weights
-    task = weights_info("", weights).task
-    if task:
-        _store(text=get_task(task).example_text)
+    _store(text=text_for(weights_info("", weights).task, old_task, st.session_state[STORE]["text"]))
 
 
 def close_weights() -> None:
@@ -142,7 +165,7 @@ def _current_values() -> dict:
     return {k: st.session_state[k] for k in _AXES}
 
 
-def config_from_values(values: dict, preset: str) -> TransformerConfig:
+def config_from_values(values: dict, preset: str, task: str | None = None) -> TransformerConfig:
     """The widgets' values on top of the preset's remaining fields (bias, eps, ...)."""
     base = PRESETS.get(preset, PRESETS[DEFAULT_PRESET])
     fields = dict(values)
@@ -150,7 +173,7 @@ def config_from_values(values: dict, preset: str) -> TransformerConfig:
     if preset == CUSTOM:  # family-specific details only make sense inside their family
         base = TransformerConfig()
     config = dataclasses.replace(base, **fields)
-    return trained_config(config) or config  # a trained checkpoint brings its task's vocabulary
+    return trained_config(config, task) or config  # a trained checkpoint brings its task's vocabulary
 
 
 def sidebar() -> AppState:
@@ -168,7 +191,9 @@ def sidebar() -> AppState:
         else:
             st.caption("custom: an axis was changed away from the preset")
         st.text_area("Input text", key="text", on_change=_changed, args=("text",), height=80,
-                     help="One token per character (a trained checkpoint lists the symbols its task knows).")
+                     help="One token per character. The language models read any text (characters outside "
+                          "their table become one token per UTF-8 byte); a synthetic task lists its symbols.")
+        _task_choice()
 
         st.markdown("**The five axes**")
         st.selectbox("Architecture", choices("arch"), key="arch", on_change=_changed, args=("arch",))
@@ -208,10 +233,28 @@ def sidebar() -> AppState:
         if weights:
             config = chosen_config(weights)
         else:
-            config = config_from_values(_current_values(), s["preset"])
+            config = config_from_values(_current_values(), s["preset"], s["task"])
     except (ValueError, OSError, ImportError) as exc:
         error = str(exc)
     return AppState(s["preset"], config, error, s["text"], int(s["seed"]), weights)
+
+
+def _task_choice() -> None:
+    """When several shipped checkpoints have the sidebar's axes, pick which one every page shows."""
+    s = st.session_state
+    if s.get(WEIGHTS_KEY):
+        return
+    try:
+        tasks = trained_tasks(config_from_values(_current_values(), s["preset"]))
+    except ValueError:
+        return  # an impossible config: the page says why
+    if len(tasks) > 1:
+        if s["task"] not in tasks:
+            _store(task=tasks[0])
+        st.selectbox("Trained on", tasks, key="task", on_change=choose_task,
+                     format_func=lambda t: f"{t}: {get_task(t).description}",
+                     help="Every preset ships a language model (any text); some also a small synthetic task "
+                          "whose solution has a known attention pattern.")
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
