@@ -1,0 +1,524 @@
+"""The class poll's store (ui/poll_store.py): one suite, run against SQLite and a real PostgreSQL server.
+
+The PostgreSQL server is Debian's (`apt-get install postgresql`), started by the `postgres_server`
+fixture in a temporary directory (unix socket there, a free port, trust authentication, fsync
+off) and stopped at the end of the session; each test gets a database of its own. Without the
+server programs the PostgreSQL tests fail, they do not skip: the store's PostgreSQL path must
+be tested wherever the suite runs.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import math
+import multiprocessing
+import os
+import pwd
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from ui import poll_store
+from ui.poll_store import ALPHABET, CODE_LENGTH, PollError, open_store
+
+CODE = re.compile(f"^[{ALPHABET}]{{{CODE_LENGTH}}}$")
+HOUR = 3600.0
+
+
+# --- a real PostgreSQL server -------------------------------------------------------------------
+
+def _server_programs() -> Path:
+    """The folder holding Debian's initdb and pg_ctl (the newest version), else one on PATH."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"),
+                   key=lambda p: [int(n) for n in re.findall(r"\d+", p)])
+    if found:
+        return Path(found[-1]).parent
+    on_path = shutil.which("pg_ctl")
+    if on_path and shutil.which("initdb"):
+        return Path(on_path).resolve().parent
+    pytest.fail("PostgreSQL's server programs (initdb, pg_ctl) were not found under /usr/lib/postgresql/<version>/bin "
+                "or on PATH: install Debian's server with `apt-get install -y postgresql` (.ci/run does). "
+                "The poll store's PostgreSQL tests need a real server.", pytrace=False)
+
+
+class PostgresServer:
+    """A throwaway PostgreSQL cluster: initdb in a temporary directory, pg_ctl start / restart / stop."""
+
+    def __init__(self):
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            pytest.fail("psycopg is not installed: pip install -r requirements.txt", pytrace=False)
+        self.bin = _server_programs()
+        self.as_user: list[str] = []
+        owner = None
+        if os.geteuid() == 0:  # initdb refuses to run as root
+            try:
+                owner = pwd.getpwnam("postgres")
+            except KeyError:
+                pytest.fail("running as root and there is no `postgres` user to run the PostgreSQL server as: "
+                            "Debian's postgresql package creates it", pytrace=False)
+            self.as_user = ["runuser", "-u", "postgres", "--"]
+        # /tmp itself, not pytest's 0700 folder, which the postgres user could not enter; a short socket path
+        self.dir = Path(tempfile.mkdtemp(prefix="attention-lab-pg-", dir="/tmp" if os.path.isdir("/tmp") else None))
+        if owner:
+            os.chown(self.dir, owner.pw_uid, owner.pw_gid)
+        self.data = self.dir / "data"
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self._databases = 0
+        self._pg("initdb", "-D", str(self.data), "-U", "lab", "-A", "trust", "-E", "UTF8", "--no-sync")
+        self._pg("pg_ctl", "-D", str(self.data), "-l", str(self.dir / "server.log"), "-w", "-t", "60", "-o",
+                 f"-k {self.dir} -p {self.port} -c listen_addresses=127.0.0.1 -c fsync=off "
+                 "-c max_connections=200", "start")
+
+    def _pg(self, program: str, *args: str) -> None:
+        done = subprocess.run([*self.as_user, str(self.bin / program), *args], capture_output=True, text=True,
+                              timeout=120)
+        if done.returncode != 0:
+            log = self.dir / "server.log"
+            pytest.fail(f"{program} {' '.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}\n"
+                        + (log.read_text() if log.exists() else ""), pytrace=False)
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://lab@/{database}?host={self.dir}&port={self.port}"
+
+    def new_database(self) -> str:
+        import psycopg
+
+        self._databases += 1
+        name = f"poll_test_{self._databases}"
+        with psycopg.connect(self.url(), autocommit=True) as admin:
+            admin.execute(f"CREATE DATABASE {name}")
+        return self.url(name)
+
+    def restart(self) -> None:
+        self._pg("pg_ctl", "-D", str(self.data), "-l", str(self.dir / "server.log"), "-m", "fast", "-w", "-t", "60",
+                 "restart")
+
+    def stop(self) -> None:
+        try:
+            self._pg("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def test_without_postgresql_the_suite_fails_and_says_what_to_install(monkeypatch):
+    monkeypatch.setattr(glob, "glob", lambda pattern: [])
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(pytest.fail.Exception, match=r"apt-get install -y postgresql"):
+        _server_programs()
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    server = PostgresServer()
+    yield server
+    server.stop()
+
+
+# --- the same suite on both databases --------------------------------------------------------------
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request, tmp_path) -> str:
+    """Where a test's stores keep their data: a SQLite file, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "data" / "poll.sqlite3")
+    return request.getfixturevalue("postgres_server").new_database()
+
+
+@pytest.fixture
+def open_db(db_url):
+    """open_db(**open_store_kwargs) -> a store on this test's database, closed after the test."""
+    stores = []
+
+    def make(**kwargs):
+        store = open_store(db_url, **kwargs)
+        stores.append(store)
+        return store
+
+    yield make
+    for store in stores:
+        store.close()
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, t: float = 1_800_000_000.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def other_code(code: str) -> str:
+    """A valid-looking code that is not `code`."""
+    return "ABCDE" if code != "ABCDE" else "ABCDF"
+
+
+def test_a_class_creates_joins_answers_counts_and_reveals(open_db):
+    store = open_db()
+    code = store.create_session()
+    assert CODE.match(code), code
+    info = store.session_info(code)
+    assert (info.code, info.step, info.students, info.answered, info.revealed) == (code, 0, 0, 0, False)
+    assert math.isclose(info.expires_at - info.created_at, 3 * HOUR)
+
+    store.set_step(code, 1)
+    students = [store.join(code) for _ in range(3)]
+    assert len(set(students)) == 3 and all(re.fullmatch(r"[0-9a-f]{16}", s) for s in students)
+    assert store.counts(code, 1) == {}
+    assert [store.answer(code, s, 1, a) for s, a in zip(students, "ABA")] == [True, True, True]
+    assert store.counts(code, 1) == {"A": 2, "B": 1}
+    info = store.session_info(code)
+    assert (info.step, info.students, info.answered, info.revealed) == (1, 3, 3, False)
+
+    assert not store.is_revealed(code, 1)
+    store.reveal(code, 1)
+    store.reveal(code, 1)  # twice is harmless
+    assert store.is_revealed(code, 1) and store.session_info(code).revealed
+    assert not store.is_revealed(code, 2)
+    with pytest.raises(PollError, match="revealed: it takes no more answers"):
+        store.answer(code, students[1], 1, "A")
+    assert store.counts(code, 1) == {"A": 2, "B": 1}
+
+    store.set_step(code, 2)  # the next question: nothing revealed, nothing answered yet
+    info = store.session_info(code)
+    assert (info.step, info.answered, info.revealed) == (2, 0, False)
+    assert store.answer(code, students[1], 2, "C") and store.counts(code, 2) == {"C": 1}
+    assert store.counts(code, 1) == {"A": 2, "B": 1}
+
+
+def test_a_typed_code_is_forgiven_case_spaces_and_dashes(open_db):
+    store = open_db()
+    code = store.create_session()
+    typed = f" {code[:2].lower()}-{code[2:]} "
+    student = store.join(typed)
+    store.answer(typed, student, 0, "yes")
+    assert store.counts(code, 0) == {"yes": 1} and store.session_info(typed).code == code
+
+
+def test_a_wrong_code_says_so_in_words_a_student_can_read(open_db):
+    store = open_db()
+    code = store.create_session()
+    student = store.join(code)
+    wrong = other_code(code)
+    message = f"No class with code {wrong} — check the code on the teacher's screen."
+    for call in (lambda: store.join(wrong), lambda: store.answer(wrong, student, 0, "A"),
+                 lambda: store.counts(wrong, 0), lambda: store.set_step(wrong, 1), lambda: store.reveal(wrong, 0),
+                 lambda: store.is_revealed(wrong, 0), lambda: store.session_info(wrong)):
+        with pytest.raises(PollError) as caught:
+            call()
+        assert str(caught.value) == message
+        assert isinstance(caught.value, ValueError)
+    for empty in ("", "  ", None):
+        with pytest.raises(PollError, match="Type the class code shown on the teacher's screen"):
+            store.join(empty)
+    with pytest.raises(PollError, match=r"No class with code HELLOHELLO… —"):
+        store.join("hello hello hello")  # a long entry is cut short in the message
+
+
+def test_an_expired_code_is_refused_and_its_rows_go_a_day_later(open_db):
+    clock = Clock()
+    store = open_db(clock=clock)
+    old = store.create_session(now=clock.t - 3 * HOUR - 1)  # created more than three hours ago
+    with pytest.raises(PollError, match=rf"^Class {old} has ended \(a class code lasts 3 hours\) — ask the teacher"):
+        store.join(old)
+
+    code = store.create_session()
+    student = store.join(code)
+    store.answer(code, student, 0, "A")
+    clock.t += 3 * HOUR - 1
+    assert store.counts(code, 0) == {"A": 1}  # still on, a second before the end
+    clock.t += 1
+    for call in (lambda: store.join(code), lambda: store.answer(code, student, 0, "B"),
+                 lambda: store.counts(code, 0), lambda: store.set_step(code, 1), lambda: store.session_info(code)):
+        with pytest.raises(PollError, match="has ended"):
+            call()
+
+    clock.t += 24 * HOUR + 1  # a day after the end, the next new session clears the old rows away
+    store.create_session()
+    with pytest.raises(PollError, match=f"No class with code {code}"):
+        store.session_info(code)
+
+
+def test_how_long_a_code_lasts_is_configurable(open_db, monkeypatch):
+    clock = Clock()
+    code = open_db(clock=clock, ttl_hours=0.5).create_session()
+    clock.t += 0.5 * HOUR
+    with pytest.raises(PollError, match=r"has ended \(a class code lasts 0.5 hours\)"):
+        open_db(clock=clock).join(code)  # the session keeps the lifetime it was created with
+    monkeypatch.setenv(poll_store.TTL_ENV, "1")
+    assert open_db().ttl_s == HOUR
+    monkeypatch.setenv(poll_store.TTL_ENV, "soon")
+    with pytest.raises(ValueError, match="ATTENTION_LAB_POLL_HOURS='soon': expected a number of hours"):
+        open_db()
+    with pytest.raises(ValueError, match="positive number of hours"):
+        open_db(ttl_hours=0)
+
+
+def test_a_second_answer_replaces_the_first_and_never_counts_twice(open_db):
+    store = open_db()
+    code = store.create_session()
+    me, other = store.join(code), store.join(code)
+    assert store.answer(code, me, 0, "A") is True
+    assert store.answer(code, other, 0, "A") is True
+    assert store.answer(code, me, 0, "B") is False  # changed my mind
+    assert store.answer(code, me, 0, "B") is False
+    assert store.counts(code, 0) == {"A": 1, "B": 1}
+    assert store.session_info(code).answered == 2
+
+
+def test_a_late_joiner_answers_the_current_step_and_only_that(open_db):
+    store = open_db()
+    code = store.create_session()
+    early = store.join(code)
+    store.set_step(code, 1)
+    store.answer(code, early, 1, "A")
+    store.reveal(code, 1)
+    store.set_step(code, 2)
+
+    late = store.join(code)
+    assert store.answer(code, late, 2, "B") is True
+    assert store.counts(code, 2) == {"B": 1} and store.session_info(code).students == 2
+    with pytest.raises(PollError, match=rf"^Class {code} is on step 2, not step 1 — reload the page"):
+        store.answer(code, late, 1, "A")
+    with pytest.raises(PollError, match="is on step 2, not step 3"):
+        store.answer(code, late, 3, "A")
+    store.set_step(code, 1)  # back to a revealed step: still closed
+    with pytest.raises(PollError, match="revealed"):
+        store.answer(code, late, 1, "A")
+
+
+def test_only_a_student_who_joined_this_class_can_answer(open_db):
+    store = open_db()
+    code, elsewhere = store.create_session(), store.create_session()
+    stranger = store.join(elsewhere)
+    for student in ("0123456789abcdef", stranger, None):
+        with pytest.raises(PollError, match=r"not joined class|Join the class"):
+            store.answer(code, student, 0, "A")
+    assert store.counts(code, 0) == {}
+
+
+@pytest.mark.parametrize("step,answer,message", [
+    (-1, "A", "A step is a whole number, 0 or more, not -1"),
+    (True, "A", "not True"),
+    ("1", "A", "not '1'"),
+    (0, "", "An answer is some text"),
+    (0, "   ", "An answer is some text"),
+    (0, "x" * (poll_store.MAX_ANSWER_CHARS + 1), "at most 200 characters"),
+    (0, 3, "An answer is some text"),
+])
+def test_a_bad_step_or_answer_is_refused(open_db, step, answer, message):
+    store = open_db()
+    code = store.create_session()
+    student = store.join(code)
+    with pytest.raises(PollError, match=re.escape(message)):
+        store.answer(code, student, step, answer)
+    assert store.session_info(code).answered == 0
+
+
+def test_answers_survive_reopening_the_store(open_db):
+    first = open_db()
+    code = first.create_session()
+    first.set_step(code, 4)
+    student = first.join(code)
+    first.answer(code, student, 4, "RoPE")
+    first.reveal(code, 4)
+    first.close()
+    with pytest.raises(RuntimeError, match="is closed"):
+        first.counts(code, 4)
+
+    again = open_db()  # a restarted server: a new store, new connections, the same file or database
+    info = again.session_info(code)
+    assert (info.step, info.students, info.answered, info.revealed) == (4, 1, 1, True)
+    assert again.counts(code, 4) == {"RoPE": 1}
+    again.set_step(code, 5)
+    assert again.answer(code, student, 5, "ALiBi") is True  # the student's id still works
+
+
+def test_forty_students_answering_at_once_lose_no_answer(open_db):
+    store = open_db()
+    code = store.create_session()
+    store.set_step(code, 3)
+    students = [store.join(code) for _ in range(40)]
+    choices = [ALPHABET[i % 4] for i in range(40)]
+    start, errors = threading.Barrier(40), []
+
+    def student(i: int) -> None:
+        try:
+            start.wait()
+            assert store.answer(code, students[i], 3, choices[i]) is True
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=student, args=(i,)) for i in range(40)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    counts = store.counts(code, 3)
+    assert sum(counts.values()) == 40 and counts == dict(sorted(Counter(choices).items()))
+    assert store.session_info(code).answered == 40
+
+
+def _students_in_a_process(url: str, code: str, first: int, n: int, start, results) -> None:
+    """One app server: n students join and, once every process is ready, answer at the same moment."""
+    store = open_store(url)
+    ids = [store.join(code) for _ in range(n)]
+    errors = []
+
+    def answer(k: int) -> None:
+        try:
+            start.wait(60)
+            store.answer(code, ids[k], 1, ALPHABET[(first + k) % 3])
+        except BaseException as e:  # noqa: BLE001 - sent to the test
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=answer, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    store.close()
+    results.put(errors)
+
+
+def test_forty_students_on_four_servers_answering_at_once_lose_no_answer(open_db, db_url):
+    store = open_db()
+    code = store.create_session()
+    store.set_step(code, 1)
+    ctx = multiprocessing.get_context("spawn")  # a fresh interpreter each, as a separate server would be
+    start, results = ctx.Barrier(40), ctx.Queue()
+    processes = [ctx.Process(target=_students_in_a_process, args=(db_url, code, 10 * p, 10, start, results))
+                 for p in range(4)]
+    for p in processes:
+        p.start()
+    errors = [results.get(timeout=120) for _ in processes]
+    for p in processes:
+        p.join(30)
+    assert errors == [[]] * 4 and [p.exitcode for p in processes] == [0] * 4
+    counts = store.counts(code, 1)
+    assert sum(counts.values()) == 40 and counts == dict(sorted(Counter(ALPHABET[i % 3] for i in range(40)).items()))
+    assert store.session_info(code).students == 40
+
+
+def test_codes_are_unique_and_a_taken_code_is_drawn_again(open_db, monkeypatch):
+    store = open_db()
+    codes = [store.create_session() for _ in range(300)]
+    assert len(set(codes)) == 300 and all(CODE.match(c) for c in codes)
+    assert not set("0O1I") & set(ALPHABET)
+
+    drawn = iter(["AAAAA", "AAAAA", "AAAAA", "BBBBB"])
+    monkeypatch.setattr(poll_store, "new_code", lambda: next(drawn))
+    assert store.create_session() == "AAAAA"
+    assert store.create_session() == "BBBBB"  # AAAAA was taken twice, then a free one
+
+
+def test_the_pool_keeps_what_a_burst_opened_and_closes_what_goes_unused(tmp_path, monkeypatch):
+    with open_store(str(tmp_path / "poll.sqlite3")) as store:
+        held = [store._acquire()[0] for _ in range(3)]  # three calls at once
+        for conn in held:
+            store._release(conn)
+        assert len(store._idle) == 3
+        store.create_session()
+        assert len(store._idle) == 3  # reused, not a fourth
+        monkeypatch.setattr(poll_store, "IDLE_TIMEOUT_S", 0.0)
+        store.create_session()
+        assert len(store._idle) == 1  # the three unused ones were closed
+
+
+# --- where the answers live -----------------------------------------------------------------------
+
+def test_open_store_reads_the_url_then_the_environment_then_the_default(tmp_path, monkeypatch):
+    monkeypatch.delenv(poll_store.URL_ENV, raising=False)
+    monkeypatch.setattr(poll_store, "DEFAULT_PATH", tmp_path / "data" / "attention_lab.sqlite3")
+    with open_store() as store:
+        assert store.kind == "sqlite" and store.location == str(tmp_path / "data" / "attention_lab.sqlite3")
+        assert Path(store.location).exists()
+    monkeypatch.setenv(poll_store.URL_ENV, str(tmp_path / "from-env.sqlite3"))
+    with open_store() as store:
+        assert store.location == str(tmp_path / "from-env.sqlite3")
+    with open_store(f"sqlite:///{tmp_path}/absolute.sqlite3") as store:  # sqlite:////abs: the 4th slash is the path's
+        assert store.location == str(tmp_path / "absolute.sqlite3")
+    monkeypatch.chdir(tmp_path)
+    with open_store("sqlite:///relative/poll.sqlite3") as store:
+        assert store.location == str(tmp_path / "relative" / "poll.sqlite3")
+    for bad in ("mysql://lab@host/db", ":memory:", "sqlite://poll.db", "sqlite:///"):
+        with pytest.raises(ValueError, match="sqlite:///") as caught:
+            open_store(bad)
+        assert not isinstance(caught.value, PollError)
+
+
+def test_sqlite_uses_wal_in_one_file(tmp_path):
+    path = tmp_path / "poll.sqlite3"
+    with open_store(str(path)) as store:
+        store.create_session()
+    import sqlite3
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert tables == {"poll_sessions", "poll_students", "poll_answers", "poll_reveals"}
+
+
+def test_postgresql_without_its_driver_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg now fails
+    needs = r'points at PostgreSQL, which needs the psycopg driver: pip install "psycopg\[binary\]"'
+    with pytest.raises(ImportError, match=needs):
+        open_store("postgresql://lab@localhost/attention_lab")
+
+
+def test_postgresql_from_the_environment_and_its_password_kept_out_of_messages(postgres_server, monkeypatch):
+    url = postgres_server.new_database()
+    monkeypatch.setenv(poll_store.URL_ENV, url)
+    with open_store() as store:
+        assert store.kind == "postgresql" and store.location == url
+        code = store.create_session()
+    with_password = url.replace("postgresql://lab@", "postgresql://lab:secret@")  # trust: the password is ignored
+    with open_store(with_password) as store:
+        assert store.session_info(code).code == code
+        assert "secret" not in repr(store) and "postgresql://lab:***@/" in repr(store)
+
+
+def test_postgresql_store_survives_a_server_restart(postgres_server):
+    with open_store(postgres_server.new_database()) as store:
+        code = store.create_session()
+        students = [store.join(code) for _ in range(3)]
+        store.answer(code, students[0], 0, "A")
+        assert len(store._idle) >= 1  # a pooled connection the restart will break
+        postgres_server.restart()
+        assert store.counts(code, 0) == {"A": 1}  # the dead connection is replaced, the call retried
+        assert store.answer(code, students[1], 0, "B") is True
+        assert store.counts(code, 0) == {"A": 1, "B": 1}
+
+
+# --- the benchmark's smoke mode ---------------------------------------------------------------------
+
+def test_poll_benchmark_smoke_measures_sqlite_and_postgresql(postgres_server, tmp_path, capsys):
+    from benchmarks import poll
+
+    out = tmp_path / "poll.json"
+    rows = poll.main(["--smoke", "--postgres", postgres_server.new_database(), "--out", str(out)])
+    assert {(r["backend"], r["writers"]) for r in rows} == {
+        (backend, writers) for backend in ("sqlite", "postgresql") for writers in ("threads", "processes")}
+    for r in rows:
+        assert r["lost_answers"] == 0, r
+        for key in ("answers_per_s", "burst_p50_ms", "answer_p50_ms", "answer_p95_ms",
+                    "visible_p50_ms", "visible_p95_ms", "counts_p50_ms"):
+            assert math.isfinite(r[key]) and r[key] > 0, (key, r)
+        assert isinstance(r["met"], bool)
+    table = capsys.readouterr().out
+    assert "| sqlite | threads |" in table and "| postgresql | processes |" in table
+    saved = json.loads(out.read_text())
+    assert saved["mode"] == "smoke" and len(saved["rows"]) == 4
