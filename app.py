@@ -12,7 +12,8 @@ st.set_page_config(page_title="Attention Lab", page_icon="🔍", layout="wide")
 HERE = Path(__file__).parent
 # section -> (script, title, icon)
 PAGES = {
-    "Start": [("pages/home.py", "Home", "🏠")],
+    "Start": [("pages/home.py", "Home", "🏠"),
+              ("pages/lessons.py", "Lessons", "🧑‍🏫")],
     "Explore": [("pages/playground.py", "Attention playground", "🎛️"),
                 ("pages/stepper.py", "Forward-pass stepper", "👣"),
                 ("pages/compare.py", "Compare", "⚖️")],
