@@ -6,7 +6,7 @@ import streamlit as st
 from transformer import analysis
 from transformer.positions import rope_inv_freq
 from ui import axes_figures as figs
-from ui.measure import (alibi, beyond_trained_length, cosine_similarity, learned_checkpoint, learned_table,
+from ui.measure import (alibi, beyond_trained_length, cosine_similarity, learned_checkpoint, learned_table, length_extrapolation,
                         rope_geometry, sinusoidal, to_json)
 from ui.page import load_page
 from ui.page_controls import KEEP, init_from_url, keep_valid, write_url
@@ -136,3 +136,20 @@ with alibi_tab:
     st.plotly_chart(figs.grid_heatmap(weights[0], list(range(run)), list(range(run)),
                                       f"ALiBi, head 0 of the last layer, {run} tokens (trained length {trained})",
                                       "key position", "query position", zmin=0), key="alibi_long")
+
+# --- trained models read text longer than any they saw ---------------------------------------------------
+st.subheader("Trained on 256 characters, reading 512 and 1,024")
+st.markdown("The shipped language models saw crops of 256 characters. Held-out text cut into windows twice and four "
+            "times as long shows which position schemes carry over: a learned table has untrained rows past 256; "
+            "sinusoidal vectors exist for every position but the model never met them; RoPE's angles and ALiBi's "
+            "penalties are computed from the distance itself, so the model meets distances it knows.")
+rows = length_extrapolation()
+if rows:
+    st.plotly_chart(figs.length_extrapolation(rows), key="length_extrapolation")
+    table = pd.DataFrame([{"position": r["position"], "model": r["model"], **r["lengths"]} for r in rows])
+    st.dataframe(table, hide_index=True)
+    st.download_button("Download the table (CSV)", data=lambda: table.to_csv(index=False), file_name="length_extrapolation.csv",
+                       mime="text/csv", on_click="ignore", key="download_extrapolation")
+else:
+    st.info("No shipped language checkpoint recorded its length extrapolation; "
+            "`python scripts/train_checkpoints.py` measures it.")

@@ -34,13 +34,24 @@ class Recipe:
     seed: int = 0
     aux_loss_weight: float = 0.01  # MoE load balancing
     changes: dict = field(default_factory=dict)  # config fields sized for the task (n_layers, max_len)
+    variant: str = ""  # a preset with one axis changed, for comparisons: not listed as the preset's checkpoint
 
     @property
     def name(self) -> str:
-        return f"{self.preset}-{self.task}"
+        return "-".join(filter(None, (self.preset, self.variant, self.task)))
 
 
 RECIPES = [
+    # every family on English text first: the index's first match for a preset is what the app opens
+    Recipe("llama2", "language", steps=1500, batch_size=16),
+    Recipe("mistral", "language", steps=1500, batch_size=16),
+    Recipe("falcon", "language", steps=1500, batch_size=16),
+    Recipe("palm", "language", steps=1500, batch_size=16),
+    Recipe("bloom", "language", steps=1500, batch_size=16),
+    Recipe("mixtral", "language", steps=1500, batch_size=16),
+    Recipe("gpt2", "language", steps=2500, batch_size=16),  # learned positions need more steps than RoPE
+    Recipe("bert", "language", steps=1500, batch_size=16),
+    Recipe("gpt2", "language", steps=2500, batch_size=16, changes={"position": "sinusoidal"}, variant="sinusoidal"),
     Recipe("llama2", "induction", steps=1000),
     Recipe("mistral", "induction", steps=1000),
     Recipe("falcon", "induction", steps=1000),
@@ -61,7 +72,7 @@ def file_bytes(path: Path) -> int:
     return weights.stat().st_size + meta.stat().st_size
 
 
-def train_recipe(recipe: Recipe, directory: Path) -> dict:
+def train_recipe(recipe: Recipe, directory: Path) -> None:
     cfg = config_for(recipe.preset, recipe.task, **recipe.changes)
     model, history = train(cfg, recipe.task, recipe.steps, lr=recipe.lr, batch_size=recipe.batch_size,
                            seed=recipe.seed, aux_loss_weight=recipe.aux_loss_weight, device="cpu")
@@ -74,8 +85,6 @@ def train_recipe(recipe: Recipe, directory: Path) -> dict:
     seconds = meta["training"]["seconds"]
     print(f"{recipe.name:22s} accuracy {meta['accuracy']:.3f}  {seconds:5.1f} s  {file_bytes(path) / 1024:6.0f} KiB "
           f"{json.dumps(meta.get('figures', {}))}", flush=True)
-    return {"name": recipe.name, "preset": recipe.preset, "task": recipe.task, "accuracy": meta["accuracy"],
-            "train_seconds": seconds, "bytes": file_bytes(path)}
 
 
 def main() -> None:
@@ -90,14 +99,27 @@ def main() -> None:
         parser.error(f"unknown recipes {sorted(unknown)}; choose from {', '.join(known)}")
     torch.set_num_threads(args.threads)  # this script's own process, not the library's business
 
-    index_path = args.out / "index.json"
-    previous = {e["name"]: e for e in json.loads(index_path.read_text())["checkpoints"]} if index_path.exists() else {}
     for recipe in RECIPES:
         if not args.only or recipe.name in args.only:
-            previous[recipe.name] = train_recipe(recipe, args.out)
-    entries = [previous[r.name] for r in RECIPES if r.name in previous]  # recipe order
-    index_path.write_text(json.dumps({"format_version": 1, "checkpoints": entries}, indent=2) + "\n")
-    print(f"{len(entries)} checkpoints, {sum(e['bytes'] for e in entries) / 2**20:.2f} MiB in all; wrote {index_path}")
+            train_recipe(recipe, args.out)
+    write_index(args.out)
+
+
+def write_index(directory: Path) -> None:
+    """index.json from the checkpoints present, in recipe order (several runs may train side by side)."""
+    entries = {"checkpoints": [], "variants": []}
+    for recipe in RECIPES:
+        _, meta_path = checkpoint.checkpoint_paths(directory / recipe.name)
+        if meta_path.exists():
+            meta = json.loads(meta_path.read_text())
+            entries["variants" if recipe.variant else "checkpoints"].append({
+                "name": recipe.name, "preset": recipe.preset, "task": recipe.task, "accuracy": meta["accuracy"],
+                "train_seconds": meta["training"]["seconds"], "bytes": file_bytes(directory / recipe.name)})
+    index_path = directory / "index.json"
+    index_path.write_text(json.dumps({"format_version": 1, **entries}, indent=2) + "\n")
+    total = sum(e["bytes"] for group in entries.values() for e in group)
+    print(f"{len(entries['checkpoints'])} checkpoints and {len(entries['variants'])} variants, "
+          f"{total / 2**20:.2f} MiB in all; wrote {index_path}")
 
 
 if __name__ == "__main__":

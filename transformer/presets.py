@@ -54,7 +54,7 @@ _CARDS = [
            "70B": dict(vocab_size=32000, d_model=8192, n_heads=64, n_kv_heads=8, n_layers=80, d_ff=28672, max_len=4096)},
           {"7B": 6.74e9, "70B": 68.98e9}),
     _card("mistral", "Mistral", 2023, "decoder · GQA · RoPE · sliding window · pre-RMSNorm · SwiGLU",
-          {**_LLAMA, "n_kv_heads": 2, "sliding_window": 8},
+          {**_LLAMA, "n_kv_heads": 2, "sliding_window": 32},
           {"7B": dict(vocab_size=32000, d_model=4096, n_heads=32, n_kv_heads=8, n_layers=32, d_ff=14336, max_len=32768,
                       sliding_window=4096)},
           {"7B": 7.24e9}),

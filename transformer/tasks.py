@@ -170,8 +170,8 @@ class Induction(Task):
     predict the letter that followed it. That takes two heads in two layers: a
     previous-token head writes "the letter before me" into every position, and an
     induction head in the next layer matches the current letter against it. The
-    distance stays within 8 so that Mistral's sliding window of 8 reaches back to
-    the first copy. Letters of the segment appear nowhere else, so the previous
+    distance stays within 8, well inside a sliding window (Mistral's classroom
+    window is 32). Letters of the segment appear nowhere else, so the previous
     occurrence is unique.
     """
 
@@ -417,7 +417,7 @@ class Language(Task):
     """English text from the Python documentation, one token per character, any text encodable.
 
     A decoder learns the next character of random crops of the training topics; an
-    encoder (BERT) learns masked characters, 15% of each crop. Half of the decoder's
+    encoder (BERT) learns masked characters, 15% of each crop. A quarter of the decoder's
     rows are one span of 20 to 200 characters written again and again, so that an
     induction head pays off early in training (real text repeats names and phrases,
     but rarely within one short crop).
@@ -430,7 +430,9 @@ class Language(Task):
     context = 256  # training crop length in characters
     max_tokens = 1 + context
     max_len = 4 * context  # room to measure text 2x and 4x longer than any seen in training
-    repeat_rate, repeat_lengths = 0.5, (20, 200)  # rows of one span written again and again, copies L apart
+    repeat_rate, repeat_lengths = 0.25, (20, 200)  # rows of one span written again and again, copies L apart
+    random_spans = 0.5  # the share of those spans that are random characters rather than text
+    random_alphabet = string.printable[:95]  # letters, digits, punctuation and the space
     mask_rate = 0.15
 
     def __init__(self, masked: bool = False):
@@ -470,10 +472,14 @@ class Language(Task):
             targets = torch.cat((bos, text), dim=1)  # (B, 1 + T)
             loss_mask = torch.cat((no, masked), dim=1)  # (B, 1 + T)
             return Batch(targets=targets, loss_mask=loss_mask, input_ids=targets.masked_fill(loss_mask, self.token_id("<mask>")))
+        typed = torch.tensor(language.encode_chars(self.random_alphabet))
         for row in range(batch_size):
-            if torch.rand((), generator=generator) < self.repeat_rate:  # the row's first L characters, again and again
+            if torch.rand((), generator=generator) < self.repeat_rate:  # one span, again and again
                 L = _randint(*self.repeat_lengths, generator)
-                crops[row] = crops[row, :L].repeat(-(-(T + 1) // L))[:T + 1]
+                span = crops[row, :L]
+                if torch.rand((), generator=generator) < self.random_spans:  # no n-gram predicts it: only copying helps
+                    span = typed[torch.randint(len(typed), (L,), generator=generator)]
+                crops[row] = span.repeat(-(-(T + 1) // L))[:T + 1]
         ids = torch.cat((bos, crops[:, :T]), dim=1)  # (B, 1 + T)
         return Batch(targets=crops, loss_mask=torch.ones_like(crops, dtype=torch.bool), input_ids=ids)
 

@@ -41,8 +41,8 @@ def config_for(preset: str | TransformerConfig, task: str | Task, **changes) -> 
     if isinstance(preset, str):
         if preset not in PRESETS:
             raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
-        cfg = PRESETS[preset].replace(vocab_size=len(task.vocab), max_len=max(PRESETS[preset].max_len, task.max_len),
-                                      **changes)
+        sized = {"vocab_size": len(task.vocab), "max_len": max(PRESETS[preset].max_len, task.max_len)}
+        cfg = PRESETS[preset].replace(**{**sized, **changes})
     else:
         cfg = preset.replace(**changes) if changes else preset
     task = task.for_arch(cfg.arch)
@@ -177,7 +177,7 @@ def describe(model: Transformer, task: str | Task, history: list[dict], settings
                          "seconds": round(history[-1]["seconds"], 1), "final_loss": round(history[-1]["loss"], 4)}}
     if task.name == "language":
         meta["corpus"] = {**language.corpus_description(), "repeat_rate": task.repeat_rate,
-                          "repeat_lengths": task.repeat_lengths}
+                          "repeat_lengths": task.repeat_lengths, "random_spans": task.random_spans}
         meta["figures"] = language.measure(model)
     return meta
 

@@ -225,3 +225,20 @@ def output_comparison(logits_a: np.ndarray, logits_b: np.ndarray) -> dict[str, n
     if a.shape == b.shape:
         out["kl"] = analysis.kl_divergence(a, b).numpy()
     return out
+
+
+@st.cache_data(show_spinner=False)
+def length_extrapolation() -> list[dict]:
+    """Held-out bits per character at 1x, 2x and 4x the training context, from every shipped language
+    checkpoint that measured it, one row per position scheme (read from the checkpoints' JSON)."""
+    rows = []
+    for path in sorted(CHECKPOINTS.glob("*.json")):
+        try:
+            meta = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # a broken file is the checkpoint loader's to report
+        lengths = meta.get("figures", {}).get("bits_per_char_by_length") if isinstance(meta, dict) else None
+        if meta.get("task") == "language" and lengths:
+            rows.append({"position": meta["config"]["position"], "model": path.stem, "lengths": lengths})
+    order = choices("position")
+    return sorted(rows, key=lambda row: (order.index(row["position"]), row["model"]))

@@ -77,8 +77,8 @@ class WeightsInfo:
 
 
 @functools.lru_cache(maxsize=1)
-def _shipped_configs() -> tuple[tuple[str, str, str, float], ...]:
-    """(config JSON, checkpoint path, task, accuracy) for every shipped checkpoint, read once.
+def _shipped_configs() -> tuple[tuple[str, str, str, str], ...]:
+    """(config JSON, checkpoint path, task, how well it does) for every shipped checkpoint, read once.
 
     A missing or broken index means no trained weights: every page then says its weights are random.
     """
@@ -89,9 +89,20 @@ def _shipped_configs() -> tuple[tuple[str, str, str, float], ...]:
         return ()
     rows = []
     for entry in entries:
-        _, cfg = checkpoint.read_meta(entry.path)
-        rows.append((config_key(cfg), str(entry.path), entry.task, entry.accuracy))
+        meta, cfg = checkpoint.read_meta(entry.path)
+        rows.append((config_key(cfg), str(entry.path), entry.task, score_text(meta)))
     return tuple(rows)
+
+
+def score_text(meta: dict) -> str:
+    """How well a checkpoint does, in its task's own measure: '1.93 bits per character', 'accuracy 0.99'."""
+    figures = meta.get("figures", {})
+    if "bits_per_char" in figures:
+        return f"{figures['bits_per_char']:.2f} bits per character on held-out text"
+    accuracy = meta.get("accuracy")
+    if not isinstance(accuracy, (int, float)):
+        return ""
+    return f"{'masked-character ' if 'masked_accuracy' in figures else ''}accuracy {accuracy:.2f}"
 
 
 def config_key(cfg: TransformerConfig) -> str:
@@ -138,13 +149,13 @@ def weights_info(config_json: str, weights: str = "") -> WeightsInfo:
     if weights.startswith(CKPT_PREFIX):
         path = weights[len(CKPT_PREFIX):]
         meta, _ = checkpoint.read_meta(path)
-        accuracy = meta.get("accuracy")
-        score = f", accuracy {accuracy:.2f}" if isinstance(accuracy, (int, float)) else ""
-        return WeightsInfo("trained", f"your checkpoint {Path(path).name} ({meta.get('task')} task{score})", meta.get("task"))
-    for key, path, task, accuracy in _shipped_configs():
+        score = score_text(meta)
+        return WeightsInfo("trained", f"your checkpoint {Path(path).name} ({meta.get('task')} task{', ' + score if score else ''})",
+                           meta.get("task"))
+    for key, path, task, score in _shipped_configs():
         if key == config_json:
             name = path.rsplit("/", 1)[-1]
-            return WeightsInfo("trained", f"trained checkpoint {name} ({task} task, accuracy {accuracy:.2f})", task)
+            return WeightsInfo("trained", f"trained checkpoint {name} ({task} task, {score})", task)
     return WeightsInfo("random", "untrained (random) weights")
 
 
