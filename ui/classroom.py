@@ -27,6 +27,7 @@ import streamlit.components.v1 as components
 from . import lesson_figures
 from .lessons import STEPS, Live, Step, letter, lesson_model
 from .poll_store import URL_ENV, PollError, normalize_code, open_store
+from .state import sidebar
 
 N_STEPS = len(STEPS)
 POLL_EVERY_S = 2.0  # the teacher's counts and the students' "has the teacher moved on?" refresh this often
@@ -511,6 +512,12 @@ def navigation(index: int) -> None:
 
 def show() -> None:
     """The whole page, after run_inside_app."""
+    note = st.sidebar.container()  # above the shared sidebar
+    sidebar()  # the app's shared state stays in the URL and the sidebar, as on every page
+    with note:
+        st.info("The lessons run on a model of their own — LLaMA 2's recipe at classroom size with its shipped "
+                "weights — so that every laptop in a class sees the same question. The settings below apply to the "
+                "other pages.", icon="🧑‍🏫")
     read_url()
     s = st.session_state
     who = role()
