@@ -71,7 +71,7 @@ def live_inputs():
     col1, col2 = st.columns(2)
     col1.selectbox("Layer", range(cfg.n_layers), key="flash_layer", **KEEP)
     col2.selectbox("Head", range(cfg.n_heads), key="flash_head", **KEEP,
-                   format_func=lambda h: f"{h} (reads kv head {h // (cfg.n_heads // cfg.n_kv_heads)})")
+                   format_func=lambda h: f"{h} (reads kv head {h // cfg.group_size})")
     layer, head = st.session_state["flash_layer"], st.session_state["flash_head"]
     try:
         q, k, v, slope = live_qkv(state.config_json, state.seed, tuple(tokens.ids), tuple(tokens.labels), layer, head,

@@ -112,7 +112,7 @@ columns = st.columns([2, 1, 1, 2] if len(kinds) > 1 else [1, 1, 2])
 if len(kinds) > 1:
     columns[0].selectbox("Attention", kinds, key="attn", **KEEP, format_func=lambda k: attention_view(k).label)
     columns = columns[1:]
-group = cfg.n_heads // cfg.n_kv_heads
+group = cfg.group_size
 columns[0].selectbox("Layer", range(cfg.n_layers), key="layer", **KEEP)
 columns[1].selectbox("Head", range(cfg.n_heads), key="head", **KEEP, format_func=lambda h: f"{h} (kv head {h // group})")
 columns[2].selectbox("Query token", range(len(query_labels)), key="query", **KEEP,

@@ -88,7 +88,7 @@ if live is None:
     st.info("The live model's scores need at least two tokens: type a longer text in the sidebar.")
 else:
     rope_note = " after RoPE's rotation" if cfg.position == "rope" else ""
-    group = cfg.n_heads // cfg.n_kv_heads
+    group = cfg.group_size
     st.markdown(f"Layer {layer}'s q and k on the sidebar's text{rope_note} (`{q_name.rsplit('.', 1)[1]}`, "
                 f"`{k_name.rsplit('.', 1)[1]}`), d_head = {cfg.d_head}, T = {live['n_keys']} tokens. "
                 + (f"With {cfg.n_kv_heads} kv heads for {cfg.n_heads} query heads, each k serves {group} query heads "

@@ -7,10 +7,13 @@ Per checkpoint: accuracy on answer positions; the head that draws the task's pat
 anti-diagonal of the cross-attention; mirror: the masked token's twin; sort: the
 value being written) with its score, and for induction the best previous-token head
 in an earlier layer; for the mixture of experts, where each kind of token is routed.
-Training seconds and file sizes come from the checkpoint files themselves.
+Training seconds and file sizes come from the checkpoint files themselves. The language
+checkpoints' figures were measured on every held-out character when they were trained and
+are read back from their JSON.
 """
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -18,7 +21,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from transformer.checkpoint import checkpoint_paths, load, shipped  # noqa: E402
+from transformer.checkpoint import checkpoint_paths, load, shipped, variants  # noqa: E402
 from transformer.tasks import TASKS, expert_usage, head_scores, specialisation  # noqa: E402
 from transformer.train import evaluate  # noqa: E402
 
@@ -58,9 +61,48 @@ def measure(entry) -> dict:
     return row
 
 
+def language_tables(entries) -> None:
+    """The language checkpoints' held-out figures, recorded in their JSON when they were trained
+    (`transformer.language.measure`: every held-out character, every held-out sentence)."""
+    print("| checkpoint | held-out bits/char | next-char accuracy | previous-token head | induction head | "
+          "steps | train s | size KiB |")
+    print("|---|---|---|---|---|---|---|---|")
+    lengths, experts = [], []
+    for entry in entries:
+        weights, json_file = checkpoint_paths(entry.path)
+        meta = json.loads(json_file.read_text())
+        figures, training = meta["figures"], meta["training"]
+        head = lambda key: (f"L{figures[key]['layer']}H{figures[key]['head']} {figures[key]['score']:.2f}"
+                            if key in figures else "")
+        bpc = f"{figures['bits_per_char']:.2f}" if "bits_per_char" in figures else "(encoder)"
+        kib = (weights.stat().st_size + json_file.stat().st_size) / 1024
+        accuracy = f"{meta['accuracy']:.3f}" + (" (masked)" if "masked_accuracy" in figures else "")
+        print(f"| {entry.name} | {bpc} | {accuracy} | {head('previous_token_head')} | {head('induction_head')} | "
+              f"{training['steps']} | {training['seconds']:.0f} | {kib:.0f} |")
+        if "bits_per_char_by_length" in figures:
+            lengths.append((entry.name, meta["config"]["position"], figures["bits_per_char_by_length"]))
+        if "experts_by_class" in figures:
+            experts.append((entry.name, figures["experts_by_class"], figures["expert_class_separation"]))
+    print("\n| checkpoint | position | " + " | ".join(f"{m} context" for m in lengths[0][2]) + " |")
+    print("|---|---|" + "---|" * len(lengths[0][2]))
+    for name, position, by_length in lengths:
+        print(f"| {name} | {position} | " + " | ".join(f"{v:.2f}" for v in by_length.values()) + " |")
+    for name, usage, separation in experts:
+        print(f"\nExpert routing of {name} on held-out text (share of each class's top-k slots per expert):\n")
+        n_experts = len(next(iter(usage[0].values())))
+        print("| layer | characters | " + " | ".join(f"expert {e}" for e in range(n_experts)) + " | separation |")
+        print("|---|---|" + "---|" * n_experts + "---|")
+        for layer, (by_class, sep) in enumerate(zip(usage, separation)):
+            for kind, share in by_class.items():
+                print(f"| {layer} | {kind} | " + " | ".join(f"{s:.2f}" for s in share) + f" | {sep:.2f} |")
+
+
 def main() -> None:
     torch.set_num_threads(1)
-    rows = [measure(entry) for entry in shipped()]
+    entries = shipped()
+    language_tables([e for e in entries if e.task == "language"] + variants())
+    print()
+    rows = [measure(entry) for entry in entries if entry.task != "language"]
     print("| checkpoint | accuracy | pattern head (score) | previous-token head | steps | train s | size KiB |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:

@@ -92,3 +92,9 @@ def test_ids_outside_the_vocabulary(bad_id, arch, tiny_model):
         with pytest.raises(ValueError) as error:
             model(*args)
         assert "vocab_size=32" in str(error.value) and str(bad_id) in str(error.value)
+
+
+def test_group_size_is_query_heads_per_kv_head():
+    assert TransformerConfig(n_heads=8).group_size == 1  # MHA
+    assert TransformerConfig(n_heads=8, n_kv_heads=2).group_size == 4  # GQA
+    assert TransformerConfig(n_heads=8, n_kv_heads=1).group_size == 8  # MQA

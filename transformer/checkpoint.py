@@ -152,6 +152,16 @@ class ShippedCheckpoint:
 
 def shipped(directory: str | Path = SHIPPED_DIR) -> list[ShippedCheckpoint]:
     """The trained checkpoints listed in directory/index.json, in its order."""
+    return _index_entries(directory, "checkpoints")
+
+
+def variants(directory: str | Path = SHIPPED_DIR) -> list[ShippedCheckpoint]:
+    """Checkpoints of a preset's recipe with one axis changed (index.json's "variants"), shipped for
+    comparisons such as length extrapolation; the presets' own checkpoints are ``shipped()``."""
+    return _index_entries(directory, "variants")
+
+
+def _index_entries(directory: str | Path, group: str) -> list[ShippedCheckpoint]:
     index_path = Path(directory) / "index.json"
     try:
         index = json.loads(index_path.read_text(encoding="utf-8"))
@@ -161,8 +171,8 @@ def shipped(directory: str | Path = SHIPPED_DIR) -> list[ShippedCheckpoint]:
         raise CheckpointError(f"{index_path}: not valid JSON ({error})") from None
     try:
         return [ShippedCheckpoint(e["name"], e["preset"], e["task"], Path(directory) / e["name"], e["accuracy"],
-                                  e["train_seconds"]) for e in index["checkpoints"]]
-    except (KeyError, TypeError) as error:
+                                  e["train_seconds"]) for e in index.get(group, [])]
+    except (KeyError, TypeError, AttributeError) as error:
         raise CheckpointError(f"{index_path}: an entry lacks {error}; each needs name, preset, task, accuracy, "
                               "train_seconds (run scripts/train_checkpoints.py to rewrite it)") from None
 

@@ -134,6 +134,11 @@ class TransformerConfig:
         return self.norm_position == "pre" if self.final_norm is None else self.final_norm
 
     @property
+    def group_size(self) -> int:
+        """How many query heads read each kv head: H / G (1 for MHA, H for MQA)."""
+        return self.n_heads // self.n_kv_heads
+
+    @property
     def attention_kind(self) -> str:
         if self.n_kv_heads == self.n_heads:
             return "MHA"

@@ -22,8 +22,11 @@ class ModelCard:
     published_active: dict[str, float] = field(default_factory=dict)  # MoE: parameters used per token
 
 
+CLASSROOM = dict(vocab_size=128, d_model=64, n_heads=4, n_layers=2, max_len=256)  # sizes a laptop trains in minutes
+
+
 def _card(key, name, year, summary, axes: dict, real: dict[str, dict], published=None, active=None) -> ModelCard:
-    classroom = TransformerConfig(vocab_size=128, d_model=64, n_heads=4, n_layers=2, max_len=256, **axes)
+    classroom = TransformerConfig(**{**CLASSROOM, **axes})
     real_cfgs = {size: TransformerConfig(**{**axes, **dims}) for size, dims in real.items()}
     return ModelCard(key, name, year, summary, classroom, real_cfgs, published or {}, active or {})
 
@@ -72,7 +75,8 @@ _CARDS = [
           {**_FALCON, "n_kv_heads": 1},
           {"7B": dict(vocab_size=65024, d_model=4544, n_heads=71, n_kv_heads=1, n_layers=32, d_ff=18176, max_len=2048)},
           {"7B": 6.92e9}),
-    _card("bloom", "BLOOM", 2022, "decoder · MHA · ALiBi · pre-LayerNorm (+ embedding norm) · GELU", _BLOOM,
+    # 8 heads: ALiBi's steepest slope is then 1/2 (1/4 with 4 heads), steep enough for a previous-token head
+    _card("bloom", "BLOOM", 2022, "decoder · MHA · ALiBi · pre-LayerNorm (+ embedding norm) · GELU", {**_BLOOM, "n_heads": 8},
           {"560M": dict(vocab_size=250880, d_model=1024, n_heads=16, n_layers=24, d_ff=4096, max_len=2048),
            "176B": dict(vocab_size=250880, d_model=14336, n_heads=112, n_layers=70, d_ff=57344, max_len=2048)},
           {"560M": 559e6, "176B": 176e9}),

@@ -429,7 +429,7 @@ class Language(Task):
     example_text = "The cat sat on the mat. The cat sat on the mat."
     context = 256  # training crop length in characters
     max_tokens = 1 + context
-    max_len = 4 * context  # room to measure text 2x and 4x longer than any seen in training
+    max_len = 1 + 4 * context  # <bos> and text 4x longer than any seen in training, to measure extrapolation
     repeat_rate, repeat_lengths = 0.25, (20, 200)  # rows of one span written again and again, copies L apart
     random_spans = 0.5  # the share of those spans that are random characters rather than text
     random_alphabet = string.printable[:95]  # letters, digits, punctuation and the space

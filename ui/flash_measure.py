@@ -81,7 +81,7 @@ def live_qkv(config_json: str, seed: int, ids: tuple[int, ...], labels: tuple[st
     cfg = TransformerConfig.from_dict(json.loads(config_json))
     trace = get_trace(config_json, seed, ids, labels, weights)
     attn = f"{self_attention_prefix(cfg)}blocks.{layer}.attn."
-    kv_head = head // (cfg.n_heads // cfg.n_kv_heads)
+    kv_head = head // cfg.group_size
 
     def recorded(name: str) -> np.ndarray:
         rotated = attn + name.replace("hook_", "hook_rot_")
