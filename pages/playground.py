@@ -93,9 +93,9 @@ if cfg.arch == "decoder":
         full = predict(state.config_json, state.seed, tuple(ctx.tokens.ids), state.weights).actual_next
         st.plotly_chart(actual_next_figure(labels["src"], full, prediction.actual_next if ablation else None),
                         key="actual_next")
-        st.caption("Where the text repeats, an induction head makes the next character predictable: switch it "
-                   "off (the last layer's head with the brightest off-diagonal stripe) and watch the second copy "
-                   "stop being predicted.")
+        st.caption("Switch off a previous-token head (a bright stripe just below the diagonal) and watch the "
+                   "probabilities fall all along the text. On an induction checkpoint (Trained on: induction), "
+                   "switching off the induction head stops the second copy being predicted.")
 else:
     predict_col.caption("Next-token prediction needs a decoder; this model reads the whole text at once.")
 

@@ -1,0 +1,74 @@
+"""Typed text on every page: each opens on a trained language checkpoint, and no text a person may type or paste
+raises, or meets a character the tokenizer cannot place."""
+import sys
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from apptest_helpers import APP, assert_clean
+from test_language import BAD_TEXTS
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from screenshots import page_paths  # noqa: E402
+
+from ui.state import DEFAULT_TEXT  # noqa: E402
+
+PAGES = [f"pages/{stem}.py" for stem in sorted(page_paths())]
+
+
+def open_default(page: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.switch_page(page).run()
+    return at
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_opens_on_a_language_checkpoint_and_takes_any_text(page):
+    at = open_default(page)
+    assert_clean(at)
+    assert at.sidebar.text_area(key="text").value == DEFAULT_TEXT
+    banners = [s.value for s in at.success]
+    if any("Trained weights" in b for b in banners):  # a page that draws the sidebar's model says which
+        assert any("language task" in b for b in banners), banners
+    for name, text in {"empty": "", **BAD_TEXTS}.items():
+        at.sidebar.text_area(key="text").set_value(text).run()
+        assert not at.exception, (name, [e.value for e in at.exception])
+        errors = [e.value for e in at.error]
+        assert not any("has no token for" in e for e in errors), (name, errors)
+        if text:
+            assert not errors, (name, errors)
+
+
+def test_the_playground_default_shows_a_trained_language_model_and_its_prediction():
+    at = open_default("pages/playground.py")
+    assert_clean(at)
+    assert any("llama2-language" in s.value for s in at.success)
+    drawn = {c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")}
+    assert {"next_token", "actual_next", "head_grid"} <= drawn
+
+
+def test_changing_the_preset_keeps_the_sentence():
+    at = open_default("pages/playground.py")
+    sentence = "Attention is all you need. Attention is all you need."
+    at.sidebar.text_area(key="text").set_value(sentence).run()
+    for preset in ("gpt2", "mistral", "bloom", "mixtral", "falcon", "palm"):
+        at.sidebar.selectbox(key="preset").set_value(preset).run()
+        assert_clean(at)
+        assert at.sidebar.text_area(key="text").value == sentence, preset
+        assert any(f"{preset}-language" in s.value for s in at.success), preset
+
+
+def test_a_synthetic_task_is_offered_where_it_fits_and_brings_its_example():
+    at = open_default("pages/playground.py")
+    at.sidebar.selectbox(key="preset").set_value("original").run()  # no language model: its tasks are copy and reverse
+    assert_clean(at)
+    at.sidebar.selectbox(key="preset").set_value("llama2").run()
+    choice = at.sidebar.selectbox(key="task")
+    assert choice.options[0].startswith("language") and any(o.startswith("induction") for o in choice.options)
+    choice.set_value("induction").run()
+    assert_clean(at)
+    assert any("llama2-induction" in s.value for s in at.success)
+    assert at.sidebar.text_area(key="text").value != DEFAULT_TEXT  # the induction task's own letters
+    at.sidebar.selectbox(key="task").set_value("language").run()
+    assert at.sidebar.text_area(key="text").value == DEFAULT_TEXT
