@@ -184,20 +184,41 @@ class Transformer(nn.Module):
 
     # --- forward ----------------------------------------------------------------
 
-    def forward(self, input_ids: torch.Tensor, tgt_ids: torch.Tensor | None = None, *,
+    def forward(self, input_ids: torch.Tensor | None = None, tgt_ids: torch.Tensor | None = None, *,
+                inputs_embeds: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None, tgt_attention_mask: torch.Tensor | None = None,
                 position_ids: torch.Tensor | None = None, cache: KVCache | None = None) -> torch.Tensor:
-        """Logits (B, T, vocab). For an encoder-decoder, input_ids is the source and tgt_ids the target."""
-        self._check_ids(input_ids, "input_ids")
+        """Logits (B, T, vocab). For an encoder-decoder, input_ids is the source and tgt_ids the target.
+
+        A decoder or encoder takes `inputs_embeds` (B, T, d_model) in place of input_ids: vectors that
+        are no token of the vocabulary (an image's patches, see transformer/vision.py) enter where
+        E[token ids] would, and everything after the embedding is the same.
+        """
         if self.cfg.arch == "encoder-decoder":
+            if inputs_embeds is not None:
+                raise ValueError("inputs_embeds is for arch='decoder' or 'encoder'; an encoder-decoder takes model(src_ids, tgt_ids)")
+            self._check_ids(input_ids, "input_ids")
             if tgt_ids is None:
                 raise ValueError("an encoder-decoder model takes model(src_ids, tgt_ids); tgt_ids is missing")
             memory = self.encode(input_ids, attention_mask)
             return self.decode(tgt_ids, memory, attention_mask, tgt_attention_mask, position_ids, cache)
+        tok_emb = self.embed_inputs(input_ids, inputs_embeds)  # (B, T, d_model)
         if tgt_ids is not None:
             raise ValueError(f"a {self.cfg.arch} model takes one sequence; tgt_ids is only for arch='encoder-decoder'")
-        h = run_stack(self, self.embed(input_ids), attention_mask, position_ids, cache, None, None)
+        h = run_stack(self, tok_emb, attention_mask, position_ids, cache, None, None)
         return self.hook_logits(self.head(h))
+
+    def embed_inputs(self, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None) -> torch.Tensor:
+        """E[input_ids] (B, T, d_model), or inputs_embeds given in its place: exactly one of the two."""
+        if inputs_embeds is None:
+            self._check_ids(input_ids, "input_ids")
+            return self.embed(input_ids)  # (B, T, d_model)
+        if input_ids is not None:
+            raise ValueError("pass input_ids or inputs_embeds, not both")
+        if inputs_embeds.dim() != 3 or inputs_embeds.shape[1] == 0 or inputs_embeds.shape[2] != self.cfg.d_model:
+            raise ValueError(f"inputs_embeds must be a (batch, tokens, d_model={self.cfg.d_model}) tensor with at least "
+                             f"one token, got shape {tuple(inputs_embeds.shape)}")
+        return inputs_embeds
 
     def encode(self, src_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         """The encoder's output (B, S, d_model), which every decoder block cross-attends to."""
@@ -213,7 +234,9 @@ class Transformer(nn.Module):
             h = self.head_norm(F.gelu(self.head_dense(h), approximate=self.cfg.gelu_approximate))
         return self.unembed(h)  # (B, T, vocab)
 
-    def _check_ids(self, ids: torch.Tensor, what: str) -> None:
+    def _check_ids(self, ids: torch.Tensor | None, what: str) -> None:
+        if ids is None:
+            raise ValueError(f"{what} is missing: pass a (batch, tokens) tensor of token ids")
         if ids.dim() != 2 or ids.shape[1] == 0:
             raise ValueError(f"{what} must be a (batch, tokens) tensor with at least one token, got shape {tuple(ids.shape)}")
         if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.cfg.vocab_size):

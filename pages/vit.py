@@ -1,0 +1,127 @@
+"""The same block on images: a small Vision Transformer on 8x8 handwritten digits, and where its [CLS] token looks."""
+import numpy as np
+import streamlit as st
+
+from transformer import vision
+from ui import vision_figures as figs
+from ui.export import trace_npz
+from ui.figures import heatmap
+from ui.page import start_page
+from ui.page_controls import KEEP, carry_over, init_from_url, keep_valid, write_url
+from ui.vision_measure import digit_view, held_out, held_out_predictions, vit_model
+
+URL_KEYS = {"vit_digit": int, "vit_layer": int, "vit_head": int}
+DEFAULTS = {"vit_digit": 0, "vit_layer": 1, "vit_head": 0}
+carry_over()  # the sidebar's values, across a page switch
+init_from_url("vit", URL_KEYS)
+carry_over(DEFAULTS)
+for key, default in DEFAULTS.items():
+    st.session_state.setdefault(key, default)
+
+start_page("The same block on images", """
+**The problem.** Attention reads a sequence of vectors. An image is a grid of pixels — is attention a text-only trick?
+
+**The idea.** Cut the image into patches and read them row by row, like words. One linear map turns each patch's
+pixels into a vector (the image's "token embedding"), a learned **[CLS]** vector goes in front, learned positions are
+added, and then come *exactly* the library's encoder blocks — the same five lines, the same hook names as for text.
+The class is read from the output at [CLS], so [CLS] has to gather, through attention, whatever patches tell the
+digits apart. This is the Vision Transformer (Dosovitskiy et al., 2020), here at the size of scikit-learn's 8 × 8
+digits: 16 patches of 2 × 2 pixels.
+
+**What to look at.** Pick a digit the model never trained on. Where does [CLS] look in each head — at the strokes,
+at the blank middle of a 0, at the bar of a 7? Which heads look at the same place for every digit (a position
+habit), which follow the ink? And when the prediction is wrong, what did it look at?
+""")
+
+try:
+    model, meta = vit_model()
+    images, labels = held_out()
+    predicted = held_out_predictions()
+except ImportError as exc:  # scikit-learn is missing
+    st.error(f"The digits come with scikit-learn, which is not installed here ({exc}). "
+             "Install it with `pip install scikit-learn` (it is in requirements.txt).")
+    st.stop()
+except (ValueError, OSError) as exc:  # CheckpointError is a ValueError
+    st.error(f"The digits ViT cannot be loaded: {exc}. Train it again with `python -m transformer.vision`.")
+    st.stop()
+
+cfg, shape = model.cfg, model.shape
+keep_valid("vit_digit", range(len(images)), 0)
+keep_valid("vit_layer", range(cfg.n_layers), cfg.n_layers - 1)
+keep_valid("vit_head", range(cfg.n_heads), 0)
+write_url(URL_KEYS)
+
+wrong = np.flatnonzero(predicted != labels)
+seconds = meta.get("train_cpu_seconds", meta.get("train_seconds"))
+st.success(f"Trained weights: {cfg.n_layers} encoder blocks, {cfg.n_heads} heads, d_model = {cfg.d_model}, "
+           f"{sum(p.numel() for p in model.parameters()):,} parameters"
+           + (f", trained in {seconds:.0f} CPU seconds on one thread" if isinstance(seconds, (int, float)) else "")
+           + f". On the {len(images)} held-out digits it is right {len(images) - len(wrong)} times "
+           f"({1 - len(wrong) / len(images):.1%}).", icon="🎓")
+
+
+def jump_to_wrong() -> None:
+    """The next held-out digit after the current one that the model gets wrong."""
+    later = wrong[wrong > int(st.session_state["vit_digit"])]
+    st.session_state["vit_digit"] = int(later[0] if len(later) else wrong[0])
+
+
+col1, col2, col3, col4 = st.columns([2, 1, 1, 1.4])
+col1.number_input(f"Held-out digit (0 … {len(images) - 1})", min_value=0, max_value=len(images) - 1, step=1,
+                  key="vit_digit", **KEEP, help="digits from the last 20% of the data set, never seen in training")
+col2.selectbox("Layer", range(cfg.n_layers), key="vit_layer", **KEEP)
+col3.selectbox("Head", range(cfg.n_heads), key="vit_head", **KEEP)
+col4.button("Next digit it gets wrong", on_click=jump_to_wrong, disabled=not len(wrong),
+            help=f"{len(wrong)} of the {len(images)} held-out digits are misclassified")
+index, layer, head = int(st.session_state["vit_digit"]), int(st.session_state["vit_layer"]), int(st.session_state["vit_head"])
+
+try:
+    view = digit_view(index)
+except (ValueError, MemoryError) as exc:
+    st.error(str(exc))
+    st.stop()
+label, probabilities = int(view["label"]), view["probabilities"]
+guess = int(probabilities.argmax())
+
+# --- the digit and the prediction ------------------------------------------------------------
+c1, c2 = st.columns(2)
+c1.plotly_chart(figs.digit_patches(view["image"], shape.patch_size,
+                                   f"digit {index}: {shape.n_patches} patches of {shape.patch_size}×{shape.patch_size}"),
+                key="vit_digit_patches")
+c1.caption("Each patch (orange borders) becomes one token, numbered in reading order after [CLS] (token 0). "
+           f"A token is the patch's {shape.patch_pixels} pixels through one linear map, plus a learned position.")
+c2.plotly_chart(figs.class_probabilities(probabilities, label), key="vit_probabilities")
+if guess == label:
+    c2.markdown(f"**Prediction {guess}** with probability {probabilities[guess]:.2f} — the true label is {label}. ✅")
+else:
+    c2.markdown(f"**Prediction {guess}** with probability {probabilities[guess]:.2f}, but the true label is "
+                f"**{label}** (probability {probabilities[label]:.2f}). ❌")
+
+# --- where [CLS] looks -----------------------------------------------------------------------
+st.subheader(f"Where [CLS] looks in layer {layer}")
+weights = view["patterns"][layer]  # (H, 1 + N, 1 + N)
+cls_row = weights[:, vision.CLS]  # (H, 1 + N): [CLS] over [CLS] and the patches
+maps = vision.patch_grid(cls_row[:, 1:], shape.image_size, shape.patch_size)  # (H, rows, cols)
+st.plotly_chart(figs.cls_attention(maps, view["image"], shape.patch_size, cls_self=cls_row[:, vision.CLS],
+                                   title=f"layer {layer}: [CLS]'s weight on each patch, per head", highlight=head),
+                key="vit_cls_attention")
+st.caption("Each panel is one head's softmax row for the query [CLS], laid out where the patches sit; the white line "
+           "is the digit's outline. The weights on the 16 patches and on [CLS] itself add up to 1. In the last layer "
+           "this row is all the class is read from; in layer 0 [CLS] is still the same vector for every image, so "
+           "what changes from digit to digit is only the keys.")
+
+# --- one head, every query --------------------------------------------------------------------
+st.subheader(f"Layer {layer}, head {head}: every token's weights")
+tokens = ["CLS"] + [f"patch {i + 1}" for i in range(shape.n_patches)]
+st.plotly_chart(heatmap(weights[head], tokens, tokens, f"layer {layer}, head {head}: query → key weights", zmin=0,
+                        zmax=1, height=520), key="vit_head_matrix")
+st.caption("Row 0 is [CLS] (the panel above); the other rows are patches looking at each other, as words do in a "
+           "sentence. No mask: every token sees every other, in both directions.")
+
+st.download_button("Download this digit's figures (.npz)", on_click="ignore", mime="application/octet-stream",
+                   file_name=f"vit_digit{index}.npz",
+                   data=lambda: trace_npz({"image": view["image"], "label": np.asarray(label),
+                                           "patches": view["patches"], "probabilities": probabilities,
+                                           "cls_attention": maps, "patterns": view["patterns"]}),
+                   help="image (8, 8), label, patches (N, p²), class probabilities, [CLS] maps of this layer "
+                        "(H, rows, cols), every layer's weights (L, H, 1 + N, 1 + N)")

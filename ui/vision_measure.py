@@ -1,0 +1,44 @@
+"""The vision page's cached work: the shipped digits ViT, the held-out digits, one digit's recorded forward pass."""
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+import torch
+
+from transformer import vision
+
+
+@st.cache_resource(show_spinner="Loading the digits ViT…")
+def vit_model() -> tuple[vision.VisionTransformer, dict]:
+    """(model, meta) of assets/checkpoints/vit-digits; CheckpointError (a ValueError) when it cannot be read."""
+    return vision.load(vision.SHIPPED_PATH, device="cpu")
+
+
+@st.cache_resource(show_spinner="Loading the digits…")
+def held_out() -> tuple[np.ndarray, np.ndarray]:
+    """(N, 8, 8) held-out images in 0..1 and their (N,) labels: the split the model never trained on."""
+    split = vision.digits_split()
+    return split.test_images.numpy(), split.test_labels.numpy()
+
+
+@st.cache_data(show_spinner="Classifying the held-out digits…")
+def held_out_predictions() -> np.ndarray:
+    """(N,) the class the model predicts for every held-out digit."""
+    model, _ = vit_model()
+    images, _ = held_out()
+    with torch.no_grad():
+        return model(torch.from_numpy(images)).argmax(-1).numpy()
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def digit_view(index: int) -> dict[str, np.ndarray]:
+    """One held-out digit through the model: its image, patches, class probabilities and every layer's weights."""
+    model, _ = vit_model()
+    images, labels = held_out()
+    image = torch.from_numpy(images[index:index + 1])  # (1, 8, 8)
+    logits, trace = model.run_with_trace(image, names="blocks.*.attn.hook_pattern")  # (1, n_classes)
+    patterns = torch.stack([trace[f"blocks.{i}.attn.hook_pattern"][0]
+                            for i in range(model.cfg.n_layers)])  # (L, H, 1 + N, 1 + N)
+    return {"image": images[index], "label": np.int64(labels[index]),
+            "patches": vision.patchify(image, model.shape.patch_size)[0].numpy(),  # (N, p*p)
+            "probabilities": logits[0].softmax(-1).numpy(), "patterns": patterns.numpy()}
