@@ -87,8 +87,7 @@ if cfg.arch == "decoder":
         st.plotly_chart(next_token_bars(prediction.top), key="next_token")
         st.markdown("**Continuation** (sampled with the KV cache, " + ("greedy" if not st.session_state["temperature"]
                     else f"temperature {st.session_state['temperature']}, top-{st.session_state['sample_top_k']}") + "):")
-        st.code(prediction.continuation_text or "(no room left: the model's position table ends here)", language=None,
-                wrap_lines=True)
+        st.text(prediction.continuation_text or "(no room left: the model's position table ends here)")
     with ablate_col:
         full = predict(state.config_json, state.seed, tuple(ctx.tokens.ids), state.weights).actual_next
         st.plotly_chart(actual_next_figure(labels["src"], full, prediction.actual_next if ablation else None),
