@@ -125,15 +125,18 @@ def test_a_right_answer_and_reveal_without_answering():
 # --- the true answers come from the model and the library ----------------------------------------
 
 
-def test_the_induction_answer_is_the_trained_heads_argmax():
+def test_the_soft_lookup_answer_is_the_trained_heads_argmax():
     model = lessons.lesson_model()
     live = STEPS[0].build()
     layer, head, query = (int(live.query[k]) for k in ("layer", "head", "query"))
     looked = int(np.argmax(model.trace.pattern(layer)[head, query]))
     assert live.choices[live.answer] == lessons.token_name(model, looked)
-    if model.trained:  # a trained induction head looks at the token after the earlier copy of the query's token
+    assert model.trained and "Weights of trained checkpoint" in live.caption
+    if "clearest induction head" in live.caption:  # it looks at the token after the earlier copy of the query's token
         earlier = max(j for j in range(query) if model.tokens.ids[j] == model.tokens.ids[query])
         assert looked == earlier + 1
+    else:  # no head of the checkpoint follows copies: its clearest previous-token head, on its clearest query
+        assert "clearest previous-token head" in live.caption and looked == query - 1
 
 
 def test_the_kv_cache_answer_is_the_presets_arithmetic():

@@ -515,9 +515,8 @@ def show() -> None:
     note = st.sidebar.container()  # above the shared sidebar
     sidebar()  # the app's shared state stays in the URL and the sidebar, as on every page
     with note:
-        st.info("The lessons run on a model of their own — LLaMA 2's recipe at classroom size with its shipped "
-                "weights — so that every laptop in a class sees the same question. The settings below apply to the "
-                "other pages.", icon="🧑‍🏫")
+        st.caption("The lessons use a model of their own (LLaMA 2 at classroom size, shipped weights), so a whole "
+                   "class sees the same question; the settings below are for the other pages.")
     read_url()
     s = st.session_state
     who = role()

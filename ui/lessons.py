@@ -30,9 +30,10 @@ from transformer.tasks import attention_mass, get_task, induction_targets, previ
 from . import lesson_figures
 from .axes_figures import kv_cache_growth, mask_and_weights, rope_scores
 from .block_figures import depth_lines
-from .figures import arcs, head_grid
+from .figures import head_grid
 from .flash_figures import tile_grid
 from .measure import depth_profile, masked_attention, rope_geometry
+from .playground_figures import query_bars
 from .probe_figures import equivariance_bars, softmax_rows
 from .probe_measure import permutation_results, scaling_curves
 from .probe_measure import softmax_rows as softmax_row_values
@@ -156,22 +157,32 @@ def token_name(model: LessonModel, position: int) -> str:
 
 # 1 -------------------------------------------------------------------------------------------
 
+INDUCTION_MIN = 0.3  # a head whose weight on the token after an earlier copy averages this much is an induction head
+
 
 def _soft_lookup() -> Live:
     m = lesson_model()
     ids = torch.tensor([m.tokens.ids])
     t = ids.shape[1]
-    targets = induction_targets(ids, torch.ones(1, t, dtype=torch.bool))[0]  # (T, T)
-    shares = head_shares(m, targets)  # (L, H)
-    layer, head = divmod(int(shares.argmax()), shares.shape[1])
-    # a query in the repeat: its token occurred earlier, more than two tokens back
+    # queries in a repeat whose token occurred exactly once before, more than two tokens back: the token after
+    # that occurrence is unambiguous, the place an induction head looks
+    once = torch.tensor([m.tokens.ids[:q].count(m.tokens.ids[q]) == 1 for q in range(t)])
+    targets = induction_targets(ids, once[None])[0]  # (T, T)
     repeats = [q for q in range(t) if targets[q].any() and q - int(targets[q].nonzero()[0, 0]) > 2]
-    query = repeats[len(repeats) // 2] if repeats else t - 1
+    pattern = targets  # (T, T) where the head we look for puts its weight
+    shares = head_shares(m, pattern)  # (L, H): weight on the token after the earlier occurrence
+    clearest = "induction head"
+    if float(shares.max()) < INDUCTION_MIN:  # no head follows earlier copies: show the clearest head there is
+        pattern, clearest = previous_token_targets(1, t)[0], "previous-token head"
+        shares = head_shares(m, pattern)
+    layer, head = divmod(int(shares.argmax()), shares.shape[1])
+    on_pattern = (m.trace.pattern(layer)[head] * pattern.numpy()).sum(-1)  # (T,) per query
+    query = max(repeats, key=lambda q: on_pattern[q]) if repeats else t - 1  # the head's clearest example
     weights = m.trace.pattern(layer)[head, query]  # (T,)
     looked = int(np.argmax(weights[: query + 1]))
     target = int(targets[query].nonzero()[0, 0]) if targets[query].any() else None
     earlier_same = [j for j in range(query) if m.tokens.ids[j] == m.tokens.ids[query]]
-    candidates = sorted({looked, max(query - 1, 0), 0, *([target] if target is not None else []),
+    candidates = sorted({looked, max(query - 1, 0), 0, query, *([target] if target is not None else []),
                          *(earlier_same[-1:])})
     choices = [token_name(m, j) for j in candidates]
     if looked == target:
@@ -179,17 +190,23 @@ def _soft_lookup() -> Live:
                   "occurred before and copies what came next (an induction head)")
     elif looked == query - 1:
         reason = "the token just before it: a previous-token head"
+    elif looked == query:
+        reason = "its own token: at this query the head mostly keeps what the token already is"
     else:
         reason = "the query's q matched that key's k best, and softmax turned the match into most of the weight"
+    figure = query_bars(weights[: query + 1], m.labels[: query + 1], m.labels[query])  # the keys it may see
+    figure.update_layout(title=f"layer {layer}, head {head}: the weights of {token_name(m, query)} over the keys",
+                         height=420)
     return Live(
-        question=(f"The query is {token_name(m, query)} of “{m.text}”. Which earlier token does head {head} of "
-                  f"layer {layer} give the most weight?"),
+        question=(f"The query is {token_name(m, query)} of “{m.text}”. Which token — an earlier one or the query "
+                  f"itself — does head {head} of layer {layer} give the most weight?"),
         choices=choices, answer=candidates.index(looked), source="the trained model's answer" if m.trained else
         "the model's answer (untrained weights)",
         why=f"Head {head} of layer {layer} puts {weights[looked]:.0%} of its weight on {token_name(m, looked)}: {reason}.",
-        figure=arcs(weights, m.labels, query, f"layer {layer}, head {head}: where {token_name(m, query)} looks"),
+        figure=figure,
         query={"layer": str(layer), "head": str(head), "query": str(query)},
-        caption=f"Weights of {m.weights}. Every key gets a weight (thicker arc = more); they sum to 1.")
+        caption=f"Weights of {m.weights}; the head shown is the model's clearest {clearest} on this text. "
+                "Every key up to the query gets a weight; they sum to 1.")
 
 
 # 2 -------------------------------------------------------------------------------------------
@@ -522,8 +539,8 @@ STEPS: list[Step] = [
          "query with **every** key (q · k), turns the scores into weights that sum to 1 (softmax), and returns the "
          "weighted **mix** of all the values. A trained head learns what to look for.",
          "Which earlier token will this head look at?", "token", _soft_lookup,
-         "In the playground, pick another query token of the repeat: the head jumps to the token after that "
-         "token's first occurrence.", "playground", uses_model=True),
+         "In the playground, pick other query tokens and heads: some heads look at the token just before, an "
+         "induction head at the token after an earlier copy of the query's token.", "playground", uses_model=True),
     Step("five-lines", "The five lines and the √d scaling",
          "All of attention is five lines, in every model on this site:\n\n```python\n" + five_lines() + "\n```\n\n"
          "Line 1 divides the scores by √d_head. Why would a division matter, if softmax only compares scores?",

@@ -1,0 +1,176 @@
+"""The Lessons page in Chromium: presenter mode at 1920 x 1080 (no sidebar, figure text of 20 px or more,
+→ moves to the next step) and a class poll with a teacher and three students in four browser contexts.
+
+Screenshots land in artifacts/screenshots/ and refresh docs/screenshots/lessons.png and lessons_present.png.
+Chromium must be installed (.ci/run installs it).
+"""
+import shutil
+import sys
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from screenshots import SHOTS, VIEWPORT, launch_chromium, save_png, serve_app, wait_until_ready  # noqa: E402
+
+from ui.lesson_figures import PROJECTOR_MIN_FONT  # noqa: E402
+from ui.lessons import STEPS  # noqa: E402
+
+ARTIFACTS = ROOT / "artifacts" / "screenshots"
+PROJECTOR = {"width": 1920, "height": 1080}
+EXCEPTION = '[data-testid="stException"]'
+# the rendered size of every non-empty text inside a plotly figure
+FIGURE_FONT_SIZES = """() => Array.from(document.querySelectorAll('.js-plotly-plot text'))
+    .filter(t => t.textContent.trim() && t.getBoundingClientRect().width > 0)
+    .map(t => parseFloat(getComputedStyle(t).fontSize))"""
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture(scope="module")
+def base_url(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as patch:  # the server's class polls go to a database of this test's own
+        patch.setenv("ATTENTION_LAB_DB", str(tmp_path_factory.mktemp("poll") / "poll.sqlite3"))
+        with serve_app() as base:
+            yield base
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as playwright:
+        chromium = launch_chromium(playwright)
+        yield chromium
+        chromium.close()
+
+
+def new_tab(browser, viewport=VIEWPORT):
+    """A page in a browser context of its own: its own cookies and Streamlit session, like another laptop."""
+    tab = browser.new_context(viewport=viewport).new_page()
+    tab.set_default_timeout(90_000)
+    return tab
+
+
+def open_path(tab, base_url: str, path: str) -> None:
+    tab.goto(f"{base_url}/{path}")
+    wait_until_ready(tab)
+    assert tab.locator(EXCEPTION).count() == 0, tab.locator(EXCEPTION).all_inner_texts()
+
+
+def pick(tab, index: int) -> None:
+    """Choose the answer with this index (the radio group's options, not its label)."""
+    tab.locator('[data-testid="stRadio"] [role="radiogroup"] label').nth(index).click()
+    tab.wait_for_timeout(300)
+    wait_until_ready(tab)
+
+
+def click_and_wait(tab, name: str) -> None:
+    tab.get_by_role("button", name=name).click()
+    tab.wait_for_timeout(300)
+    wait_until_ready(tab)
+
+
+def keep(tab, name: str) -> None:
+    save_png(tab, ARTIFACTS / name)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(ARTIFACTS / name, SHOTS / name)
+
+
+def test_presenter_mode_on_a_projector(browser, base_url):
+    tab = new_tab(browser, PROJECTOR)
+    open_path(tab, base_url, "lessons?present=1&step=1")
+    assert tab.locator('[data-testid="stSidebar"]').is_hidden()
+    assert tab.locator("h1").first.inner_text().startswith(f"1. {STEPS[0].title}")
+    assert tab.locator(".js-plotly-plot").count() == 0  # the question comes first
+
+    click_and_wait(tab, "Reveal without answering")
+    tab.wait_for_selector(".js-plotly-plot text")
+    sizes = tab.evaluate(FIGURE_FONT_SIZES)
+    assert sizes and min(sizes) >= PROJECTOR_MIN_FONT, sorted(sizes)[:5]
+    assert tab.locator("img").count() >= 1  # the QR code to this step
+    keep(tab, "lessons_present.png")
+
+    tab.evaluate("() => document.activeElement && document.activeElement.blur()")
+    tab.keyboard.press("ArrowRight")
+    tab.wait_for_function("() => new URLSearchParams(location.search).get('step') === '2'")
+    tab.wait_for_function("title => document.querySelector('h1')?.innerText.startsWith(title)", arg=f"2. {STEPS[1].title}")
+    wait_until_ready(tab)
+    assert "present=1" in tab.url and tab.locator('[data-testid="stSidebar"]').is_hidden()
+    assert tab.locator(EXCEPTION).count() == 0
+    tab.context.close()
+
+
+def test_a_learner_answers_and_sees_the_figure(browser, base_url):
+    tab = new_tab(browser)
+    open_path(tab, base_url, "lessons?step=3")
+    pick(tab, 0)
+    click_and_wait(tab, "Check my answer")
+    tab.wait_for_selector(".js-plotly-plot")
+    assert "Your answer: A" in tab.locator("body").inner_text()
+    keep(tab, "lessons.png")
+    tab.context.close()
+
+
+class Tabs:
+    """Tabs in browser contexts of their own; snap() leaves a screenshot of each (lessons_failure_<n>.png)."""
+
+    def __init__(self, browser):
+        self.browser, self.opened = browser, []
+
+    def __call__(self, viewport=VIEWPORT):
+        self.opened.append(new_tab(self.browser, viewport))
+        return self.opened[-1]
+
+    def snap(self) -> None:
+        for n, tab in enumerate(self.opened):
+            save_png(tab, ARTIFACTS / f"lessons_failure_{n}.png", full_page=True)
+
+
+@pytest.fixture
+def tabs(browser):
+    opened = Tabs(browser)
+    yield opened
+    for tab in opened.opened:
+        tab.context.close()
+
+
+def test_a_teacher_and_three_students_in_one_poll(tabs, base_url):
+    try:
+        run_a_poll(tabs, base_url)
+    except Exception:
+        tabs.snap()
+        raise
+
+
+def run_a_poll(tabs, base_url):
+    teacher = tabs()
+    open_path(teacher, base_url, "lessons?step=1")
+    click_and_wait(teacher, "Start a class poll")
+    teacher.wait_for_function("() => location.search.includes('teach=')")
+    code = parse_qs(urlsplit(teacher.url).query)["teach"][0]
+    assert f"Class code: {code}" in teacher.locator("body").inner_text()
+
+    students = []
+    for i in range(3):
+        student = tabs()
+        open_path(student, base_url, "lessons")
+        box = student.get_by_role("textbox", name="Class code")
+        box.fill(code.lower() if i == 1 else code)  # the code is forgiven its case
+        box.press("Enter")
+        wait_until_ready(student)
+        click_and_wait(student, "Join the class")
+        student.wait_for_function("() => document.body.innerText.includes('You are in class')")
+        pick(student, i % 2)
+        click_and_wait(student, "Send my answer")
+        student.wait_for_function("() => document.body.innerText.includes('sent.')")
+        students.append(student)
+
+    teacher.wait_for_function("() => document.body.innerText.includes('3 of 3 students answered')", timeout=30_000)
+    save_png(teacher, ARTIFACTS / "lessons_poll_teacher.png")
+    click_and_wait(teacher, "Reveal the answer")
+    assert "of 3 right" in teacher.locator("body").inner_text()
+    students[0].wait_for_selector(".js-plotly-plot", timeout=30_000)  # the student's page follows the reveal
+    for tab in (teacher, *students):
+        assert tab.locator(EXCEPTION).count() == 0
