@@ -103,7 +103,7 @@ kinds = KINDS_OF_ARCH[cfg.arch]
 keep_valid("attn", kinds, default="cross" if "cross" in kinds else None)
 view = attention_view(st.session_state["attn"])
 query_labels, key_labels = labels[view.queries], labels[view.keys]
-keep_valid("layer", range(cfg.n_layers), default=cfg.n_layers - 1)  # the last layer: where a trained model's induction head sits
+keep_valid("layer", range(cfg.n_layers), default=cfg.n_layers - 1)  # the last layer: the trained models' clearest heads
 keep_valid("head", range(cfg.n_heads))
 keep_valid("query", range(len(query_labels)), default=len(query_labels) - 1)  # the last token has the most to see
 

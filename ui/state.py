@@ -19,7 +19,7 @@ from .runtime import config_key, trained_config, trained_tasks, weights_config, 
 
 DEFAULT_PRESET = "llama2"
 DEFAULT_TASK = "language"  # every preset ships a language model: any typed text runs on trained weights
-DEFAULT_TEXT = TASKS[DEFAULT_TASK].example_text  # a repeated sentence: the induction head lights up at once
+DEFAULT_TEXT = TASKS[DEFAULT_TASK].example_text  # a plain sentence, written twice
 CUSTOM = "custom"
 STORE = "_sidebar_values"  # the canonical values: widget keys are re-seeded from it on every run
 
