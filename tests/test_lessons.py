@@ -254,7 +254,7 @@ def test_a_class_poll_counts_answers_and_reveals():
 
     teacher.button(key="lesson_class_reveal").click().run()
     assert_clean(teacher)
-    assert "2 of 3 right" in markdown(teacher) and len(charts(teacher)) == 1
+    assert "2 of 3 right" in messages(teacher) and len(charts(teacher)) == 1
     for student in students[:2]:
         student.run()
         assert "✓" in messages(student) and len(student.get("plotly_chart")) == 1

@@ -323,11 +323,12 @@ def _figure(step: Step, live: Live) -> None:
         st.caption(live.caption)
 
 
-def revealed(step: Step, live: Live, chosen: int | None, chosen_by: str = "Your answer") -> None:
-    """The true answer beside the learner's, one sentence why, the figure, what to try and the full page."""
+def revealed(step: Step, live: Live, chosen: int | None, chosen_by: str = "Your answer", note: str = "") -> None:
+    """The true answer beside the learner's (or the class's), one sentence why, the figure, what to try and the
+    full page."""
     truth = _label(live, live.answer)
     if chosen is None:
-        st.info(f"**{live.source.capitalize()}: {truth}**")
+        st.info(f"**{live.source.capitalize()}: {truth}**" + (f" — {note}" if note else ""))
     elif chosen == live.answer:
         st.success(f"**{chosen_by}: {_label(live, chosen)}** ✓ — {live.source}, too.")
     else:
@@ -380,7 +381,6 @@ def teacher(step: Step, live: Live, index: int) -> None:
             return
     _intro(step, info.revealed)
     _question(live)
-    st.markdown("  \n".join(f"**{_label(live, i)}**" for i in range(len(live.choices))))
     if not info.revealed:
         _live_counts(code, index, tuple(live.choices))
         st.button("Reveal the answer", key="lesson_class_reveal", type="primary", on_click=_reveal_class,
@@ -389,10 +389,9 @@ def teacher(step: Step, live: Live, index: int) -> None:
     counts, _ = _poll("counts", code, index)
     counts = counts or {}
     total = sum(counts.values())
-    summary = " · ".join(f"{letter(i)}: {counts.get(letter(i), 0)}" for i in range(len(live.choices)))
+    summary = " · ".join(f"{letter(i)} {counts.get(letter(i), 0)}" for i in range(len(live.choices)))
     right = counts.get(letter(live.answer), 0)
-    st.markdown(f"**The class answered** {summary} — {right} of {total} right.")
-    revealed(step, live, None)
+    revealed(step, live, None, note=f"the class: {summary}, {right} of {total} right")
 
 
 @st.fragment(run_every=POLL_EVERY_S)
@@ -554,6 +553,7 @@ def show() -> None:
     else:
         st.divider()
         st.subheader("Class")
-        st.caption("Share this step with a link or QR code, or run a class poll: students answer on their laptops "
-                   "and your screen shows the answers as they come in.")
+        if who == "solo":
+            st.caption("Share this step with a link or QR code, or run a class poll: students answer on their "
+                       "laptops and your screen shows the answers as they come in.")
         class_panel(index)

@@ -416,7 +416,8 @@ def _kv_cache() -> Live:
     per = {label: kv_cache_bytes_per_token(real.replace(n_kv_heads=g)) for label, g in variants.items()}
     totals = sorted({*(b * KV_CONTEXT for b in per.values()), 8 * max(per.values()) * KV_CONTEXT})
     truth = per_token * KV_CONTEXT
-    fig = kv_cache_growth(np.linspace(0, 32_768, 129).astype(int), per, f"{card.name} 70B: KV cache for one sequence (fp16)")
+    contexts = np.linspace(0, 4 * KV_CONTEXT, 129).astype(int)
+    fig = kv_cache_growth(contexts, per, f"{card.name} 70B: KV cache for one sequence (fp16)")
     fig.add_vline(x=KV_CONTEXT, line_dash="dash", line_color="#555555",
                   annotation_text=f"{KV_CONTEXT:,} tokens: {binary_size(truth)}", annotation_position="top left")
     return Live(
