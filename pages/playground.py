@@ -9,10 +9,11 @@ from ui.diagram import architecture_dot
 from ui.export import heatmaps_png, trace_npz
 from ui.figures import arcs, head_grid
 from ui.page import load_page
-from ui.runtime import Ablation, get_trace, predict
+from ui.runtime import Ablation, actual_next, get_trace, predict
 from ui.page_controls import KEEP, init_from_url, keep_valid, write_url
-from ui.playground_figures import (KINDS_OF_ARCH, actual_next_figure, attention_view, next_token_bars, cross_arcs, entropy_figure, head_stages,
-                                   label_grid_axes, query_bars, rope_figure, routing_figure, stage_figure, visible_keys)
+from ui.playground_figures import (KINDS_OF_ARCH, actual_next_figure, attention_view, cross_arcs, entropy_figure,
+                                   head_stages, label_grid_axes, next_token_bars, query_bars, rope_figure, routing_figure,
+                                   stage_figure, visible_keys)
 from ui.source import five_lines, source_of
 
 
@@ -89,8 +90,8 @@ if cfg.arch == "decoder":
                     else f"temperature {st.session_state['temperature']}, top-{st.session_state['sample_top_k']}") + "):")
         st.text(prediction.continuation_text or "(no room left: the model's position table ends here)")
     with ablate_col:
-        full = predict(state.config_json, state.seed, tuple(ctx.tokens.ids), state.weights).actual_next
-        st.plotly_chart(actual_next_figure(labels["src"], full, prediction.actual_next if ablation else None),
+        ids = (state.config_json, state.seed, tuple(ctx.tokens.ids), state.weights)
+        st.plotly_chart(actual_next_figure(labels["src"], actual_next(*ids), actual_next(*ids, ablation) if ablation else None),
                         key="actual_next")
         st.caption("Switch off a previous-token head (a bright stripe just below the diagonal) and watch the "
                    "probabilities fall all along the text. On an induction checkpoint (Trained on: induction), "

@@ -42,18 +42,22 @@ def score_variance(d_heads: np.ndarray, var_unscaled: np.ndarray, var_scaled: np
                    hoverinfo="skip"),
         go.Scatter(x=d, y=np.ones_like(d), mode="lines", name="theory: 1", line=dict(color=THEORY, dash="dot", width=2),
                    hoverinfo="skip"),
-        go.Scatter(x=d, y=var_unscaled, mode="lines+markers", name="q · k (unscaled)",
-                   line=dict(color=UNSCALED, width=3), marker=dict(size=9, symbol="circle"),
-                   hovertemplate="d_head = %{x}<br>variance %{y:.4g}<extra>unscaled</extra>"),
-        go.Scatter(x=d, y=var_scaled, mode="lines+markers", name="q · k / √d_head (scaled)",
-                   line=dict(color=SCALED, width=3), marker=dict(size=9, symbol="square"),
-                   hovertemplate="d_head = %{x}<br>variance %{y:.4g}<extra>scaled</extra>"),
+        *_unscaled_and_scaled(d, var_unscaled, var_scaled, ("q · k (unscaled)", "q · k / √d_head (scaled)"),
+                              "variance %{y:.4g}"),
     ], look("variance of the scores (log–log)", 420, "d_head", "variance of the scores"))
     if live:
         _live_markers(fig, live["d_head"], live["var_unscaled"], live["var_scaled"], "variance")
     fig.update_xaxes(type="log", tickvals=list(d_heads), ticktext=[str(int(v)) for v in d_heads])
     fig.update_yaxes(type="log", exponentformat="power")
     return fig
+
+
+def _unscaled_and_scaled(d: np.ndarray, unscaled, scaled, names: tuple[str, str], value: str) -> list[go.Scatter]:
+    """The two measured curves, unscaled (circles) and scaled by 1/√d_head (squares)."""
+    return [go.Scatter(x=d, y=y, mode="lines+markers", name=name, line=dict(color=color, width=3),
+                       marker=dict(size=9, symbol=symbol), hovertemplate=f"d_head = %{{x}}<br>{value}<extra>{kind}</extra>")
+            for y, name, color, symbol, kind in ((unscaled, names[0], UNSCALED, "circle", "unscaled"),
+                                                 (scaled, names[1], SCALED, "square", "scaled"))]
 
 
 def score_entropy(d_heads: np.ndarray, entropy_unscaled: np.ndarray, entropy_scaled: np.ndarray,
@@ -63,12 +67,8 @@ def score_entropy(d_heads: np.ndarray, entropy_unscaled: np.ndarray, entropy_sca
     fig = go.Figure([
         go.Scatter(x=d, y=np.full_like(d, max_entropy), mode="lines", name=f"uniform: log T = {max_entropy:.3g}",
                    line=dict(color=THEORY, dash="dash", width=2), hoverinfo="skip"),
-        go.Scatter(x=d, y=entropy_unscaled, mode="lines+markers", name="softmax(q · k)",
-                   line=dict(color=UNSCALED, width=3), marker=dict(size=9, symbol="circle"),
-                   hovertemplate="d_head = %{x}<br>entropy %{y:.3f} nats<extra>unscaled</extra>"),
-        go.Scatter(x=d, y=entropy_scaled, mode="lines+markers", name="softmax(q · k / √d_head)",
-                   line=dict(color=SCALED, width=3), marker=dict(size=9, symbol="square"),
-                   hovertemplate="d_head = %{x}<br>entropy %{y:.3f} nats<extra>scaled</extra>"),
+        *_unscaled_and_scaled(d, entropy_unscaled, entropy_scaled, ("softmax(q · k)", "softmax(q · k / √d_head)"),
+                              "entropy %{y:.3f} nats"),
     ], look("entropy of a row of weights (0 = one key takes all)", 420, "d_head", "mean entropy (nats)"))
     fig.update_xaxes(type="log", tickvals=list(d_heads), ticktext=[str(int(v)) for v in d_heads])
     fig.update_yaxes(range=[0, max_entropy * 1.08])

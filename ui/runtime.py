@@ -280,19 +280,18 @@ def token_labels(ids, config_json: str, weights: str = "") -> list[str]:
 
 @dataclass
 class Prediction:
-    """What a decoder predicts after the input, and how well it predicted the input itself."""
+    """What a decoder predicts after the input."""
 
     top: list[tuple[str, float]]  # the most likely next tokens at the last position, with probabilities
     continuation: list[str]  # labels of the sampled continuation
     continuation_text: str  # the same as text (language models: bytes joined back into characters)
-    actual_next: np.ndarray  # (T - 1,) probability the model gave to the token that actually came next
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def predict(config_json: str, seed: int, ids: tuple[int, ...], weights: str = "", ablation: Ablation = Ablation(),
             temperature: float = 1.0, top_k: int = 5, new_tokens: int = 40, sample_seed: int = 0) -> Prediction:
-    """Top-k next tokens at temperature, a continuation sampled with the KV cache (seeded), and the
-    probability of every actual next token of the input; all with `ablation` switched off."""
+    """Top-k next tokens at temperature and a continuation sampled with the KV cache (seeded), with
+    `ablation` switched off."""
     model = get_model(config_json, seed, weights)
     if model.cfg.arch != "decoder":
         raise ValueError("next-token prediction needs a decoder (a model that reads left to right)")
@@ -306,9 +305,19 @@ def predict(config_json: str, seed: int, ids: tuple[int, ...], weights: str = ""
         generator = torch.Generator(device=model.device).manual_seed(sample_seed)
         out = model.generate(src, max_new_tokens=new_tokens, temperature=temperature, top_k=top_k,
                              generator=generator, use_cache=True)  # (1, T + new_tokens)
-    actual = logits[:-1].softmax(-1).gather(-1, src[0, 1:, None])[:, 0]  # (T - 1,)
     new_ids = out[0, len(ids):].tolist()
     task = weights_info(config_json, weights).task
     text = language.decode_text(new_ids) if task == "language" else "".join(token_labels(new_ids, config_json, weights))
     return Prediction(list(zip(token_labels(top.indices.tolist(), config_json, weights), top.values.tolist())),
-                      token_labels(new_ids, config_json, weights), text, actual.cpu().numpy())
+                      token_labels(new_ids, config_json, weights), text)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def actual_next(config_json: str, seed: int, ids: tuple[int, ...], weights: str = "",
+                ablation: Ablation = Ablation()) -> np.ndarray:
+    """(T - 1,) the probability a decoder gave to each token of the input that actually came next."""
+    model = get_model(config_json, seed, weights)
+    src = torch.tensor([ids], device=model.device)  # (1, T)
+    with torch.no_grad(), model.intervene(ablation.interventions(model.cfg)):
+        probs = model(src)[0, :-1].float().softmax(-1)  # (T - 1, vocab)
+    return probs.gather(-1, src[0, 1:, None])[:, 0].cpu().numpy()
