@@ -21,10 +21,9 @@ import time
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
-from transformer import TransformerConfig, masks
-from transformer.attention import Attention, AttentionInputs
+from transformer import masks
+from transformer.attention import AttentionInputs, attend
 from transformer.flash import full_attention_bytes, tiled_attention, tiled_attention_bytes
 
 B, H, G, D_HEAD = 1, 4, 2, 64
@@ -32,14 +31,9 @@ MiB = 2 ** 20
 
 
 def explicit(q, k, v, block):
-    cfg = TransformerConfig(d_model=H * D_HEAD, n_heads=H, n_kv_heads=G)
-    attn = Attention(cfg).to(q.device)
-    attn.o_proj = nn.Identity()
-    T = q.shape[2]
-    positions = torch.arange(T, device=q.device)
-    allowed = masks.self_attention(positions, positions, is_causal=True)
-    mask = masks.to_additive(allowed, q.dtype)
-    return attn.explicit_attention(q, k, v, AttentionInputs(allowed, mask, plain_causal=True, no_mask=False))
+    positions = torch.arange(q.shape[2], device=q.device)
+    allowed = masks.self_attention(positions, positions, is_causal=True)  # (1, 1, T, T)
+    return attend(q, k, v, AttentionInputs.from_allowed(allowed, dtype=q.dtype), fused=False)  # (B, T, H * d_head)
 
 
 def sdpa(q, k, v, block):

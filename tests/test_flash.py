@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from transformer import Transformer, TransformerConfig, masks
-from transformer.attention import Attention, AttentionInputs, merge_heads
+from transformer.attention import AttentionInputs, attend, merge_heads
 from transformer.flash import (TiledAttention, full_attention_bytes, steps_from_trace, tile_plan, tiled_attention,
                                tiled_attention_bytes, trace_tiled_attention)
 from transformer.hooks import name_hook_points, recording
@@ -48,15 +48,8 @@ def library_mask(t_q, t_kv, is_causal, window, attention_mask):
 
 
 def library_explicit(q, k, v, allowed, alibi):
-    """The library's own five lines (Attention.explicit_attention) with the output projection left out."""
-    cfg = TransformerConfig(d_model=H * D_HEAD, n_heads=H, n_kv_heads=k.shape[1], position="alibi")
-    attn = Attention(cfg)
-    attn.o_proj = nn.Identity()
-    mask = masks.to_additive(allowed)
-    inputs = AttentionInputs(allowed, mask, plain_causal=False, no_mask=False, alibi=alibi,
-                             fused_bias=mask if alibi is None else mask + alibi)
-    with torch.no_grad():
-        return attn.explicit_attention(q, k, v, inputs)  # (B, T_q, H * d_head)
+    """The library's own five lines (Attention.explicit_attention) with no projections around them."""
+    return attend(q, k, v, AttentionInputs.from_allowed(allowed, alibi), fused=False)  # (B, T_q, H * d_head)
 
 
 def sdpa(q, k, v, allowed, alibi):

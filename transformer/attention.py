@@ -12,8 +12,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import masks
 from .config import TransformerConfig
-from .hooks import HookPoint, wants_any
+from .hooks import HookPoint, name_hook_points, wants_any
 from .positions import apply_rope
 
 
@@ -29,6 +30,23 @@ class AttentionInputs:
     alibi: torch.Tensor | None = None  # (B or 1, H, T_q, T_kv)
     fused_bias: torch.Tensor | None = None  # mask + alibi, handed to SDPA
 
+    @classmethod
+    def from_allowed(cls, allowed: torch.Tensor, alibi: torch.Tensor | None = None,
+                     dtype: torch.dtype = torch.float32) -> "AttentionInputs":
+        """Inputs for any bool mask (B or 1, 1, T_q, T_kv), plus an ALiBi bias (B or 1, H, T_q, T_kv) if given.
+
+        SDPA's shortcuts are read off the mask itself: every key visible needs no mask, an exactly
+        causal one only is_causal. A model knows both from its config and never reads its mask.
+        """
+        mask = masks.to_additive(allowed, dtype)  # (B or 1, 1, T_q, T_kv)
+        t_q, t_kv = allowed.shape[-2:]
+        positions = torch.arange(t_q, device=allowed.device)
+        no_bias = alibi is None
+        return cls(allowed, mask,
+                   plain_causal=no_bias and t_q == t_kv and bool((allowed == masks.causal(positions, positions)).all()),
+                   no_mask=no_bias and bool(allowed.all()),
+                   alibi=alibi, fused_bias=mask if no_bias else mask + alibi)
+
 
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     B, T, _ = x.shape
@@ -41,15 +59,21 @@ def merge_heads(z: torch.Tensor) -> torch.Tensor:
 
 
 class Attention(nn.Module):
-    def __init__(self, cfg: TransformerConfig, cross: bool = False):
+    """project -> position -> (cache) -> attend. ``projections=False`` builds the core alone, for
+    q, k, v made elsewhere (see ``attend``): no W_q, W_k, W_v, and W_o is the identity."""
+
+    def __init__(self, cfg: TransformerConfig, cross: bool = False, projections: bool = True):
         super().__init__()
         self.n_heads, self.n_kv_heads, self.d_head = cfg.n_heads, cfg.n_kv_heads, cfg.d_head
         self.cross = cross  # queries from the decoder, keys and values from the encoder
         self.fused = True  # default fast path; recording switches to the explicit one
-        self.q_proj = nn.Linear(cfg.d_model, cfg.n_heads * cfg.d_head, bias=cfg.bias)
-        self.k_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * cfg.d_head, bias=cfg.bias)
-        self.v_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * cfg.d_head, bias=cfg.bias)
-        self.o_proj = nn.Linear(cfg.n_heads * cfg.d_head, cfg.d_model, bias=cfg.bias)
+        if projections:
+            self.q_proj = nn.Linear(cfg.d_model, cfg.n_heads * cfg.d_head, bias=cfg.bias)
+            self.k_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * cfg.d_head, bias=cfg.bias)
+            self.v_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * cfg.d_head, bias=cfg.bias)
+            self.o_proj = nn.Linear(cfg.n_heads * cfg.d_head, cfg.d_model, bias=cfg.bias)
+        else:
+            self.o_proj = nn.Identity()  # concat(heads) comes out as it is
         self.dropout = cfg.dropout
         T_kv = "S" if cross else "T_kv"
         self.hook_q = HookPoint(("B", "H", "T_q", "d_head"), "x W_q, split into H heads")
@@ -87,7 +111,17 @@ class Attention(nn.Module):
                     v = torch.cat((past_v, v), dim=2)
                 cache[self] = (k, v)
 
-        explicit = not self.fused or wants_any(
+        return self.attend(q, k, v, inputs)
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, inputs: AttentionInputs,
+               fused: bool | None = None) -> torch.Tensor:
+        """concat(heads) @ W_o for q (B, H, T_q, d_head) and k, v (B, G, T_kv, d_head): (B, T_q, d_model).
+
+        The five lines when fused is False or one of their hooks is recorded, else one SDPA kernel;
+        fused=None follows the module's own setting (``Transformer.set_fused``).
+        """
+        fused = self.fused if fused is None else fused
+        explicit = not fused or wants_any(
             self.hook_raw_scores, self.hook_mask, self.hook_attn_scores, self.hook_pattern,
             *(() if self.cross else (self.hook_alibi_bias,)))
         if explicit:
@@ -123,3 +157,19 @@ class Attention(nn.Module):
     def repeat_kv(self, kv: torch.Tensor) -> torch.Tensor:
         """(B, G, T, d_head) -> (B, H, T, d_head): kv head g serves query heads g*H/G ... (g+1)*H/G - 1."""
         return kv.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
+
+
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, inputs: AttentionInputs, *,
+           fused: bool = True) -> torch.Tensor:
+    """Attention on q, k, v of one's own, no projections around it: concat(heads), (B, T_q, H * d_head).
+
+    q (B, H, T_q, d_head); k, v (B, G, T_kv, d_head): query head h reads kv head h // (H / G).
+    The path a model's attention takes after its projections (``Attention.attend``): fused=False
+    runs the five lines, recorded under ``hooks.recording()`` with standalone names ("hook_pattern");
+    fused=True runs SDPA. ``AttentionInputs.from_allowed`` builds ``inputs`` from a bool mask.
+    """
+    n_heads, n_kv_heads, d_head = q.shape[1], k.shape[1], q.shape[-1]
+    cfg = TransformerConfig(d_model=n_heads * d_head, n_heads=n_heads, n_kv_heads=n_kv_heads, position="none")
+    core = Attention(cfg, projections=False)
+    name_hook_points(core)
+    return core.attend(q, k, v, inputs, fused=fused)

@@ -18,11 +18,10 @@ from typing import Callable
 import numpy as np
 import streamlit as st
 import torch
-from torch import nn
 
 from transformer import TransformerConfig, masks
 from transformer.analysis import self_attention_prefix
-from transformer.attention import Attention, AttentionInputs
+from transformer.attention import AttentionInputs, attend
 from transformer.flash import query_key_positions, tile_plan, trace_tiled_attention
 from transformer.positions import alibi_bias, alibi_slopes
 
@@ -104,18 +103,6 @@ def mask_arguments(mask: str, t: int, window: int, n_pad: int) -> dict:
     return dict(is_causal=kind["is_causal"], window=window if kind["windowed"] else None, attention_mask=attention_mask)
 
 
-def explicit_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor,
-                       alibi: torch.Tensor | None) -> torch.Tensor:
-    """The library's own five lines (Attention.explicit_attention), one head, no output projection: (1, T, d_head)."""
-    attn = Attention(TransformerConfig(d_model=q.shape[-1], n_heads=1, position="none"))
-    attn.o_proj = nn.Identity()
-    mask = masks.to_additive(allowed)  # (1, 1, T, T)
-    inputs = AttentionInputs(allowed, mask, plain_causal=False, no_mask=False, alibi=alibi,
-                             fused_bias=mask if alibi is None else mask + alibi)
-    with torch.no_grad():
-        return attn.explicit_attention(q, k, v, inputs)
-
-
 @st.cache_data(max_entries=32, show_spinner="Running tiled attention tile by tile…")
 def tiled_run(q: np.ndarray, k: np.ndarray, v: np.ndarray, slope: float | None, block_q: int, block_k: int,
               mask: str, window: int, n_pad: int) -> dict:
@@ -136,7 +123,8 @@ def tiled_run(q: np.ndarray, k: np.ndarray, v: np.ndarray, slope: float | None, 
     allowed = masks.self_attention(q_pos, k_pos, is_causal=args["is_causal"], window=args["window"],
                                    attention_mask=args["attention_mask"])  # (1, 1, T, T)
     alibi = None if slopes is None else alibi_bias(slopes, q_pos[None], k_pos[None])  # (1, 1, T, T)
-    reference = explicit_attention(q_t, k_t, v_t, allowed, alibi)[0]  # (T, d_head)
+    # the library's own five lines (Attention.explicit_attention) on the same q, k, v
+    reference = attend(q_t, k_t, v_t, AttentionInputs.from_allowed(allowed, alibi), fused=False)[0]  # (T, d_head)
     out = out[0, 0]  # (T, d_head)
     for step in steps:  # one batch row, one head: drop both axes
         for name, value in step.items():
