@@ -1,6 +1,10 @@
 """Peak memory and time of causal attention as T grows: the explicit five lines vs SDPA vs tiled.
 
     python -m benchmarks.flash_memory [--lengths 512 1024 2048 4096] [--block 128]
+    python -m benchmarks.flash_memory --json memory|time [--lengths ...] [--block ...]
+
+The second form measures one quantity and prints one JSON line per measurement, as it is
+made: the app's Flash page runs it as a fresh process and moves a progress bar line by line.
 
 Peak memory is what one call adds on top of its inputs, its own output included:
 torch.cuda.max_memory_allocated on a GPU; on a Linux CPU, the process's peak resident
@@ -15,9 +19,12 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import json
 import re
 import statistics
 import time
+from pathlib import Path
+from typing import Iterator
 
 import torch
 import torch.nn.functional as F
@@ -45,6 +52,14 @@ def tiled(q, k, v, block):
 
 
 METHODS = {"explicit": explicit, "sdpa": sdpa, "tiled": tiled}
+
+
+def random_qkv(T: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(T)
+    q = torch.randn(B, H, T, D_HEAD, generator=g).to(device)  # (B, H, T, d_head)
+    k = torch.randn(B, G, T, D_HEAD, generator=g).to(device)  # (B, G, T, d_head)
+    v = torch.randn(B, G, T, D_HEAD, generator=g).to(device)  # (B, G, T, d_head)
+    return q, k, v
 
 
 def give_freed_memory_back() -> None:
@@ -87,17 +102,48 @@ def seconds(fn, device: torch.device, repeats: int = 3) -> float:
     return statistics.median(times)
 
 
-def main() -> None:
+def measurements(kind: str, lengths: list[int], block: int) -> Iterator[dict]:
+    """Peak memory ("memory", bytes) or time ("time", seconds) of each method at each T.
+
+    Yields a header {"device", "threads", "methods", "setup"}, then {"T", "method", "value"} per
+    measurement; or one {"error"} when this machine cannot measure it.
+    """
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.type == "cpu" and kind == "memory":
+        if not Path("/proc/self/clear_refs").exists():
+            yield {"error": "measuring peak memory on a CPU needs Linux (/proc/self/clear_refs); "
+                            "the time measurement works everywhere"}
+            return
+        give_freed_memory_back()  # freed blocks go back to the OS, so the resident peak is the real one
+    yield {"device": str(device), "threads": torch.get_num_threads(), "methods": list(METHODS),
+           "setup": dict(B=B, H=H, G=G, d_head=D_HEAD)}
+    with torch.no_grad():
+        for T in lengths:
+            q, k, v = random_qkv(T, device)
+            for name, method in METHODS.items():
+                run = lambda: method(q, k, v, block)  # noqa: E731
+                run()  # warm-up: first calls allocate caches and pick kernels
+                value = peak_bytes(run, device) if kind == "memory" else seconds(run, device)
+                yield {"T": T, "method": name, "value": value}
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lengths", type=int, nargs="+", default=[512, 1024, 2048, 4096])
     parser.add_argument("--block", type=int, default=128)
     parser.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice)")
-    args = parser.parse_args()
+    parser.add_argument("--json", choices=["memory", "time"], default=None,
+                        help="measure only this, printing one JSON line per measurement as it is made")
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.json:
+        for record in measurements(args.json, args.lengths, args.block):
+            print(json.dumps(record), flush=True)
+        return
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.type == "cpu":
         give_freed_memory_back()
-    if args.threads:
-        torch.set_num_threads(args.threads)
     print(f"causal attention, B={B} H={H} G={G} d_head={D_HEAD} float32, block {args.block}, on {device}, "
           f"{torch.get_num_threads()} threads")
     header = f"{'T':>6} {'method':>9} {'peak MiB':>9} {'formula MiB':>12} {'ms':>9} {'max |diff|':>11}"
@@ -105,10 +151,7 @@ def main() -> None:
     print("-" * len(header))
     with torch.no_grad():
         for T in args.lengths:
-            g = torch.Generator().manual_seed(T)
-            q = torch.randn(B, H, T, D_HEAD, generator=g).to(device)
-            k = torch.randn(B, G, T, D_HEAD, generator=g).to(device)
-            v = torch.randn(B, G, T, D_HEAD, generator=g).to(device)
+            q, k, v = random_qkv(T, device)
             reference = sdpa(q, k, v, args.block).transpose(1, 2).reshape(B, T, H * D_HEAD)
             formula = {"explicit": full_attention_bytes(B, H, T, 4),
                        "tiled": tiled_attention_bytes(B, H, T, args.block, args.block, D_HEAD)}

@@ -1,15 +1,14 @@
 """Cached work for the Flash attention page: its q, k, v, the tiled run step by step, the explicit
 reference, and measurements of memory and time on this machine.
 
-Measurements run in a fresh Python process (``python -m ui.flash_measure``) that reuses
-benchmarks/flash_memory.py: a peak of resident memory is only meaningful in a process that
-does nothing else, and the server may be busy with other sessions. The child prints one JSON
-line per measurement, so the page can move a progress bar as they arrive.
+Measurements run in a fresh Python process (``python -m benchmarks.flash_memory --json KIND``):
+a peak of resident memory is only meaningful in a process that does nothing else, and the
+server may be busy with other sessions. The child prints one JSON line per measurement, so the
+page can move a progress bar as they arrive. The app only launches it and reads its lines.
 """
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -167,9 +166,9 @@ def measure_in_fresh_process(kind: str, lengths: tuple[int, ...], block: int,
     """
     if kind not in ("memory", "time"):
         raise ValueError(f"kind={kind!r}: measure 'memory' (peak bytes) or 'time' (seconds)")
-    command = [sys.executable, "-m", "ui.flash_measure", kind, str(block), *map(str, lengths)]
-    quiet = {**os.environ, "STREAMLIT_LOGGER_LEVEL": "error"}  # the child imports this module, Streamlit included
-    child = subprocess.Popen(command, cwd=ROOT, env=quiet, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    command = [sys.executable, "-m", "benchmarks.flash_memory", "--json", kind, "--block", str(block),
+               "--lengths", *map(str, lengths)]
+    child = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     result = {"rows": []}
     total = None
     try:
@@ -195,33 +194,3 @@ def measure_in_fresh_process(kind: str, lengths: tuple[int, ...], block: int,
         raise RuntimeError(f"the measuring process stopped (exit code {child.returncode}): "
                            + (lines[-1] if lines else "no message"))
     return result
-
-
-def _measure_in_this_process(kind: str, block: int, lengths: list[int]) -> None:
-    """The child's side: each method at each T, one JSON line per measurement on stdout."""
-    from benchmarks import flash_memory as bench
-
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device.type == "cpu" and kind == "memory":
-        if not Path("/proc/self/clear_refs").exists():
-            print(json.dumps({"error": "measuring peak memory on a CPU needs Linux (/proc/self/clear_refs); "
-                                       "the time measurement works everywhere"}), flush=True)
-            return
-        bench.give_freed_memory_back()  # freed blocks go back to the OS, so the resident peak is the real one
-    print(json.dumps({"device": str(device), "threads": torch.get_num_threads(), "methods": list(bench.METHODS),
-                      "setup": dict(B=bench.B, H=bench.H, G=bench.G, d_head=bench.D_HEAD)}), flush=True)
-    with torch.no_grad():
-        for t in lengths:
-            g = torch.Generator().manual_seed(t)
-            q = torch.randn(bench.B, bench.H, t, bench.D_HEAD, generator=g).to(device)  # (B, H, T, d_head)
-            k = torch.randn(bench.B, bench.G, t, bench.D_HEAD, generator=g).to(device)  # (B, G, T, d_head)
-            v = torch.randn(bench.B, bench.G, t, bench.D_HEAD, generator=g).to(device)
-            for name, method in bench.METHODS.items():
-                run = lambda: method(q, k, v, block)  # noqa: E731
-                run()  # warm-up: first calls allocate caches and pick kernels
-                value = bench.peak_bytes(run, device) if kind == "memory" else bench.seconds(run, device)
-                print(json.dumps({"T": t, "method": name, "value": value}), flush=True)
-
-
-if __name__ == "__main__":
-    _measure_in_this_process(sys.argv[1], int(sys.argv[2]), [int(t) for t in sys.argv[3:]])
