@@ -31,7 +31,8 @@ import torch.nn.functional as F
 
 from transformer import masks
 from transformer.attention import AttentionInputs, attend
-from transformer.flash import full_attention_bytes, tiled_attention, tiled_attention_bytes
+from transformer.costs import full_attention_bytes, tiled_attention_bytes
+from transformer.flash import tiled_attention
 
 B, H, G, D_HEAD = 1, 4, 2, 64
 MiB = 2 ** 20

@@ -40,6 +40,7 @@ from typing import Callable
 import torch
 
 from transformer import KVCache, Transformer, TransformerConfig
+from transformer.costs import forward_flops
 
 
 # --- sizes ------------------------------------------------------------------------------------
@@ -323,26 +324,6 @@ def generation_rows(s: Sizes, wanted: set[str], deadline: float) -> list[Row]:
 
 
 # --- row 6: achieved GFLOP/s against a plain matmul ----------------------------------------------
-
-FFN_MATRICES = {"relu": 2, "gelu": 2, "swiglu": 3}  # weight matrices in one FFN
-
-
-def forward_flops(cfg: TransformerConfig, batch: int, seq: int) -> int:
-    """FLOPs of one forward pass, counted analytically.
-
-    2 x (weights in matrix multiplies) x tokens   -- each weight is one multiply and one add per token
-    + 4 x T^2 x d_model per layer                  -- Q K^T and weights @ V, 2 T^2 d_head per head each
-    The attention term counts the full T x T square, causal or not (the usual convention).
-    Norms, activations, softmax and the embedding lookup are left out.
-    """
-    if cfg.ffn not in FFN_MATRICES:
-        raise ValueError(f"forward_flops counts ffn in {sorted(FFN_MATRICES)}, not {cfg.ffn!r}")
-    d, kv_width = cfg.d_model, cfg.n_kv_heads * cfg.d_head
-    attention = 2 * d * d + 2 * d * kv_width  # W_q and W_o, W_k and W_v
-    ffn = FFN_MATRICES[cfg.ffn] * d * cfg.d_ff
-    matmul_weights = cfg.n_layers * (attention + ffn) + d * cfg.vocab_size  # + the unembedding
-    return 2 * matmul_weights * batch * seq + cfg.n_layers * 4 * batch * seq**2 * d
-
 
 def flops_rows(s: Sizes, deadline: float) -> list[Row]:
     cfg = TransformerConfig(vocab_size=s.flops_vocab, d_model=s.flops_d_model, n_heads=s.flops_heads,

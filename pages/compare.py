@@ -2,7 +2,7 @@
 import pandas as pd
 import streamlit as st
 
-from transformer import MODEL_CARDS, PRESETS, analysis, choices, kv_cache_bytes_per_token, param_counts
+from transformer import MODEL_CARDS, PRESETS, choices, costs, kv_cache_bytes_per_token, param_counts
 from ui.block_figures import per_position
 from ui.figures import heatmap
 from ui.measure import output_comparison, to_json
@@ -100,13 +100,13 @@ for name, cfg in (("A", cfg_a), ("B", cfg_b)):
                 f"{cfg.norm_position}-{cfg.norm} · {cfg.ffn}",
         "parameters": f"{counts['total']:,}",
         "active parameters per token": f"{counts['active']:,}",
-        f"forward FLOPs per token (context {context})": f"{analysis.forward_flops_per_token(cfg, context):,}",
+        f"forward FLOPs per token (context {context})": f"{costs.forward_flops_per_token(cfg, context):,}",
         "KV cache per token (fp16 bytes)": f"{kv_cache_bytes_per_token(cfg):,}",
     }
 st.dataframe(pd.DataFrame(rows))
 st.caption("FLOPs per token = 2 × the parameters a token multiplies by (embedding lookups excluded, MoE: only the "
            "top-k experts) + 4 × keys seen × n_heads × d_head per attention layer (q·K and weights·V); see "
-           "`transformer.analysis.forward_flops_per_token`.")
+           "`transformer.costs.forward_flops_per_token`.")
 
 st.header("Next-token distributions")
 out = output_comparison(trace_a.logits, trace_b.logits)

@@ -4,7 +4,8 @@ import pandas as pd
 import streamlit as st
 
 from transformer import MODEL_CARDS
-from transformer.flash import TiledAttention, full_attention_bytes, tiled_attention_bytes
+from transformer.costs import full_attention_bytes, tiled_attention_bytes
+from transformer.flash import TiledAttention
 from ui.flash_figures import (GIB, MIB, memory_formula, measured_curves, rescale_and_output, result_comparison,
                               running_stats, tile_grid, tile_matrices)
 from ui.flash_measure import MASKS, MAX_T, check_settings, live_qkv, measure, random_qkv, tiled_run

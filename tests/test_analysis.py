@@ -1,5 +1,6 @@
-"""transformer.analysis: cost per token, output distributions, position geometry, norms with depth,
-cached generation and attention under a chosen mask -- each checked against numbers worked out by hand."""
+"""transformer.analysis: output distributions, position geometry, norms with depth, cached generation
+and attention under a chosen mask; transformer.costs: cost per token --
+each checked against numbers worked out by hand."""
 import math
 
 import pytest
@@ -8,9 +9,10 @@ import torch
 from transformer import TransformerConfig, kv_cache_bytes_per_token
 from transformer.analysis import (
     allowed_matrix, attention_under_mask, cached_generation, cross_attention, depth_profile, diagonal_spread,
-    forward_flops_per_token, kl_divergence, next_token_entropy, normalize, rope_inv_freq, rope_pairs, rope_scores,
+    kl_divergence, next_token_entropy, normalize, rope_inv_freq, rope_pairs, rope_scores,
     sinusoidal_similarity,
 )
+from transformer.costs import forward_flops_per_token
 
 
 def test_flops_per_token_by_hand(tiny_config):

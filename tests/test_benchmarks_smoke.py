@@ -15,6 +15,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from benchmarks import app_latency, load_test, run
 from transformer import Transformer, TransformerConfig
+from transformer.costs import forward_flops
 from transformer.hooks import recording
 
 
@@ -69,7 +70,7 @@ def test_forward_flops_match_torch_flop_counter(ffn, n_kv_heads):
     ids = torch.randint(0, 50, (2, 11))
     with FlopCounterMode(display=False) as counter, torch.no_grad():
         model(ids)
-    assert run.forward_flops(cfg, batch=2, seq=11) == counter.get_total_flops()
+    assert forward_flops(cfg, batch=2, seq=11) == counter.get_total_flops()
 
 
 def test_held_bytes_counts_shared_storage_once():

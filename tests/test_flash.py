@@ -11,8 +11,8 @@ from torch import nn
 
 from transformer import Transformer, TransformerConfig, masks
 from transformer.attention import AttentionInputs, attend, merge_heads
-from transformer.flash import (TiledAttention, full_attention_bytes, steps_from_trace, tile_plan, tiled_attention,
-                               tiled_attention_bytes, trace_tiled_attention)
+from transformer.costs import full_attention_bytes, tiled_attention_bytes
+from transformer.flash import TiledAttention, steps_from_trace, tile_plan, tiled_attention, trace_tiled_attention
 from transformer.hooks import name_hook_points, recording
 from transformer.positions import alibi_bias, alibi_slopes
 

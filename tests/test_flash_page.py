@@ -12,7 +12,8 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from transformer import PRESETS, masks
-from transformer.flash import full_attention_bytes, tile_plan, tiled_attention_bytes
+from transformer.costs import full_attention_bytes, tiled_attention_bytes
+from transformer.flash import tile_plan
 from ui import flash_figures as ff
 from ui.flash_measure import MASKS, check_settings, live_qkv, measure_in_fresh_process, random_qkv, tiled_run
 from ui.runtime import get_trace, tokenize

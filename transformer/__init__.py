@@ -1,8 +1,9 @@
 """Attention Lab: a transformer whose every plug point can be switched, and that records what happens inside."""
 from .config import TransformerConfig, choices
+from .costs import kv_cache_bytes_per_token, param_counts
 from .hooks import HookPoint, Trace, TraceEvent, recording
 from .model import KVCache, Transformer, default_device
-from .presets import MODEL_CARDS, PRESETS, kv_cache_bytes_per_token, param_counts
+from .presets import MODEL_CARDS, PRESETS
 
 __all__ = [
     "TransformerConfig", "Transformer", "PRESETS", "MODEL_CARDS", "KVCache", "Trace", "TraceEvent",

@@ -1,5 +1,5 @@
-"""Measurements that explain the axes: cost per token, output distributions, position
-geometry, norm behaviour with depth, cached generation, and attention under a chosen mask.
+"""Measurements that explain the axes: output distributions, position geometry, norm behaviour
+with depth, cached generation, and attention under a chosen mask (costs: transformer.costs).
 
 Each function answers one question the app asks of a model or a config; none of them
 changes the model.
@@ -18,39 +18,6 @@ from .hooks import recording
 from .model import KVCache, Transformer
 from .norms import NORMS
 from .positions import apply_rope, rope_angles, rope_inv_freq, rope_tables, sinusoidal_table
-from .presets import param_counts
-
-# --- cost ------------------------------------------------------------------------
-
-
-def attention_layers(cfg: TransformerConfig) -> int:
-    """How many attention sublayers a token passes: self-attention in every block, plus the
-    decoder's cross-attention in an encoder-decoder (whose encoder is a second stack)."""
-    return 3 * cfg.n_layers if cfg.arch == "encoder-decoder" else cfg.n_layers
-
-
-def forward_flops_per_token(cfg: TransformerConfig, context: int) -> int:
-    """Forward-pass FLOPs for one token that attends to `context` keys.
-
-        2 x (parameters the token multiplies by)  +  4 x (keys seen) x d_attn per attention layer
-
-    A multiply-add is 2 FLOPs, so every weight a token goes through costs 2 (MoE: only the
-    top-k experts count). Embedding tables are read, not multiplied, so they are left out,
-    except that a tied output head still multiplies by the embedding matrix. Attention adds
-    two matrix products that grow with the context: q @ K^T and weights @ V, each
-    2 x keys x d_attn (d_attn = n_heads x d_head); a sliding window caps the keys at W.
-    For an encoder-decoder this is one source token through the encoder plus one target
-    token through the decoder (its cross-attention reads `context` encoder outputs).
-    """
-    if context < 1:
-        raise ValueError(f"context={context} must be at least 1 (a token always sees itself)")
-    counts = param_counts(cfg)
-    tied_head = cfg.vocab_size * cfg.d_model if cfg.tie_embeddings else 0
-    multiplied = counts["active"] - counts["embedding"] + tied_head
-    keys_seen = min(context, cfg.sliding_window) if cfg.sliding_window else context
-    d_attn = cfg.n_heads * cfg.d_head
-    return 2 * multiplied + attention_layers(cfg) * 2 * 2 * keys_seen * d_attn
-
 
 # --- activations ----------------------------------------------------------------------
 

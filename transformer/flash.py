@@ -62,8 +62,7 @@ API (everything a page needs; shapes use B batch, H query heads, G kv heads)::
         step changes nothing (after == before, rescale 1). The last step of a query block
         holds its final output, except for rows that see no key (below).
 
-    full_attention_bytes(B, H, T, dtype_bytes, T_kv=None) -> int
-    tiled_attention_bytes(B, H, T, block_q, block_k, d_head, acc_bytes=4) -> int
+    The memory each way holds: full_attention_bytes and tiled_attention_bytes in transformer.costs.
 
 Masked scores are the most negative float32, as in the library's additive masks,
 not -inf. So a row that may see no key at all (a padding query) is what the
@@ -277,33 +276,6 @@ def steps_from_trace(trace: Trace, prefix: str = "") -> list[dict]:
             step.update(m_after=m, l_after=l, acc=acc, rescale=np.ones_like(l))
         step["out_so_far"] = step["acc"] / np.maximum(step["l_after"], 1.0)[..., None]  # l is 0 or >= 1
     return steps
-
-
-# --- memory arithmetic -------------------------------------------------------------------
-
-def full_attention_bytes(B: int, H: int, T: int, dtype_bytes: int, T_kv: int | None = None) -> int:
-    """Bytes of the (T, T_kv) scores and the (T, T_kv) softmax weights the five lines hold, for all heads.
-
-    2 * B * H * T * T_kv * dtype_bytes: it grows with the square of the sequence length
-    (T_kv defaults to T). Queries, keys, values and the output are left out: every method needs them.
-    """
-    T_kv = T if T_kv is None else T_kv
-    return 2 * B * H * T * T_kv * dtype_bytes
-
-
-def tiled_attention_bytes(B: int, H: int, T: int, block_q: int, block_k: int, d_head: int, acc_bytes: int = 4) -> int:
-    """Bytes tiled attention holds beyond the inputs and the output: linear in T, plus one tile.
-
-    - 2 * B * H * T: the running max m and sum l of every query row. Flash kernels keep
-      them (as the log-sum-exp m + log l) for the backward pass, so they count for all T rows;
-    - 2 * B * H * block_q * block_k: one tile's scores S and probabilities exp(S - m);
-    - B * H * block_q * d_head: the output accumulator of the query block in flight.
-    Everything is float32 (acc_bytes = 4) whatever the input dtype, as flash kernels accumulate.
-    """
-    stats = 2 * B * H * T
-    tile = 2 * B * H * block_q * block_k
-    accumulator = B * H * block_q * d_head
-    return (stats + tile + accumulator) * acc_bytes
 
 
 # --- validation ---------------------------------------------------------------------------

@@ -24,7 +24,8 @@ import plotly.graph_objects as go
 import torch
 
 from transformer import MODEL_CARDS, PRESETS, TransformerConfig, analysis, kv_cache_bytes_per_token, param_counts, probes
-from transformer.flash import full_attention_bytes, tile_plan
+from transformer.costs import full_attention_bytes
+from transformer.flash import tile_plan
 from transformer.tasks import attention_mass, get_task, induction_targets, previous_token_targets
 
 from . import lesson_figures
