@@ -2,7 +2,7 @@
 import pandas as pd
 import streamlit as st
 
-from transformer import MODEL_CARDS, PRESETS, choices, costs, kv_cache_bytes_per_token, param_counts
+from transformer import MODEL_CARDS, PRESETS, analysis, choices, costs, kv_cache_bytes_per_token, param_counts
 from ui.block_figures import per_position
 from ui.figures import heatmap
 from ui.measure import output_comparison, to_json
