@@ -2,7 +2,8 @@
 import pandas as pd
 import streamlit as st
 
-from transformer import MODEL_CARDS, PRESETS, analysis, choices, costs, kv_cache_bytes_per_token, param_counts
+from transformer import AXES, MODEL_CARDS, PRESETS, analysis, choices, costs, kv_cache_bytes_per_token, param_counts
+from transformer.axes import label
 from ui.block_figures import per_position
 from ui.figures import heatmap
 from ui.measure import output_comparison, to_json
@@ -11,15 +12,15 @@ from ui.page_controls import KEEP, init_from_url, keep_valid, write_url
 from ui.runtime import get_trace, tokenize
 
 SAME = "same"  # an axis of B left equal to its base
-AXES = {"cmp_arch": ("arch", "Architecture"), "cmp_position": ("position", "Position"), "cmp_norm": ("norm", "Norm"),
-        "cmp_place": ("norm_position", "Placement"), "cmp_ffn": ("ffn", "FFN")}
-URL_KEYS = {"cmp_base": str, "cmp_kv": str, "cmp_layer": int, "cmp_head": int, **{k: str for k in AXES}}
+FIELDS = {"cmp_arch": "arch", "cmp_position": "position", "cmp_norm": "norm", "cmp_place": "norm_position",
+          "cmp_ffn": "ffn"}  # widget key -> the config field B may change
+URL_KEYS = {"cmp_base": str, "cmp_kv": str, "cmp_layer": int, "cmp_head": int, **{k: str for k in FIELDS}}
 init_from_url("cmp", URL_KEYS)
-defaults = {"cmp_base": "A", "cmp_kv": SAME, "cmp_layer": 0, "cmp_head": 0, **{k: SAME for k in AXES}, "cmp_position": "rope"}
+defaults = {"cmp_base": "A", "cmp_kv": SAME, "cmp_layer": 0, "cmp_head": 0, **{k: SAME for k in FIELDS}, "cmp_position": "rope"}
 for key, default in defaults.items():
     st.session_state.setdefault(key, default)
 keep_valid("cmp_base", ["A", *PRESETS], "A")
-for key, (field, _) in AXES.items():
+for key, field in FIELDS.items():
     keep_valid(key, [SAME, *choices(field)], SAME)
 write_url(URL_KEYS)
 
@@ -39,15 +40,15 @@ st.header("Configuration B")
 st.selectbox("B starts from", ["A", *PRESETS], key="cmp_base", **KEEP,
              format_func=lambda k: "A (the sidebar's model)" if k == "A" else f"preset: {MODEL_CARDS[k].name}")
 base = cfg_a if st.session_state["cmp_base"] == "A" else PRESETS[st.session_state["cmp_base"]]
-columns = st.columns(len(AXES) + 1)
-for col, (key, (field, title)) in zip(columns, AXES.items()):
-    col.selectbox(title, [SAME, *choices(field)], key=key, **KEEP,
+columns = st.columns(len(FIELDS) + 1)
+for col, (key, field) in zip(columns, FIELDS.items()):
+    col.selectbox(AXES[field].title, [SAME, *choices(field)], key=key, **KEEP,
                   format_func=lambda v, f=field: f"= {getattr(base, f)}" if v == SAME else v)
 kv_options = [SAME, *(str(g) for g in range(1, base.n_heads + 1) if base.n_heads % g == 0)]
 keep_valid("cmp_kv", kv_options, SAME)
-columns[-1].selectbox("KV heads", kv_options, key="cmp_kv", **KEEP,
+columns[-1].selectbox(AXES["kv_heads"].title, kv_options, key="cmp_kv", **KEEP,
                       format_func=lambda v: f"= {base.n_kv_heads}" if v == SAME else v)
-changes = {field: st.session_state[key] for key, (field, _) in AXES.items() if st.session_state[key] != SAME}
+changes = {field: st.session_state[key] for key, field in FIELDS.items() if st.session_state[key] != SAME}
 if st.session_state["cmp_kv"] != SAME:
     changes["n_kv_heads"] = int(st.session_state["cmp_kv"])
 if changes.get("arch") == "encoder-decoder" or (base.arch == "encoder-decoder" and "arch" not in changes):
@@ -96,8 +97,10 @@ rows = {}
 for name, cfg in (("A", cfg_a), ("B", cfg_b)):
     counts = param_counts(cfg)
     rows[name] = {
-        "axes": f"{cfg.arch} · {cfg.attention_kind} ({cfg.n_heads} q / {cfg.n_kv_heads} kv) · {cfg.position} · "
-                f"{cfg.norm_position}-{cfg.norm} · {cfg.ffn}",
+        "axes": f"{label('arch', cfg.arch)} · {label('kv_heads', cfg.attention_kind)} "
+                f"({cfg.n_heads} q / {cfg.n_kv_heads} kv) · {label('position', cfg.position)} · "
+                f"{label('norm_position', cfg.norm_position)}-{label('norm', cfg.norm)} · "
+                f"{label('ffn', cfg.ffn)}",
         "parameters": f"{counts['total']:,}",
         "active parameters per token": f"{counts['active']:,}",
         f"forward FLOPs per token (context {context})": f"{costs.forward_flops_per_token(cfg, context):,}",

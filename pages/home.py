@@ -1,7 +1,7 @@
 """Home: the five lines, the five axes and the problem each choice solves, the real-model table."""
 import streamlit as st
 
-from transformer import MODEL_CARDS, kv_cache_bytes_per_token, param_counts
+from transformer import AXES, MODEL_CARDS, kv_cache_bytes_per_token, param_counts
 from ui.page import start_page
 from ui.source import five_lines
 from ui.state import apply_preset
@@ -15,25 +15,12 @@ st.caption("These are the library's own lines (`Attention.explicit_attention` in
            "every page runs them.")
 
 st.subheader("Everything else is a choice along five axes")
-AXES = [
-    ("KV heads", "MHA · GQA · MQA",
-     "At generation time every past token's keys and values sit in memory. Sharing one K/V head among several "
-     "query heads (GQA, MQA) shrinks that cache by H/G with little loss."),
-    ("Mask", "none · causal · cross · padding · sliding window",
-     "Decides who may look at whom: a decoder must not see the future, padding must be invisible, a window bounds "
-     "the cost of long inputs, cross-attention lets a decoder read the encoder."),
-    ("Position", "none · sinusoidal · learned · RoPE · ALiBi",
-     "Attention is blind to order. Add position vectors (sinusoidal, learned), rotate q and k by position (RoPE: scores "
-     "depend on distance only), or penalise distance directly (ALiBi: extrapolates to longer inputs)."),
-    ("Norm", "LayerNorm · RMSNorm, pre or post",
-     "Deep stacks blow up or vanish without normalisation. Pre-norm keeps a clean residual path and trains deep "
-     "models without warm-up tricks; RMSNorm drops the centring and is cheaper."),
-    ("FFN", "ReLU · GELU · SwiGLU · MoE",
-     "The per-token computation. Gates (SwiGLU) train better per parameter; a mixture of experts adds parameters "
-     "while each token pays for only top-k of them."),
-]
-for name, options, problem in AXES:
-    st.markdown(f"**{name}** — {options}  \n{problem}")
+for name in ("kv_heads", "mask", "position", "norm", "ffn"):
+    axis = AXES[name]
+    options = " · ".join(choice.label for choice in axis.choices.values())
+    if name == "norm":  # the five axes count a norm and its placement as one
+        options += ", " + " or ".join(choice.label for choice in AXES["norm_position"].choices.values())
+    st.markdown(f"**{axis.title}** — {options}  \n{axis.problem}")
 
 st.subheader("Real models as choices on the axes")
 st.caption("Open a row to load that model's recipe at classroom size. Sizes are the real models'; "

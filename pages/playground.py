@@ -3,6 +3,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
+from transformer import AXES
 from transformer.attention import Attention
 from transformer.positions import alibi_slopes
 from ui.diagram import architecture_dot
@@ -123,9 +124,9 @@ layer, head, query = st.session_state["layer"], st.session_state["head"], st.ses
 # --- every head of the layer ---------------------------------------------------------------------
 patterns = trace.arrays[view.hook(layer, "hook_pattern")][0]  # (H, T_q, T_kv)
 st.subheader(f"Layer {layer}: {view.label}")
-sharing = {"MHA": "every head has its own K and V",
-           "GQA": f"each row of the grid is one kv group: {group} query heads read the same K and V",
-           "MQA": "all heads read one shared K and V"}[cfg.attention_kind]
+sharing = AXES["kv_heads"].choices[cfg.attention_kind].does
+if cfg.attention_kind == "GQA":
+    sharing += f"; here H/G = {group}, one group per row of the grid"
 st.caption(f"Softmax weights of all {cfg.n_heads} heads ({cfg.attention_kind}: {sharing}). "
            f"Rows: {view.y_title}; columns: {view.x_title}. Blank cells are masked.")
 layer_mask = trace.arrays[view.hook(layer, "hook_mask")][0]  # (1 or H, T_q, T_kv)
@@ -178,10 +179,8 @@ with detail_col:
         st.caption("Cross-attention adds no position term: the decoder and the encoder each placed their tokens "
                    "before this step.")
     else:
-        st.caption({"none": "No position signal: only the mask tells tokens apart by place.",
-                    "sinusoidal": "Sinusoidal vectors were added to the embeddings before the first block.",
-                    "learned": "Learned position vectors were added to the embeddings before the first block."}
-                   .get(cfg.position, ""))
+        does = AXES["position"].choices[cfg.position].does
+        st.caption(f"{does[:1].upper()}{does[1:]}.")
 
     router_name = view.ffn_hook(layer, "hook_router_probs")
     if router_name in trace.arrays:

@@ -20,6 +20,7 @@ from typing import Callable
 import torch
 from torch import nn
 
+from . import axes
 from .config import TransformerConfig
 from .model import Transformer
 
@@ -405,26 +406,38 @@ def describe_hf(model_or_path) -> HFMapping:
 
 
 def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, str]:
-    """Each axis's choice in words, e.g. {"KV heads": "GQA: 8 query heads share 2 kv heads", ...}."""
+    """Each axis's choice in words, e.g. {"KV heads": "GQA: 8 query heads share 2 kv heads", ...}.
+
+    The names come from ``transformer.axes``; this adds the sizes.
+    """
     H, G = cfg.n_heads, cfg.n_kv_heads
-    kv = {"MHA": f"MHA: {H} query heads, {G} kv heads", "GQA": f"GQA: {H} query heads share {G} kv heads",
-          "MQA": f"MQA: {H} query heads share 1 kv head"}[cfg.attention_kind]
-    mask = {"decoder": "causal", "encoder": "none (bidirectional)", "encoder-decoder": "causal decoder, cross-attention"}[cfg.arch]
+    sizes = {"MHA": f"{H} query heads, {G} kv heads", "GQA": f"{H} query heads share {G} kv heads",
+             "MQA": f"{H} query heads share 1 kv head"}[cfg.attention_kind]
+    kv = f"{axes.label('kv_heads', cfg.attention_kind)}: {sizes}"
+    causal = axes.label("mask", "causal")
+    mask = {"decoder": causal, "encoder": axes.label("mask", "none"),
+            "encoder-decoder": f"{causal} decoder, {axes.label('mask', 'cross')}"}[cfg.arch]
     if cfg.sliding_window is not None:
-        mask += f", sliding window of {cfg.sliding_window} keys"
-    position = {"none": "none", "sinusoidal": "sinusoidal", "learned": f"learned table of {cfg.max_len} positions",
-                "rope": f"RoPE, theta = {cfg.rope_theta:g}", "alibi": "ALiBi"}[cfg.position]
-    norm = f"{cfg.norm_position}-{'LayerNorm' if cfg.norm == 'layernorm' else 'RMSNorm'}, eps = {cfg.norm_eps:g}"
+        mask += f", {axes.label('mask', 'sliding_window')} of {cfg.sliding_window} keys"
+    position = axes.label("position", cfg.position)
+    if cfg.position == "learned":
+        position += f" table of {cfg.max_len} positions"
+    if cfg.position == "rope":
+        position += f", theta = {cfg.rope_theta:g}"
+    norm = f"{axes.label('norm_position', cfg.norm_position)}-{axes.label('norm', cfg.norm)}, eps = {cfg.norm_eps:g}"
     if cfg.embed_norm:
-        norm += ", plus a LayerNorm after the embeddings"
-    ffn = {"relu": "ReLU", "gelu": "GELU" + (" (tanh approximation)" if cfg.gelu_approximate == "tanh" else ""),
-           "swiglu": "SwiGLU", "moe": f"MoE: {cfg.n_experts} SwiGLU experts, top-{cfg.top_k}"}[cfg.ffn]
+        norm += f", plus a {axes.label('norm', 'layernorm')} after the embeddings"
+    ffn = axes.label("ffn", cfg.ffn)
+    if cfg.ffn == "gelu" and cfg.gelu_approximate == "tanh":
+        ffn += " (tanh approximation)"
+    if cfg.ffn == "moe":
+        ffn += f": {cfg.n_experts} {axes.label('ffn', 'swiglu')} experts, top-{cfg.top_k}"
     if not has_head:
         head = "none (hidden states only)"
     else:
         head = ("masked-LM transform, " if cfg.head_transform else "") + ("tied to the embedding" if cfg.tie_embeddings else "its own matrix")
     return {"KV heads": kv, "mask": mask, "position": position, "norm": norm, "FFN": ffn,
-            "block": "parallel attention + FFN" if cfg.parallel_block else "sequential", "head": head}
+            "block": axes.label("block", "parallel" if cfg.parallel_block else "sequential"), "head": head}
 
 
 # --- torch.nn.Transformer (the 2017 encoder-decoder) --------------------------------------

@@ -1,7 +1,7 @@
 """The architecture of a config as a Graphviz (DOT) diagram, optionally highlighting one part."""
 from __future__ import annotations
 
-from transformer import TransformerConfig
+from transformer import TransformerConfig, axes
 
 HIGHLIGHT = 'style="filled,bold" fillcolor="#fde725" penwidth=3'
 NORMAL = 'style=filled fillcolor="#e8eef7"'
@@ -14,29 +14,35 @@ def _node(name: str, label: str, highlight: str | None) -> str:
 def _stack(prefix: str, cfg: TransformerConfig, cross: bool, highlight: str | None) -> tuple[list[str], str, str]:
     """Nodes and edges of one stack; returns (lines, first node, last node)."""
     p = prefix
-    norm = "LayerNorm" if cfg.norm == "layernorm" else "RMSNorm"
-    kind = {"MHA": f"MHA: {cfg.n_heads} heads", "GQA": f"GQA: {cfg.n_heads} q heads / {cfg.n_kv_heads} kv heads",
-            "MQA": f"MQA: {cfg.n_heads} q heads / 1 kv head"}[cfg.attention_kind]
-    mask = "causal" if (p != "enc_" and cfg.arch != "encoder") else "bidirectional"
+    norm = axes.label("norm", cfg.norm)
+    sizes = {"MHA": f"{cfg.n_heads} heads", "GQA": f"{cfg.n_heads} q heads / {cfg.n_kv_heads} kv heads",
+             "MQA": f"{cfg.n_heads} q heads / 1 kv head"}[cfg.attention_kind]
+    kind = f"{axes.label('kv_heads', cfg.attention_kind)}: {sizes}"
+    mask = axes.label("mask", "causal" if (p != "enc_" and cfg.arch != "encoder") else "none")
     if cfg.sliding_window:
         mask += f", window {cfg.sliding_window}"
-    position = {"rope": " + RoPE on q, k", "alibi": " + ALiBi bias"}.get(cfg.position, "")
-    ffn = {"relu": "MLP (ReLU)", "gelu": "MLP (GELU)", "swiglu": "SwiGLU",
-           "moe": f"MoE: top-{cfg.top_k} of {cfg.n_experts} experts"}[cfg.ffn]
+    position_label = axes.label("position", cfg.position)
+    position = {"rope": f" + {position_label} on q, k", "alibi": f" + {position_label} bias"}.get(cfg.position, "")
+    ffn = axes.label("ffn", cfg.ffn)
+    if cfg.ffn in ("relu", "gelu"):
+        ffn = f"MLP ({ffn})"
+    if cfg.ffn == "moe":
+        ffn += f": top-{cfg.top_k} of {cfg.n_experts} experts"
     lines = [_node(f"{p}embed", "token embedding", highlight)]
     chain = [f"{p}embed"]
     if cfg.position in ("sinusoidal", "learned"):
-        lines.append(_node(f"{p}pos", f"+ {cfg.position} positions", highlight))
+        lines.append(_node(f"{p}pos", f"+ {position_label} positions", highlight))
         chain.append(f"{p}pos")
     if cfg.embed_norm:
         lines.append(_node(f"{p}ln_embed", f"embedding {norm}", highlight))
         chain.append(f"{p}ln_embed")
-    placement = "parallel" if cfg.parallel_block else f"{cfg.norm_position}-norm"
+    norm_placement = f"{axes.label('norm_position', cfg.norm_position)}-norm"
+    placement = axes.label("block", "parallel") if cfg.parallel_block else norm_placement
     block = [f"subgraph cluster_{p}block {{", f'label="× {cfg.n_layers} blocks ({placement})";',
              'style=rounded; color="#555555";']
     sublayers = [("ln1", "attn", f"self-attention\\n{kind}\\n{mask}{position}")]
     if cross:
-        sublayers.append(("ln_cross", "cross", "cross-attention\\nq: decoder, k v: encoder"))
+        sublayers.append(("ln_cross", "cross", f"{axes.label('mask', 'cross')}\\nq: decoder, k v: encoder"))
     sublayers.append(("ln2", "ffn", ffn))
     if cfg.parallel_block:  # one norm feeds attention and FFN side by side; their outputs are summed
         block += [_node(f"{p}ln1", norm, highlight), _node(f"{p}attn", sublayers[0][2], highlight),

@@ -428,7 +428,7 @@ def _kv_cache() -> Live:
         choices=[binary_size(b) for b in totals], answer=totals.index(truth),
         why=(f"2 (K and V) × {real.n_layers} layers × {real.n_kv_heads} kv heads × {real.d_head} × 2 bytes = "
              f"{per_token:,} bytes per token; × {KV_CONTEXT:,} = {binary_size(truth)}. With a K and V for each of the "
-             f"{real.n_heads} heads (MHA) it would be {real.n_heads // real.n_kv_heads}× more."),
+             f"{real.n_heads} heads (MHA) it would be {real.group_size}× more."),
         figure=fig, query={"kv_model": "llama2 70B", "kv_ctx": str(KV_CONTEXT)})
 
 

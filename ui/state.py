@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from transformer import MODEL_CARDS, PRESETS, TransformerConfig, choices
+from transformer import AXES, MODEL_CARDS, PRESETS, TransformerConfig, choices
 from transformer.tasks import TASKS, get_task
 
 from .runtime import config_key, trained_config, trained_tasks, weights_config, weights_info
@@ -32,17 +32,10 @@ _AXES = {
 _OTHER = {"preset": str, "text": str, "seed": int, "task": str}  # task: which shipped checkpoint of these axes
 WEIGHTS_KEY = "weights"  # URL and session key of chosen weights: "hf:<path>" or "ckpt:<path>"
 
-POSITION_HELP = {
-    "none": "no position signal: only the mask orders tokens",
-    "sinusoidal": "fixed sine/cosine vectors added to the embeddings (2017)",
-    "learned": "a trained vector per position, added to the embeddings (GPT-2, BERT)",
-    "rope": "q and k rotated by an angle proportional to position (LLaMA, Mistral)",
-    "alibi": "a linear distance penalty added to the scores (BLOOM)",
-}
-FFN_HELP = {
-    "relu": "max(0, x) MLP (2017)", "gelu": "smooth MLP (GPT-2, BERT)",
-    "swiglu": "gated linear unit (LLaMA, PaLM)", "moe": "router picks top-k experts per token (Mixtral)",
-}
+def _axis_help(axis: str) -> str:
+    """A sidebar widget's help: each choice of the axis, what it does (and who chose it), the problem it solves."""
+    return "\n".join(f"- {key}: {c.does}" + (f" ({c.examples})" if c.examples else "") + f". {c.solves}"
+                     for key, c in AXES[axis].choices.items())
 
 
 @dataclass
@@ -196,22 +189,26 @@ def sidebar() -> AppState:
         _task_choice()
 
         st.markdown("**The five axes**")
-        st.selectbox("Architecture", choices("arch"), key="arch", on_change=_changed, args=("arch",))
+        st.selectbox(AXES["arch"].title, choices("arch"), key="arch", on_change=_changed, args=("arch",),
+                     help=_axis_help("arch"))
         heads = s["n_heads"]
         kv_options = [g for g in range(1, heads + 1) if heads % g == 0] or [1]
         if s["n_kv_heads"] not in kv_options:  # keep the widget valid; the config check reports the problem
             kv_options = sorted({*kv_options, s["n_kv_heads"]})
-        st.selectbox("KV heads (G)", kv_options, key="n_kv_heads", on_change=_changed, args=("n_kv_heads",),
+        st.selectbox(f"{AXES['kv_heads'].title} (G)", kv_options, key="n_kv_heads", on_change=_changed,
+                     args=("n_kv_heads",), help=_axis_help("kv_heads"),
                      format_func=lambda g: f"{g} · " + ("MHA" if g == heads else "MQA" if g == 1 else "GQA"))
         st.number_input("Sliding window W (0 = none)", min_value=0, max_value=4096, step=1, key="sliding_window",
                         on_change=_changed, args=("sliding_window",))
-        st.selectbox("Position", choices("position"), key="position", on_change=_changed, args=("position",),
-                     help="\n".join(f"- {k}: {v}" for k, v in POSITION_HELP.items()))
+        st.selectbox(AXES["position"].title, choices("position"), key="position", on_change=_changed,
+                     args=("position",), help=_axis_help("position"))
         col1, col2 = st.columns(2)
-        col1.selectbox("Norm", choices("norm"), key="norm", on_change=_changed, args=("norm",))
-        col2.selectbox("Placement", choices("norm_position"), key="norm_position", on_change=_changed, args=("norm_position",))
-        st.selectbox("FFN", choices("ffn"), key="ffn", on_change=_changed, args=("ffn",),
-                     help="\n".join(f"- {k}: {v}" for k, v in FFN_HELP.items()))
+        col1.selectbox(AXES["norm"].title, choices("norm"), key="norm", on_change=_changed, args=("norm",),
+                       help=_axis_help("norm"))
+        col2.selectbox(AXES["norm_position"].title, choices("norm_position"), key="norm_position", on_change=_changed,
+                       args=("norm_position",), help=_axis_help("norm_position"))
+        st.selectbox(AXES["ffn"].title, choices("ffn"), key="ffn", on_change=_changed, args=("ffn",),
+                     help=_axis_help("ffn"))
         if s["ffn"] == "moe":
             col1, col2 = st.columns(2)
             col1.number_input("Experts", min_value=1, max_value=16, key="n_experts", on_change=_changed, args=("n_experts",))

@@ -1,0 +1,114 @@
+"""Each axis and each of its choices in words: a label, what it does, the problem it solves.
+
+The config's ``Literal`` types list the choices (config.py); this table is the one place they are
+described. Choices are keyed by the config's strings; three axes have no field of their own and
+are keyed by the name the library derives: KV heads by ``cfg.attention_kind``, the mask by the
+architecture, padding and window, the block by ``cfg.parallel_block``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Choice:
+    label: str  # how the pages name it, e.g. "RoPE"
+    does: str  # one line, lower case: what it does
+    solves: str  # one sentence: the problem it solves
+    examples: str = ""  # models (or the year) that made this choice
+
+
+@dataclass(frozen=True)
+class Axis:
+    title: str
+    choices: dict[str, Choice]
+    problem: str = ""  # why the axis exists; written for the five axes of the Home page
+
+
+AXES: dict[str, Axis] = {
+    "arch": Axis("Architecture", {
+        "decoder": Choice("decoder", "a causal stack that predicts each next token from the ones before it",
+                          "Generates text one token at a time.", "GPT-2, LLaMA"),
+        "encoder": Choice("encoder", "a bidirectional stack: every token reads the whole text",
+                          "Understands a text with context on both sides (classify it, fill in masked words).", "BERT"),
+        "encoder-decoder": Choice("encoder-decoder",
+                                  "an encoder reads the source; a causal decoder writes the target, reading the "
+                                  "encoder through cross-attention",
+                                  "Turns one text into another of a different length (translation).", "2017"),
+    }),
+    "kv_heads": Axis("KV heads", {
+        "MHA": Choice("MHA", "every head has its own K and V",
+                      "Each head can look for a different relation with keys and values of its own.",
+                      "2017, GPT-2, BERT"),
+        "GQA": Choice("GQA", "each group of H/G query heads reads the same K and V",
+                      "Shrinks the KV cache by H/G with little loss.", "LLaMA 2 70B, Mistral"),
+        "MQA": Choice("MQA", "all heads read one shared K and V",
+                      "The smallest KV cache: H times smaller than MHA.", "PaLM, Falcon"),
+    }, problem="At generation time every past token's keys and values sit in memory. Sharing one K/V head among "
+               "several query heads (GQA, MQA) shrinks that cache by H/G with little loss."),
+    "mask": Axis("Mask", {
+        "none": Choice("none (bidirectional)", "every query sees every key, before and after it",
+                       "An encoder reads the whole text at once.", "BERT"),
+        "causal": Choice("causal", "a query sees only itself and the keys before it",
+                         "A decoder must not see the future it learns to predict.", "GPT-2, LLaMA"),
+        "cross": Choice("cross-attention", "the decoder's queries read the encoder's keys and values",
+                        "Lets a decoder read the encoder.", "2017"),
+        "padding": Choice("padding", "keys at padding positions are hidden from every query",
+                          "Padding must be invisible: a text in a batch gets the answer it gets alone."),
+        "sliding_window": Choice("sliding window", "a query sees at most W keys, itself included",
+                                 "Bounds the cost of long inputs: W keys per query, however long the text.",
+                                 "Mistral"),
+    }, problem="Decides who may look at whom: a decoder must not see the future, padding must be invisible, a window "
+               "bounds the cost of long inputs, cross-attention lets a decoder read the encoder."),
+    "position": Axis("Position", {
+        "none": Choice("none", "no position signal: only the mask orders tokens",
+                       "A baseline: shows how blind attention is to order."),
+        "sinusoidal": Choice("sinusoidal", "fixed sine/cosine vectors added to the embeddings",
+                             "Tells attention where each token is, with nothing to train.", "2017"),
+        "learned": Choice("learned", "a trained vector per position, added to the embeddings",
+                          "Lets the model learn what each position means, up to its table's length (max_len).", "GPT-2, BERT"),
+        "rope": Choice("RoPE", "q and k rotated by an angle proportional to position",
+                       "Scores depend on the distance between tokens only.", "LLaMA, Mistral"),
+        "alibi": Choice("ALiBi", "a linear distance penalty added to the scores",
+                        "Extrapolates to inputs longer than the training ones.", "BLOOM"),
+    }, problem="Attention is blind to order. Add position vectors (sinusoidal, learned), rotate q and k by position "
+               "(RoPE: scores depend on distance only), or penalise distance directly (ALiBi: extrapolates to longer "
+               "inputs)."),
+    "norm": Axis("Norm", {
+        "layernorm": Choice("LayerNorm", "subtracts each vector's mean, divides by its standard deviation, scales and shifts",
+                            "Keeps every token's vector at a steady scale, so deep stacks neither blow up nor vanish.",
+                            "2017, GPT-2, BERT"),
+        "rmsnorm": Choice("RMSNorm", "divides each vector by its root mean square and scales: no centring, no shift",
+                          "The same steadying for less compute.", "LLaMA, Mistral"),
+    }, problem="Deep stacks blow up or vanish without normalisation. Pre-norm keeps a clean residual path and trains "
+               "deep models without warm-up tricks; RMSNorm drops the centring and is cheaper."),
+    "norm_position": Axis("Placement", {
+        "pre": Choice("pre", "the norm reads each sublayer's input; the residual path adds the raw output",
+                      "Keeps a clean residual path, so deep models train without warm-up tricks.", "GPT-2, LLaMA"),
+        "post": Choice("post", "the norm follows each residual addition",
+                       "Keeps the residual stream itself normalised after every sublayer.", "2017, BERT"),
+    }),
+    "block": Axis("Block", {
+        "sequential": Choice("sequential", "the FFN reads the residual stream after attention has added to it",
+                             "The FFN builds on what attention just gathered.", "2017, LLaMA"),
+        "parallel": Choice("parallel attention + FFN",
+                           "attention and the FFN read the same normalised input; their outputs are summed",
+                           "Both sublayers' matrix products run at once: faster at large scale, at little cost.",
+                           "PaLM, Falcon"),
+    }),
+    "ffn": Axis("FFN", {
+        "relu": Choice("ReLU", "max(0, x) MLP", "A nonlinearity between two projections: without it the stack "
+                       "would be one linear map.", "2017"),
+        "gelu": Choice("GELU", "smooth MLP", "No hard corner at 0: small negative inputs still pass a gradient.",
+                       "GPT-2, BERT"),
+        "swiglu": Choice("SwiGLU", "gated linear unit", "Gates train better per parameter.", "LLaMA, PaLM"),
+        "moe": Choice("MoE", "router picks top-k experts per token",
+                      "Adds parameters while each token pays for only top-k of them.", "Mixtral"),
+    }, problem="The per-token computation. Gates (SwiGLU) train better per parameter; a mixture of experts adds "
+               "parameters while each token pays for only top-k of them."),
+}
+
+
+def label(axis: str, choice: str) -> str:
+    """How the pages name a choice, e.g. ``label("position", "rope") == "RoPE"``."""
+    return AXES[axis].choices[choice].label
