@@ -165,8 +165,9 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, inputs: AttentionI
 
     q (B, H, T_q, d_head); k, v (B, G, T_kv, d_head): query head h reads kv head h // (H / G).
     The path a model's attention takes after its projections (``Attention.attend``): fused=False
-    runs the five lines, recorded under ``hooks.recording()`` with standalone names ("hook_pattern");
-    fused=True runs SDPA. ``AttentionInputs.from_allowed`` builds ``inputs`` from a bool mask.
+    runs the five lines, fused=True one SDPA kernel, unless ``hooks.recording()`` asks for their
+    scores or weights (standalone names: "hook_pattern"). ``AttentionInputs.from_allowed`` builds
+    ``inputs`` from a bool mask.
     """
     n_heads, n_kv_heads, d_head = q.shape[1], k.shape[1], q.shape[-1]
     cfg = TransformerConfig(d_model=n_heads * d_head, n_heads=n_heads, n_kv_heads=n_kv_heads, position="none")
