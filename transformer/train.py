@@ -26,7 +26,7 @@ from .ffn import MoE
 from .model import Transformer, default_device
 from .positions import ADDITIVE_POSITIONS
 from .presets import PRESETS
-from .tasks import TASKS, Task, get_task
+from .tasks import TASKS, Language, Task, get_task
 
 Callback = Callable[[int, dict, Transformer], None]
 
@@ -133,7 +133,7 @@ def train(cfg_or_preset: str | TransformerConfig, task: str | Task, steps: int, 
                 break
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate(step, steps, lr, warmup)
-            batch = task.sample(batch_size, generator=data).to(device)
+            batch = task.at(step / steps).sample(batch_size, generator=data).to(device)  # a curriculum may change it
             loss, logits = task_loss(model, task, batch)
             aux = model.aux_loss  # MoE: keeps the experts evenly loaded
             optimizer.zero_grad(set_to_none=True)
@@ -177,7 +177,8 @@ def describe(model: Transformer, task: str | Task, history: list[dict], settings
                          "seconds": round(history[-1]["seconds"], 1), "final_loss": round(history[-1]["loss"], 4)}}
     if task.name == "language":
         meta["corpus"] = {**language.corpus_description(), "repeat_rate": task.repeat_rate,
-                          "repeat_lengths": task.repeat_lengths, "random_spans": task.random_spans}
+                          "repeat_lengths": task.repeat_lengths, "random_spans": task.random_spans,
+                          "induction_warmup": task.induction_warmup}
         meta["figures"] = language.measure(model)
     return meta
 
@@ -191,6 +192,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--induction-warmup", action="store_true",
+                        help="language task: start on repeated spans only, the curriculum that grows induction heads")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when there is a GPU)")
     parser.add_argument("--threads", type=int, default=1,
                         help="CPU threads for this process (default 1: models this small gain nothing from more, "
@@ -198,10 +201,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)  # a command-line run owns its process; train() itself never does this
 
-    model, history = train(args.preset, args.task, args.steps, batch_size=args.batch_size, lr=args.lr,
+    if args.induction_warmup and args.task != "language":
+        parser.error("--induction-warmup is a curriculum of the language task")
+    task = Language(induction_warmup=True) if args.induction_warmup else args.task
+    model, history = train(args.preset, task, args.steps, batch_size=args.batch_size, lr=args.lr,
                            seed=args.seed, device=args.device)
-    meta = describe(model, args.task, history, {"batch_size": args.batch_size, "lr": args.lr, "seed": args.seed,
-                                                "threads": args.threads})
+    meta = describe(model, task, history, {"batch_size": args.batch_size, "lr": args.lr, "seed": args.seed,
+                                           "threads": args.threads})
     meta["preset"] = args.preset
     paths = checkpoint.save(model, args.out, meta)
     print(f"accuracy {meta['accuracy']:.3f} on fresh samples after {len(history)} steps "
