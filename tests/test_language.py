@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from transformer import PRESETS, Transformer, language
-from transformer.tasks import TASKS
+from transformer.tasks import TASKS, Language
 from transformer.train import config_for, train
 
 # every kind of text a person may type or paste
@@ -107,3 +107,19 @@ def test_training_lowers_held_out_bits_per_character_within_a_few_hundred_steps(
     model, history = train(cfg, "language", steps=150, batch_size=8, lr=3e-3, device="cpu", progress=False)
     after = language.bits_per_char(model, limit=8)
     assert after < before - 3 and after < 4.5, (before, after)  # below a unigram model's 4.7
+
+
+def test_the_induction_warm_up_starts_on_short_repeated_spans_then_mixes_in_plain_text():
+    task = Language(induction_warmup=True)
+    early, late = task.at(0.0), task.at(0.5)
+    assert late is task and task.at(0.3) is task  # the warm-up is the first 30% of training
+    batch = early.sample(16, seed=0)
+    assert batch.input_ids.shape == (16, 1 + 128)
+    for row in batch.targets:
+        period = next(L for L in range(20, 61) if torch.equal(row[L:], row[:-L]))  # every row repeats a span
+        assert 20 <= period <= 60
+    mixed = task.sample(64, seed=0).targets  # (64, 257)
+    repeats = sum(any(torch.equal(row[L:], row[:-L]) for L in range(20, 201)) for row in mixed)
+    assert 16 <= repeats <= 48  # about half the rows
+    assert TASKS["language"].at(0.0) is TASKS["language"]  # the default task has no curriculum
+    assert task.for_arch("encoder").at(0.0).masked  # BERT's masked characters never warm up on repeats
