@@ -2,8 +2,9 @@
 import pandas as pd
 import streamlit as st
 
-from transformer import AXES, MODEL_CARDS, PRESETS, analysis, choices, costs, kv_cache_bytes_per_token, param_counts
+from transformer import AXES, MODEL_CARDS, PRESETS, choices, costs, kv_cache_bytes_per_token, param_counts
 from transformer.axes import label
+from transformer.hooks import attention_stacks
 from ui.block_figures import per_position
 from ui.figures import heatmap
 from ui.measure import output_comparison, to_json
@@ -78,7 +79,7 @@ col2.selectbox("Head", range(n_heads), key="cmp_head", **KEEP)
 layer, head = st.session_state["cmp_layer"], st.session_state["cmp_head"]
 weights = {}
 for name, cfg, trace in (("A", cfg_a, trace_a), ("B", cfg_b, trace_b)):
-    weights[name] = trace.pattern(layer, analysis.self_attention_prefix(cfg))[head]  # (T, T)
+    weights[name] = trace.pattern(layer, attention_stacks(cfg.arch).input)[head]  # (T, T)
 labels_a, labels_b = trace_a.src_labels, trace_b.src_labels
 col1, col2 = st.columns(2)
 col1.plotly_chart(heatmap(weights["A"], labels_a, labels_a, f"A: layer {layer}, head {head}", zmin=0, zmax=1), key="cmp_a")

@@ -3,7 +3,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from transformer import MODEL_CARDS, analysis, param_counts
+from transformer import MODEL_CARDS, param_counts
+from transformer.hooks import attention_stacks, hook_name
 from ui.block_figures import activation_curves, expert_load, router, units_heatmap
 from ui.measure import activation_curves as curves
 from ui.page import load_page
@@ -26,7 +27,7 @@ and how to have more of them without paying for all of them on every token?
 load-balancing loss; total against active parameters.
 """)
 cfg = ctx.state.config
-prefix = analysis.self_attention_prefix(cfg)  # an encoder-decoder: its encoder's FFNs
+stack = attention_stacks(cfg.arch).input  # an encoder-decoder: its encoder's FFNs
 labels = ctx.trace.src_labels
 arrays = ctx.trace.arrays
 keep_valid("ffn_layer", range(cfg.n_layers), 0)
@@ -40,9 +41,14 @@ st.caption("ReLU cuts negatives to exactly 0. GELU = x·Φ(x) and SiLU = x·sigm
 
 st.header(f"The live model's FFN ({cfg.ffn})")
 st.selectbox("Layer", range(cfg.n_layers), key="ffn_layer", **KEEP)
-mlp = f"{prefix}blocks.{st.session_state['ffn_layer']}.mlp"
+
+
+def mlp(site: str) -> str:
+    return hook_name(st.session_state["ffn_layer"], f"mlp.{site}", stack)
+
+
 if cfg.ffn == "swiglu":
-    gate, product = arrays[f"{mlp}.hook_gate"][0], arrays[f"{mlp}.hook_post"][0]  # (T, d_ff)
+    gate, product = arrays[mlp("hook_gate")][0], arrays[mlp("hook_post")][0]  # (T, d_ff)
     col1, col2 = st.columns(2)
     col1.plotly_chart(units_heatmap(gate, labels, "gate: SiLU(x W_gate)"), key="ffn_gate")
     col2.plotly_chart(units_heatmap(product, labels, "gate ⊙ up: what reaches W_down"), key="ffn_product")
@@ -52,7 +58,7 @@ if cfg.ffn == "swiglu":
     st.caption(f"Tokens down, the first {min(64, gate.shape[1])} of d_ff = {cfg.d_ff} hidden units across. Each unit "
                "of x W_up is multiplied by its gate: near 0 blocks it, large lets it through, negative flips it.")
 elif cfg.ffn in ("relu", "gelu"):
-    pre, post = arrays[f"{mlp}.hook_pre"][0], arrays[f"{mlp}.hook_post"][0]  # (T, d_ff)
+    pre, post = arrays[mlp("hook_pre")][0], arrays[mlp("hook_post")][0]  # (T, d_ff)
     col1, col2 = st.columns(2)
     col1.plotly_chart(units_heatmap(pre, labels, "before the activation: x W_in + b"), key="ffn_pre")
     col2.plotly_chart(units_heatmap(post, labels, f"after {cfg.ffn.upper()}"), key="ffn_post")
@@ -62,10 +68,10 @@ elif cfg.ffn in ("relu", "gelu"):
 
 st.header("Mixture of experts")
 if cfg.ffn == "moe":
-    probs = arrays[f"{mlp}.hook_router_probs"][0]  # (T, E)
-    chosen = arrays[f"{mlp}.hook_expert_indices"][0]  # (T, k)
-    load = arrays[f"{mlp}.hook_expert_load"]  # (E,)
-    aux = float(arrays[f"{mlp}.hook_aux_loss"])
+    probs = arrays[mlp("hook_router_probs")][0]  # (T, E)
+    chosen = arrays[mlp("hook_expert_indices")][0]  # (T, k)
+    load = arrays[mlp("hook_expert_load")]  # (E,)
+    aux = float(arrays[mlp("hook_aux_loss")])
     col1, col2 = st.columns([3, 2])
     col1.plotly_chart(router(probs, chosen, labels), key="moe_router")
     col2.plotly_chart(expert_load(load), key="moe_load")

@@ -4,11 +4,13 @@ import pandas as pd
 import streamlit as st
 
 from transformer import MODEL_CARDS, kv_cache_bytes_per_token, param_counts
+from transformer.hooks import attention_stacks, hook_name
 from ui.axes_figures import cache_bytes_by_step, kv_cache_growth, kv_sharing
 from ui.measure import generation_steps
 from ui.page import load_page
 from ui.page_controls import KEEP, init_from_url, keep_valid, write_url
 from ui.runtime import char_label
+from ui.stepper import named_shape
 
 DTYPES = {"fp16 / bf16 (2 bytes)": 2, "fp32 (4 bytes)": 4, "int8 (1 byte)": 1}
 REAL = {f"{key} {size}": (card, size, cfg) for key, card in MODEL_CARDS.items() for size, cfg in card.real.items()}
@@ -34,12 +36,12 @@ model's weights.
 the cache tensors growing by one token per step while the logits stay identical to a full recomputation.
 """)
 cfg = ctx.state.config
-prefix = "decoder." if cfg.arch == "encoder-decoder" else ""
+stack = attention_stacks(cfg.arch).output
 
 st.header("Who reads which K and V")
 st.plotly_chart(kv_sharing(cfg.n_heads, cfg.n_kv_heads))
-shapes = {e["name"].rsplit(".", 1)[-1]: e for e in ctx.trace.events if e["name"].startswith(f"{prefix}blocks.0.attn.hook_")}
-named = {k: "(" + ", ".join(f"{d}={n}" for d, n in zip(e["dims"], e["shape"])) + ")" for k, e in shapes.items()}
+events = {e["name"]: e for e in ctx.trace.events}
+named = {site: named_shape(events[hook_name(0, f"attn.{site}", stack)]) for site in ("hook_q", "hook_k", "hook_v")}
 st.markdown(f"On the live model ({cfg.attention_kind}): `hook_q` {named['hook_q']} but `hook_k` {named['hook_k']} and "
             f"`hook_v` {named['hook_v']} — only G = {cfg.n_kv_heads} heads of K and V are computed and cached. "
             "Inside attention `repeat_kv` hands each kv head to its group of query heads.")

@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from transformer import analysis
+from transformer.hooks import attention_stacks, hook_name
 from transformer.positions import rope_inv_freq
 from ui import axes_figures as figs
 from ui.measure import (alibi, beyond_trained_length, cosine_similarity, learned_checkpoint, learned_table, length_extrapolation,
@@ -77,9 +78,9 @@ with rope_tab:
         st.error(f"RoPE rotates pairs of dimensions, but d_head = {cfg.d_head} is odd: choose d_model and heads that "
                  "give an even head dimension to see it.")
     else:
-        prefix = analysis.self_attention_prefix(cfg)
-        q = ctx.trace.arrays[f"{prefix}blocks.0.attn.hook_q"][0, 0, -1]  # (d_head,) last token, head 0, before RoPE
-        k = ctx.trace.arrays[f"{prefix}blocks.0.attn.hook_k"][0, 0, 0]  # (d_head,) first token, kv head 0
+        stack = attention_stacks(cfg.arch).input
+        q = ctx.trace.arrays[hook_name(0, "attn.hook_q", stack)][0, 0, -1]  # (d_head,) last token, head 0, before RoPE
+        k = ctx.trace.arrays[hook_name(0, "attn.hook_k", stack)][0, 0, 0]  # (d_head,) first token, kv head 0
         geo = rope_geometry(tuple(map(float, q)), tuple(map(float, k)), n_positions, cfg.rope_theta)
         st.markdown(f"RoPE splits each head's d_head = {cfg.d_head} dimensions into {cfg.d_head // 2} pairs "
                     f"(dimension i with i + {cfg.d_head // 2}) and turns pair i by position × θ^(−2i/d_head), "

@@ -10,7 +10,9 @@ import pytest
 import torch
 
 from transformer import HookPoint, Transformer, choices
-from transformer.hooks import active_recorder
+from transformer.flash import TiledAttention
+from transformer.hook_sites import SITES
+from transformer.hooks import active_recorder, attention_stacks, hook_name
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "hooks.md"
 STACKS = {"decoder": [""], "encoder": [""], "encoder-decoder": ["encoder.", "decoder."]}
@@ -307,3 +309,29 @@ def test_docs_table_lists_every_hook_point_with_its_dims(tiny_config):
     wrong = {name: (table[name], dims[name]) for name in dims if table[name] != dims[name]}
     assert not wrong, f"documented dims differ from the hook points' dims: {wrong}"
     assert "`encoder.`" in doc and "`decoder.`" in doc, "the prefix rule for encoder-decoder models is stated"
+
+
+# --- one row per site; names from hook_name and attention_stacks ----------------------------
+
+
+def test_every_hook_point_is_named_after_its_site_and_every_site_is_recorded(tiny_config):
+    recorded = set()
+    for changes in DOC_CONFIGS + [dict(ffn="gelu", gelu_approximate="tanh")]:
+        for name, point in Transformer(tiny_config(**changes), device="cpu").hook_points().items():
+            assert name.rsplit(".", 1)[-1] == point.site, f"{name} takes its dims and op from the row of {point.site}"
+            recorded.add(point.site)
+    recorded |= {m.site for m in TiledAttention().modules() if isinstance(m, HookPoint)}
+    assert recorded == set(SITES), f"rows of hook_sites.SITES no hook point records: {sorted(set(SITES) - recorded)}"
+    with pytest.raises(KeyError, match="hook_sites"):
+        HookPoint("hook_unknown")
+
+
+@pytest.mark.parametrize("arch", choices("arch"))
+def test_attention_stacks_name_every_attention_module_a_model_records(tiny_config, arch):
+    names = Transformer(tiny_config(arch=arch), device="cpu").hook_points()
+    stacks = attention_stacks(arch)
+    expected = ({hook_name(1, "attn.hook_pattern", stack) for stack in stacks.self_attention}
+                | {hook_name(1, "cross_attn.hook_pattern", stack) for stack in stacks.cross_attention})
+    assert {name for name in names if re.fullmatch(r"(\w+\.)?blocks\.1\.\w+\.hook_pattern", name)} == expected
+    assert stacks.input == ("encoder" if arch == "encoder-decoder" else "")
+    assert stacks.output == ("decoder" if arch == "encoder-decoder" else "")

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from . import masks
 from .config import TransformerConfig
-from .hooks import recording
+from .hooks import attention_stacks, hook_name, recording
 from .model import KVCache, Transformer
 from .norms import NORMS
 from .positions import apply_rope, rope_angles, rope_inv_freq, rope_tables, sinusoidal_table
@@ -154,7 +154,7 @@ def depth_profile(cfg: TransformerConfig, ids: torch.Tensor, seed: int = 0, init
         residual[event.name] = tensor.detach()
         return tensor
 
-    names = ["blocks.0.hook_resid_pre"] + [f"blocks.{i}.hook_resid_post" for i in range(cfg.n_layers)]
+    names = [hook_name(0, "hook_resid_pre")] + [hook_name(i, "hook_resid_post") for i in range(cfg.n_layers)]
     with model.intervene({name: keep for name in names}):
         logits = model(ids[:, :-1])  # (B, T-1, vocab)
     loss = F.cross_entropy(logits.reshape(-1, cfg.vocab_size), ids[:, 1:].reshape(-1)) + model.aux_loss
@@ -229,11 +229,6 @@ def allowed_matrix(kind: str, t: int, window: int | None = None, causal: bool = 
     return builders[kind]()[0, 0]
 
 
-def self_attention_prefix(cfg: TransformerConfig) -> str:
-    """Where a stack's self-attention hooks live: the encoder of an encoder-decoder, else the top level."""
-    return "encoder." if cfg.arch == "encoder-decoder" else ""
-
-
 def attention_under_mask(model: Transformer, ids: torch.Tensor, layer: int, allowed: torch.Tensor | None = None,
                          attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(additive mask (B, 1, T, T), weights (B, H, T, T)) of one self-attention layer.
@@ -245,15 +240,15 @@ def attention_under_mask(model: Transformer, ids: torch.Tensor, layer: int, allo
     cfg = model.cfg
     if not 0 <= layer < cfg.n_layers:
         raise ValueError(f"layer={layer} is outside 0..{cfg.n_layers - 1}")
-    prefix = self_attention_prefix(cfg)
+    stack = attention_stacks(cfg.arch).input
     interventions = {}
     if allowed is not None:
         additive = masks.to_additive(allowed, torch.float32).to(model.device)[None, None]  # (1, 1, T, T)
         if attention_mask is not None:
             additive = masks.to_additive(allowed.to(model.device)[None, None] & masks.padding(attention_mask), torch.float32)
-        interventions = {f"{prefix}blocks.{i}.attn.hook_mask": (lambda t, e: additive.to(t.dtype))
+        interventions = {hook_name(i, "attn.hook_mask", stack): (lambda t, e: additive.to(t.dtype))
                          for i in range(cfg.n_layers)}
-    names = [f"{prefix}blocks.{layer}.attn.hook_mask", f"{prefix}blocks.{layer}.attn.hook_pattern"]
+    names = [hook_name(layer, "attn.hook_mask", stack), hook_name(layer, "attn.hook_pattern", stack)]
     with torch.no_grad(), recording(names, interventions) as recorder:
         if cfg.arch == "encoder-decoder":
             model.encode(ids, attention_mask)
@@ -265,11 +260,12 @@ def attention_under_mask(model: Transformer, ids: torch.Tensor, layer: int, allo
 def cross_attention(model: Transformer, src_ids: torch.Tensor, tgt_ids: torch.Tensor, layer: int,
                     src_attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(additive mask (B, 1, T_q, S), weights (B, H, T_q, S)) of one decoder cross-attention layer."""
-    if model.cfg.arch != "encoder-decoder":
+    cross_stacks = attention_stacks(model.cfg.arch).cross_attention
+    if not cross_stacks:
         raise ValueError(f"cross-attention needs arch='encoder-decoder', this model is a {model.cfg.arch}")
     if not 0 <= layer < model.cfg.n_layers:
         raise ValueError(f"layer={layer} is outside 0..{model.cfg.n_layers - 1}")
-    names = [f"decoder.blocks.{layer}.cross_attn.hook_mask", f"decoder.blocks.{layer}.cross_attn.hook_pattern"]
+    names = [hook_name(layer, f"cross_attn.{site}", cross_stacks[0]) for site in ("hook_mask", "hook_pattern")]
     with torch.no_grad(), recording(names) as recorder:
         model(src_ids, tgt_ids, attention_mask=src_attention_mask)
     return recorder.trace[names[0]], recorder.trace[names[1]]

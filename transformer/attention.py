@@ -75,20 +75,20 @@ class Attention(nn.Module):
         else:
             self.o_proj = nn.Identity()  # concat(heads) comes out as it is
         self.dropout = cfg.dropout
-        T_kv = "S" if cross else "T_kv"
-        self.hook_q = HookPoint(("B", "H", "T_q", "d_head"), "x W_q, split into H heads")
-        self.hook_k = HookPoint(("B", "G", T_kv, "d_head"), "x W_k, split into G kv heads")
-        self.hook_v = HookPoint(("B", "G", T_kv, "d_head"), "x W_v, split into G kv heads")
+        keys = {"T_kv": "S"} if cross else {}  # cross-attention's keys are the encoder's S positions
+        self.hook_q = HookPoint("hook_q")
+        self.hook_k = HookPoint("hook_k", **keys)
+        self.hook_v = HookPoint("hook_v", **keys)
         if not cross:
-            self.hook_rope_angles = HookPoint(("B", "T_q", "d_head/2"), "position * theta^(-2i/d_head)")
-            self.hook_rot_q = HookPoint(("B", "H", "T_q", "d_head"), "q * cos + rotate_half(q) * sin")
-            self.hook_rot_k = HookPoint(("B", "G", "T_q", "d_head"), "k * cos + rotate_half(k) * sin")
-            self.hook_alibi_bias = HookPoint(("B", "H", "T_q", T_kv), "-slope_h * |i - j|")
-        self.hook_raw_scores = HookPoint(("B", "H", "T_q", T_kv), "Q K^T / sqrt(d_head)")
-        self.hook_mask = HookPoint(("B", "1", "T_q", T_kv), "0 where allowed, -inf (most negative float) where masked")
-        self.hook_attn_scores = HookPoint(("B", "H", "T_q", T_kv), "scores + mask + position bias")
-        self.hook_pattern = HookPoint(("B", "H", "T_q", T_kv), "softmax(scores)")
-        self.hook_z = HookPoint(("B", "H", "T_q", "d_head"), "weights @ V")
+            self.hook_rope_angles = HookPoint("hook_rope_angles")
+            self.hook_rot_q = HookPoint("hook_rot_q")
+            self.hook_rot_k = HookPoint("hook_rot_k")
+            self.hook_alibi_bias = HookPoint("hook_alibi_bias")
+        self.hook_raw_scores = HookPoint("hook_raw_scores", **keys)
+        self.hook_mask = HookPoint("hook_mask", **keys)
+        self.hook_attn_scores = HookPoint("hook_attn_scores", **keys)
+        self.hook_pattern = HookPoint("hook_pattern", **keys)
+        self.hook_z = HookPoint("hook_z")
 
     def forward(self, x: torch.Tensor, inputs: AttentionInputs, context: torch.Tensor | None = None,
                 cache: "dict | None" = None) -> torch.Tensor:

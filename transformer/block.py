@@ -16,8 +16,6 @@ from .ffn import FFNS
 from .hooks import HookPoint
 from .norms import NORMS
 
-RESID = ("B", "T", "d_model")
-
 
 class Block(nn.Module):
     def __init__(self, cfg: TransformerConfig, cross: bool = False):
@@ -31,17 +29,17 @@ class Block(nn.Module):
         if cross:
             self.ln_cross = Norm(cfg.d_model, cfg.norm_eps)
             self.cross_attn = Attention(cfg, cross=True)
-            self.hook_cross_attn_out = HookPoint(RESID, "cross-attention output")
-            self.hook_resid_cross = HookPoint(RESID, "residual after cross-attention")
+            self.hook_cross_attn_out = HookPoint("hook_cross_attn_out")
+            self.hook_resid_cross = HookPoint("hook_resid_cross")
         if not self.parallel:
             self.ln2 = Norm(cfg.d_model, cfg.norm_eps)
-            self.hook_resid_mid = HookPoint(RESID, "residual after attention")
+            self.hook_resid_mid = HookPoint("hook_resid_mid")
         self.mlp = FFNS[cfg.ffn](cfg)
         self.dropout = nn.Dropout(cfg.dropout)
-        self.hook_resid_pre = HookPoint(RESID, "residual stream entering the block")
-        self.hook_attn_out = HookPoint(RESID, "attention output")
-        self.hook_mlp_out = HookPoint(RESID, "FFN output")
-        self.hook_resid_post = HookPoint(RESID, "residual stream leaving the block")
+        self.hook_resid_pre = HookPoint("hook_resid_pre")
+        self.hook_attn_out = HookPoint("hook_attn_out")
+        self.hook_mlp_out = HookPoint("hook_mlp_out")
+        self.hook_resid_post = HookPoint("hook_resid_post")
 
     def forward(self, x: torch.Tensor, inputs: AttentionInputs, cross_inputs: AttentionInputs | None = None,
                 memory: torch.Tensor | None = None, cache: dict | None = None) -> torch.Tensor:

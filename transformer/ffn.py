@@ -17,13 +17,13 @@ class MLP(nn.Module):
         self.up = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.bias)
         self.down = nn.Linear(cfg.d_ff, cfg.d_model, bias=cfg.bias)
         if cfg.ffn == "relu":
-            self.act, formula = F.relu, "max(0, x)"
+            self.act, activation = F.relu, "relu"
         else:
             approximate = cfg.gelu_approximate
             self.act = lambda x: F.gelu(x, approximate=approximate)
-            formula = "x * Phi(x)" if approximate == "none" else "GELU, tanh approximation"
-        self.hook_pre = HookPoint(("B", "T", "d_ff"), "x W_in + b_in")
-        self.hook_post = HookPoint(("B", "T", "d_ff"), formula)
+            activation = "gelu" if approximate == "none" else "gelu-tanh"
+        self.hook_pre = HookPoint("hook_pre")
+        self.hook_post = HookPoint("hook_post", activation)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         pre = self.hook_pre(self.up(x))  # (B, T, d_ff)
@@ -42,9 +42,9 @@ class SwiGLU(nn.Module):
         self.down = nn.Linear(d_ff, cfg.d_model, bias=cfg.bias)
         self.hooks = hooks
         if hooks:
-            self.hook_gate = HookPoint(("B", "T", "d_ff"), "SiLU(x W_gate)")
-            self.hook_up = HookPoint(("B", "T", "d_ff"), "x W_up")
-            self.hook_post = HookPoint(("B", "T", "d_ff"), "SiLU(x W_gate) * x W_up")
+            self.hook_gate = HookPoint("hook_gate")
+            self.hook_up = HookPoint("hook_up")
+            self.hook_post = HookPoint("hook_post", "swiglu")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.hooks:  # a MoE expert: its tensors have a ragged token count
@@ -66,12 +66,12 @@ class MoE(nn.Module):
         self.n_experts, self.top_k = cfg.n_experts, cfg.top_k
         self.router = nn.Linear(cfg.d_model, cfg.n_experts, bias=False)
         self.experts = nn.ModuleList(SwiGLU(cfg, hooks=False) for _ in range(cfg.n_experts))
-        self.hook_router_logits = HookPoint(("B", "T", "E"), "x W_router")
-        self.hook_router_probs = HookPoint(("B", "T", "E"), "softmax(router logits)")
-        self.hook_expert_indices = HookPoint(("B", "T", "k"), "top-k experts per token")
-        self.hook_expert_weights = HookPoint(("B", "T", "k"), "top-k probabilities / their sum")
-        self.hook_expert_load = HookPoint(("E",), "fraction of token slots sent to each expert")
-        self.hook_aux_loss = HookPoint((), "E * sum_e load_e * mean_prob_e")
+        self.hook_router_logits = HookPoint("hook_router_logits")
+        self.hook_router_probs = HookPoint("hook_router_probs")
+        self.hook_expert_indices = HookPoint("hook_expert_indices")
+        self.hook_expert_weights = HookPoint("hook_expert_weights")
+        self.hook_expert_load = HookPoint("hook_expert_load")
+        self.hook_aux_loss = HookPoint("hook_aux_loss")
         self.aux_loss = torch.zeros(())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -133,15 +133,14 @@ class TiledAttention(nn.Module):
         super().__init__()
         _check_blocks(block_q, block_k)
         self.block_q, self.block_k = block_q, block_k
-        self.hook_tile = HookPoint(("q_block, k_block, q_start, q_stop, k_start, k_stop, skipped",),
-                                   "tile (query block i, key block j); skipped = 1 when the mask hides all of it")
-        self.hook_tile_scores = HookPoint(("B", "H", "rows", "cols"), "S_ij = Q_i K_j^T / sqrt(d_head) + bias_ij, masked -> most negative float")
-        self.hook_running_max = HookPoint(("B", "H", "rows"), "m_new = max(m_old, rowmax(S_ij))")
-        self.hook_rescale = HookPoint(("B", "H", "rows"), "exp(m_old - m_new)")
-        self.hook_tile_probs = HookPoint(("B", "H", "rows", "cols"), "P_ij = exp(S_ij - m_new)")
-        self.hook_running_sum = HookPoint(("B", "H", "rows"), "l_new = l_old * exp(m_old - m_new) + rowsum(P_ij)")
-        self.hook_partial_out = HookPoint(("B", "H", "rows", "d_head"), "acc = acc * exp(m_old - m_new) + P_ij V_j")
-        self.hook_out = HookPoint(("B", "H", "T_q", "d_head"), "out = acc / l")
+        self.hook_tile = HookPoint("hook_tile")
+        self.hook_tile_scores = HookPoint("hook_tile_scores")
+        self.hook_running_max = HookPoint("hook_running_max")
+        self.hook_rescale = HookPoint("hook_rescale")
+        self.hook_tile_probs = HookPoint("hook_tile_probs")
+        self.hook_running_sum = HookPoint("hook_running_sum")
+        self.hook_partial_out = HookPoint("hook_partial_out")
+        self.hook_out = HookPoint("hook_out")
         name_hook_points(self)  # standalone names; a parent model renames them to their full path
 
     def extra_repr(self) -> str:

@@ -21,19 +21,30 @@ from typing import Callable, Iterable, Iterator
 import torch
 from torch import nn
 
+from .hook_sites import SITES
+
 DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB
 
 _ACTIVE: contextvars.ContextVar["Recorder | None"] = contextvars.ContextVar("attention_lab_recorder", default=None)
 
 
 class HookPoint(nn.Module):
-    """Identity module that lets a recorder see (and replace) the tensor passing through."""
+    """Identity module that lets a recorder see (and replace) the tensor passing through.
 
-    def __init__(self, dims: tuple[str, ...], op: str):
+    ``HookPoint("hook_k", T_kv="S")``: its dims and op come from the site's row in ``hook_sites.SITES``,
+    a dim renamed where the module differs (cross-attention's keys are the S encoder positions);
+    ``kind`` picks the op when the row words it per kind of module (``HookPoint("hook_normalized", "rmsnorm")``).
+    """
+
+    def __init__(self, site: str, kind: str | None = None, **renamed_dims: str):
         super().__init__()
+        if site not in SITES:
+            raise KeyError(f"hook site {site!r} has no row in transformer/hook_sites.py SITES")
+        row = SITES[site]
         self.name = ""  # set to the module path by ``name_hook_points``
-        self.dims = dims  # named dimensions, e.g. ("B", "H", "T_q", "T_kv")
-        self.op = op  # the operation that produced the tensor, in words or a formula
+        self.site = site  # the name's last part
+        self.dims = tuple(renamed_dims.get(d, d) for d in row.dims)  # named dimensions, e.g. ("B", "H", "T_q", "T_kv")
+        self.op = row.op if isinstance(row.op, str) else row.op[kind]  # the operation, in words or a formula
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         recorder = _ACTIVE.get()
@@ -203,10 +214,37 @@ def wants_any(*points: HookPoint) -> bool:
 # --- names and ablations ------------------------------------------------------------------
 
 
-def hook_name(layer: int, site: str, stack: str = "") -> str:
-    """The hook point of a block: hook_name(1, "attn.hook_z") -> "blocks.1.attn.hook_z";
+def hook_name(layer: int, path: str, stack: str = "") -> str:
+    """The hook point of a block, by its path in the block: hook_name(1, "attn.hook_z") -> "blocks.1.attn.hook_z";
     stack="decoder" for an encoder-decoder's decoder stack."""
-    return f"{stack + '.' if stack else ''}blocks.{layer}.{site}"
+    return f"{stack + '.' if stack else ''}blocks.{layer}.{path}"
+
+
+@dataclass(frozen=True)
+class AttentionStacks:
+    """A model's stacks, as hook_name's ``stack``: whose blocks hold self-attention (``attn``) and whose
+    also hold cross-attention (``cross_attn``)."""
+
+    self_attention: tuple[str, ...]  # ("",) for one stack; ("encoder", "decoder"), the stack reading the input first
+    cross_attention: tuple[str, ...]  # () or ("decoder",)
+
+    @property
+    def input(self) -> str:
+        """The stack that reads the input text: an encoder-decoder's encoder."""
+        return self.self_attention[0]
+
+    @property
+    def output(self) -> str:
+        """The stack the logits come from: an encoder-decoder's decoder."""
+        return self.self_attention[-1]
+
+
+def attention_stacks(arch: str) -> AttentionStacks:
+    """Which stacks of an architecture hold which attention; the first layer's weights on the input text are
+    ``hook_name(0, "attn.hook_pattern", attention_stacks(cfg.arch).input)``."""
+    if arch == "encoder-decoder":
+        return AttentionStacks(("encoder", "decoder"), ("decoder",))
+    return AttentionStacks(("",), ())
 
 
 def ablations(heads: Iterable[tuple[int, int]] = (), experts: Iterable[tuple[int, int]] = (),

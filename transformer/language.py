@@ -18,6 +18,8 @@ import string
 
 import torch
 
+from .hooks import hook_name
+
 SPECIALS = ("<bos>", "<mask>")
 # printable ASCII without the form feeds and vertical tab, then the corpus's own typography
 CHARACTERS = string.printable[:-3].replace("\r", "") + "’‘“”…—–"
@@ -138,7 +140,7 @@ def masked_accuracy(model, context: int = 128, limit: int | None = None, mask_ra
 
 def _patterns(model, ids: torch.Tensor) -> torch.Tensor:
     """(L, B, H, T, T) every self-attention layer's softmax weights on ids (B, T)."""
-    names = [f"blocks.{i}.attn.hook_pattern" for i in range(model.cfg.n_layers)]
+    names = [hook_name(i, "attn.hook_pattern") for i in range(model.cfg.n_layers)]
     _, trace = model.run_with_trace(ids.to(model.device), names=names)
     return torch.stack([trace[n].float().cpu() for n in names])
 
@@ -216,7 +218,7 @@ def expert_usage_by_class(model, context: int = 256, limit: int = 32) -> list[di
     kinds = [kind for _, kind in kept]
     n = min(limit, len(ids) // context)
     batch = torch.cat((torch.zeros(n, 1, dtype=torch.long), ids[:n * context].view(n, context)), dim=1)  # (n, 1 + context)
-    names = [f"blocks.{i}.mlp.hook_expert_indices" for i in range(model.cfg.n_layers)]
+    names = [hook_name(i, "mlp.hook_expert_indices") for i in range(model.cfg.n_layers)]
     _, trace = model.run_with_trace(batch.to(model.device), names=names)
     class_of = torch.tensor([CHARACTER_CLASSES.index(k) for k in kinds[:n * context]]).view(n, context)  # (n, context)
     usage = []

@@ -73,10 +73,10 @@ class Stack(nn.Module):
 def build_stack(owner: nn.Module, cfg: TransformerConfig, causal: bool, cross: bool) -> None:
     """Give `owner` the modules of one stack (a decoder-only model is its own stack)."""
     owner.cfg, owner.causal = cfg, causal
-    owner.hook_embed = HookPoint(("B", "T", "d_model"), "E[token ids]")
+    owner.hook_embed = HookPoint("hook_embed")
     if cfg.position in ADDITIVE_POSITIONS:
         owner.pos = ADDITIVE_POSITIONS[cfg.position](cfg.max_len, cfg.d_model)
-        owner.hook_pos_embed = HookPoint(("B", "T", "d_model"), f"{cfg.position} position vectors")
+        owner.hook_pos_embed = HookPoint("hook_pos_embed", cfg.position)
     if cfg.embed_norm:
         owner.ln_embed = LayerNorm(cfg.d_model, cfg.norm_eps)
     owner.embed_dropout = nn.Dropout(cfg.dropout)
@@ -162,7 +162,7 @@ class Transformer(nn.Module):
             self.head_dense = nn.Linear(cfg.d_model, cfg.d_model)
             self.head_norm = LayerNorm(cfg.d_model, cfg.norm_eps)
         self.unembed = nn.Linear(cfg.d_model, cfg.vocab_size, bias=cfg.head_bias)
-        self.hook_logits = HookPoint(("B", "T", "vocab"), "h W_U")
+        self.hook_logits = HookPoint("hook_logits")
         self._init_weights()
         if cfg.tie_embeddings:
             self.unembed.weight = self.embed.weight

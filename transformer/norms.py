@@ -16,7 +16,7 @@ class LayerNorm(nn.Module):
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(d_model))
         self.bias = nn.Parameter(torch.zeros(d_model))
-        self.hook_normalized = HookPoint(("B", "T", "d_model"), "(x - mean(x)) / sqrt(var(x) + eps) * w + b")
+        self.hook_normalized = HookPoint("hook_normalized", "layernorm")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.hook_normalized(F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps))
@@ -29,7 +29,7 @@ class RMSNorm(nn.Module):
         super().__init__()
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(d_model))
-        self.hook_normalized = HookPoint(("B", "T", "d_model"), "x / sqrt(mean(x^2) + eps) * w")
+        self.hook_normalized = HookPoint("hook_normalized", "rmsnorm")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x32 = x.float()

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .analysis import INITS, self_attention_prefix
+from .analysis import INITS
 from .config import TransformerConfig
-from .hooks import recording
+from .hooks import attention_stacks, hook_name, recording
 from .model import Transformer
 
 # --- scaling ----------------------------------------------------------------------------
@@ -141,8 +141,9 @@ def live_qk_names(cfg: TransformerConfig, layer: int) -> tuple[str, str]:
     """The hook names of the q and k a layer's scores are made of: after RoPE when the model uses it."""
     if not 0 <= layer < cfg.n_layers:
         raise ValueError(f"layer={layer} is outside 0..{cfg.n_layers - 1}")
-    base = f"{self_attention_prefix(cfg)}blocks.{layer}.attn."
-    return (base + "hook_rot_q", base + "hook_rot_k") if cfg.position == "rope" else (base + "hook_q", base + "hook_k")
+    q, k = ("hook_rot_q", "hook_rot_k") if cfg.position == "rope" else ("hook_q", "hook_k")
+    stack = attention_stacks(cfg.arch).input
+    return hook_name(layer, f"attn.{q}", stack), hook_name(layer, f"attn.{k}", stack)
 
 
 # --- permutation equivariance -------------------------------------------------------------
@@ -195,8 +196,8 @@ def permutation_test(cfg: TransformerConfig, ids: torch.Tensor, perm: torch.Tens
         with torch.no_grad():
             INITS[init](model)
     model = model.to(dtype)
-    patterns = [f"blocks.{i}.attn.hook_pattern" for i in range(cfg.n_layers)]
-    resid = [f"blocks.{i}.hook_resid_post" for i in range(cfg.n_layers)]
+    patterns = [hook_name(i, "attn.hook_pattern") for i in range(cfg.n_layers)]
+    resid = [hook_name(i, "hook_resid_post") for i in range(cfg.n_layers)]
     runs = []
     for order in (ids, ids[perm]):
         with torch.no_grad(), recording(patterns + resid) as recorder:

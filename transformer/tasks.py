@@ -26,6 +26,7 @@ from dataclasses import dataclass, fields
 import torch
 
 from . import language
+from .hooks import attention_stacks, hook_name
 
 LETTERS = string.ascii_lowercase
 DIGITS = string.digits
@@ -536,10 +537,12 @@ def get_task(name_or_task: "str | Task") -> Task:
 
 def pattern_names(model, cross: bool = False) -> list[str]:
     """The attention-weight hook of every layer: self-attention, or the decoder's cross-attention."""
-    cfg = model.cfg
-    if cfg.arch == "encoder-decoder":
-        return [f"decoder.blocks.{i}.{'cross_attn' if cross else 'attn'}.hook_pattern" for i in range(cfg.n_layers)]
-    return [f"blocks.{i}.attn.hook_pattern" for i in range(cfg.n_layers)]
+    stacks = attention_stacks(model.cfg.arch)
+    if cross and stacks.cross_attention:
+        stack, site = stacks.cross_attention[0], "cross_attn.hook_pattern"
+    else:
+        stack, site = stacks.output, "attn.hook_pattern"
+    return [hook_name(i, site, stack) for i in range(model.cfg.n_layers)]
 
 
 def attention_mass(pattern: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -581,7 +584,7 @@ def expert_usage(model, task: Mixed, batch: Batch) -> list[dict[str, torch.Tenso
     """Per MoE layer: kind -> (E,) the fraction of that kind's top-k routing slots each expert receives."""
     if model.cfg.ffn != "moe":
         raise ValueError(f"expert_usage needs a mixture-of-experts model (ffn='moe'), got ffn={model.cfg.ffn!r}")
-    names = [f"blocks.{i}.mlp.hook_expert_indices" for i in range(model.cfg.n_layers)]
+    names = [hook_name(i, "mlp.hook_expert_indices") for i in range(model.cfg.n_layers)]
     _, trace = model.run_with_trace(*batch.to(model.device).model_args(), names=names)
     kinds = task.kind_of(batch.input_ids)
     usage = []

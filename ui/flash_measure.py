@@ -19,10 +19,11 @@ import streamlit as st
 import torch
 
 from transformer import TransformerConfig, masks
-from transformer.analysis import self_attention_prefix
 from transformer.attention import AttentionInputs, attend
 from transformer.flash import query_key_positions, tile_plan, trace_tiled_attention
+from transformer.hooks import attention_stacks, hook_name
 from transformer.positions import alibi_bias, alibi_slopes
+from transformer.probes import live_qk_names
 
 from .runtime import get_trace
 
@@ -78,15 +79,11 @@ def live_qkv(config_json: str, seed: int, ids: tuple[int, ...], labels: tuple[st
     """
     cfg = TransformerConfig.from_dict(json.loads(config_json))
     trace = get_trace(config_json, seed, ids, labels, weights)
-    attn = f"{self_attention_prefix(cfg)}blocks.{layer}.attn."
+    q, k = (trace.arrays[name][0] for name in live_qk_names(cfg, layer))  # (heads, T, d_head)
+    v = trace.arrays[hook_name(layer, "attn.hook_v", attention_stacks(cfg.arch).input)][0]
     kv_head = head // cfg.group_size
-
-    def recorded(name: str) -> np.ndarray:
-        rotated = attn + name.replace("hook_", "hook_rot_")
-        return trace.arrays[rotated if rotated in trace.arrays else attn + name][0]  # (heads, T, d_head)
-
     slope = float(alibi_slopes(cfg.n_heads)[head]) if cfg.position == "alibi" else None
-    return recorded("hook_q")[head], recorded("hook_k")[kv_head], trace.arrays[attn + "hook_v"][0][kv_head], slope
+    return q[head], k[kv_head], v[kv_head], slope
 
 
 # --- the tiled run and its reference --------------------------------------------------------------

@@ -26,6 +26,7 @@ import torch
 from transformer import MODEL_CARDS, PRESETS, TransformerConfig, analysis, kv_cache_bytes_per_token, param_counts, probes
 from transformer.costs import full_attention_bytes
 from transformer.flash import tile_plan
+from transformer.hooks import hook_name
 from transformer.tasks import attention_mass, get_task, induction_targets, previous_token_targets
 
 from . import lesson_figures
@@ -285,7 +286,7 @@ def _multi_head() -> Live:
              "what all of them read before W_o mixes them."),
         figure=head_grid(m.trace.pattern(layer), m.labels, m.labels, m.config.n_kv_heads,
                          f"layer {layer}: every head's weights (rows: queries, columns: keys)", cols=min(n_heads, 4),
-                         mask=m.trace.arrays[f"blocks.{layer}.attn.hook_mask"][0]),
+                         mask=m.trace.arrays[hook_name(layer, "attn.hook_mask")][0]),
         query={"layer": str(layer)},
         caption="A previous-token head draws the line just below the diagonal. Heads in one row of the grid share "
                 "their K and V (GQA).")
@@ -328,8 +329,8 @@ ROPE_POSITIONS = 24
 
 def _positions() -> Live:
     m = lesson_model()
-    q = m.trace.arrays["blocks.0.attn.hook_q"][0, 0, -1]  # (d_head,) the last token's q, head 0, before RoPE
-    k = m.trace.arrays["blocks.0.attn.hook_k"][0, 0, 0]  # (d_head,) the first token's k
+    q = m.trace.arrays[hook_name(0, "attn.hook_q")][0, 0, -1]  # (d_head,) the last token's q, head 0, before RoPE
+    k = m.trace.arrays[hook_name(0, "attn.hook_k")][0, 0, 0]  # (d_head,) the first token's k
     geo = rope_geometry(tuple(map(float, q)), tuple(map(float, k)), ROPE_POSITIONS, m.config.rope_theta)
     relative = float(geo["spread"].max()) / (float(np.abs(geo["scores"]).max()) or 1.0)
     choices = ["On m and n separately: every pair of positions differs", "Only on the distance m − n",

@@ -14,6 +14,7 @@ import streamlit as st
 import torch
 
 from transformer import Transformer, TransformerConfig, analysis, choices
+from transformer.hooks import attention_stacks, hook_name
 from transformer.positions import alibi_bias, alibi_slopes, rope_angles, rope_inv_freq, sinusoidal_table
 
 from .runtime import config_key, get_model
@@ -143,8 +144,7 @@ def _beyond_trained_length(config_json: str, seed: int, ids: tuple[int, ...], tr
         model = Transformer(cfg).eval()
         src = torch.tensor([ids], device=model.device)
         args = (src, src) if cfg.arch == "encoder-decoder" else (src,)
-        prefix = "decoder." if cfg.arch == "encoder-decoder" else ""
-        name = f"{prefix}blocks.{cfg.n_layers - 1}.attn.hook_pattern"
+        name = hook_name(cfg.n_layers - 1, "attn.hook_pattern", attention_stacks(cfg.arch).output)
         try:
             _, trace = model.run_with_trace(*args, names=[name])
             results[position] = dict(error=None, pattern=trace[name][0].float().cpu().numpy())

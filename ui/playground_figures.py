@@ -11,16 +11,29 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
+from transformer import choices
+from transformer.hooks import attention_stacks, hook_name
+
 from .figures import FONT, MASKED_BELOW, SEQUENTIAL, _unique, downsample, entropy, heatmap
 
-# attention kind -> (hook prefix, module, query side, key side, label); which kinds exist depends on the arch
+# attention kind -> (stack, module, query side, key side, label); which kinds exist depends on the arch
 ATTENTION_KINDS = {
     "self": ("", "attn", "src", "src", "self-attention"),
-    "encoder": ("encoder.", "attn", "src", "src", "encoder self-attention"),
-    "decoder": ("decoder.", "attn", "tgt", "tgt", "decoder self-attention (causal)"),
-    "cross": ("decoder.", "cross_attn", "tgt", "src", "cross-attention: queries from the decoder, keys from the encoder"),
+    "encoder": ("encoder", "attn", "src", "src", "encoder self-attention"),
+    "decoder": ("decoder", "attn", "tgt", "tgt", "decoder self-attention (causal)"),
+    "cross": ("decoder", "cross_attn", "tgt", "src", "cross-attention: queries from the decoder, keys from the encoder"),
 }
-KINDS_OF_ARCH = {"decoder": ["self"], "encoder": ["self"], "encoder-decoder": ["encoder", "decoder", "cross"]}
+
+
+def attention_kinds(arch: str) -> list[str]:
+    """The kinds whose stack and module the architecture has (``attention_stacks``), in ATTENTION_KINDS' order."""
+    stacks = attention_stacks(arch)
+    present = ({(stack, "attn") for stack in stacks.self_attention}
+               | {(stack, "cross_attn") for stack in stacks.cross_attention})
+    return [kind for kind, (stack, module, *_) in ATTENTION_KINDS.items() if (stack, module) in present]
+
+
+KINDS_OF_ARCH = {arch: attention_kinds(arch) for arch in choices("arch")}
 AXIS_TITLES = {"src": "input token", "tgt": "decoder token"}
 
 
@@ -28,18 +41,18 @@ AXIS_TITLES = {"src": "input token", "tgt": "decoder token"}
 class AttentionView:
     """Where one attention module's hooks live in a trace, and how to label its axes."""
 
-    prefix: str  # "" or "encoder." / "decoder."
+    stack: str  # "" or "encoder" / "decoder"
     module: str  # "attn" or "cross_attn"
     queries: str  # "src" or "tgt": which token labels run down the rows
     keys: str  # ... and along the columns
     label: str
 
     def hook(self, layer: int, suffix: str) -> str:
-        return f"{self.prefix}blocks.{layer}.{self.module}.{suffix}"
+        return hook_name(layer, f"{self.module}.{suffix}", self.stack)
 
     def ffn_hook(self, layer: int, suffix: str) -> str:
         """The MoE router of the same stack and layer (the FFN after this attention)."""
-        return f"{self.prefix}blocks.{layer}.mlp.{suffix}"
+        return hook_name(layer, f"mlp.{suffix}", self.stack)
 
     @property
     def y_title(self) -> str:

@@ -18,7 +18,7 @@ import streamlit as st
 import torch
 
 from transformer import Transformer, TransformerConfig, checkpoint, language
-from transformer.hooks import ablations
+from transformer.hooks import ablations, attention_stacks, hook_name
 from transformer.positions import ADDITIVE_POSITIONS
 from transformer.tasks import get_task
 
@@ -221,9 +221,9 @@ class TraceData:
     src_labels: list[str]  # token labels of the (source) input
     tgt_labels: list[str]  # decoder-side labels (encoder-decoder), else the same as src_labels
 
-    def pattern(self, layer: int, prefix: str = "", kind: str = "attn") -> np.ndarray:
+    def pattern(self, layer: int, stack: str = "", module: str = "attn") -> np.ndarray:
         """(H, T_q, T_kv) softmax weights of one layer, first sequence."""
-        return self.arrays[f"{prefix}blocks.{layer}.{kind}.hook_pattern"][0]
+        return self.arrays[hook_name(layer, f"{module}.hook_pattern", stack)][0]
 
 
 # Entries, not bytes, bound a cache. A trace is 0.3 MiB for a classroom preset on an example text, 4.5 MiB at the
@@ -239,8 +239,7 @@ class Ablation:
         return bool(self.heads or self.experts)
 
     def interventions(self, cfg: TransformerConfig) -> dict:
-        stack = "decoder" if cfg.arch == "encoder-decoder" else ""
-        return ablations(self.heads, self.experts, stack)
+        return ablations(self.heads, self.experts, attention_stacks(cfg.arch).output)
 
 
 @st.cache_data(max_entries=32, show_spinner="Running the model…")

@@ -6,6 +6,7 @@ import streamlit as st
 import torch
 
 from transformer import vision
+from transformer.hooks import hook_name
 
 
 @st.cache_resource(show_spinner="Loading the digits ViT…")
@@ -37,7 +38,7 @@ def digit_view(index: int) -> dict[str, np.ndarray]:
     images, labels = held_out()
     image = torch.from_numpy(images[index:index + 1])  # (1, 8, 8)
     logits, trace = model.run_with_trace(image, names="blocks.*.attn.hook_pattern")  # (1, n_classes)
-    patterns = torch.stack([trace[f"blocks.{i}.attn.hook_pattern"][0]
+    patterns = torch.stack([trace[hook_name(i, "attn.hook_pattern")][0]
                             for i in range(model.cfg.n_layers)])  # (L, H, 1 + N, 1 + N)
     return {"image": images[index], "label": np.int64(labels[index]),
             "patches": vision.patchify(image, model.shape.patch_size)[0].numpy(),  # (N, p*p)

@@ -1,0 +1,256 @@
+"""What each hook site means, written once.
+
+A site is a hook point's last name part (``hook_q``, ``hook_pattern`` ...): every block records the
+same sites, so one row describes ``blocks.0.attn.hook_q`` and ``decoder.blocks.3.cross_attn.hook_q``
+alike. ``HookPoint(site)`` takes its named dims and the library's words from the row; the stepper
+shows the rest; docs/hooks.md lists every site a model records (tests/test_hooks.py checks it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from .config import TransformerConfig
+
+# how a formula depends on the config: axis -> the config's choice on it
+FORMULA_AXES: dict[str, Callable[["TransformerConfig"], str]] = {
+    "norm": lambda cfg: cfg.norm,
+    "ffn": lambda cfg: cfg.ffn,
+    "position": lambda cfg: cfg.position,
+    "block": lambda cfg: "parallel" if cfg.parallel_block else cfg.norm_position,
+}
+
+
+@dataclass(frozen=True)
+class ByAxis:
+    """A formula that depends on one axis of the config: variants[its choice], "*" for any other choice."""
+
+    axis: str  # a key of FORMULA_AXES
+    variants: dict[str, str]
+
+    def choose(self, cfg: "TransformerConfig") -> str | None:
+        return self.variants.get(FORMULA_AXES[self.axis](cfg), self.variants.get("*"))
+
+
+@dataclass(frozen=True)
+class HookSite:
+    dims: tuple[str, ...]  # named dims, e.g. ("B", "H", "T_q", "T_kv"); a module may rename one (cross: T_kv -> S)
+    op: str | dict[str, str]  # the library's words for the operation; by the recording module's kind when they differ
+    explain: str = ""  # what the step is, in one sentence
+    formula: str | ByAxis | None = None  # LaTeX
+    # what the step reads: a sentence when it is no recorded tensor, else sibling sites (a tuple inside = the first
+    # of these that was recorded; "<input>" = the module's input); None = the step before it
+    reads: str | tuple | None = None
+    node: str | None = None  # node of ui.diagram.architecture_dot; None = its module's (MODULE_NODES)
+
+    def latex(self, cfg: "TransformerConfig") -> str | None:
+        return self.formula.choose(cfg) if isinstance(self.formula, ByAxis) else self.formula
+
+
+RESID = ("B", "T", "d_model")
+HIDDEN = ("B", "T", "d_ff")
+SCORES = ("B", "H", "T_q", "T_kv")
+
+SITES: dict[str, HookSite] = {
+    # --- a stack: embeddings; the model: logits ---
+    "hook_embed": HookSite(
+        RESID, "E[token ids]",
+        "Each token id picks its row of the embedding matrix: the model's first vector per token.",
+        r"x_t = E[\mathrm{id}_t]",
+        reads="the token ids", node="embed"),
+    "hook_pos_embed": HookSite(
+        RESID, {"sinusoidal": "sinusoidal position vectors", "learned": "learned position vectors"},
+        "Position vectors, added to the token embeddings so attention can tell places apart.",
+        ByAxis("position", {
+            "sinusoidal": r"P_{t,2i} = \sin\!\left(t / 10000^{2i/d}\right),\quad P_{t,2i+1} = \cos\!\left(t / 10000^{2i/d}\right)",
+            "*": r"P_t = P_{\text{learned}}[t]"}),
+        reads="the position ids", node="pos"),
+    "hook_logits": HookSite(
+        ("B", "T", "vocab"), "h W_U",
+        "Scores over the vocabulary for the next token (or the masked one).",
+        r"\text{logits} = h\,W_U",
+        node="head"),
+    # --- a norm (ln1, ln2, ln_cross, ln_final ...) ---
+    "hook_normalized": HookSite(
+        RESID, {"layernorm": "(x - mean(x)) / sqrt(var(x) + eps) * w + b", "rmsnorm": "x / sqrt(mean(x^2) + eps) * w"},
+        "The norm rescales each token's vector so the next sublayer sees a steady scale.",
+        ByAxis("norm", {
+            "layernorm": r"\mathrm{LN}(x) = \frac{x - \mu(x)}{\sqrt{\sigma^2(x) + \epsilon}} \odot w + b",
+            "rmsnorm": r"\mathrm{RMSNorm}(x) = \frac{x}{\sqrt{\tfrac{1}{d}\sum_i x_i^2 + \epsilon}} \odot w"})),
+    # --- a block's residual stream ---
+    "hook_resid_pre": HookSite(
+        RESID, "residual stream entering the block",
+        "The residual stream entering the block: every sublayer reads it and adds its result to it.",
+        r"x = \text{the previous block's output (block 0: } E[\mathrm{id}] + P\text{)}",
+        node="ln1"),
+    "hook_attn_out": HookSite(
+        RESID, "attention output",
+        "Line 5: the heads are concatenated and projected back to d_model.",
+        r"\mathrm{Attn}(x) = \mathrm{concat}(Z_1, \dots, Z_H)\,W_O",
+        node="attn"),
+    "hook_resid_mid": HookSite(
+        RESID, "residual after attention",
+        "The residual stream after the attention sublayer.",
+        ByAxis("block", {"pre": r"x \leftarrow x + \mathrm{Attn}(\mathrm{Norm}(x))",
+                         "post": r"x \leftarrow \mathrm{Norm}(x + \mathrm{Attn}(x))"}),
+        node="attn"),
+    "hook_cross_attn_out": HookSite(
+        RESID, "cross-attention output",
+        "Cross-attention's output: decoder queries read the encoder's keys and values.",
+        r"\mathrm{CrossAttn}(x, m) = \mathrm{softmax}\!\left(\frac{(x W_Q)(m W_K)^\top}{\sqrt{d_{head}}}\right) m W_V\, W_O",
+        node="cross"),
+    "hook_resid_cross": HookSite(
+        RESID, "residual after cross-attention",
+        "The residual stream after cross-attention.",
+        ByAxis("block", {"pre": r"x \leftarrow x + \mathrm{CrossAttn}(\mathrm{Norm}(x), m)",
+                         "post": r"x \leftarrow \mathrm{Norm}(x + \mathrm{CrossAttn}(x, m))"}),
+        node="cross"),
+    "hook_mlp_out": HookSite(
+        RESID, "FFN output",
+        "The FFN sublayer's output.",
+        ByAxis("ffn", {"moe": r"\mathrm{FFN}(x_t) = \sum_{e \in \mathcal{E}_t} g_{t,e}\, \mathrm{SwiGLU}_e(x_t)",
+                       "swiglu": r"\mathrm{FFN}(x) = \left(\mathrm{SiLU}(x W_{gate}) \odot x W_{up}\right) W_{down}",
+                       "*": r"\mathrm{FFN}(x) = \mathrm{act}(x W_{in} + b_{in})\, W_{out} + b_{out}"}),
+        reads=(("mlp.hook_post", "mlp.hook_expert_weights"),),  # MoE: the weights that mix the experts
+        node="ffn"),
+    "hook_resid_post": HookSite(
+        RESID, "residual stream leaving the block",
+        "The residual stream leaving the block.",
+        ByAxis("block", {"pre": r"x \leftarrow x + \mathrm{FFN}(\mathrm{Norm}(x))",
+                         "post": r"x \leftarrow \mathrm{Norm}(x + \mathrm{FFN}(x))",
+                         "parallel": r"x \leftarrow x + \mathrm{Attn}(\mathrm{Norm}(x)) + \mathrm{FFN}(\mathrm{Norm}(x))"}),
+        node="ffn"),
+    # --- attention (attn, cross_attn), in forward order ---
+    "hook_q": HookSite(
+        ("B", "H", "T_q", "d_head"), "x W_q, split into H heads",
+        "Queries: what each token is looking for, one vector per query head.",
+        r"Q = x\,W_Q \quad \text{split into } H \text{ heads}",
+        reads=("<input>",)),
+    "hook_k": HookSite(
+        ("B", "G", "T_kv", "d_head"), "x W_k, split into G kv heads",
+        "Keys: what each token offers to be found by, one vector per kv head (fewer with GQA/MQA).",
+        r"K = x\,W_K \quad \text{split into } G \text{ kv heads}",
+        reads=("<input>",)),
+    "hook_v": HookSite(
+        ("B", "G", "T_kv", "d_head"), "x W_v, split into G kv heads",
+        "Values: what each token hands over when it is attended to, one vector per kv head.",
+        r"V = x\,W_V \quad \text{split into } G \text{ kv heads}",
+        reads=("<input>",)),
+    "hook_rope_angles": HookSite(
+        ("B", "T_q", "d_head/2"), "position * theta^(-2i/d_head)",
+        "RoPE's angles: position times a frequency per pair of dimensions.",
+        r"\phi_{t,i} = t \cdot \theta^{-2i/d_{head}}",
+        reads="the position ids and the frequencies θ_i"),
+    "hook_rot_q": HookSite(
+        ("B", "H", "T_q", "d_head"), "q * cos + rotate_half(q) * sin",
+        "Queries rotated by their position (RoPE).",
+        r"q'_t = q_t \cos\phi_t + \mathrm{rotate\_half}(q_t) \sin\phi_t",
+        reads=("hook_q", "hook_rope_angles")),
+    "hook_rot_k": HookSite(
+        ("B", "G", "T_q", "d_head"), "k * cos + rotate_half(k) * sin",
+        "Keys rotated by their position (RoPE): q·k now depends on the distance only.",
+        r"k'_t = k_t \cos\phi_t + \mathrm{rotate\_half}(k_t) \sin\phi_t",
+        reads=("hook_k", "hook_rope_angles")),
+    "hook_raw_scores": HookSite(
+        SCORES, "Q K^T / sqrt(d_head)",
+        "Line 1: every query is compared with every key; scaled so the scores keep unit variance.",
+        r"S = \frac{Q K^\top}{\sqrt{d_{head}}}",
+        reads=(("hook_rot_q", "hook_q"), ("hook_rot_k", "hook_k"))),
+    "hook_mask": HookSite(
+        ("B", "1", "T_q", "T_kv"), "0 where allowed, -inf (most negative float) where masked",
+        "Who may see whom: 0 where attention is allowed, the most negative number where it is not.",
+        r"M_{ij} = \begin{cases} 0 & \text{query } i \text{ may see key } j \\ -\infty & \text{otherwise} \end{cases}",
+        reads="the positions (causal, window) and the padding mask"),
+    "hook_alibi_bias": HookSite(
+        SCORES, "-slope_h * |i - j|",
+        "ALiBi: a penalty growing with distance, its slope different for each head.",
+        r"A_{h,ij} = -m_h\,|i - j|",
+        reads="the positions and each head's slope"),
+    "hook_attn_scores": HookSite(
+        SCORES, "scores + mask + position bias",
+        "Line 2: the scores softmax sees, with the mask (and any position bias) added.",
+        ByAxis("position", {"alibi": r"S' = S + M + A", "*": r"S' = S + M"}),
+        reads=("hook_raw_scores", "hook_mask", "hook_alibi_bias")),
+    "hook_pattern": HookSite(
+        SCORES, "softmax(scores)",
+        "Line 3: softmax turns each query's scores into weights that sum to 1.",
+        r"W_{ij} = \mathrm{softmax}(S')_{ij} = \frac{e^{S'_{ij}}}{\sum_k e^{S'_{ik}}}",
+        reads=("hook_attn_scores",)),
+    "hook_z": HookSite(
+        ("B", "H", "T_q", "d_head"), "weights @ V",
+        "Line 4: each query's output is the weighted average of the values it attends to.",
+        r"Z = W\,V",
+        reads=("hook_pattern", "hook_v")),
+    # --- the FFN (mlp): MLP, SwiGLU, MoE router ---
+    "hook_pre": HookSite(
+        HIDDEN, "x W_in + b_in",
+        "The MLP's first projection, up to d_ff.",
+        r"h = x\,W_{in} + b_{in}",
+        reads=("<input>",)),
+    "hook_gate": HookSite(
+        HIDDEN, "SiLU(x W_gate)",
+        "SwiGLU's gate: SiLU of one projection decides, per hidden unit, how much passes.",
+        r"\mathrm{SiLU}(x W_{gate}) = x W_{gate}\; \sigma(x W_{gate})",
+        reads=("<input>",)),
+    "hook_up": HookSite(
+        HIDDEN, "x W_up",
+        "SwiGLU's second projection: what the gate lets through.",
+        r"x\,W_{up}",
+        reads=("<input>",)),
+    "hook_post": HookSite(
+        HIDDEN, {"relu": "max(0, x)", "gelu": "x * Phi(x)", "gelu-tanh": "GELU, tanh approximation",
+                 "swiglu": "SiLU(x W_gate) * x W_up"},
+        "The activation in the FFN's hidden layer.",
+        ByAxis("ffn", {"relu": r"\max(0, h)", "gelu": r"\mathrm{GELU}(h) = h\,\Phi(h)",
+                       "swiglu": r"\mathrm{SiLU}(x W_{gate}) \odot x W_{up}"}),
+        reads=(("hook_gate", "hook_pre"), "hook_up")),
+    "hook_router_logits": HookSite(
+        ("B", "T", "E"), "x W_router",
+        "The router scores every expert for every token.",
+        r"r_t = x_t\,W_{router}",
+        reads=("<input>",)),
+    "hook_router_probs": HookSite(
+        ("B", "T", "E"), "softmax(router logits)",
+        "Softmax over experts: the router's probabilities.",
+        r"p_t = \mathrm{softmax}(r_t)",
+        reads=("hook_router_logits",)),
+    "hook_expert_indices": HookSite(
+        ("B", "T", "k"), "top-k experts per token",
+        "Each token keeps its top-k experts.",
+        r"\mathcal{E}_t = \operatorname{top-k}(p_t)",
+        reads=("hook_router_probs",)),
+    "hook_expert_weights": HookSite(
+        ("B", "T", "k"), "top-k probabilities / their sum",
+        "The chosen experts' probabilities, renormalised to sum to 1.",
+        r"g_{t,e} = \frac{p_{t,e}}{\sum_{e' \in \mathcal{E}_t} p_{t,e'}}",
+        reads=("hook_router_probs", "hook_expert_indices")),
+    "hook_expert_load": HookSite(
+        ("E",), "fraction of token slots sent to each expert",
+        "How the token slots spread over the experts (1/E each when balanced).",
+        r"f_e = \frac{\#\{t : e \in \mathcal{E}_t\}}{T\,k}",
+        reads=("hook_expert_indices",)),
+    "hook_aux_loss": HookSite(
+        (), "E * sum_e load_e * mean_prob_e",
+        "The load-balancing loss training adds, smallest when load and probability are even.",
+        r"L_{aux} = E \sum_e f_e\, \bar p_e",
+        reads=("hook_expert_load", "hook_router_probs")),
+    # --- TiledAttention (transformer/flash.py), tile by tile: its own traces, drawn by the Flash page ---
+    "hook_tile": HookSite(
+        ("q_block, k_block, q_start, q_stop, k_start, k_stop, skipped",),
+        "tile (query block i, key block j); skipped = 1 when the mask hides all of it"),
+    "hook_tile_scores": HookSite(
+        ("B", "H", "rows", "cols"), "S_ij = Q_i K_j^T / sqrt(d_head) + bias_ij, masked -> most negative float"),
+    "hook_running_max": HookSite(("B", "H", "rows"), "m_new = max(m_old, rowmax(S_ij))"),
+    "hook_rescale": HookSite(("B", "H", "rows"), "exp(m_old - m_new)"),
+    "hook_tile_probs": HookSite(("B", "H", "rows", "cols"), "P_ij = exp(S_ij - m_new)"),
+    "hook_running_sum": HookSite(("B", "H", "rows"), "l_new = l_old * exp(m_old - m_new) + rowsum(P_ij)"),
+    "hook_partial_out": HookSite(("B", "H", "rows", "d_head"), "acc = acc * exp(m_old - m_new) + P_ij V_j"),
+    "hook_out": HookSite(("B", "H", "T_q", "d_head"), "out = acc / l"),
+}
+
+# module of a block or a stack -> node of ui.diagram.architecture_dot: where the sites inside it sit
+MODULE_NODES = {
+    "ln1": "ln1", "attn": "attn", "ln_cross": "cross", "cross_attn": "cross", "ln2": "ln2", "mlp": "ffn",
+    "ln_final": "ln_final", "ln_embed": "embed", "head_norm": "head",
+}
