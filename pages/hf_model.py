@@ -4,7 +4,7 @@ import tempfile
 import streamlit as st
 
 from ui.page import start_page
-from ui.runtime import HF_PREFIX
+from ui.runtime import WeightsSource
 from ui.state import WEIGHTS_KEY, close_weights, use_weights
 
 start_page("Your Hugging Face model", """
@@ -53,9 +53,10 @@ if path:
         st.table({"axis": list(mapping.axes), "choice": list(mapping.axes.values())})
         for note in mapping.notes:
             st.caption(note)
-        col1.button("Open on every page", type="primary", on_click=use_weights, args=(HF_PREFIX + path.strip(),))
+        col1.button("Open on every page", type="primary", on_click=use_weights, args=(WeightsSource.huggingface(path.strip()),))
 
-if st.session_state.get(WEIGHTS_KEY, "").startswith(HF_PREFIX):
-    st.success(f"Every page now shows {st.session_state[WEIGHTS_KEY][len(HF_PREFIX):]}. "
+shown = WeightsSource.parse(st.session_state.get(WEIGHTS_KEY, ""))
+if shown.kind == "huggingface":
+    st.success(f"Every page now shows {shown.path}. "
                "Try the attention playground or the stepper.")
     st.page_link("pages/playground.py", label="Attention playground", icon="🎛️")

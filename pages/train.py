@@ -13,7 +13,7 @@ from transformer.train import evaluate, train
 from ui.export import checkpoint_zip
 from ui.figures import FONT, head_grid
 from ui.page import start_page
-from ui.runtime import CKPT_PREFIX, visible
+from ui.runtime import WeightsSource, visible
 from ui.state import use_weights
 
 RESULT = "train_result"  # session key: the last (or interrupted) training run
@@ -129,7 +129,7 @@ if result and result["model"] is not None:
     checkpoint.save(model, path, {"task": result["task"], "accuracy": accuracy, "steps": len(history),
                                   "source": "trained in the app"})
     col1, col2 = st.columns(2)
-    col1.button("Use it on every page", type="primary", on_click=use_weights, args=(CKPT_PREFIX + str(path),))
+    col1.button("Use it on every page", type="primary", on_click=use_weights, args=(WeightsSource.checkpoint_file(str(path)),))
     col2.download_button("Download the checkpoint (.safetensors + .json)", on_click="ignore",
                          file_name=f"{path.name}.zip", mime="application/zip", data=lambda: checkpoint_zip(path))
     st.caption(f"Saved as {path}.safetensors and .json; `transformer.checkpoint.load('{path}')` opens it.")

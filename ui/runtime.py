@@ -12,6 +12,7 @@ import logging
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar, Literal
 
 import numpy as np
 import streamlit as st
@@ -64,9 +65,37 @@ def tokenize(text: str, vocab_size: int, max_tokens: int = MAX_TOKENS) -> Tokens
     return Tokens([ord(c) % vocab_size for c in chars], [char_label(c) for c in chars], truncated_from)
 
 
-# Where weights come from, besides the default (a shipped checkpoint that fits the config, else random):
-HF_PREFIX = "hf:"  # "hf:<directory or cached id>": a local Hugging Face model
-CKPT_PREFIX = "ckpt:"  # "ckpt:<path>": a checkpoint file, e.g. one trained on the Train page
+@dataclass(frozen=True)
+class WeightsSource:
+    """Where a page's weights come from, read from the one string the URL and the session keep.
+
+    "" is the default (a shipped checkpoint that fits the config, else random weights);
+    "hf:<directory or cached id>" a local Hugging Face model; "ckpt:<path>" a checkpoint
+    file, e.g. one trained on the Train page.
+    """
+
+    kind: Literal["default", "huggingface", "checkpoint"] = "default"
+    path: str = ""
+
+    PREFIXES: ClassVar[dict[str, str]] = {"huggingface": "hf:", "checkpoint": "ckpt:"}
+
+    @classmethod
+    def parse(cls, text: str) -> "WeightsSource":
+        for kind, prefix in cls.PREFIXES.items():
+            if text.startswith(prefix):
+                return cls(kind, text[len(prefix):])
+        return cls()
+
+    @classmethod
+    def huggingface(cls, path: str) -> str:
+        return str(cls("huggingface", path))
+
+    @classmethod
+    def checkpoint_file(cls, path: str) -> str:
+        return str(cls("checkpoint", path))
+
+    def __str__(self) -> str:
+        return self.PREFIXES.get(self.kind, "") + self.path
 
 
 @dataclass(frozen=True)
@@ -136,18 +165,20 @@ def trained_config(cfg: TransformerConfig, task: str | None = None) -> Transform
 
 def weights_config(weights: str) -> TransformerConfig:
     """The config of explicitly chosen weights (reads only their config, not the tensors)."""
-    if weights.startswith(HF_PREFIX):
+    source = WeightsSource.parse(weights)
+    if source.kind == "huggingface":
         from transformer.interop import describe_hf
 
-        return describe_hf(weights[len(HF_PREFIX):]).config
-    return checkpoint.read_meta(weights[len(CKPT_PREFIX):])[1]
+        return describe_hf(source.path).config
+    return checkpoint.read_meta(source.path)[1]
 
 
 def weights_info(config_json: str, weights: str = "") -> WeightsInfo:
-    if weights.startswith(HF_PREFIX):
-        return WeightsInfo("huggingface", f"Hugging Face model {weights[len(HF_PREFIX):]}")
-    if weights.startswith(CKPT_PREFIX):
-        path = weights[len(CKPT_PREFIX):]
+    source = WeightsSource.parse(weights)
+    if source.kind == "huggingface":
+        return WeightsInfo("huggingface", f"Hugging Face model {source.path}")
+    if source.kind == "checkpoint":
+        path = source.path
         meta, _ = checkpoint.read_meta(path)
         score = score_text(meta)
         return WeightsInfo("trained", f"your checkpoint {Path(path).name} ({meta.get('task')} task{', ' + score if score else ''})",
@@ -163,14 +194,15 @@ def weights_info(config_json: str, weights: str = "") -> WeightsInfo:
 def get_model(config_json: str, seed: int, weights: str = "") -> Transformer:
     """The model for a config: a shipped checkpoint when one matches it exactly, else seeded random weights.
 
-    weights="hf:<path>" loads a local Hugging Face model instead, "ckpt:<path>" a checkpoint file.
+    weights (a WeightsSource's string) may name a local Hugging Face model or a checkpoint file instead.
     """
-    if weights.startswith(HF_PREFIX):
+    source = WeightsSource.parse(weights)
+    if source.kind == "huggingface":
         from transformer.interop import from_hf
 
-        return from_hf(weights[len(HF_PREFIX):]).eval()
-    if weights.startswith(CKPT_PREFIX):
-        return checkpoint.load(weights[len(CKPT_PREFIX):])[0].eval()
+        return from_hf(source.path).eval()
+    if source.kind == "checkpoint":
+        return checkpoint.load(source.path)[0].eval()
     for key, path, _, _ in _shipped_configs():
         if key == config_json:
             return checkpoint.load(path)[0].eval()
@@ -179,7 +211,7 @@ def get_model(config_json: str, seed: int, weights: str = "") -> Transformer:
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
-def _hf_tokenizer(path: str):
+def hf_tokenizer(path: str):
     from transformers import AutoTokenizer
 
     try:
@@ -200,7 +232,7 @@ def encode_text(text: str, config_json: str, weights: str = "", max_tokens: int 
         ids = ids[:max_tokens]
         return Tokens(ids, visible(task.decode(ids)), truncated_from)
     if info.kind == "huggingface":
-        tokenizer = _hf_tokenizer(weights[len(HF_PREFIX):])
+        tokenizer = hf_tokenizer(WeightsSource.parse(weights).path)
         if tokenizer is not None:
             if not text:
                 raise ValueError("The input text is empty: type at least one character.")
@@ -271,7 +303,7 @@ def token_labels(ids, config_json: str, weights: str = "") -> list[str]:
     if info.task is not None:
         return visible(get_task(info.task).decode(ids))
     if info.kind == "huggingface":
-        tokenizer = _hf_tokenizer(weights[len(HF_PREFIX):])
+        tokenizer = hf_tokenizer(WeightsSource.parse(weights).path)
         if tokenizer is not None:
             return visible(tokenizer.convert_ids_to_tokens(list(ids)))
     return [char_label(chr(int(i))) for i in ids]
