@@ -9,21 +9,16 @@ from ui.block_figures import per_position
 from ui.figures import heatmap
 from ui.measure import output_comparison, to_json
 from ui.page import load_page
-from ui.page_controls import KEEP, init_from_url, keep_valid, write_url
+from ui.page_controls import KEEP, keep_valid, url_state
 from ui.runtime import get_trace, tokenize
 
 SAME = "same"  # an axis of B left equal to its base
 FIELDS = {"cmp_arch": "arch", "cmp_position": "position", "cmp_norm": "norm", "cmp_place": "norm_position",
           "cmp_ffn": "ffn"}  # widget key -> the config field B may change
-URL_KEYS = {"cmp_base": str, "cmp_kv": str, "cmp_layer": int, "cmp_head": int, **{k: str for k in FIELDS}}
-init_from_url("cmp", URL_KEYS)
-defaults = {"cmp_base": "A", "cmp_kv": SAME, "cmp_layer": 0, "cmp_head": 0, **{k: SAME for k in FIELDS}, "cmp_position": "rope"}
-for key, default in defaults.items():
-    st.session_state.setdefault(key, default)
+url_state("cmp", cmp_base="A", cmp_kv=SAME, cmp_layer=0, cmp_head=0, **{k: SAME for k in FIELDS} | {"cmp_position": "rope"})
 keep_valid("cmp_base", ["A", *PRESETS], "A")
 for key, field in FIELDS.items():
     keep_valid(key, [SAME, *choices(field)], SAME)
-write_url(URL_KEYS)
 
 ctx = load_page("Compare two configurations", """
 **The problem.** Each axis is a trade: GQA saves memory, RoPE changes how distance enters the scores, MoE adds

@@ -8,11 +8,9 @@ from transformer.hooks import attention_stacks, hook_name
 from ui.block_figures import activation_curves, expert_load, router, units_heatmap
 from ui.measure import activation_curves as curves
 from ui.page import load_page
-from ui.page_controls import KEEP, init_from_url, keep_valid, write_url
+from ui.page_controls import KEEP, keep_valid, url_state
 
-URL_KEYS = {"ffn_layer": int}
-init_from_url("ffn", URL_KEYS)
-st.session_state.setdefault("ffn_layer", 0)
+url_state("ffn", ffn_layer=0)
 
 ctx = load_page("FFN and MoE: the per-token computation", """
 **The problem.** Attention only mixes tokens; it is the feed-forward network (FFN), applied to each token on its own,
@@ -31,7 +29,6 @@ stack = attention_stacks(cfg.arch).input  # an encoder-decoder: its encoder's FF
 labels = ctx.trace.src_labels
 arrays = ctx.trace.arrays
 keep_valid("ffn_layer", range(cfg.n_layers), 0)
-write_url(URL_KEYS)
 
 st.header("Activation functions")
 x, ys = curves(-4.0, 4.0, 161)

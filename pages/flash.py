@@ -10,7 +10,7 @@ from ui.flash_figures import (GIB, MIB, memory_formula, measured_curves, rescale
                               running_stats, tile_grid, tile_matrices)
 from ui.flash_measure import MASKS, MAX_T, check_settings, live_qkv, measure, random_qkv, tiled_run
 from ui.page import start_page
-from ui.page_controls import KEEP, carry_over, init_from_url, keep_valid, write_url
+from ui.page_controls import KEEP, carry_over, keep_valid, url_state, write_url
 from ui.runtime import encode_text, weights_info
 from ui.source import source_of
 
@@ -19,15 +19,12 @@ SOURCES = {"random": "random numbers (the sidebar's seed)", "live": "the sidebar
 REAL = {f"{key} {size}": (card, cfg) for key, card in MODEL_CARDS.items() for size, cfg in card.real.items()}
 REAL_BLOCK = 128  # tile side of the flash kernels for the real-size arithmetic and the measurements
 MEASURE_UP_TO = [512, 1024, 2048]  # the tiled Python loop takes seconds at 2048 on a busy CPU
-URL_KEYS = {"flash_src": str, "flash_T": int, "flash_layer": int, "flash_head": int, "flash_bq": int, "flash_bk": int,
-            "flash_mask": str, "flash_w": int, "flash_pad": int, "flash_step": int, "flash_model": str}
 DEFAULTS = {"flash_src": "random", "flash_T": 32, "flash_layer": 0, "flash_head": 0, "flash_bq": 8, "flash_bk": 8,
-            "flash_mask": "causal", "flash_w": 8, "flash_pad": 4, "flash_step": 0, "flash_model": "llama2 7B",
-            "flash_mem_max": 1024, "flash_time_max": 1024}
-carry_over()  # the sidebar's values, across a page switch
-init_from_url("flash", URL_KEYS)
-carry_over(DEFAULTS)
-for key, default in DEFAULTS.items():
+            "flash_mask": "causal", "flash_w": 8, "flash_pad": 4, "flash_step": 0, "flash_model": "llama2 7B"}
+url_state("flash", carry=True, **DEFAULTS)  # carry: the sidebar's values, across a page switch
+MEASURING = {"flash_mem_max": 1024, "flash_time_max": 1024}  # the measured ranges: kept across pages, not in the URL
+carry_over(MEASURING)
+for key, default in MEASURING.items():
     st.session_state.setdefault(key, default)
 keep_valid("flash_src", list(SOURCES))
 keep_valid("flash_mask", list(MASKS))
@@ -35,7 +32,7 @@ keep_valid("flash_model", list(REAL), DEFAULTS["flash_model"])
 for key in ("flash_T", "flash_bq", "flash_bk", "flash_w", "flash_pad"):
     if not isinstance(st.session_state[key], int):
         st.session_state[key] = DEFAULTS[key]
-write_url(URL_KEYS)
+write_url()  # the values just corrected
 
 state = start_page("Flash attention: exact attention, one tile at a time", """
 **The problem.** The five lines build a T × T matrix of scores and another of weights for every head. For one
@@ -281,4 +278,4 @@ if timing:
     table = pd.DataFrame(timing["rows"]).pivot(index="T", columns="method", values="value") * 1000
     st.dataframe(table.round(2).rename(columns=lambda m: f"{m} (ms)"))
 
-write_url(URL_KEYS)  # the values as this run left them (a step clamped to the new last tile)
+write_url()  # the values as this run left them (a step clamped to the new last tile)

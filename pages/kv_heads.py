@@ -8,21 +8,17 @@ from transformer.hooks import attention_stacks, hook_name
 from ui.axes_figures import cache_bytes_by_step, kv_cache_growth, kv_sharing
 from ui.measure import generation_steps
 from ui.page import load_page
-from ui.page_controls import KEEP, init_from_url, keep_valid, write_url
+from ui.page_controls import KEEP, keep_valid, url_state
 from ui.runtime import char_label
 from ui.stepper import named_shape
 
 DTYPES = {"fp16 / bf16 (2 bytes)": 2, "fp32 (4 bytes)": 4, "int8 (1 byte)": 1}
 REAL = {f"{key} {size}": (card, size, cfg) for key, card in MODEL_CARDS.items() for size, cfg in card.real.items()}
-URL_KEYS = {"kv_ctx": int, "kv_dtype": str, "kv_model": str, "kv_steps": int}
-init_from_url("kv", URL_KEYS)
-for key, default in {"kv_ctx": 4096, "kv_dtype": next(iter(DTYPES)), "kv_model": "llama2 70B", "kv_steps": 6}.items():
-    st.session_state.setdefault(key, default)
+url_state("kv", kv_ctx=4096, kv_dtype=next(iter(DTYPES)), kv_model="llama2 70B", kv_steps=6)
 keep_valid("kv_ctx", range(1, 1_048_577), 4096)
 keep_valid("kv_dtype", list(DTYPES))
 keep_valid("kv_model", list(REAL), "llama2 70B")
 keep_valid("kv_steps", range(1, 33), 6)
-write_url(URL_KEYS)
 
 ctx = load_page("KV heads: MHA · GQA · MQA", """
 **The problem.** To generate token *t + 1* a decoder needs the keys and values of all *t* tokens before it.

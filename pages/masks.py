@@ -5,17 +5,13 @@ import streamlit as st
 from ui.axes_figures import mask_and_weights
 from ui.measure import cross_attention, encoder_decoder_twin, masked_attention, padded_attention, to_json
 from ui.page import load_page
-from ui.page_controls import KEEP, init_from_url, keep_valid, write_url
+from ui.page_controls import KEEP, keep_valid, url_state
 from ui.runtime import tokenize
 
 MAX_SHOWN = 24  # tokens per matrix: enough to see the pattern, few enough to read every cell
-URL_KEYS = {"mask_layer": int, "mask_head": int, "mask_w": int, "mask_text2": str}
-init_from_url("mask", URL_KEYS)
-for key, default in {"mask_layer": 0, "mask_head": 0, "mask_w": 3, "mask_text2": "a dog ran"}.items():
-    st.session_state.setdefault(key, default)
+url_state("mask", mask_layer=0, mask_head=0, mask_w=3, mask_text2="a dog ran")
 keep_valid("mask_w", range(1, 65), 3)
 st.session_state["mask_text2"] = str(st.session_state["mask_text2"])[:MAX_SHOWN]
-write_url(URL_KEYS)
 
 ctx = load_page("Masks: who may look at whom", f"""
 **The problem.** Attention lets every query look at every key. A decoder must not see the tokens it is about to

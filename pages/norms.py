@@ -8,20 +8,16 @@ import streamlit as st
 from ui.block_figures import depth_lines, norm_bars, norm_placement_dot
 from ui.measure import NORM_DEPTH_BASE, depth_profile, normalized
 from ui.page import load_page
-from ui.page_controls import KEEP, init_from_url, keep_valid, write_url
+from ui.page_controls import KEEP, keep_valid, url_state
 
 INITS = {"variance-preserving": "every matrix N(0, 1/fan_in): the bare effect of the placement",
          "library": "the library's GPT-2 init: N(0, 0.02), residual projections ÷ √(2 · layers)"}
 VARIANTS = [(norm, placement) for placement in ("pre", "post") for norm in ("layernorm", "rmsnorm")]
 NORM_NAMES = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}
 MAX_TOKENS = 16  # a short input keeps the 4 x 24-layer measurement quick
-URL_KEYS = {"norm_depth": int, "norm_init": str, "norm_vec": str}
-init_from_url("norm", URL_KEYS)
-for key, default in {"norm_depth": 12, "norm_init": "variance-preserving", "norm_vec": "1, 2, 3, 10"}.items():
-    st.session_state.setdefault(key, default)
+url_state("norm", norm_depth=12, norm_init="variance-preserving", norm_vec="1, 2, 3, 10")
 keep_valid("norm_depth", range(1, 25), 12)
 keep_valid("norm_init", list(INITS))
-write_url(URL_KEYS)
 
 ctx = load_page("Norms: LayerNorm · RMSNorm, pre or post", """
 **The problem.** A residual stream is a running sum: every block adds to it. Deep stacks either let it grow without

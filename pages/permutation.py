@@ -8,23 +8,17 @@ from transformer import choices, probes
 from ui import probe_figures as figs
 from ui.export import heatmaps_png
 from ui.page import load_page
-from ui.page_controls import KEEP, init_from_url, keep_valid, write_url
+from ui.page_controls import KEEP, keep_valid, url_state
 from ui.probe_measure import DTYPES, permutation_results, prefix_shuffle
 
 MAX_SHOWN = 24  # tokens: enough to shuffle, few enough to read every cell
 POSITIONS = list(choices("position"))
 MASKS = {"none": "no mask (encoder)", "causal": "causal mask (decoder)"}
-URL_KEYS = {"perm_seed": int, "perm_dtype": str, "perm_mask": str, "perm_pos": str, "perm_layer": int,
-            "perm_head": int}
-init_from_url("perm", URL_KEYS)
-for key, default in {"perm_seed": 1, "perm_dtype": "float32", "perm_mask": "none", "perm_pos": "none",
-                     "perm_layer": 0, "perm_head": 0}.items():
-    st.session_state.setdefault(key, default)
+url_state("perm", perm_seed=1, perm_dtype="float32", perm_mask="none", perm_pos="none", perm_layer=0, perm_head=0)
 keep_valid("perm_seed", range(0, 100_000), 1)
 keep_valid("perm_dtype", list(DTYPES), "float32")
 keep_valid("perm_mask", list(MASKS), "none")
 keep_valid("perm_pos", POSITIONS, "none")
-write_url(URL_KEYS)
 
 ctx = load_page("Why positions? Attention sees a set", """
 **The problem.** Attention mixes values with weights softmax(q · k). Nothing in q · k says *where* a token is: with no

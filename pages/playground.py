@@ -11,7 +11,7 @@ from ui.export import heatmaps_png, trace_npz
 from ui.figures import arcs, head_grid
 from ui.page import load_page
 from ui.runtime import Ablation, actual_next, get_trace, predict
-from ui.page_controls import KEEP, init_from_url, keep_valid, write_url
+from ui.page_controls import KEEP, keep_valid, url_state, write_url
 from ui.playground_figures import (KINDS_OF_ARCH, actual_next_figure, attention_view, cross_arcs, entropy_figure,
                                    head_stages, label_grid_axes, next_token_bars, query_bars, rope_figure, routing_figure,
                                    stage_figure, visible_keys)
@@ -39,9 +39,7 @@ ctx = load_page("Attention playground",
                 "Switch the axes in the sidebar and watch the scores, the mask and the softmax weights change. "
                 "Pick a layer, a head and a query token below.")
 cfg, trace, state = ctx.state.config, ctx.trace, ctx.state
-URL_KEYS = {"attn": str, "layer": int, "head": int, "query": int, "off": str, "temperature": float, "sample_top_k": int,
-            "sample": int}
-init_from_url("playground", URL_KEYS)
+url_state("playground", attn=str, layer=int, head=int, query=int, off=str, temperature=float, sample_top_k=int, sample=int)
 
 # --- what the model predicts next, and parts switched off -------------------------------------------
 parts = {f"L{layer}H{head}": ("head", layer, head) for layer in range(cfg.n_layers) for head in range(cfg.n_heads)}
@@ -95,8 +93,9 @@ if cfg.arch == "decoder":
         st.plotly_chart(actual_next_figure(labels["src"], actual_next(*ids), actual_next(*ids, ablation) if ablation else None),
                         key="actual_next")
         st.caption("Switch off a previous-token head (a bright stripe just below the diagonal) and watch the "
-                   "probabilities fall all along the text. On an induction checkpoint (Trained on: induction), "
-                   "switching off the induction head stops the second copy being predicted.")
+                   "probabilities fall all along the text. PaLM's and Mixtral's language models have an induction "
+                   "head (L1H2 in both): on a repeated sentence, switch it off and the second copy gets harder to "
+                   "predict; on an induction checkpoint (Trained on: induction) it stops being predicted at all.")
 else:
     predict_col.caption("Next-token prediction needs a decoder; this model reads the whole text at once.")
 
@@ -118,7 +117,7 @@ columns[0].selectbox("Layer", range(cfg.n_layers), key="layer", **KEEP)
 columns[1].selectbox("Head", range(cfg.n_heads), key="head", **KEEP, format_func=lambda h: f"{h} (kv head {h // group})")
 columns[2].selectbox("Query token", range(len(query_labels)), key="query", **KEEP,
                      format_func=lambda i: f"{i}: {query_labels[i]}")
-write_url([key for key in URL_KEYS if key in st.session_state])
+write_url()  # "off" is set above, from the switches
 layer, head, query = st.session_state["layer"], st.session_state["head"], st.session_state["query"]
 
 # --- every head of the layer ---------------------------------------------------------------------

@@ -10,17 +10,13 @@ from ui import axes_figures as figs
 from ui.measure import (alibi, beyond_trained_length, cosine_similarity, learned_checkpoint, learned_table, length_extrapolation,
                         rope_geometry, sinusoidal, to_json)
 from ui.page import load_page
-from ui.page_controls import KEEP, init_from_url, keep_valid, write_url
+from ui.page_controls import KEEP, keep_valid, url_state
 
-URL_KEYS = {"pos_n": int, "pos_p": int, "pos_train": int, "pos_run": int}
-init_from_url("pos", URL_KEYS)
-for key, default in {"pos_n": 48, "pos_p": 3, "pos_train": 16, "pos_run": 24}.items():
-    st.session_state.setdefault(key, default)
+url_state("pos", pos_n=48, pos_p=3, pos_train=16, pos_run=24)
 keep_valid("pos_n", range(8, 257), 48)
 keep_valid("pos_train", range(2, 129), 16)
 keep_valid("pos_run", range(1, 257), 24)
 keep_valid("pos_p", range(st.session_state["pos_n"]), 0)
-write_url(URL_KEYS)
 
 ctx = load_page("Positions: where is each token?", """
 **The problem.** Attention is a weighted sum over a set: shuffle the keys and values together and every output stays

@@ -7,18 +7,14 @@ import streamlit as st
 from transformer import probes
 from ui import probe_figures as figs
 from ui.page import load_page
-from ui.page_controls import KEEP, init_from_url, keep_valid, write_url
+from ui.page_controls import KEEP, keep_valid, url_state
 from ui.probe_measure import live_statistics, scaling_curves, softmax_rows
 
 D_HEADS = [4, 8, 16, 32, 64, 128, 256, 512]
-URL_KEYS = {"scale_keys": int, "scale_seed": int, "scale_d": int, "scale_layer": int}
-init_from_url("scale", URL_KEYS)
-for key, default in {"scale_keys": 16, "scale_seed": 0, "scale_d": 512, "scale_layer": 0}.items():
-    st.session_state.setdefault(key, default)
+url_state("scale", scale_keys=16, scale_seed=0, scale_d=512, scale_layer=0)
 keep_valid("scale_keys", range(2, 65), 16)
 keep_valid("scale_seed", range(0, 100_000), 0)
 keep_valid("scale_d", D_HEADS, 512)
-write_url(URL_KEYS)
 
 ctx = load_page("Why divide by √d_head?", """
 **The problem.** A score is a dot product, q · k = Σ q_i k_i over d_head dimensions. If the entries of q and k are

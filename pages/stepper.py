@@ -6,7 +6,7 @@ from ui.diagram import architecture_dot
 from ui.export import table_csv
 from ui.figures import bars, heatmap, masked_to_nan
 from ui.page import load_page
-from ui.page_controls import KEEP, init_from_url, keep_valid, write_url
+from ui.page_controls import KEEP, keep_valid, url_state
 from ui.stepper import diagram_node, explain, formula, inputs_of, named_shape, shape_table, slice_2d, source_line
 
 ctx = load_page("Forward-pass stepper",
@@ -17,7 +17,7 @@ events = trace.events
 last = len(events) - 1
 
 # --- which step: buttons, slider and jump list all move one index kept in the URL ----------------
-init_from_url("stepper", {"step": int})
+url_state("stepper", step=int)
 keep_valid("step", range(len(events)))
 
 
@@ -34,7 +34,6 @@ slider_col.slider("Step", 0, last, key="step", **KEEP)
 jump_col.selectbox("Jump to", range(len(events)), key="step_jump",
                    format_func=lambda i: f"{i}: {events[i]['name']}",
                    on_change=lambda: go_to(st.session_state["step_jump"]))
-write_url(["step"])
 
 event = events[step]
 name = event["name"]

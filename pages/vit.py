@@ -7,16 +7,10 @@ from ui import vision_figures as figs
 from ui.export import trace_npz
 from ui.figures import heatmap
 from ui.page import start_page
-from ui.page_controls import KEEP, carry_over, init_from_url, keep_valid, write_url
+from ui.page_controls import KEEP, keep_valid, url_state
 from ui.vision_measure import digit_view, held_out, held_out_predictions, vit_model
 
-URL_KEYS = {"vit_digit": int, "vit_layer": int, "vit_head": int}
-DEFAULTS = {"vit_digit": 0, "vit_layer": 1, "vit_head": 0}
-carry_over()  # the sidebar's values, across a page switch
-init_from_url("vit", URL_KEYS)
-carry_over(DEFAULTS)
-for key, default in DEFAULTS.items():
-    st.session_state.setdefault(key, default)
+url_state("vit", carry=True, vit_digit=0, vit_layer=1, vit_head=0)  # carry: the sidebar's values, across a page switch
 
 start_page("The same block on images", """
 **The problem.** Attention reads a sequence of vectors. An image is a grid of pixels — is attention a text-only trick?
@@ -49,7 +43,6 @@ cfg, shape = model.cfg, model.shape
 keep_valid("vit_digit", range(len(images)), 0)
 keep_valid("vit_layer", range(cfg.n_layers), cfg.n_layers - 1)
 keep_valid("vit_head", range(cfg.n_heads), 0)
-write_url(URL_KEYS)
 
 wrong = np.flatnonzero(predicted != labels)
 seconds = meta.get("train_cpu_seconds", meta.get("train_seconds"))

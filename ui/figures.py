@@ -31,7 +31,7 @@ def downsample(matrix: np.ndarray, labels_y: list[str], labels_x: list[str], lim
     return matrix[::step_y, ::step_x], labels_y[::step_y], labels_x[::step_x]
 
 
-def _unique(labels: list[str]) -> list[str]:
+def unique_labels(labels: list[str]) -> list[str]:
     """Plotly merges equal category labels; number them so each token keeps its own row."""
     return [f"{i}:{t}" for i, t in enumerate(labels)]
 
@@ -46,7 +46,7 @@ def heatmap(matrix: np.ndarray, x_labels: list[str], y_labels: list[str], title:
         bound = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0
         zmin, zmax = -bound, bound
     fig = go.Figure(go.Heatmap(
-        z=values, x=_unique(x_labels), y=_unique(y_labels),
+        z=values, x=unique_labels(x_labels), y=unique_labels(y_labels),
         colorscale=DIVERGING if signed else SEQUENTIAL, zmin=zmin, zmax=zmax,
         hovertemplate=f"{y_title} %{{y}}<br>{x_title} %{{x}}<br>value %{{z:.4g}}<extra></extra>",
         hoverongaps=False))
@@ -105,7 +105,7 @@ def head_grid(patterns: np.ndarray, x_labels: list[str], y_labels: list[str], n_
     traces = []
     for h, cell in enumerate(cells):
         values, ys, xs = downsample(masked_to_nan(patterns[h]), list(y_labels), list(x_labels), 64)
-        traces.append(go.Heatmap(z=values, x=_unique(xs), y=_unique(ys), coloraxis="coloraxis", **cell,
+        traces.append(go.Heatmap(z=values, x=unique_labels(xs), y=unique_labels(ys), coloraxis="coloraxis", **cell,
                                  hovertemplate=f"head {h}<br>query %{{y}}<br>key %{{x}}<br>weight %{{z:.3f}}<extra></extra>"))
     for name, axis in layout.items():
         if name.startswith("yaxis"):
@@ -117,7 +117,7 @@ def head_grid(patterns: np.ndarray, x_labels: list[str], y_labels: list[str], n_
 
 
 def bars(values: np.ndarray, labels: list[str], title: str = "", x_title: str = "", y_title: str = "") -> go.Figure:
-    fig = go.Figure(go.Bar(x=_unique(list(labels)), y=np.asarray(values, dtype=float), marker_color="#21918c"))
+    fig = go.Figure(go.Bar(x=unique_labels(list(labels)), y=np.asarray(values, dtype=float), marker_color="#21918c"))
     fig.update_layout(title=title, height=320, margin=dict(l=10, r=10, t=50 if title else 10, b=10), font=FONT,
                       xaxis_title=x_title, yaxis_title=y_title)
     return fig

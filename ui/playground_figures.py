@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from transformer import choices
 from transformer.hooks import attention_stacks, hook_name
 
-from .figures import FONT, MASKED_BELOW, SEQUENTIAL, _unique, downsample, entropy, heatmap
+from .figures import FONT, MASKED_BELOW, SEQUENTIAL, unique_labels, downsample, entropy, heatmap
 
 # attention kind -> (stack, module, query side, key side, label); which kinds exist depends on the arch
 ATTENTION_KINDS = {
@@ -127,7 +127,7 @@ def label_grid_axes(fig: go.Figure, x_title: str, y_title: str) -> go.Figure:
 
 def query_bars(weights: np.ndarray, key_labels: list[str], query_label: str) -> go.Figure:
     """One query's attention distribution over the keys, as bars (0..1)."""
-    fig = go.Figure(go.Bar(x=_unique(list(key_labels)), y=np.asarray(weights, dtype=float), marker_color="#21918c",
+    fig = go.Figure(go.Bar(x=unique_labels(list(key_labels)), y=np.asarray(weights, dtype=float), marker_color="#21918c",
                            hovertemplate="key %{x}<br>weight %{y:.3f}<extra></extra>"))
     fig.update_layout(title=f"where query '{query_label}' looks", height=320, font=FONT,
                       margin=dict(l=10, r=10, t=50, b=10), xaxis_title="key", yaxis_title="softmax weight",
@@ -184,7 +184,7 @@ def routing_figure(probs: np.ndarray, chosen: np.ndarray, labels: list[str]) -> 
     """
     n_tokens, n_experts = probs.shape
     experts = [f"expert {e}" for e in range(n_experts)]
-    tokens = _unique(list(labels))
+    tokens = unique_labels(list(labels))
     fig = go.Figure(go.Heatmap(z=np.asarray(probs, dtype=float).T, x=tokens, y=experts, colorscale=SEQUENTIAL,
                                zmin=0, zmax=1, colorbar=dict(title="p"),
                                hovertemplate="token %{x}<br>%{y}<br>router probability %{z:.3f}<extra></extra>"))
@@ -209,7 +209,7 @@ def rope_figure(angles: np.ndarray, labels: list[str]) -> go.Figure:
     angles = np.asarray(angles, dtype=float)
     angles, labels, _ = downsample(angles, list(labels), list(range(angles.shape[1])))
     pairs = [f"pair {i}" for i in range(angles.shape[1])]
-    fig = go.Figure(go.Heatmap(z=np.cos(angles), x=pairs, y=_unique(labels), customdata=angles,
+    fig = go.Figure(go.Heatmap(z=np.cos(angles), x=pairs, y=unique_labels(labels), customdata=angles,
                                colorscale=[[0.0, "#2166ac"], [0.5, "#f7f7f7"], [1.0, "#b35806"]], zmin=-1, zmax=1,
                                colorbar=dict(title="cos"),
                                hovertemplate="position %{y}<br>%{x}<br>angle %{customdata:.3f} rad<br>"
@@ -229,7 +229,7 @@ def visible_keys(mask_row: np.ndarray) -> int:
 def next_token_bars(top: list[tuple[str, float]]) -> go.Figure:
     """The most likely next tokens and their probabilities, most likely first."""
     labels, probs = zip(*top) if top else ((), ())
-    fig = go.Figure(go.Bar(x=_unique(list(labels)), y=np.asarray(probs, dtype=float), marker_color="#3b528b",
+    fig = go.Figure(go.Bar(x=unique_labels(list(labels)), y=np.asarray(probs, dtype=float), marker_color="#3b528b",
                            hovertemplate="next %{x}<br>probability %{y:.3f}<extra></extra>"))
     fig.update_layout(title="next token", height=300, font=FONT, margin=dict(l=10, r=10, t=50, b=10),
                       xaxis_title="token", yaxis_title="probability", yaxis_range=[0, 1])
@@ -239,7 +239,7 @@ def next_token_bars(top: list[tuple[str, float]]) -> go.Figure:
 def actual_next_figure(labels: list[str], full: np.ndarray, ablated: np.ndarray | None = None) -> go.Figure:
     """Per position, the probability the model gave to the token that actually came next; with parts
     switched off, a second line shows what the ablation cost (an induction head's loss is the repeat)."""
-    x = _unique(list(labels[1:]))
+    x = unique_labels(list(labels[1:]))
     fig = go.Figure(go.Scatter(x=x, y=np.asarray(full, dtype=float), mode="lines+markers", name="whole model",
                                line=dict(color="#21918c", width=3),
                                hovertemplate="%{x}: p = %{y:.3f}<extra>whole model</extra>"))

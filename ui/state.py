@@ -24,13 +24,13 @@ CUSTOM = "custom"
 STORE = "_sidebar_values"  # the canonical values: widget keys are re-seeded from it on every run
 
 # URL key -> (session key, how to read it from the URL string)
-_AXES = {
+AXIS_KEYS = {
     "arch": str, "position": str, "norm": str, "norm_position": str, "ffn": str,
     "n_layers": int, "d_model": int, "n_heads": int, "n_kv_heads": int,
     "n_experts": int, "top_k": int, "sliding_window": int,
 }
-_OTHER = {"preset": str, "text": str, "seed": int, "task": str}  # task: which shipped checkpoint of these axes
-WEIGHTS_KEY = "weights"  # URL and session key of chosen weights: "hf:<path>" or "ckpt:<path>"
+OTHER_KEYS = {"preset": str, "text": str, "seed": int, "task": str}  # task: which shipped checkpoint of these axes
+WEIGHTS_KEY = "weights"  # URL and session key of chosen weights: a WeightsSource as text
 
 def _axis_help(axis: str) -> str:
     """A sidebar widget's help: each choice of the axis, what it does (and who chose it), the problem it solves."""
@@ -45,7 +45,7 @@ class AppState:
     error: str | None
     text: str
     seed: int
-    weights: str = ""  # "" = a shipped checkpoint if one fits the config, else random; "hf:<path>"
+    weights: str = ""  # a WeightsSource as text: "" = a shipped checkpoint if one fits the config, else random
 
     @property
     def config_json(self) -> str:
@@ -54,7 +54,7 @@ class AppState:
 
 def _preset_values(name: str) -> dict:
     cfg = PRESETS[name]
-    values = {k: getattr(cfg, k) for k in _AXES}
+    values = {k: getattr(cfg, k) for k in AXIS_KEYS}
     values["sliding_window"] = cfg.sliding_window or 0  # 0 = no window in the widget
     return values
 
@@ -69,13 +69,13 @@ def _init_from_url() -> None:
         preset = DEFAULT_PRESET
     values = _preset_values(preset if preset in PRESETS else DEFAULT_PRESET)
     values.update(preset=preset, text=DEFAULT_TEXT, seed=0, task=DEFAULT_TASK)
-    for key, parse in {**_AXES, **_OTHER}.items():
+    for key, parse in {**AXIS_KEYS, **OTHER_KEYS}.items():
         if key in params:
             try:
                 values[key] = parse(params[key])
             except ValueError:
                 pass  # a malformed number in a link: keep the default
-    if values["preset"] in PRESETS and {k: values[k] for k in _AXES} != _preset_values(values["preset"]):
+    if values["preset"] in PRESETS and {k: values[k] for k in AXIS_KEYS} != _preset_values(values["preset"]):
         values["preset"] = CUSTOM  # the link changed an axis away from its preset
     st.session_state[STORE] = values
     if params.get(WEIGHTS_KEY):
@@ -133,12 +133,12 @@ def _store(**values) -> None:
 def _changed(key: str) -> None:
     """A widget callback: keep its new value (Streamlit forgets widget keys across page switches)."""
     st.session_state[STORE][key] = st.session_state[key]
-    if key in _AXES:
+    if key in AXIS_KEYS:
         _mark_custom()
 
 
 def use_weights(weights: str) -> None:
-    """Show these weights ("hf:<path>" or "ckpt:<path>") on every page, with their task's example input."""
+    """Show these weights (a WeightsSource as text) on every page, with their task's example input."""
     old_task = current_task()
     st.session_state[WEIGHTS_KEY] = weights
     _store(text=text_for(weights_info("", weights).task, old_task, st.session_state[STORE]["text"]))
@@ -155,7 +155,7 @@ def _mark_custom() -> None:
 
 
 def _current_values() -> dict:
-    return {k: st.session_state[k] for k in _AXES}
+    return {k: st.session_state[k] for k in AXIS_KEYS}
 
 
 def config_from_values(values: dict, preset: str, task: str | None = None) -> TransformerConfig:
@@ -262,7 +262,7 @@ def chosen_config(weights: str) -> TransformerConfig:
 def _sync_url() -> None:
     """Write the whole state into the URL, only the keys that changed."""
     s = st.session_state
-    state = {k: str(s[k]) for k in (*_OTHER, *_AXES)}
+    state = {k: str(s[k]) for k in (*OTHER_KEYS, *AXIS_KEYS)}
     if s.get(WEIGHTS_KEY):
         state[WEIGHTS_KEY] = s[WEIGHTS_KEY]
     elif WEIGHTS_KEY in st.query_params:
