@@ -11,6 +11,7 @@ FLOPs and the memory attention holds.
 from __future__ import annotations
 
 from .config import TransformerConfig
+from .hooks import attention_stacks
 
 # --- parameters and KV cache ------------------------------------------------------
 
@@ -63,7 +64,8 @@ def kv_cache_bytes_per_token(cfg: TransformerConfig, bytes_per_value: int = 2) -
 def attention_layers(cfg: TransformerConfig) -> int:
     """How many attention sublayers a token passes: self-attention in every block, plus the
     decoder's cross-attention in an encoder-decoder (whose encoder is a second stack)."""
-    return 3 * cfg.n_layers if cfg.arch == "encoder-decoder" else cfg.n_layers
+    stacks = attention_stacks(cfg.arch)
+    return cfg.n_layers * (len(stacks.self_attention) + len(stacks.cross_attention))
 
 
 def forward_flops_per_token(cfg: TransformerConfig, context: int) -> int:
