@@ -4,8 +4,8 @@ from pathlib import Path
 import streamlit as st
 import torch
 
-from ui.app_entry import inside_app
-from ui.server import freeze_long_lived_objects, logged_run, release_freed_memory
+from ui.app.app_entry import inside_app
+from ui.app.server import freeze_long_lived_objects, logged_run, release_freed_memory
 
 st.set_page_config(page_title="Attention Lab", page_icon="🔍", layout="wide")
 

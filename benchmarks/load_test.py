@@ -15,7 +15,7 @@ until the server's message that the run it caused has finished (``script_finishe
 after a ``new_session`` that came after the change) reaches the browser's websocket;
 the next action then waits until the page no longer shows a script running. Both are
 waited for on events, never by polling. The server also logs every script run's own
-wall-clock and CPU time (``ui.server.logged_run``), reported beside it.
+wall-clock and CPU time (``ui.app.server.logged_run``), reported beside it.
 Errors: exception elements on the page, console errors, page errors, timeouts.
 Server memory: RSS of the server process at the start (after the warm-up), its peak
 (sampled every 0.2 s), after every session closed, and after the disconnected-session
@@ -53,7 +53,7 @@ from playwright.async_api import TimeoutError as BrowserTimeout
 from benchmarks.app_latency import ROOT, app_pages
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from ui.server import RUN_LOG_ENV
+from ui.app.server import RUN_LOG_ENV
 
 FULL = dict(sessions=20, changes=10, pages=None, ttl_s=10, timeout_s=420, think_s=(1.0, 3.0), join_s=1.0)  # pages=None: all
 SMOKE = dict(sessions=2, changes=2, pages=2, ttl_s=3, timeout_s=150, think_s=(0.0, 0.0), join_s=0.25)
@@ -477,7 +477,7 @@ async def load(port: int, server: subprocess.Popen, scripts: list[str], n_sessio
 # --- report -----------------------------------------------------------------------------------
 
 def server_runs(run_log: Path, window: tuple[float, float]) -> list[dict]:
-    """The script runs the app logged (ui.server.logged_run) that ended while the sessions ran."""
+    """The script runs the app logged (ui.app.server.logged_run) that ended while the sessions ran."""
     if not run_log.exists():
         return []
     runs = [json.loads(line) for line in run_log.read_text().splitlines() if line.strip()]

@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ui.poll_store import URL_ENV, open_store
+from ui.lessons.poll_store import URL_ENV, open_store
 
 FULL = dict(students=40, processes=4, rounds=20, visible_samples=100)
 SMOKE = dict(students=4, processes=2, rounds=2, visible_samples=3)

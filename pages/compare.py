@@ -5,12 +5,12 @@ import streamlit as st
 from transformer import AXES, MODEL_CARDS, PRESETS, choices, costs, kv_cache_bytes_per_token, param_counts
 from transformer.axes import label
 from transformer.hooks import attention_stacks
-from ui.block_figures import per_position
-from ui.figures import heatmap
-from ui.measure import output_comparison, to_json
-from ui.page import load_page
-from ui.page_controls import KEEP, keep_valid, url_state
-from ui.runtime import get_trace, tokenize
+from ui.figures.block import per_position
+from ui.figures.base import heatmap
+from ui.compute.measure import output_comparison, to_json
+from ui.app.page import load_page
+from ui.app.page_controls import KEEP, keep_valid, url_state
+from ui.compute.runtime import get_trace, tokenize
 
 SAME = "same"  # an axis of B left equal to its base
 FIELDS = {"cmp_arch": "arch", "cmp_position": "position", "cmp_norm": "norm", "cmp_place": "norm_position",

@@ -5,10 +5,10 @@ import streamlit as st
 
 from transformer import MODEL_CARDS, param_counts
 from transformer.hooks import attention_stacks, hook_name
-from ui.block_figures import activation_curves, expert_load, router, units_heatmap
-from ui.measure import activation_curves as curves
-from ui.page import load_page
-from ui.page_controls import KEEP, keep_valid, url_state
+from ui.figures.block import activation_curves, expert_load, router, units_heatmap
+from ui.compute.measure import activation_curves as curves
+from ui.app.page import load_page
+from ui.app.page_controls import KEEP, keep_valid, url_state
 
 url_state("ffn", ffn_layer=0)
 

@@ -6,13 +6,13 @@ import streamlit as st
 from transformer import MODEL_CARDS
 from transformer.costs import full_attention_bytes, tiled_attention_bytes
 from transformer.flash import TiledAttention
-from ui.flash_figures import (GIB, MIB, memory_formula, measured_curves, rescale_and_output, result_comparison,
+from ui.figures.flash import (GIB, MIB, memory_formula, measured_curves, rescale_and_output, result_comparison,
                               running_stats, tile_grid, tile_matrices)
-from ui.flash_measure import MASKS, MAX_T, check_settings, live_qkv, measure, random_qkv, tiled_run
-from ui.page import start_page
-from ui.page_controls import KEEP, carry_over, keep_valid, url_state, write_url
-from ui.runtime import encode_text, weights_info
-from ui.source import source_of
+from ui.compute.flash_measure import MASKS, MAX_T, check_settings, live_qkv, measure, random_qkv, tiled_run
+from ui.app.page import start_page
+from ui.app.page_controls import KEEP, carry_over, keep_valid, url_state, write_url
+from ui.compute.runtime import encode_text, weights_info
+from ui.app.source import source_of
 
 # random numbers first: untrained weights give scores so close together that the rescaling hardly shows
 SOURCES = {"random": "random numbers (the sidebar's seed)", "live": "the sidebar's model (one layer, one head)"}

@@ -3,9 +3,9 @@ import tempfile
 
 import streamlit as st
 
-from ui.page import start_page
-from ui.runtime import WeightsSource
-from ui.state import WEIGHTS_KEY, close_weights, use_weights
+from ui.app.page import start_page
+from ui.compute.runtime import WeightsSource
+from ui.app.state import WEIGHTS_KEY, close_weights, use_weights
 
 start_page("Your Hugging Face model", """
 Already have a GPT-2, LLaMA, Mistral, Mixtral, BLOOM, Falcon or BERT model on this computer?

@@ -2,9 +2,9 @@
 import streamlit as st
 
 from transformer import AXES, MODEL_CARDS, kv_cache_bytes_per_token, param_counts
-from ui.page import start_page
-from ui.source import five_lines
-from ui.state import apply_preset
+from ui.app.page import start_page
+from ui.app.source import five_lines
+from ui.app.state import apply_preset
 
 state = start_page("Attention Lab", "The original Transformer and LLaMA are the same skeleton. The core never changes:")
 if state.error:  # home draws no model, but says so when the sidebar describes an impossible one

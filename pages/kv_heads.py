@@ -5,12 +5,12 @@ import streamlit as st
 
 from transformer import MODEL_CARDS, kv_cache_bytes_per_token, param_counts
 from transformer.hooks import attention_stacks, hook_name
-from ui.axes_figures import cache_bytes_by_step, kv_cache_growth, kv_sharing
-from ui.measure import generation_steps
-from ui.page import load_page
-from ui.page_controls import KEEP, keep_valid, url_state
-from ui.runtime import char_label
-from ui.stepper import named_shape
+from ui.figures.axes import cache_bytes_by_step, kv_cache_growth, kv_sharing
+from ui.compute.measure import generation_steps
+from ui.app.page import load_page
+from ui.app.page_controls import KEEP, keep_valid, url_state
+from ui.compute.runtime import char_label
+from ui.compute.stepper import named_shape
 
 DTYPES = {"fp16 / bf16 (2 bytes)": 2, "fp32 (4 bytes)": 4, "int8 (1 byte)": 1}
 REAL = {f"{key} {size}": (card, size, cfg) for key, card in MODEL_CARDS.items() for size, cfg in card.real.items()}

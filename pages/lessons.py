@@ -1,12 +1,12 @@
 """Lessons: the lecture's sequence, one idea per step -- predict, then reveal; presenter mode and a class poll.
 
-The steps are data (ui/lessons.py); the page's parts -- URL state, the question, the reveal,
-presenter mode, the share link with its QR code and the class poll -- live in ui/classroom.py.
+The steps are data (ui/lessons/steps.py); the page's parts -- URL state, the question, the reveal,
+presenter mode, the share link with its QR code and the class poll -- live in ui/lessons/classroom.py.
 """
-from ui.app_entry import run_inside_app
+from ui.app.app_entry import run_inside_app
 
 run_inside_app()  # a shared link on a fresh server runs the page without app.py
 
-from ui import classroom  # noqa: E402  (after the app has taken over the run)
+from ui.lessons import classroom  # noqa: E402  (after the app has taken over the run)
 
 classroom.show()

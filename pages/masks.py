@@ -2,11 +2,11 @@
 import numpy as np
 import streamlit as st
 
-from ui.axes_figures import mask_and_weights
-from ui.measure import cross_attention, encoder_decoder_twin, masked_attention, padded_attention, to_json
-from ui.page import load_page
-from ui.page_controls import KEEP, keep_valid, url_state
-from ui.runtime import tokenize
+from ui.figures.axes import mask_and_weights
+from ui.compute.measure import cross_attention, encoder_decoder_twin, masked_attention, padded_attention, to_json
+from ui.app.page import load_page
+from ui.app.page_controls import KEEP, keep_valid, url_state
+from ui.compute.runtime import tokenize
 
 MAX_SHOWN = 24  # tokens per matrix: enough to see the pattern, few enough to read every cell
 url_state("mask", mask_layer=0, mask_head=0, mask_w=3, mask_text2="a dog ran")

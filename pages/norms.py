@@ -5,10 +5,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ui.block_figures import depth_lines, norm_bars, norm_placement_dot
-from ui.measure import NORM_DEPTH_BASE, depth_profile, normalized
-from ui.page import load_page
-from ui.page_controls import KEEP, keep_valid, url_state
+from ui.figures.block import depth_lines, norm_bars, norm_placement_dot
+from ui.compute.measure import NORM_DEPTH_BASE, depth_profile, normalized
+from ui.app.page import load_page
+from ui.app.page_controls import KEEP, keep_valid, url_state
 
 INITS = {"variance-preserving": "every matrix N(0, 1/fan_in): the bare effect of the placement",
          "library": "the library's GPT-2 init: N(0, 0.02), residual projections ÷ √(2 · layers)"}

@@ -5,11 +5,11 @@ import pandas as pd
 import streamlit as st
 
 from transformer import choices, probes
-from ui import probe_figures as figs
-from ui.export import heatmaps_png
-from ui.page import load_page
-from ui.page_controls import KEEP, keep_valid, url_state
-from ui.probe_measure import DTYPES, permutation_results, prefix_shuffle
+from ui.figures import probe as figs
+from ui.app.export import heatmaps_png
+from ui.app.page import load_page
+from ui.app.page_controls import KEEP, keep_valid, url_state
+from ui.compute.probe_measure import DTYPES, permutation_results, prefix_shuffle
 
 MAX_SHOWN = 24  # tokens: enough to shuffle, few enough to read every cell
 POSITIONS = list(choices("position"))

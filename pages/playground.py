@@ -6,16 +6,16 @@ import streamlit as st
 from transformer import AXES
 from transformer.attention import Attention
 from transformer.positions import alibi_slopes
-from ui.diagram import architecture_dot
-from ui.export import heatmaps_png, trace_npz
-from ui.figures import arcs, head_grid
-from ui.page import load_page
-from ui.runtime import Ablation, actual_next, get_trace, predict
-from ui.page_controls import KEEP, keep_valid, url_state, write_url
-from ui.playground_figures import (KINDS_OF_ARCH, actual_next_figure, attention_view, cross_arcs, entropy_figure,
+from ui.figures.diagram import architecture_dot
+from ui.app.export import heatmaps_png, trace_npz
+from ui.figures.base import arcs, head_grid
+from ui.app.page import load_page
+from ui.compute.runtime import Ablation, actual_next, get_trace, predict
+from ui.app.page_controls import KEEP, keep_valid, url_state, write_url
+from ui.figures.playground import (KINDS_OF_ARCH, actual_next_figure, attention_view, cross_arcs, entropy_figure,
                                    head_stages, label_grid_axes, next_token_bars, query_bars, rope_figure, routing_figure,
                                    stage_figure, visible_keys)
-from ui.source import five_lines, source_of
+from ui.app.source import five_lines, source_of
 
 
 # The two figures with one trace per head or per key are the slow ones to build: each is kept for

@@ -6,11 +6,11 @@ import streamlit as st
 from transformer import analysis
 from transformer.hooks import attention_stacks, hook_name
 from transformer.positions import rope_inv_freq
-from ui import axes_figures as figs
-from ui.measure import (alibi, beyond_trained_length, cosine_similarity, learned_checkpoint, learned_table, length_extrapolation,
+from ui.figures import axes as figs
+from ui.compute.measure import (alibi, beyond_trained_length, cosine_similarity, learned_checkpoint, learned_table, length_extrapolation,
                         rope_geometry, sinusoidal, to_json)
-from ui.page import load_page
-from ui.page_controls import KEEP, keep_valid, url_state
+from ui.app.page import load_page
+from ui.app.page_controls import KEEP, keep_valid, url_state
 
 url_state("pos", pos_n=48, pos_p=3, pos_train=16, pos_run=24)
 keep_valid("pos_n", range(8, 257), 48)

@@ -5,10 +5,10 @@ import pandas as pd
 import streamlit as st
 
 from transformer import probes
-from ui import probe_figures as figs
-from ui.page import load_page
-from ui.page_controls import KEEP, keep_valid, url_state
-from ui.probe_measure import live_statistics, scaling_curves, softmax_rows
+from ui.figures import probe as figs
+from ui.app.page import load_page
+from ui.app.page_controls import KEEP, keep_valid, url_state
+from ui.compute.probe_measure import live_statistics, scaling_curves, softmax_rows
 
 D_HEADS = [4, 8, 16, 32, 64, 128, 256, 512]
 url_state("scale", scale_keys=16, scale_seed=0, scale_d=512, scale_layer=0)

@@ -2,12 +2,12 @@
 import numpy as np
 import streamlit as st
 
-from ui.diagram import architecture_dot
-from ui.export import table_csv
-from ui.figures import bars, heatmap, masked_to_nan
-from ui.page import load_page
-from ui.page_controls import KEEP, keep_valid, url_state
-from ui.stepper import diagram_node, explain, formula, inputs_of, named_shape, shape_table, slice_2d, source_line
+from ui.figures.diagram import architecture_dot
+from ui.app.export import table_csv
+from ui.figures.base import bars, heatmap, masked_to_nan
+from ui.app.page import load_page
+from ui.app.page_controls import KEEP, keep_valid, url_state
+from ui.compute.stepper import diagram_node, explain, formula, inputs_of, named_shape, shape_table, slice_2d, source_line
 
 ctx = load_page("Forward-pass stepper",
                 "Walk through the forward pass one recorded tensor at a time, in the order the model made them. "

@@ -10,11 +10,11 @@ import torch
 from transformer import checkpoint, language
 from transformer.tasks import TASKS, Batch, pattern_names
 from transformer.train import evaluate, train
-from ui.export import checkpoint_zip
-from ui.figures import FONT, head_grid
-from ui.page import start_page
-from ui.runtime import WeightsSource, visible
-from ui.state import use_weights
+from ui.app.export import checkpoint_zip
+from ui.figures.base import FONT, head_grid
+from ui.app.page import start_page
+from ui.compute.runtime import WeightsSource, visible
+from ui.app.state import use_weights
 
 RESULT = "train_result"  # session key: the last (or interrupted) training run
 

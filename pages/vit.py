@@ -3,12 +3,12 @@ import numpy as np
 import streamlit as st
 
 from transformer import vision
-from ui import vision_figures as figs
-from ui.export import trace_npz
-from ui.figures import heatmap
-from ui.page import start_page
-from ui.page_controls import KEEP, keep_valid, url_state
-from ui.vision_measure import digit_view, held_out, held_out_predictions, vit_model
+from ui.figures import vision as figs
+from ui.app.export import trace_npz
+from ui.figures.base import heatmap
+from ui.app.page import start_page
+from ui.app.page_controls import KEEP, keep_valid, url_state
+from ui.compute.vision_measure import digit_view, held_out, held_out_predictions, vit_model
 
 url_state("vit", carry=True, vit_digit=0, vit_layer=1, vit_head=0)  # carry: the sidebar's values, across a page switch
 

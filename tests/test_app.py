@@ -8,8 +8,8 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from transformer import MODEL_CARDS, PRESETS, Transformer, choices
-from ui.source import five_lines
-from ui.state import config_from_values
+from ui.app.source import five_lines
+from ui.app.state import config_from_values
 from apptest_helpers import APP, SHORT_TEXT, assert_clean, open_page, values
 
 PAGES = ["pages/home.py", "pages/playground.py", "pages/stepper.py"]
@@ -363,8 +363,8 @@ def test_the_server_freezes_its_long_lived_objects_once_and_still_collects_new_g
     """Streamlit runs a full collection after every script run; the libraries' objects are frozen out of it."""
     import gc
 
-    from ui import figures
-    from ui.server import freeze_long_lived_objects
+    from ui.figures import base as figures
+    from ui.app.server import freeze_long_lived_objects
 
     freeze_long_lived_objects()
     frozen = gc.get_freeze_count()
@@ -380,7 +380,7 @@ def test_the_server_freezes_its_long_lived_objects_once_and_still_collects_new_g
 
 
 def test_each_script_run_is_logged_when_asked_even_when_it_ends_by_raising(tmp_path, monkeypatch):
-    from ui.server import RUN_LOG_ENV, logged_run
+    from ui.app.server import RUN_LOG_ENV, logged_run
 
     log = tmp_path / "runs.jsonl"
     monkeypatch.delenv(RUN_LOG_ENV, raising=False)
@@ -398,7 +398,7 @@ def test_each_script_run_is_logged_when_asked_even_when_it_ends_by_raising(tmp_p
 
 
 def test_freed_memory_is_given_back_at_most_once_per_interval(monkeypatch):
-    from ui import server
+    from ui.app import server
 
     calls = []
     monkeypatch.setattr(server, "_malloc_trim", lambda: lambda pad: calls.append(pad) or 1)

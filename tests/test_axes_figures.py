@@ -7,9 +7,9 @@ import torch
 
 from transformer import MODEL_CARDS, Transformer, TransformerConfig, analysis, kv_cache_bytes_per_token
 from transformer.positions import alibi_bias, alibi_slopes, rope_angles, rope_inv_freq, sinusoidal_table
-from ui import axes_figures as af
-from ui import block_figures as bf
-from ui.measure import normalized
+from ui.figures import axes as af
+from ui.figures import block as bf
+from ui.compute.measure import normalized
 
 GIB = 2 ** 30
 

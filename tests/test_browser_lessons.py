@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 from screenshots import SHOTS, VIEWPORT, launch_chromium, save_png, serve_app, wait_until_ready  # noqa: E402
 
-from ui.lesson_figures import PROJECTOR_MIN_FONT  # noqa: E402
-from ui.lessons import STEPS  # noqa: E402
+from ui.figures.lesson import PROJECTOR_MIN_FONT  # noqa: E402
+from ui.lessons.steps import STEPS  # noqa: E402
 
 ARTIFACTS = ROOT / "artifacts" / "screenshots"
 PROJECTOR = {"width": 1920, "height": 1080}

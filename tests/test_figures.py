@@ -12,9 +12,11 @@ from PIL import Image
 from transformer import PRESETS, Transformer, TransformerConfig, checkpoint
 from transformer.attention import Attention
 from transformer.positions import rope_angles, rope_inv_freq
-from ui import export, figures, stepper
-from ui import playground_figures as pf
-from ui.diagram import HIGHLIGHT, architecture_dot
+from ui.app import export
+from ui.figures import base as figures
+from ui.compute import stepper
+from ui.figures import playground as pf
+from ui.figures.diagram import HIGHLIGHT, architecture_dot
 
 TINY = dict(vocab_size=32, d_model=16, n_heads=4, n_layers=2, max_len=32)
 LABELS = list("abcdef")
@@ -36,7 +38,7 @@ def z_of(trace) -> np.ndarray:
     return np.asarray(trace.z, dtype=float)
 
 
-# --- ui/figures.py --------------------------------------------------------------------------------
+# --- ui/figures/base.py --------------------------------------------------------------------------------
 
 def test_heatmap_blanks_masked_cells_and_numbers_labels():
     lowest = np.finfo(np.float32).min
@@ -91,7 +93,7 @@ def test_bars_arcs_and_entropy():
     assert figures.entropy(np.array([1.0, 0.0, 0.0])) == pytest.approx(0.0, abs=1e-9)
 
 
-# --- ui/diagram.py --------------------------------------------------------------------------------
+# --- ui/figures/diagram.py --------------------------------------------------------------------------------
 
 def node_labels(dot: str) -> dict[str, str]:
     return {name: label for name, label in re.findall(r'^(\w+) \[label="([^"]*)"', dot, flags=re.M)}
@@ -126,7 +128,7 @@ def test_diagram_of_an_encoder_decoder_has_two_stacks_and_cross_attention():
     assert "ln1 -> attn;" in pre and "ln2 -> ffn;" in pre  # pre-norm: norm before
 
 
-# --- ui/playground_figures.py -----------------------------------------------------------------------
+# --- ui/figures/playground.py -----------------------------------------------------------------------
 
 def test_head_stages_are_the_recorded_tensors_in_order():
     cfg, _, arrays, _ = run_trace(position="alibi")
@@ -209,7 +211,7 @@ def test_rope_figure_draws_cos_of_position_times_frequency():
     assert np.allclose(np.asarray(fig.data[0].customdata), angles)
 
 
-# --- ui/stepper.py --------------------------------------------------------------------------------
+# --- ui/compute/stepper.py --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("preset", ["gpt2", "llama2", "mixtral", "original", "bloom", "falcon", "bert"])
 def test_every_step_has_words_a_formula_a_source_line_and_a_node(preset):
@@ -289,7 +291,7 @@ def test_shape_table_matches_the_trace():
     assert mask["masked"] == 15 and mask["min"] == 0.0  # 6x6 causal: 15 cells above the diagonal
 
 
-# --- ui/export.py ---------------------------------------------------------------------------------
+# --- ui/app/export.py ---------------------------------------------------------------------------------
 
 def test_trace_npz_round_trip():
     _, _, arrays, _ = run_trace()
@@ -324,7 +326,7 @@ def test_heatmaps_png_draws_every_panel():
 
 
 def test_five_lines_come_from_the_library():
-    from ui.source import five_lines, source_of
+    from ui.app.source import five_lines, source_of
     lines = five_lines().splitlines()
     assert len(lines) == 5 and "hook_raw_scores" in lines[0] and "hook_pattern" in lines[2]
     assert all(line.strip() in source_of(Attention.explicit_attention) for line in lines)

@@ -12,7 +12,7 @@ from test_language import BAD_TEXTS
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from screenshots import page_paths  # noqa: E402
 
-from ui.state import DEFAULT_TEXT  # noqa: E402
+from ui.app.state import DEFAULT_TEXT  # noqa: E402
 
 PAGES = [f"pages/{stem}.py" for stem in sorted(page_paths())]
 

@@ -15,9 +15,10 @@ from streamlit.testing.v1 import AppTest
 from apptest_helpers import APP, assert_clean
 from transformer import MODEL_CARDS, kv_cache_bytes_per_token, param_counts
 from transformer.flash import tile_plan
-from ui import lesson_figures, lessons
-from ui.classroom import N_STEPS
-from ui.poll_store import open_store
+from ui.figures import lesson as lesson_figures
+from ui.lessons import steps as lessons
+from ui.lessons.classroom import N_STEPS
+from ui.lessons.poll_store import open_store
 
 STEPS = lessons.STEPS
 

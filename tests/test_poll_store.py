@@ -1,4 +1,4 @@
-"""The class poll's store (ui/poll_store.py): one suite, run against SQLite and a real PostgreSQL server.
+"""The class poll's store (ui/lessons/poll_store.py): one suite, run against SQLite and a real PostgreSQL server.
 
 The PostgreSQL server is Debian's (`apt-get install postgresql`), started by the `postgres_server`
 fixture in a temporary directory (unix socket there, a free port, trust authentication, fsync
@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from ui import poll_store
-from ui.poll_store import ALPHABET, CODE_LENGTH, PollError, open_store
+from ui.lessons import poll_store
+from ui.lessons.poll_store import ALPHABET, CODE_LENGTH, PollError, open_store
 
 CODE = re.compile(f"^[{ALPHABET}]{{{CODE_LENGTH}}}$")
 HOUR = 3600.0

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from transformer import Transformer, TransformerConfig, probes
-from ui import probe_figures as pf
+from ui.figures import probe as pf
 from apptest_helpers import assert_clean, open_page
 
 SMALL = TransformerConfig(vocab_size=64, d_model=32, n_heads=4, n_layers=2, max_len=32)

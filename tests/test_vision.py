@@ -11,7 +11,7 @@ from transformer import vision
 from transformer.checkpoint import CheckpointError
 from transformer.checkpoint import load as load_text_checkpoint
 from transformer.vision import CLS, TrainSettings, VisionShape, VisionTransformer
-from ui import vision_figures as figs
+from ui.figures import vision as figs
 from apptest_helpers import assert_clean, open_page, values
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -246,7 +246,7 @@ def test_the_vit_page_opens_a_shared_link_and_jumps_to_a_mistake(shipped, split)
 
 
 def test_the_vit_page_says_plainly_when_the_checkpoint_is_broken(monkeypatch, tmp_path):
-    from ui import vision_measure
+    from ui.compute import vision_measure
     vision_measure.vit_model.clear()
     monkeypatch.setattr(vision, "SHIPPED_PATH", tmp_path / "missing")
     try:

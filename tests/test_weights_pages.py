@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from transformer import checkpoint
 from transformer.tasks import get_task
-from ui.state import DEFAULT_PRESET
+from ui.app.state import DEFAULT_PRESET
 from apptest_helpers import values as decode
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")

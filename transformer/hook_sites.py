@@ -42,7 +42,7 @@ class HookSite:
     # what the step reads: a sentence when it is no recorded tensor, else sibling sites (a tuple inside = the first
     # of these that was recorded; "<input>" = the module's input); None = the step before it
     reads: str | tuple | None = None
-    node: str | None = None  # node of ui.diagram.architecture_dot; None = its module's (MODULE_NODES)
+    node: str | None = None  # node of ui.figures.diagram.architecture_dot; None = its module's (MODULE_NODES)
 
     def latex(self, cfg: "TransformerConfig") -> str | None:
         return self.formula.choose(cfg) if isinstance(self.formula, ByAxis) else self.formula
@@ -249,7 +249,7 @@ SITES: dict[str, HookSite] = {
     "hook_out": HookSite(("B", "H", "T_q", "d_head"), "out = acc / l"),
 }
 
-# module of a block or a stack -> node of ui.diagram.architecture_dot: where the sites inside it sit
+# module of a block or a stack -> node of ui.figures.diagram.architecture_dot: where the sites inside it sit
 MODULE_NODES = {
     "ln1": "ln1", "attn": "attn", "ln_cross": "cross", "cross_attn": "cross", "ln2": "ln2", "mlp": "ffn",
     "ln_final": "ln_final", "ln_embed": "embed", "head_norm": "head",

@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 
 import streamlit as st
 
-from . import state
+from ui.app import state
 
 KEEP = {"persist_state": "session"}  # the values survive a visit to another page
 SIDEBAR_KEYS = (*state.OTHER_KEYS, *state.AXIS_KEYS)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .axes_figures import OKABE_ITO, look
-from .figures import FONT, subplot_grid
+from ui.figures.axes import OKABE_ITO, look
+from ui.figures.base import FONT, subplot_grid
 
 PROJECTOR_FONT = 22  # px: readable from the back of a room at 1920 x 1080
 PROJECTOR_MIN_FONT = 20  # no text of a figure in presenter mode is smaller than this

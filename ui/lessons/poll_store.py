@@ -6,7 +6,7 @@ reveals the answer. This module only stores and checks; it never imports Streaml
 page on top of it decides who may call what (the code is the only key: keep `set_step` and
 `reveal` on the teacher's screen).
 
-    from ui.poll_store import open_store, PollError
+    from ui.lessons.poll_store import open_store, PollError
 
     store = open_store()                # $ATTENTION_LAB_DB, else data/attention_lab.sqlite3
     code = store.create_session()       # "K7QPM": 5 characters, no 0/O/1/I; the session starts at step 0
@@ -79,7 +79,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_PATH = ROOT / "data" / "attention_lab.sqlite3"
 URL_ENV = "ATTENTION_LAB_DB"
 TTL_ENV = "ATTENTION_LAB_POLL_HOURS"

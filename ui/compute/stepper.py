@@ -19,9 +19,9 @@ from torch import nn
 from transformer import TransformerConfig
 from transformer.hook_sites import MODULE_NODES, SITES
 
-from .figures import masked_to_nan
+from ui.figures.base import masked_to_nan
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 def suffix(name: str) -> str:
     return name.rsplit(".", 1)[-1]

@@ -1,7 +1,7 @@
 """Cached measurements for the axis pages and the compare page: library calls, results as numpy.
 
 Each wrapper takes only hashable arguments (a config as JSON, a seed, token ids as a tuple),
-so Streamlit caches it across reruns and sessions; the models come from ``ui.runtime.get_model``.
+so Streamlit caches it across reruns and sessions; the models come from ``ui.compute.runtime.get_model``.
 """
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from transformer import Transformer, TransformerConfig, analysis, choices
 from transformer.hooks import attention_stacks, hook_name
 from transformer.positions import alibi_bias, alibi_slopes, rope_angles, rope_inv_freq, sinusoidal_table
 
-from .runtime import config_key, get_model
+from ui.compute.runtime import config_key, get_model
 
 PAD_ID = 0
-CHECKPOINTS = Path(__file__).resolve().parent.parent / "assets" / "checkpoints"
+CHECKPOINTS = Path(__file__).resolve().parents[2] / "assets" / "checkpoints"
 
 
 def to_json(cfg: TransformerConfig) -> str:

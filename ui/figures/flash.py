@@ -1,7 +1,7 @@
 """Figure builders for the Flash attention page: numpy in, plotly Figure out.
 
 Tile states and lines use the Okabe-Ito palette (safe with every common colour-vision
-deficiency); matrices use the blue-orange diverging scale of ui/figures.py. Masked
+deficiency); matrices use the blue-orange diverging scale of ui/figures/base.py. Masked
 scores (the most negative float32) and -inf are drawn as gaps, never as huge numbers.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 
 from transformer.flash import Tile
 
-from .figures import DIVERGING, FONT, SEQUENTIAL, masked_to_nan
+from ui.figures.base import DIVERGING, FONT, SEQUENTIAL, masked_to_nan
 
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
 GIB, MIB = 2 ** 30, 2 ** 20

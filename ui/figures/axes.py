@@ -1,7 +1,7 @@
 """Figure builders for the KV-heads, masks and positions pages: numpy in, plotly Figure out.
 
 Lines use the Okabe-Ito palette (distinguishable with every common colour-vision deficiency);
-matrices use the same Viridis and blue-orange scales as ui/figures.py.
+matrices use the same Viridis and blue-orange scales as ui/figures/base.py.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .figures import DIVERGING, FONT, SEQUENTIAL, subplot_grid
+from ui.figures.base import DIVERGING, FONT, SEQUENTIAL, subplot_grid
 
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
 MASKED_GREY = "#bdbdbd"

@@ -10,8 +10,8 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from .axes_figures import OKABE_ITO, layout, look
-from .figures import DIVERGING, FONT, SEQUENTIAL, subplot_grid
+from ui.figures.axes import OKABE_ITO, layout, look
+from ui.figures.base import DIVERGING, FONT, SEQUENTIAL, subplot_grid
 
 UNSCALED, SCALED, THEORY, LIVE = OKABE_ITO[5], OKABE_ITO[0], "#555555", OKABE_ITO[2]
 LOG_FLOOR = 1e-18  # a difference of exactly 0 is drawn here on a log axis (and labelled "0")

@@ -29,21 +29,21 @@ from transformer.flash import tile_plan
 from transformer.hooks import hook_name
 from transformer.tasks import attention_mass, get_task, induction_targets, previous_token_targets
 
-from . import lesson_figures
-from .axes_figures import kv_cache_growth, mask_and_weights, rope_scores
-from .block_figures import depth_lines
-from .figures import head_grid
-from .flash_figures import tile_grid
-from .measure import depth_profile, masked_attention, rope_geometry
-from .playground_figures import query_bars
-from .probe_figures import equivariance_bars, softmax_rows
-from .probe_measure import permutation_results, scaling_curves
-from .probe_measure import softmax_rows as softmax_row_values
-from .runtime import TraceData, Tokens, config_key, encode_text, get_trace, trained_config, weights_info
-from .source import five_lines
-from .state import DEFAULT_TASK, DEFAULT_TEXT
+from ui.figures import lesson as lesson_figures
+from ui.figures.axes import kv_cache_growth, mask_and_weights, rope_scores
+from ui.figures.block import depth_lines
+from ui.figures.base import head_grid
+from ui.figures.flash import tile_grid
+from ui.compute.measure import depth_profile, masked_attention, rope_geometry
+from ui.figures.playground import query_bars
+from ui.figures.probe import equivariance_bars, softmax_rows
+from ui.compute.probe_measure import permutation_results, scaling_curves
+from ui.compute.probe_measure import softmax_rows as softmax_row_values
+from ui.compute.runtime import TraceData, Tokens, config_key, encode_text, get_trace, trained_config, weights_info
+from ui.app.source import five_lines
+from ui.app.state import DEFAULT_TASK, DEFAULT_TEXT
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LESSON_PRESET = "llama2"
 LESSON_SEED = 0
 MAX_SHOWN = 16  # tokens in the matrices and the shuffles: every cell readable on a projector

@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 
 from transformer.checkpoint import checkpoint_paths
 
-from .figures import DIVERGING, masked_to_nan
+from ui.figures.base import DIVERGING, masked_to_nan
 
 MAX_TICKS = 40  # more token labels than this are thinned so they stay legible on a slide
 # the same colour-blind-safe scales as the plotly figures

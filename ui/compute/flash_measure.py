@@ -25,9 +25,9 @@ from transformer.hooks import attention_stacks, hook_name
 from transformer.positions import alibi_bias, alibi_slopes
 from transformer.probes import live_qk_names
 
-from .runtime import get_trace
+from ui.compute.runtime import get_trace
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MAX_T = 64  # every tile stays visible and the step-by-step record small
 RANDOM_D_HEAD = 16
 MEASURE_TIMEOUT_S = 300

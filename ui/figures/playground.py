@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from transformer import choices
 from transformer.hooks import attention_stacks, hook_name
 
-from .figures import FONT, MASKED_BELOW, SEQUENTIAL, unique_labels, downsample, entropy, heatmap
+from ui.figures.base import FONT, MASKED_BELOW, SEQUENTIAL, unique_labels, downsample, entropy, heatmap
 
 # attention kind -> (stack, module, query side, key side, label); which kinds exist depends on the arch
 ATTENTION_KINDS = {

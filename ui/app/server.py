@@ -29,7 +29,9 @@ def freeze_long_lived_objects() -> None:
     normally when nothing refers to them; they are only never searched for cycles again.
     The pages' shared modules are imported first so that their objects are frozen too.
     """
-    from . import export, figures, page  # noqa: F401  (the libraries every page draws with)
+    from ui.app import export  # noqa: F401  (the libraries every page draws with)
+    from ui.figures import base as figures
+    from ui.app import page
 
     gc.collect()  # garbage already waiting is collected, not frozen
     gc.freeze()

@@ -11,8 +11,8 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from .axes_figures import OKABE_ITO, look
-from .figures import FONT, SEQUENTIAL, subplot_grid
+from ui.figures.axes import OKABE_ITO, look
+from ui.figures.base import FONT, SEQUENTIAL, subplot_grid
 
 INK = [[0.0, "#ffffff"], [1.0, "#000000"]]  # 0 = paper, 1 = full ink
 GRID_LINE = OKABE_ITO[1]

@@ -24,10 +24,10 @@ from urllib.parse import urlencode, urlsplit
 import streamlit as st
 import streamlit.components.v1 as components
 
-from . import lesson_figures
-from .lessons import STEPS, Live, Step, letter, lesson_model
-from .poll_store import URL_ENV, PollError, normalize_code, open_store
-from .state import sidebar
+from ui.figures import lesson as lesson_figures
+from ui.lessons.steps import STEPS, Live, Step, letter, lesson_model
+from ui.lessons.poll_store import URL_ENV, PollError, normalize_code, open_store
+from ui.app.state import sidebar
 
 N_STEPS = len(STEPS)
 POLL_EVERY_S = 2.0  # the teacher's counts and the students' "has the teacher moved on?" refresh this often

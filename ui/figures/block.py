@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .axes_figures import OKABE_ITO, grid_heatmap, layout
+from ui.figures.axes import OKABE_ITO, grid_heatmap, layout
 
 # --- norms ----------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ import streamlit as st
 from transformer import AXES, MODEL_CARDS, PRESETS, TransformerConfig, choices
 from transformer.tasks import TASKS, get_task
 
-from .runtime import config_key, trained_config, trained_tasks, weights_config, weights_info
+from ui.compute.runtime import config_key, trained_config, trained_tasks, weights_config, weights_info
 
 DEFAULT_PRESET = "llama2"
 DEFAULT_TASK = "language"  # every preset ships a language model: any typed text runs on trained weights

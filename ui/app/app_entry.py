@@ -13,7 +13,7 @@ from pathlib import Path
 
 import streamlit as st
 
-APP = Path(__file__).resolve().parent.parent / "app.py"
+APP = Path(__file__).resolve().parents[2] / "app.py"
 _inside_app: ContextVar[bool] = ContextVar("inside_app", default=False)  # per thread, so per script run
 
 

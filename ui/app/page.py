@@ -7,9 +7,9 @@ import streamlit as st
 
 from transformer import Transformer
 
-from .app_entry import run_inside_app
-from .runtime import MAX_TOKENS, TraceData, Tokens, encode_text, get_model, get_trace, weights_info
-from .state import AppState, sidebar
+from ui.app.app_entry import run_inside_app
+from ui.compute.runtime import MAX_TOKENS, TraceData, Tokens, encode_text, get_model, get_trace, weights_info
+from ui.app.state import AppState, sidebar
 
 
 @dataclass
