@@ -1,16 +1,7 @@
-"""Load Hugging Face models (and torch.nn.Transformer) into our Transformer.
+"""Hugging Face models -> our Transformer: GPT-2, LLaMA, Mistral, Mixtral, BLOOM, Falcon and BERT.
 
-Every supported family is one configuration of the same skeleton: reading a model
-means (1) saying which choice it makes on each axis -- a ``TransformerConfig`` --
-and (2) renaming its weights to ours, splitting fused projections and transposing
-where the source stores them differently. Nothing else is translated: the forward
-pass that runs afterwards is our own, which is why matching outputs prove the
-mapping (tests/test_interop.py checks logits, every attention pattern, every
-residual stream, the MoE router and greedy generation).
-
-``transformers`` is an optional dependency: it is imported only when a path or a
-model id has to be loaded. Nothing is ever downloaded (``local_files_only=True``)
-and no remote code runs.
+Each family is a ``Family``: how its config maps onto the axes, and how its weights are
+renamed to ours. ``transformers`` is imported only to load a path or a cached id.
 """
 from __future__ import annotations
 
@@ -20,11 +11,10 @@ from typing import Callable
 import torch
 from torch import nn
 
-from . import axes
-from .config import TransformerConfig
-from .model import Transformer
-
-DTYPE_NAMES = {torch.float32: "float32", torch.bfloat16: "bfloat16"}
+from .. import axes
+from ..config import TransformerConfig
+from ..model import Transformer
+from .weights import DTYPE_NAMES, Weights, from_linear, linear, norm_weights, split_interleaved
 
 # HF activation name -> (our ffn, our gelu_approximate)
 ACTIVATIONS = {
@@ -33,8 +23,6 @@ ACTIVATIONS = {
     "gelu_pytorch_tanh": ("gelu", "tanh"),
     "relu": ("relu", "none"),
 }
-
-Weights = dict[str, torch.Tensor]  # our state-dict name -> tensor
 
 
 @dataclass(frozen=True)
@@ -84,35 +72,6 @@ def _check_head_dim(hf_class: str, c, d_model: int, n_heads: int) -> None:
                            f"our head size is d_model/n_heads = {d_model}/{n_heads} = {d_model // n_heads}")
 
 
-def _linear(ours: str, weight: torch.Tensor, bias: torch.Tensor | None, cfg_bias: bool) -> Weights:
-    """One projection. Where we have a bias and the source has none, a zero bias is exact."""
-    out = {f"{ours}.weight": weight}
-    if cfg_bias:
-        out[f"{ours}.bias"] = bias if bias is not None else torch.zeros(weight.shape[0], dtype=weight.dtype, device=weight.device)
-    return out
-
-
-def _from_linear(ours: str, layer: nn.Linear, cfg_bias: bool) -> Weights:
-    return _linear(ours, layer.weight, layer.bias, cfg_bias)
-
-
-def _norm(ours: str, norm: nn.Module) -> Weights:
-    """LayerNorm (weight, bias) or RMSNorm (weight). Ours always has a LayerNorm bias: zero where the source has none."""
-    out = {f"{ours}.weight": norm.weight}
-    if isinstance(norm, nn.LayerNorm):
-        out[f"{ours}.bias"] = norm.bias if norm.bias is not None else torch.zeros_like(norm.weight)
-    return out
-
-
-def _split_interleaved(weight: torch.Tensor, n_heads: int, d_head: int) -> list[torch.Tensor]:
-    """A fused qkv whose rows run head by head, [q_h, k_h, v_h] for each head h (BLOOM, Falcon MHA).
-
-    Works for weights (3*D, D) and biases (3*D,): returns q, k, v, each (H*d_head, ...).
-    """
-    per_head = weight.reshape(n_heads, 3, d_head, *weight.shape[1:])  # (H, 3, d_head, ...)
-    return [per_head[:, j].reshape(n_heads * d_head, *weight.shape[1:]) for j in range(3)]
-
-
 # --- GPT-2 ----------------------------------------------------------------------------
 
 def _gpt2_config(c, hf_class: str, has_head: bool) -> dict:
@@ -129,19 +88,19 @@ def _gpt2_config(c, hf_class: str, has_head: bool) -> dict:
 
 def _gpt2_weights(model, cfg: TransformerConfig) -> Weights:
     body = model.base_model
-    w = {"embed.weight": body.wte.weight, "pos.table.weight": body.wpe.weight, **_norm("ln_final", body.ln_f)}
+    w = {"embed.weight": body.wte.weight, "pos.table.weight": body.wpe.weight, **norm_weights("ln_final", body.ln_f)}
     for i, layer in enumerate(body.h):
         b = f"blocks.{i}."
         # Conv1D keeps its weight as (in, out), so every matrix is transposed to nn.Linear's (out, in);
         # c_attn holds q, k and v side by side.
         q, k, v = layer.attn.c_attn.weight.T.split(cfg.d_model, dim=0)  # 3 x (D, D)
         qb, kb, vb = layer.attn.c_attn.bias.split(cfg.d_model)
-        w |= _linear(b + "attn.q_proj", q, qb, True) | _linear(b + "attn.k_proj", k, kb, True)
-        w |= _linear(b + "attn.v_proj", v, vb, True)
-        w |= _linear(b + "attn.o_proj", layer.attn.c_proj.weight.T, layer.attn.c_proj.bias, True)
-        w |= _linear(b + "mlp.up", layer.mlp.c_fc.weight.T, layer.mlp.c_fc.bias, True)
-        w |= _linear(b + "mlp.down", layer.mlp.c_proj.weight.T, layer.mlp.c_proj.bias, True)
-        w |= _norm(b + "ln1", layer.ln_1) | _norm(b + "ln2", layer.ln_2)
+        w |= linear(b + "attn.q_proj", q, qb, True) | linear(b + "attn.k_proj", k, kb, True)
+        w |= linear(b + "attn.v_proj", v, vb, True)
+        w |= linear(b + "attn.o_proj", layer.attn.c_proj.weight.T, layer.attn.c_proj.bias, True)
+        w |= linear(b + "mlp.up", layer.mlp.c_fc.weight.T, layer.mlp.c_fc.bias, True)
+        w |= linear(b + "mlp.down", layer.mlp.c_proj.weight.T, layer.mlp.c_proj.bias, True)
+        w |= norm_weights(b + "ln1", layer.ln_1) | norm_weights(b + "ln2", layer.ln_2)
     return w
 
 
@@ -165,18 +124,18 @@ def _llama_config(c, hf_class: str, has_head: bool) -> dict:
 
 def _llama_weights(model, cfg: TransformerConfig) -> Weights:
     body = model.base_model
-    w = {"embed.weight": body.embed_tokens.weight, **_norm("ln_final", body.norm)}
+    w = {"embed.weight": body.embed_tokens.weight, **norm_weights("ln_final", body.norm)}
     for i, layer in enumerate(body.layers):
         b = f"blocks.{i}."
         attn = layer.self_attn
         for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
-            w |= _from_linear(b + "attn." + name, getattr(attn, name), cfg.bias)
-        w |= _norm(b + "ln1", layer.input_layernorm) | _norm(b + "ln2", layer.post_attention_layernorm)
+            w |= from_linear(b + "attn." + name, getattr(attn, name), cfg.bias)
+        w |= norm_weights(b + "ln1", layer.input_layernorm) | norm_weights(b + "ln2", layer.post_attention_layernorm)
         if cfg.ffn == "moe":
             w |= _mixtral_moe(b + "mlp.", layer.mlp, model)
         else:
             for hf_name, ours in (("gate_proj", "gate"), ("up_proj", "up"), ("down_proj", "down")):
-                w |= _from_linear(b + "mlp." + ours, getattr(layer.mlp, hf_name), cfg.bias)
+                w |= from_linear(b + "mlp." + ours, getattr(layer.mlp, hf_name), cfg.bias)
     return w
 
 
@@ -208,19 +167,19 @@ def _bloom_config(c, hf_class: str, has_head: bool) -> dict:
 
 def _bloom_weights(model, cfg: TransformerConfig) -> Weights:
     body = model.base_model
-    w = {"embed.weight": body.word_embeddings.weight, **_norm("ln_embed", body.word_embeddings_layernorm),
-         **_norm("ln_final", body.ln_f)}
+    w = {"embed.weight": body.word_embeddings.weight, **norm_weights("ln_embed", body.word_embeddings_layernorm),
+         **norm_weights("ln_final", body.ln_f)}
     for i, layer in enumerate(body.h):
         b = f"blocks.{i}."
         fused = layer.self_attention.query_key_value
-        qkv_w = _split_interleaved(fused.weight, cfg.n_heads, cfg.d_head)
-        qkv_b = _split_interleaved(fused.bias, cfg.n_heads, cfg.d_head)
+        qkv_w = split_interleaved(fused.weight, cfg.n_heads, cfg.d_head)
+        qkv_b = split_interleaved(fused.bias, cfg.n_heads, cfg.d_head)
         for name, weight, bias in zip(("q_proj", "k_proj", "v_proj"), qkv_w, qkv_b):
-            w |= _linear(b + "attn." + name, weight, bias, True)
-        w |= _from_linear(b + "attn.o_proj", layer.self_attention.dense, True)
-        w |= _from_linear(b + "mlp.up", layer.mlp.dense_h_to_4h, True)
-        w |= _from_linear(b + "mlp.down", layer.mlp.dense_4h_to_h, True)
-        w |= _norm(b + "ln1", layer.input_layernorm) | _norm(b + "ln2", layer.post_attention_layernorm)
+            w |= linear(b + "attn." + name, weight, bias, True)
+        w |= from_linear(b + "attn.o_proj", layer.self_attention.dense, True)
+        w |= from_linear(b + "mlp.up", layer.mlp.dense_h_to_4h, True)
+        w |= from_linear(b + "mlp.down", layer.mlp.dense_4h_to_h, True)
+        w |= norm_weights(b + "ln1", layer.input_layernorm) | norm_weights(b + "ln2", layer.post_attention_layernorm)
     return w
 
 
@@ -242,7 +201,7 @@ def _falcon_config(c, hf_class: str, has_head: bool) -> dict:
 
 def _falcon_weights(model, cfg: TransformerConfig) -> Weights:
     body = model.base_model
-    w = {"embed.weight": body.word_embeddings.weight, **_norm("ln_final", body.ln_f)}
+    w = {"embed.weight": body.word_embeddings.weight, **norm_weights("ln_final", body.ln_f)}
     H, d = cfg.n_heads, cfg.d_head
     for i, layer in enumerate(body.h):
         b = f"blocks.{i}."
@@ -250,16 +209,16 @@ def _falcon_weights(model, cfg: TransformerConfig) -> Weights:
         if cfg.n_kv_heads == 1:  # multi-query: all H query heads, then the one key head, then the one value head
             split = lambda t: t.split((H * d, d, d), dim=0)  # noqa: E731
         else:  # per head [q_h, k_h, v_h], as in BLOOM
-            split = lambda t: _split_interleaved(t, H, d)  # noqa: E731
+            split = lambda t: split_interleaved(t, H, d)  # noqa: E731
         biases = split(fused.bias) if fused.bias is not None else (None, None, None)
         for name, weight, bias in zip(("q_proj", "k_proj", "v_proj"), split(fused.weight), biases):
-            w |= _linear(b + "attn." + name, weight, bias, cfg.bias)
-        w |= _from_linear(b + "attn.o_proj", layer.self_attention.dense, cfg.bias)
-        w |= _from_linear(b + "mlp.up", layer.mlp.dense_h_to_4h, cfg.bias)
-        w |= _from_linear(b + "mlp.down", layer.mlp.dense_4h_to_h, cfg.bias)
-        w |= _norm(b + "ln1", layer.input_layernorm)
+            w |= linear(b + "attn." + name, weight, bias, cfg.bias)
+        w |= from_linear(b + "attn.o_proj", layer.self_attention.dense, cfg.bias)
+        w |= from_linear(b + "mlp.up", layer.mlp.dense_h_to_4h, cfg.bias)
+        w |= from_linear(b + "mlp.down", layer.mlp.dense_4h_to_h, cfg.bias)
+        w |= norm_weights(b + "ln1", layer.input_layernorm)
         if not cfg.parallel_block:
-            w |= _norm(b + "ln2", layer.post_attention_layernorm)
+            w |= norm_weights(b + "ln2", layer.post_attention_layernorm)
     return w
 
 
@@ -285,20 +244,20 @@ def _bert_weights(model, cfg: TransformerConfig) -> Weights:
     emb = body.embeddings
     # Every token gets token type 0, so its vector is the same at every position: fold it into the position table.
     positions = emb.position_embeddings.weight + emb.token_type_embeddings.weight[0]  # (max_len, D)
-    w = {"embed.weight": emb.word_embeddings.weight, "pos.table.weight": positions, **_norm("ln_embed", emb.LayerNorm)}
+    w = {"embed.weight": emb.word_embeddings.weight, "pos.table.weight": positions, **norm_weights("ln_embed", emb.LayerNorm)}
     for i, layer in enumerate(body.encoder.layer):
         b = f"blocks.{i}."
         attn = layer.attention
         for hf_name, ours in (("query", "q_proj"), ("key", "k_proj"), ("value", "v_proj")):
-            w |= _from_linear(b + "attn." + ours, getattr(attn.self, hf_name), True)
-        w |= _from_linear(b + "attn.o_proj", attn.output.dense, True)
-        w |= _from_linear(b + "mlp.up", layer.intermediate.dense, True)
-        w |= _from_linear(b + "mlp.down", layer.output.dense, True)
+            w |= from_linear(b + "attn." + ours, getattr(attn.self, hf_name), True)
+        w |= from_linear(b + "attn.o_proj", attn.output.dense, True)
+        w |= from_linear(b + "mlp.up", layer.intermediate.dense, True)
+        w |= from_linear(b + "mlp.down", layer.output.dense, True)
         # post-norm: each sublayer's LayerNorm sits after its residual sum
-        w |= _norm(b + "ln1", attn.output.LayerNorm) | _norm(b + "ln2", layer.output.LayerNorm)
+        w |= norm_weights(b + "ln1", attn.output.LayerNorm) | norm_weights(b + "ln2", layer.output.LayerNorm)
     if cfg.head_transform:
         transform = model.cls.predictions.transform
-        w |= _from_linear("head_dense", transform.dense, True) | _norm("head_norm", transform.LayerNorm)
+        w |= from_linear("head_dense", transform.dense, True) | norm_weights("head_norm", transform.LayerNorm)
     return w
 
 
@@ -438,76 +397,6 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
         head = ("masked-LM transform, " if cfg.head_transform else "") + ("tied to the embedding" if cfg.tie_embeddings else "its own matrix")
     return {"KV heads": kv, "mask": mask, "position": position, "norm": norm, "FFN": ffn,
             "block": axes.label("block", "parallel" if cfg.parallel_block else "sequential"), "head": head}
-
-
-# --- torch.nn.Transformer (the 2017 encoder-decoder) --------------------------------------
-
-def _torch_activation(activation) -> tuple[str, str]:
-    """A torch layer's activation (function or module) -> (our ffn, gelu_approximate)."""
-    if activation is torch.nn.functional.relu or isinstance(activation, nn.ReLU):
-        return "relu", "none"
-    if activation is torch.nn.functional.gelu:
-        return "gelu", "none"
-    if isinstance(activation, nn.GELU):
-        return "gelu", activation.approximate
-    raise ValueError(f"activation {activation!r} is not supported; use 'relu' or 'gelu'")
-
-
-def _torch_attention(ours: str, mha: nn.MultiheadAttention, bias: bool) -> Weights:
-    if not mha._qkv_same_embed_dim or mha.bias_k is not None or mha.add_zero_attn:
-        raise ValueError("only MultiheadAttention with kdim = vdim = embed_dim, no bias_k/bias_v and no add_zero_attn maps onto ours")
-    q, k, v = mha.in_proj_weight.chunk(3, dim=0)  # in_proj_weight stacks W_q, W_k, W_v: (3*D, D)
-    qb, kb, vb = mha.in_proj_bias.chunk(3) if mha.in_proj_bias is not None else (None, None, None)
-    return (_linear(ours + ".q_proj", q, qb, bias) | _linear(ours + ".k_proj", k, kb, bias)
-            | _linear(ours + ".v_proj", v, vb, bias) | _from_linear(ours + ".o_proj", mha.out_proj, bias))
-
-
-def from_torch_transformer(module, vocab_size: int, embedding: nn.Embedding | None = None, *,
-                           device: torch.device | str | None = None) -> Transformer:
-    """Our encoder-decoder with the layers of a ``torch.nn.Transformer``.
-
-    `module`: an ``nn.Transformer`` or a pair (``nn.TransformerEncoder``, ``nn.TransformerDecoder``)
-    with the same number of layers. torch's modules take embeddings, not token ids, and have no
-    positions: the result uses position="none", and `embedding` (vocab_size x d_model), if given,
-    becomes its token embedding (and tied output head). Feed torch the decoder's causal mask
-    (``tgt_is_causal=True`` with ``nn.Transformer.generate_square_subsequent_mask``): ours is always causal.
-    Each stack's final norm is kept when present (``nn.Transformer`` always has one).
-    """
-    encoder, decoder = (module.encoder, module.decoder) if isinstance(module, nn.Transformer) else module
-    if len(encoder.layers) != len(decoder.layers):
-        raise ValueError(f"the encoder has {len(encoder.layers)} layers and the decoder {len(decoder.layers)}; "
-                         "our encoder-decoder has one n_layers for both, so they must be equal")
-    if (encoder.norm is None) != (decoder.norm is None):
-        raise ValueError("the encoder and decoder must both have a final norm or both have none")
-    first = encoder.layers[0]
-    attn = first.self_attn
-    ffn, approximate = _torch_activation(first.activation)
-    bias = attn.in_proj_bias is not None
-    source = attn.in_proj_weight
-    if source.dtype not in DTYPE_NAMES:
-        raise ValueError(f"the module is in {source.dtype}; supported dtypes are float32 and bfloat16: convert it first, e.g. .float()")
-    cfg = TransformerConfig(arch="encoder-decoder", vocab_size=vocab_size, d_model=attn.embed_dim, n_heads=attn.num_heads,
-                            n_layers=len(encoder.layers), d_ff=first.linear1.out_features, position="none",
-                            norm="layernorm", norm_position="pre" if first.norm_first else "post", ffn=ffn,
-                            gelu_approximate=approximate, bias=bias, norm_eps=first.norm1.eps,
-                            final_norm=encoder.norm is not None, dtype=DTYPE_NAMES[source.dtype])
-    ours = Transformer(cfg, device=device or source.device)
-    with torch.no_grad():
-        table = (ours.embed if embedding is None else embedding).weight  # torch's layers take embeddings; without a table ours keeps its own
-        weights = {"embed.weight": table, "unembed.weight": table}
-        for stack_name, stack in (("encoder", encoder), ("decoder", decoder)):
-            for i, layer in enumerate(stack.layers):
-                b = f"{stack_name}.blocks.{i}."
-                weights |= _torch_attention(b + "attn", layer.self_attn, bias)
-                weights |= _from_linear(b + "mlp.up", layer.linear1, bias) | _from_linear(b + "mlp.down", layer.linear2, bias)
-                # norm1 wraps self-attention; the decoder's norm2 wraps cross-attention; the last norm wraps the FFN
-                weights |= _norm(b + "ln1", layer.norm1) | _norm(b + "ln2", layer.norm3 if stack_name == "decoder" else layer.norm2)
-                if stack_name == "decoder":
-                    weights |= _torch_attention(b + "cross_attn", layer.multihead_attn, bias) | _norm(b + "ln_cross", layer.norm2)
-            if stack.norm is not None:
-                weights |= _norm(f"{stack_name}.ln_final", stack.norm)
-        ours.load_state_dict(weights, strict=True)
-    return ours.eval()
 
 
 # --- loading from disk or the local cache -----------------------------------------------
