@@ -122,4 +122,21 @@ def test_the_induction_warm_up_starts_on_short_repeated_spans_then_mixes_in_plai
     repeats = sum(any(torch.equal(row[L:], row[:-L]) for L in range(20, 201)) for row in mixed)
     assert 16 <= repeats <= 48  # about half the rows
     assert TASKS["language"].at(0.0) is TASKS["language"]  # the default task has no curriculum
-    assert task.for_arch("encoder").at(0.0).masked  # BERT's masked characters never warm up on repeats
+    assert task.for_arch("encoder").at(0.0).doubled  # BERT keeps its own curriculum, not the repeats
+
+
+def test_the_encoder_starts_on_short_crops_of_doubled_characters_then_reads_plain_text():
+    task = Language(masked=True)
+    doubled, short, final = task.at(0.0), task.at(0.3), task.at(0.9)
+    assert final is task and task.context == 64 and task.at(0.4) is task
+    assert doubled.masked and short.masked and not short.doubled
+    batch = doubled.sample(8, seed=0)
+    assert batch.input_ids.shape == (8, 1 + 32)
+    text = batch.targets[:, 1:]  # (8, 32) after <bos>
+    assert torch.equal(text[:, 0::2], text[:, 1::2])  # "tthhee": each character twice
+    masked = batch.loss_mask[:, 1:]
+    assert torch.equal(batch.input_ids[:, 1:][masked], torch.full((int(masked.sum()),), language.VOCAB.index("<mask>")))
+    plain = short.sample(8, seed=0).targets[:, 1:]
+    assert not torch.equal(plain[:, 0::2], plain[:, 1::2])
+    assert task.sample(4, seed=0).input_ids.shape == (4, 1 + 64)
+    assert [stage["until"] for stage in task.describe_curriculum()] == [0.15, 0.4]

@@ -127,8 +127,11 @@ def bits_per_char(model, context: int = 256, limit: int | None = None, batch_siz
     return total / windows[:, 1:].numel() / math.log(2)
 
 
+ENCODER_CONTEXT = 64  # the masked-character model's crops: its position table is trained this far
+
+
 @torch.no_grad()
-def masked_accuracy(model, context: int = 128, limit: int | None = None, mask_rate: float = 0.15, seed: int = 0) -> float:
+def masked_accuracy(model, context: int = ENCODER_CONTEXT, limit: int | None = None, mask_rate: float = 0.15, seed: int = 0) -> float:
     """An encoder's accuracy at recovering masked characters of held-out text (seeded masks)."""
     windows = held_out_windows(context, limit)[:, :-1]  # (N, 1 + context)
     masked = torch.rand(windows.shape, generator=torch.Generator().manual_seed(seed)) < mask_rate
@@ -148,9 +151,16 @@ def _patterns(model, ids: torch.Tensor) -> torch.Tensor:
 @torch.no_grad()
 def previous_token_scores(model, context: int = 128, limit: int = 16) -> torch.Tensor:
     """(L, H): mean attention weight on the token just before, from every held-out position but the first."""
+    return neighbour_scores(model, -1, context, limit)
+
+
+@torch.no_grad()
+def neighbour_scores(model, offset: int, context: int = 128, limit: int = 16) -> torch.Tensor:
+    """(L, H): mean attention weight on the token `offset` away (-1 the one before, +1 the one after, which
+    only an encoder sees), from every held-out position that has one."""
     ids = held_out_windows(context, limit)[:, :-1]  # (B, 1 + context)
     patterns = _patterns(model, ids)  # (L, B, H, T, T)
-    return patterns.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(1, 3))  # (L, H)
+    return patterns.diagonal(offset=offset, dim1=-2, dim2=-1).mean(dim=(1, 3))  # (L, H)
 
 
 def repeated_sentence(sentence: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -177,10 +187,12 @@ def induction_scores(model, sentences: list[str]) -> torch.Tensor:
 
 
 @torch.no_grad()
-def held_out_accuracy(model, context: int = 256, limit: int | None = 64) -> float:
-    """A decoder's top-1 next-character accuracy on held-out text; an encoder's masked-character accuracy."""
+def held_out_accuracy(model, context: int | None = None, limit: int | None = 64) -> float:
+    """A decoder's top-1 next-character accuracy on held-out text (256-character windows); an encoder's
+    masked-character accuracy (windows of the length it trains on)."""
     if model.cfg.arch == "encoder":
-        return masked_accuracy(model, context, limit)
+        return masked_accuracy(model, context or ENCODER_CONTEXT, limit)
+    context = context or 256
     windows = held_out_windows(context, limit).to(model.device)
     hits = total = 0
     for batch in windows.split(16):
@@ -243,14 +255,19 @@ def class_separation(layer_usage: dict[str, list[float]]) -> float:
 EXTRAPOLATION = (1, 2, 4)  # multiples of the training context
 
 
-def measure(model, context: int = 256) -> dict:
-    """The figures a language checkpoint ships with, all on held-out topics (JSON-ready)."""
+def measure(model, context: int | None = None) -> dict:
+    """The figures a language checkpoint ships with, all on held-out topics (JSON-ready); `context` is the
+    length it trained on (default: 256 characters for a decoder, ENCODER_CONTEXT for an encoder)."""
     def best(scores: torch.Tensor) -> dict:  # (L, H) -> the best head
         layer, head = divmod(int(scores.argmax()), scores.shape[1])
         return {"score": round(float(scores[layer, head]), 3), "layer": layer, "head": head}
 
-    if model.cfg.arch == "encoder":
-        return {"masked_accuracy": round(masked_accuracy(model, context), 4)}
+    if model.cfg.arch == "encoder":  # measured at the length it was trained on: later rows of its table are untrained
+        context = context or ENCODER_CONTEXT
+        return {"masked_accuracy": round(masked_accuracy(model, context), 4),
+                "previous_token_head": best(neighbour_scores(model, -1, context)),
+                "next_token_head": best(neighbour_scores(model, +1, context))}
+    context = context or 256
     sentences = held_out_sentences()
     figures = {
         "bits_per_char": round(bits_per_char(model, context), 3),

@@ -442,6 +442,12 @@ class Language(Task):
     long ones in ratio. Mixed with plain text from the first step, the induction circuit
     did not form in 2,000 steps; repeats alone form it within a few hundred steps, and it
     survives the mix (docs/checkpoints.md).
+
+    The encoder (BERT) has a curriculum of its own, always on: a position table is an
+    encoder's only source of order, and on 128-character crops nothing pulled it off the
+    unigram in 2,000 steps. So it starts on 32-character crops with every character written
+    twice ("tthhee"), where a masked character's twin sits right beside it and attending to
+    a neighbour pays at once; then plain text in 32-character crops, then 64.
     """
 
     name, arch = "language", "decoder"
@@ -455,14 +461,17 @@ class Language(Task):
     random_spans = 0.5  # the share of those spans that are random characters rather than text
     random_alphabet = string.printable[:95]  # letters, digits, punctuation and the space
     mask_rate = 0.15
-    warmup_share = 0.0  # the share of training spent on `warmup` first
-    warmup = dict(context=128, repeat_rate=1.0, repeat_lengths=(20, 60), random_spans=0.0, log_uniform_lengths=True)
-    INDUCTION_WARMUP = dict(warmup_share=0.3, repeat_rate=0.5, random_spans=0.0, log_uniform_lengths=True)
+    doubled = False  # every character written twice: a masked character's twin sits beside it
+    curriculum: tuple[tuple[float, dict], ...] = ()  # (share of training it lasts until, settings), in order
+    INDUCTION_WARMUP = dict(repeat_rate=0.5, random_spans=0.0, log_uniform_lengths=True, curriculum=(
+        (0.3, dict(context=128, repeat_rate=1.0, repeat_lengths=(20, 60), random_spans=0.0, log_uniform_lengths=True)),))
+    MASKED = dict(context=language.ENCODER_CONTEXT, curriculum=((0.15, dict(context=32, doubled=True)), (0.4, dict(context=32))))
 
     def __init__(self, masked: bool = False, induction_warmup: bool = False, **settings):
         self.masked, self.induction_warmup = masked, induction_warmup
         self.arch = "encoder" if masked else "decoder"
-        for name, value in {**(self.INDUCTION_WARMUP if induction_warmup else {}), **settings}.items():
+        defaults = self.MASKED if masked else self.INDUCTION_WARMUP if induction_warmup else {}
+        for name, value in {**defaults, **settings}.items():
             setattr(self, name, value)  # instance settings shadow the class's defaults above
         self.max_tokens = 1 + self.context
 
@@ -470,6 +479,10 @@ class Language(Task):
     def settings(self) -> dict:
         """What a checkpoint's JSON records about how its batches were drawn."""
         return {"induction_warmup": self.induction_warmup}
+
+    def describe_curriculum(self) -> list[dict]:
+        """The stages in order, JSON-ready: until (share of training) and the settings that differ."""
+        return [{"until": until, **settings} for until, settings in self.curriculum]
 
     @property
     def vocab(self) -> list[str]:
@@ -486,9 +499,10 @@ class Language(Task):
         return self if self.arch == arch else Language(masked=arch == "encoder", induction_warmup=self.induction_warmup)
 
     def at(self, progress: float) -> "Language":
-        if self.masked or progress >= self.warmup_share:
-            return self
-        return Language(**self.warmup)
+        for until, settings in self.curriculum:
+            if progress < until:
+                return Language(masked=self.masked, **{**settings, "curriculum": ()})
+        return self
 
     def encode(self, text: str) -> list[int]:
         """<bos> and one token per character (UTF-8 bytes for characters outside the table); never raises on text."""
@@ -501,6 +515,8 @@ class Language(Task):
         starts = torch.randint(len(corpus) - T - 1, (batch_size,), generator=generator)  # (B,)
         crops = corpus[starts[:, None] + torch.arange(T + 1)]  # (B, T + 1)
         bos = torch.full((batch_size, 1), self.token_id("<bos>"))
+        if self.doubled:
+            crops = crops.repeat_interleave(2, dim=1)[:, :T + 1]  # (B, T + 1) "tthhee ccaatt"
         if self.masked:
             text = crops[:, :T]  # (B, T)
             masked = torch.rand(batch_size, T, generator=generator) < self.mask_rate  # (B, T)

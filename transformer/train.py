@@ -171,15 +171,17 @@ def evaluate(model: Transformer, task: str | Task, n_batches: int = 8, batch_siz
 def describe(model: Transformer, task: str | Task, history: list[dict], settings: dict) -> dict:
     """The JSON a trained checkpoint carries: its task, accuracy, how it was trained, and for the
     language task its held-out figures and the text it was trained on."""
-    task = get_task(task)
+    task = get_task(task).for_arch(model.cfg.arch)
     meta = {"task": task.name, "accuracy": round(evaluate(model, task), 4),
             "training": {"steps": len(history), **settings, "schedule": "AdamW, linear warmup (10%) then cosine",
                          "seconds": round(history[-1]["seconds"], 1), "final_loss": round(history[-1]["loss"], 4)}}
     if task.name == "language":
-        meta["corpus"] = {**language.corpus_description(), "repeat_rate": task.repeat_rate,
-                          "repeat_lengths": task.repeat_lengths, "random_spans": task.random_spans,
-                          "induction_warmup": task.induction_warmup}
-        meta["figures"] = language.measure(model)
+        rows = ({"mask_rate": task.mask_rate} if task.masked else
+                {"repeat_rate": task.repeat_rate, "repeat_lengths": task.repeat_lengths,
+                 "random_spans": task.random_spans, "induction_warmup": task.induction_warmup})
+        meta["corpus"] = {**language.corpus_description(), **rows, "context": task.context,
+                          "curriculum": task.describe_curriculum()}
+        meta["figures"] = language.measure(model, context=task.context)
     return meta
 
 
