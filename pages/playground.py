@@ -10,7 +10,7 @@ from ui.figures.diagram import architecture_dot
 from ui.app.export import heatmaps_png, trace_npz
 from ui.figures.base import arcs, head_grid
 from ui.app.page import load_page
-from ui.compute.runtime import Ablation, actual_next, get_trace, predict
+from ui.compute.runtime import Ablation, actual_next, fill_in, get_trace, masked_each, predict, weights_info
 from ui.app.page_controls import KEEP, keep_valid, url_state, write_url
 from ui.figures.playground import (KINDS_OF_ARCH, actual_next_figure, attention_view, cross_arcs, entropy_figure,
                                    head_stages, label_grid_axes, next_token_bars, query_bars, rope_figure, routing_figure,
@@ -39,7 +39,8 @@ ctx = load_page("Attention playground",
                 "Switch the axes in the sidebar and watch the scores, the mask and the softmax weights change. "
                 "Pick a layer, a head and a query token below.")
 cfg, trace, state = ctx.state.config, ctx.trace, ctx.state
-url_state("playground", attn=str, layer=int, head=int, query=int, off=str, temperature=float, sample_top_k=int, sample=int)
+url_state("playground", attn=str, layer=int, head=int, query=int, off=str, temperature=float, sample_top_k=int, sample=int,
+          hide=int)
 
 # --- what the model predicts next, and parts switched off -------------------------------------------
 parts = {f"L{layer}H{head}": ("head", layer, head) for layer in range(cfg.n_layers) for head in range(cfg.n_heads)}
@@ -96,6 +97,28 @@ if cfg.arch == "decoder":
                    "probabilities fall all along the text. PaLM's and Mixtral's language models have an induction "
                    "head (L1H2 in both): on a repeated sentence, switch it off and the second copy gets harder to "
                    "predict; on an induction checkpoint (Trained on: induction) it stops being predicted at all.")
+elif weights_info(state.config_json, state.weights).task == "language" and len(ctx.tokens.ids) > 1:  # BERT: fill in a blank
+    ids = tuple(ctx.tokens.ids)
+    with predict_col:
+        st.subheader("Fill in a hidden character")
+        positions = list(range(1, len(ids)))
+        keep_valid("hide", positions, default=positions[len(positions) // 2])
+        st.select_slider("Character to hide", positions, key="hide", **KEEP,
+                         format_func=lambda i: f"{i}: {labels['src'][i]}",
+                         help="The model sees <mask> in its place and guesses it from both sides.")
+        hidden = st.session_state["hide"]
+        shown = "".join(labels["src"][1:hidden]) + "▢" + "".join(labels["src"][hidden + 1:])
+        st.text(shown)
+        st.plotly_chart(next_token_bars(fill_in(state.config_json, state.seed, ids, hidden, state.weights, ablation),
+                                        title=f"guesses for the hidden {labels['src'][hidden]!r}"), key="fill_in")
+    with ablate_col:
+        each = (state.config_json, state.seed, ids, state.weights)
+        st.plotly_chart(actual_next_figure(labels["src"], masked_each(*each), masked_each(*each, ablation) if ablation
+                                           else None, title="probability of each character, hidden in turn",
+                                           x_title="the character hidden"), key="masked_each")
+        st.caption("BERT reads the whole text at once, so a hidden character is guessed from the characters on "
+                   "both sides. Switch off the head that looks at the character before (or after) and watch the "
+                   "guesses fall.")
 else:
     predict_col.caption("Next-token prediction needs a decoder; this model reads the whole text at once.")
 

@@ -76,8 +76,10 @@ def language_tables(entries) -> None:
                             if key in figures else "")
         bpc = f"{figures['bits_per_char']:.2f}" if "bits_per_char" in figures else "(encoder)"
         kib = (weights.stat().st_size + json_file.stat().st_size) / 1024
-        accuracy = f"{meta['accuracy']:.3f}" + (" (masked)" if "masked_accuracy" in figures else "")
-        print(f"| {entry.name} | {bpc} | {accuracy} | {head('previous_token_head')} | {head('induction_head')} | "
+        accuracy = (f"{figures['masked_accuracy']:.3f} (masked characters)" if "masked_accuracy" in figures
+                    else f"{meta['accuracy']:.3f}")
+        after = f"(next-character head {head('next_token_head')})" if "next_token_head" in figures else head("induction_head")
+        print(f"| {entry.name} | {bpc} | {accuracy} | {head('previous_token_head')} | {after} | "
               f"{training['steps']} | {training['seconds']:.0f} | {kib:.0f} |")
         if "bits_per_char_by_length" in figures:
             lengths.append((entry.name, meta["config"]["position"], figures["bits_per_char_by_length"]))

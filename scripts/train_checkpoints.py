@@ -56,6 +56,8 @@ RECIPES = [
     Recipe("mixtral", "language", steps=3000, batch_size=16, lr=1e-3, induction_warmup=True),
     Recipe("gpt2", "language", steps=2500, batch_size=16),  # learned positions need more steps than RoPE
     Recipe("gpt2", "language", steps=2500, batch_size=16, changes={"position": "sinusoidal"}, variant="sinusoidal"),
+    # BERT reads masked characters with the encoder's own curriculum: 32-character crops first, doubled then plain
+    Recipe("bert", "language", steps=6500, batch_size=32),
     Recipe("llama2", "induction", steps=1000),
     Recipe("mistral", "induction", steps=1000),
     Recipe("falcon", "induction", steps=1000),

@@ -22,8 +22,8 @@ def meta_of(entry) -> dict:
 
 
 def test_every_family_ships_a_language_model():
-    # the encoder-decoder ships on copy and reverse; BERT's masked-character model did not train (docs/checkpoints.md)
-    assert {entry.preset for entry in LANGUAGE} == set(PRESETS) - {"original", "bert"}
+    # the encoder-decoder ships on copy and reverse
+    assert {entry.preset for entry in LANGUAGE} == set(PRESETS) - {"original"}
     for entry in LANGUAGE:
         meta = meta_of(entry)
         assert meta["task"] == "language" and meta["corpus"]["source"].startswith("pydoc_data.topics")
@@ -78,6 +78,23 @@ def test_an_induction_head_and_what_switching_it_off_costs(entry):
     with model.intervene(ablations(heads=[(head["layer"], head["head"])])):
         without = sum(second_copy_bits(model, s) for s in sentences) / len(sentences)
     assert without > with_head + 0.1, (with_head, without)
+
+
+def test_bert_recovers_masked_characters_and_looks_at_both_neighbours():
+    entry = next(e for e in LANGUAGE if e.preset == "bert")
+    model, meta = load(entry.path, device="cpu")
+    assert meta["corpus"]["context"] == language.ENCODER_CONTEXT and meta["corpus"]["curriculum"][0]["doubled"]
+    assert meta["figures"]["masked_accuracy"] >= 0.5  # the whole held-out split; a unigram guess scores 0.15
+    assert language.masked_accuracy(model, limit=8) >= 0.5  # its first 512 characters, fresh masks
+    before, after = (language.neighbour_scores(model, offset, language.ENCODER_CONTEXT, limit=4) for offset in (-1, +1))
+    assert before.max() >= 0.5 and after.max() >= 0.5  # a head for the character before, one for the one after
+    text = "The cat sat on the mat."
+    ids = torch.tensor([[0, *language.encode_chars(text)]])
+    hidden = ids.clone()
+    hidden[0, 1 + text.index("mat") + 1] = language.VOCAB.index("<mask>")  # "m<mask>t"
+    with torch.no_grad():
+        guess = model(hidden)[0, 1 + text.index("mat") + 1].argmax()
+    assert language.VOCAB[guess] == "a"
 
 
 def test_mixtral_experts_specialise_by_kind_of_character():

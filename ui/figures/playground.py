@@ -226,19 +226,22 @@ def visible_keys(mask_row: np.ndarray) -> int:
     return int((np.asarray(mask_row) > MASKED_BELOW).sum())
 
 
-def next_token_bars(top: list[tuple[str, float]]) -> go.Figure:
-    """The most likely next tokens and their probabilities, most likely first."""
+def next_token_bars(top: list[tuple[str, float]], title: str = "next token") -> go.Figure:
+    """The most likely tokens (next, or behind a mask) and their probabilities, most likely first."""
     labels, probs = zip(*top) if top else ((), ())
     fig = go.Figure(go.Bar(x=unique_labels(list(labels)), y=np.asarray(probs, dtype=float), marker_color="#3b528b",
-                           hovertemplate="next %{x}<br>probability %{y:.3f}<extra></extra>"))
-    fig.update_layout(title="next token", height=300, font=FONT, margin=dict(l=10, r=10, t=50, b=10),
+                           hovertemplate="%{x}<br>probability %{y:.3f}<extra></extra>"))
+    fig.update_layout(title=title, height=300, font=FONT, margin=dict(l=10, r=10, t=50, b=10),
                       xaxis_title="token", yaxis_title="probability", yaxis_range=[0, 1])
     return fig
 
 
-def actual_next_figure(labels: list[str], full: np.ndarray, ablated: np.ndarray | None = None) -> go.Figure:
-    """Per position, the probability the model gave to the token that actually came next; with parts
-    switched off, a second line shows what the ablation cost (an induction head's loss is the repeat)."""
+def actual_next_figure(labels: list[str], full: np.ndarray, ablated: np.ndarray | None = None,
+                       title: str = "probability of the token that came next",
+                       x_title: str = "the token predicted") -> go.Figure:
+    """Per position after the first, the probability the model gave to the token actually there (the next
+    token for a decoder, a hidden one for a masked-character encoder); with parts switched off, a second line
+    shows what the ablation cost (an induction head's loss is the repeat)."""
     x = unique_labels(list(labels[1:]))
     fig = go.Figure(go.Scatter(x=x, y=np.asarray(full, dtype=float), mode="lines+markers", name="whole model",
                                line=dict(color="#21918c", width=3),
@@ -247,7 +250,7 @@ def actual_next_figure(labels: list[str], full: np.ndarray, ablated: np.ndarray 
         fig.add_trace(go.Scatter(x=x, y=np.asarray(ablated, dtype=float), mode="lines+markers", name="parts switched off",
                                  line=dict(color="#b35806", width=3, dash="dot"),
                                  hovertemplate="%{x}: p = %{y:.3f}<extra>switched off</extra>"))
-    fig.update_layout(title="probability of the token that came next", height=300, font=FONT,
-                      margin=dict(l=10, r=10, t=50, b=10), xaxis_title="the token predicted", yaxis_title="probability",
+    fig.update_layout(title=title, height=300, font=FONT,
+                      margin=dict(l=10, r=10, t=50, b=10), xaxis_title=x_title, yaxis_title="probability",
                       yaxis_range=[0, 1], legend=dict(orientation="h", y=-0.3))
     return fig
