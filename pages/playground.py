@@ -117,8 +117,8 @@ elif weights_info(state.config_json, state.weights).task == "language" and len(c
                                            else None, title="probability of each character, hidden in turn",
                                            x_title="the character hidden"), key="masked_each")
         st.caption("BERT reads the whole text at once, so a hidden character is guessed from the characters on "
-                   "both sides. Switch off the head that looks at the character before (or after) and watch the "
-                   "guesses fall.")
+                   "both sides. In bert-language, L1H0 looks at the character before and L1H2 at the one after: "
+                   "switch them off and watch the guesses fall.")
 else:
     predict_col.caption("Next-token prediction needs a decoder; this model reads the whole text at once.")
 

@@ -1,12 +1,13 @@
 """Typed text on every page: each opens on a trained language checkpoint, and no text a person may type or paste
 raises, or meets a character the tokenizer cannot place."""
+import json
 import sys
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from apptest_helpers import APP, assert_clean
+from apptest_helpers import APP, assert_clean, values
 from test_language import BAD_TEXTS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
@@ -72,3 +73,22 @@ def test_a_synthetic_task_is_offered_where_it_fits_and_brings_its_example():
     assert at.sidebar.text_area(key="text").value != DEFAULT_TEXT  # the induction task's own letters
     at.sidebar.selectbox(key="task").set_value("language").run()
     assert at.sidebar.text_area(key="text").value == DEFAULT_TEXT
+
+
+def test_bert_fills_in_a_hidden_character_on_the_playground():
+    at = open_default("pages/playground.py")
+    at.sidebar.selectbox(key="preset").set_value("bert").run()
+    assert_clean(at)
+    assert any("bert-language" in s.value and "masked-character accuracy" in s.value for s in at.success)
+    at.sidebar.text_area(key="text").set_value("The cat sat on the mat.").run()
+    at.select_slider(key="hide").set_value(1 + "The cat sat on the mat.".index("mat") + 1).run()  # the 'a' of mat
+    assert_clean(at)
+    assert "m▢t" in at.text[0].value
+    charts = {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+    guesses = charts["fill_in"]["data"][0]
+    assert guesses["x"][0].split(":", 1)[-1] == "a" and "'a'" in charts["fill_in"]["layout"]["title"]["text"]
+    assert len(values(charts["masked_each"]["data"][0]["y"])) == len("The cat sat on the mat.")
+    at.multiselect(key="switched_off").set_value(["L1H0", "L1H2"]).run()  # the heads on both neighbours
+    assert_clean(at)
+    lines = {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}["masked_each"]["data"]
+    assert len(lines) == 2 and values(lines[1]["y"]).mean() < values(lines[0]["y"]).mean() - 0.1  # guesses fall
