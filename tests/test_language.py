@@ -140,3 +140,14 @@ def test_the_encoder_starts_on_short_crops_of_doubled_characters_then_reads_plai
     assert not torch.equal(plain[:, 0::2], plain[:, 1::2])
     assert task.sample(4, seed=0).input_ids.shape == (4, 1 + 64)
     assert [stage["until"] for stage in task.describe_curriculum()] == [0.15, 0.4]
+
+
+def test_the_standard_library_docstrings_add_training_text_and_none_of_the_held_out_sentences():
+    extra = "\n\n".join(language.docstrings().values())
+    assert len(language.train_ids(True)) > 2 * len(language.train_ids(False))
+    assert torch.equal(language.train_ids(True)[:len(language.corpus_ids("train"))], language.corpus_ids("train"))
+    sentences = language.held_out_sentences()
+    assert sentences and not any(sentence[:-1] in extra for sentence in sentences)  # no held-out sentence leaks in
+    assert "builtins" not in language.docstrings() and "str" not in language.docstrings()
+    task = Language(docstrings=True)
+    assert task.at(0.0).docstrings and task.for_arch("encoder").docstrings

@@ -87,6 +87,49 @@ def corpus_ids(split: str) -> torch.Tensor:
     return torch.tensor(encode_chars(text), dtype=torch.long)
 
 
+# importing these has side effects (a browser, a printed poem, a GUI) or they document the built-in types and
+# the documentation itself, which the held-out topics describe
+DOCSTRING_SKIP = {"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo", "builtins", "test", "lib2to3",
+                  "ensurepip", "venv", "pydoc", "pydoc_data"}
+
+
+@functools.lru_cache(maxsize=1)
+def docstrings() -> dict[str, str]:
+    """name -> docstring of every public standard-library module, class and function (over 40 characters),
+    in name order: more English about Python, from the same CPython, for the training split only."""
+    import importlib
+    import inspect
+    import sys
+    import warnings
+
+    found = {}
+    for module_name in sorted(sys.stdlib_module_names - DOCSTRING_SKIP):
+        if module_name.startswith("_"):
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                module = importlib.import_module(module_name)
+            except Exception:  # a module this platform lacks (winreg, curses without a terminal library, ...)
+                continue
+        found[module_name] = inspect.getdoc(module) or ""
+        public = getattr(module, "__all__", None) or [a for a in dir(module) if not a.startswith("_")]
+        for attr in sorted(public):
+            obj = getattr(module, attr, None)
+            if getattr(obj, "__module__", None) == module_name and len(inspect.getdoc(obj) or "") > 40:
+                found[f"{module_name}.{attr}"] = inspect.getdoc(obj)
+    return {name: text for name, text in found.items() if text}
+
+
+@functools.lru_cache(maxsize=2)
+def train_ids(with_docstrings: bool = False) -> torch.Tensor:
+    """(N,) the training text: the training topics, then (with_docstrings) the standard library's docstrings."""
+    if not with_docstrings:
+        return corpus_ids("train")
+    extra = "\n\n".join(docstrings().values())
+    return torch.cat((corpus_ids("train"), torch.tensor(encode_chars("\n\n" + extra), dtype=torch.long)))
+
+
 def held_out_sentences(min_chars: int = 20, max_chars: int = 200) -> list[str]:
     """Sentences of held-out prose (ASCII, no code), for tests that repeat a sentence."""
     sentences = []

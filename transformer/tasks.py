@@ -462,10 +462,12 @@ class Language(Task):
     random_alphabet = string.printable[:95]  # letters, digits, punctuation and the space
     mask_rate = 0.15
     doubled = False  # every character written twice: a masked character's twin sits beside it
+    docstrings = False  # train on the standard library's docstrings too (2.4x the text; held-out split unchanged)
     curriculum: tuple[tuple[float, dict], ...] = ()  # (share of training it lasts until, settings), in order
     INDUCTION_WARMUP = dict(repeat_rate=0.5, random_spans=0.0, log_uniform_lengths=True, curriculum=(
         (0.3, dict(context=128, repeat_rate=1.0, repeat_lengths=(20, 60), random_spans=0.0, log_uniform_lengths=True)),))
-    MASKED = dict(context=language.ENCODER_CONTEXT, curriculum=((0.15, dict(context=32, doubled=True)), (0.4, dict(context=32))))
+    MASKED = dict(context=language.ENCODER_CONTEXT,
+                  curriculum=((0.15, dict(context=32, doubled=True)), (0.4, dict(context=32))))
 
     def __init__(self, masked: bool = False, induction_warmup: bool = False, **settings):
         self.masked, self.induction_warmup = masked, induction_warmup
@@ -478,7 +480,7 @@ class Language(Task):
     @property
     def settings(self) -> dict:
         """What a checkpoint's JSON records about how its batches were drawn."""
-        return {"induction_warmup": self.induction_warmup}
+        return {"induction_warmup": self.induction_warmup, "docstrings": self.docstrings}
 
     def describe_curriculum(self) -> list[dict]:
         """The stages in order, JSON-ready: until (share of training) and the settings that differ."""
@@ -496,12 +498,13 @@ class Language(Task):
         if arch not in self.archs:
             raise ValueError(f"the language task trains decoders (next character) and encoders (masked characters), "
                              f"not arch={arch!r}; pick a decoder or encoder preset")
-        return self if self.arch == arch else Language(masked=arch == "encoder", induction_warmup=self.induction_warmup)
+        return self if self.arch == arch else Language(masked=arch == "encoder", induction_warmup=self.induction_warmup,
+                                                       docstrings=self.docstrings)
 
     def at(self, progress: float) -> "Language":
         for until, settings in self.curriculum:
             if progress < until:
-                return Language(masked=self.masked, **{**settings, "curriculum": ()})
+                return Language(masked=self.masked, **{"docstrings": self.docstrings, **settings, "curriculum": ()})
         return self
 
     def encode(self, text: str) -> list[int]:
@@ -511,7 +514,7 @@ class Language(Task):
         return [self.token_id("<bos>"), *language.encode_chars(text)]
 
     def make_batch(self, batch_size, generator):
-        corpus, T = language.corpus_ids("train"), self.context
+        corpus, T = language.train_ids(self.docstrings), self.context
         starts = torch.randint(len(corpus) - T - 1, (batch_size,), generator=generator)  # (B,)
         crops = corpus[starts[:, None] + torch.arange(T + 1)]  # (B, T + 1)
         bos = torch.full((batch_size, 1), self.token_id("<bos>"))

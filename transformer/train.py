@@ -181,6 +181,10 @@ def describe(model: Transformer, task: str | Task, history: list[dict], settings
                  "random_spans": task.random_spans, "induction_warmup": task.induction_warmup})
         meta["corpus"] = {**language.corpus_description(), **rows, "context": task.context,
                           "curriculum": task.describe_curriculum()}
+        if task.docstrings:
+            meta["corpus"]["also"] = ("the docstrings of the standard library's public modules, classes and functions "
+                                      f"({len(language.docstrings())} of them, {len(language.train_ids(True))} "
+                                      "training characters in all with the topics)")
         meta["figures"] = language.measure(model, context=task.context)
     return meta
 
@@ -196,6 +200,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--induction-warmup", action="store_true",
                         help="language task: start on repeated spans only, the curriculum that grows induction heads")
+    parser.add_argument("--docstrings", action="store_true",
+                        help="language task: train on the standard library's docstrings too (the held-out split stays)")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when there is a GPU)")
     parser.add_argument("--threads", type=int, default=1,
                         help="CPU threads for this process (default 1: models this small gain nothing from more, "
@@ -203,9 +209,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)  # a command-line run owns its process; train() itself never does this
 
-    if args.induction_warmup and args.task != "language":
-        parser.error("--induction-warmup is a curriculum of the language task")
-    task = Language(induction_warmup=True) if args.induction_warmup else args.task
+    if (args.induction_warmup or args.docstrings) and args.task != "language":
+        parser.error("--induction-warmup and --docstrings are settings of the language task")
+    task = (Language(induction_warmup=args.induction_warmup, docstrings=args.docstrings)
+            if args.induction_warmup or args.docstrings else args.task)
     model, history = train(args.preset, task, args.steps, batch_size=args.batch_size, lr=args.lr,
                            seed=args.seed, device=args.device)
     meta = describe(model, task, history, {"batch_size": args.batch_size, "lr": args.lr, "seed": args.seed,
