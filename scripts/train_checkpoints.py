@@ -36,6 +36,7 @@ class Recipe:
     aux_loss_weight: float = 0.01  # MoE load balancing
     changes: dict = field(default_factory=dict)  # config fields sized for the task (n_layers, max_len)
     induction_warmup: bool = False  # language task: the curriculum that starts on repeated spans
+    docstrings: bool = False  # language task: the standard library's docstrings as more training text
     variant: str = ""  # a preset with one axis changed, for comparisons: not listed as the preset's checkpoint
 
     @property
@@ -45,7 +46,7 @@ class Recipe:
 
 RECIPES = [
     # every family on English text first: the index's first match for a preset is what the app opens
-    Recipe("llama2", "language", steps=1500, batch_size=16),
+    Recipe("llama2", "language", steps=2800, batch_size=16, docstrings=True),
     Recipe("mistral", "language", steps=1500, batch_size=16),
     Recipe("falcon", "language", steps=1500, batch_size=16),
     # PaLM and Mixtral start on repeated spans (Language(induction_warmup=True)): both grow an induction head;
@@ -79,7 +80,8 @@ def file_bytes(path: Path) -> int:
 
 
 def train_recipe(recipe: Recipe, directory: Path) -> None:
-    task = Language(induction_warmup=True) if recipe.induction_warmup else recipe.task
+    task = (Language(induction_warmup=recipe.induction_warmup, docstrings=recipe.docstrings)
+            if recipe.induction_warmup or recipe.docstrings else recipe.task)
     cfg = config_for(recipe.preset, task, **recipe.changes)
     model, history = train(cfg, task, recipe.steps, lr=recipe.lr, batch_size=recipe.batch_size,
                            seed=recipe.seed, aux_loss_weight=recipe.aux_loss_weight, device="cpu")
