@@ -47,15 +47,15 @@ class Recipe:
 RECIPES = [
     # every family on English text first: the index's first match for a preset is what the app opens
     Recipe("llama2", "language", steps=2800, batch_size=16, docstrings=True),
-    Recipe("mistral", "language", steps=1500, batch_size=16),
-    Recipe("falcon", "language", steps=1500, batch_size=16),
+    Recipe("mistral", "language", steps=2800, batch_size=16, docstrings=True),
+    Recipe("falcon", "language", steps=2800, batch_size=16, docstrings=True),
     # PaLM and Mixtral start on repeated spans (Language(induction_warmup=True)): both grow an induction head;
     # the same curriculum left LLaMA 2 and Mistral below a 0.5 previous-token head, cost Falcon and BLOOM 0.2-0.3
     # bits per character and GPT-2 nearly 1 (docs/checkpoints.md), so they keep the plain recipe
     Recipe("palm", "language", steps=3000, batch_size=16, lr=1e-3, induction_warmup=True),
     Recipe("bloom", "language", steps=1500, batch_size=16),
     Recipe("mixtral", "language", steps=3000, batch_size=16, lr=1e-3, induction_warmup=True),
-    Recipe("gpt2", "language", steps=2500, batch_size=16),  # learned positions need more steps than RoPE
+    Recipe("gpt2", "language", steps=3100, batch_size=16, docstrings=True),  # learned positions need more steps
     Recipe("gpt2", "language", steps=2500, batch_size=16, changes={"position": "sinusoidal"}, variant="sinusoidal"),
     # BERT reads masked characters with the encoder's own curriculum: 32-character crops first, doubled then plain
     Recipe("bert", "language", steps=6500, batch_size=32),
