@@ -54,7 +54,7 @@ RECIPES = [
     # bits per character and GPT-2 nearly 1 (docs/checkpoints.md), so they keep the plain recipe
     Recipe("palm", "language", steps=2800, batch_size=16, lr=1e-3, induction_warmup=True, docstrings=True),
     Recipe("bloom", "language", steps=2700, batch_size=16, docstrings=True),  # alone on both cores (--threads 2)
-    Recipe("mixtral", "language", steps=3000, batch_size=16, lr=1e-3, induction_warmup=True),
+    Recipe("mixtral", "language", steps=3000, batch_size=16, lr=1e-3, induction_warmup=True, docstrings=True),  # --threads 2
     Recipe("gpt2", "language", steps=3100, batch_size=16, docstrings=True),  # learned positions need more steps
     Recipe("gpt2", "language", steps=2500, batch_size=16, changes={"position": "sinusoidal"}, variant="sinusoidal"),
     # BERT reads masked characters with the encoder's own curriculum: 32-character crops first, doubled then plain
