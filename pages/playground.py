@@ -95,7 +95,7 @@ if cfg.arch == "decoder":
                         key="actual_next")
         st.caption("Switch off a previous-token head (a bright stripe just below the diagonal) and watch the "
                    "probabilities fall all along the text. PaLM's and Mixtral's language models have an induction "
-                   "head (L1H2 in both): on a repeated sentence, switch it off and the second copy gets harder to "
+                   "head (L1H1 in both): on a repeated sentence, switch it off and the second copy gets harder to "
                    "predict; on an induction checkpoint (Trained on: induction) it stops being predicted at all.")
 elif weights_info(state.config_json, state.weights).task == "language" and len(ctx.tokens.ids) > 1:  # BERT: fill in a blank
     ids = tuple(ctx.tokens.ids)
