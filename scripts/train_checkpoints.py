@@ -52,7 +52,7 @@ RECIPES = [
     # PaLM and Mixtral start on repeated spans (Language(induction_warmup=True)): both grow an induction head;
     # the same curriculum left LLaMA 2 and Mistral below a 0.5 previous-token head, cost Falcon and BLOOM 0.2-0.3
     # bits per character and GPT-2 nearly 1 (docs/checkpoints.md), so they keep the plain recipe
-    Recipe("palm", "language", steps=2800, batch_size=16, lr=1e-3, induction_warmup=True, docstrings=True),
+    Recipe("palm", "language", steps=2800, batch_size=16, lr=2e-3, induction_warmup=True, docstrings=True),
     Recipe("bloom", "language", steps=2700, batch_size=16, docstrings=True),  # alone on both cores (--threads 2)
     Recipe("mixtral", "language", steps=3000, batch_size=16, lr=1e-3, induction_warmup=True, docstrings=True),  # --threads 2
     Recipe("gpt2", "language", steps=3100, batch_size=16, docstrings=True),  # learned positions need more steps
