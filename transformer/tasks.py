@@ -477,11 +477,6 @@ class Language(Task):
             setattr(self, name, value)  # instance settings shadow the class's defaults above
         self.max_tokens = 1 + self.context
 
-    @property
-    def settings(self) -> dict:
-        """What a checkpoint's JSON records about how its batches were drawn."""
-        return {"induction_warmup": self.induction_warmup, "docstrings": self.docstrings}
-
     def describe_curriculum(self) -> list[dict]:
         """The stages in order, JSON-ready: until (share of training) and the settings that differ."""
         return [{"until": until, **settings} for until, settings in self.curriculum]

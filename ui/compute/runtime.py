@@ -345,14 +345,6 @@ def predict(config_json: str, seed: int, ids: tuple[int, ...], weights: str = ""
                       token_labels(new_ids, config_json, weights), text)
 
 
-def _hidden_one_at_a_time(ids: tuple[int, ...], mask_id: int, device) -> torch.Tensor:
-    """(T - 1, T): row i is the input with token i + 1 replaced by <mask> (<bos> stays)."""
-    rows = torch.tensor([ids], device=device).repeat(len(ids) - 1, 1)  # (T - 1, T)
-    positions = torch.arange(1, len(ids), device=device)  # (T - 1,)
-    rows[positions - 1, positions] = mask_id
-    return rows
-
-
 @st.cache_data(max_entries=64, show_spinner=False)
 def fill_in(config_json: str, seed: int, ids: tuple[int, ...], position: int, weights: str = "",
             ablation: Ablation = Ablation(), top_k: int = 5) -> list[tuple[str, float]]:
@@ -372,8 +364,9 @@ def masked_each(config_json: str, seed: int, ids: tuple[int, ...], weights: str 
     """(T - 1,) the probability a masked-character encoder gives each token after <bos> when that token alone
     is hidden: one batch, one row per hidden position."""
     model = get_model(config_json, seed, weights)
-    rows = _hidden_one_at_a_time(ids, language.VOCAB.index("<mask>"), model.device)  # (T - 1, T)
+    rows = torch.tensor([ids], device=model.device).repeat(len(ids) - 1, 1)  # (T - 1, T)
     positions = torch.arange(1, len(ids), device=model.device)  # (T - 1,)
+    rows[positions - 1, positions] = language.VOCAB.index("<mask>")  # row i hides token i + 1 (<bos> stays)
     with torch.no_grad(), model.intervene(ablation.interventions(model.cfg)):
         probs = model(rows)[positions - 1, positions].float().softmax(-1)  # (T - 1, vocab)
     truth = torch.tensor(ids[1:], device=model.device)  # (T - 1,)
