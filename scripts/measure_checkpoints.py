@@ -82,13 +82,14 @@ def language_tables(entries) -> None:
         print(f"| {entry.name} | {bpc} | {accuracy} | {head('previous_token_head')} | {after} | "
               f"{training['steps']} | {training['seconds']:.0f} | {kib:.0f} |")
         if "bits_per_char_by_length" in figures:
-            lengths.append((entry.name, meta["config"]["position"], figures["bits_per_char_by_length"]))
+            lengths.append((entry.name, meta["config"]["position"], meta["corpus"].get("context", 256),
+                            figures["bits_per_char_by_length"]))
         if "experts_by_class" in figures:
             experts.append((entry.name, figures["experts_by_class"], figures["expert_class_separation"]))
-    print("\n| checkpoint | position | " + " | ".join(f"{m} context" for m in lengths[0][2]) + " |")
-    print("|---|---|" + "---|" * len(lengths[0][2]))
-    for name, position, by_length in lengths:
-        print(f"| {name} | {position} | " + " | ".join(f"{v:.2f}" for v in by_length.values()) + " |")
+    print("\n| checkpoint | position | trained on | " + " | ".join(f"{m} context" for m in lengths[0][3]) + " |")
+    print("|---|---|---|" + "---|" * len(lengths[0][3]))
+    for name, position, context, by_length in lengths:
+        print(f"| {name} | {position} | {context} | " + " | ".join(f"{v:.2f}" for v in by_length.values()) + " |")
     for name, usage, separation in experts:
         print(f"\nExpert routing of {name} on held-out text (share of each class's top-k slots per expert):\n")
         n_experts = len(next(iter(usage[0].values())))

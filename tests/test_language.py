@@ -90,6 +90,14 @@ def test_repeated_sentence_points_each_second_copy_token_at_the_token_after_its_
         assert ids[0, q] == ids[0, k - 1]  # the query's token is the one before the key
 
 
+def test_a_head_matching_one_character_cannot_reach_half_on_english_but_two_can():
+    assert language.matching_head_score(["Abcd."], 1) == 1.0  # distinct characters: one is enough
+    assert language.matching_head_score(["abab."], 1) < language.matching_head_score(["abab."], 3)
+    sentences = language.held_out_sentences()
+    one, two = (language.matching_head_score(sentences, k) for k in (1, 2))
+    assert one < 0.3 < 0.6 < two  # the induction target (0.5) needs more than the last character
+
+
 def test_measures_of_an_untrained_model_are_near_chance():
     torch.manual_seed(0)
     model = Transformer(config_for("llama2", "language"), device="cpu").eval()
@@ -111,14 +119,15 @@ def test_training_lowers_held_out_bits_per_character_within_a_few_hundred_steps(
 
 def test_the_induction_warm_up_starts_on_short_repeated_spans_then_mixes_in_plain_text():
     task = Language(induction_warmup=True)
-    early, late = task.at(0.0), task.at(0.5)
-    assert late is task and task.at(0.3) is task  # the warm-up is the first 30% of training
+    early, middle = task.at(0.0), task.at(0.5)
+    assert task.at(0.29).context == 128 and middle is task  # the warm-up is the first 30% of training
+    assert task.context == 512 and task.max_len == 1 + 4 * 512  # then 512 characters; text 4x that is measured
     batch = early.sample(16, seed=0)
     assert batch.input_ids.shape == (16, 1 + 128)
     for row in batch.targets:
         period = next(L for L in range(20, 61) if torch.equal(row[L:], row[:-L]))  # every row repeats a span
         assert 20 <= period <= 60
-    mixed = task.sample(64, seed=0).targets  # (64, 257)
+    mixed = task.sample(64, seed=0).targets  # (64, 513)
     repeats = sum(any(torch.equal(row[L:], row[:-L]) for L in range(20, 201)) for row in mixed)
     assert 16 <= repeats <= 48  # about half the rows
     assert TASKS["language"].at(0.0) is TASKS["language"]  # the default task has no curriculum

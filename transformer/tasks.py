@@ -438,8 +438,8 @@ class Language(Task):
 
     Language(induction_warmup=True) is a curriculum that grows induction heads: for the
     first 30% of training every row is a span of 20 to 60 characters of text repeated, in
-    128-character crops; then half the rows repeat a span of text, short spans as often as
-    long ones in ratio. Mixed with plain text from the first step, the induction circuit
+    128-character crops; then, in 512-character crops, half the rows repeat a span of text,
+    short spans as often as long ones in ratio. Mixed with plain text from the first step, the induction circuit
     did not form in 2,000 steps; repeats alone form it within a few hundred steps, and it
     survives the mix (docs/checkpoints.md).
 
@@ -464,7 +464,8 @@ class Language(Task):
     doubled = False  # every character written twice: a masked character's twin sits beside it
     docstrings = False  # train on the standard library's docstrings too (2.4x the text; held-out split unchanged)
     curriculum: tuple[tuple[float, dict], ...] = ()  # (share of training it lasts until, settings), in order
-    INDUCTION_WARMUP = dict(repeat_rate=0.5, random_spans=0.0, log_uniform_lengths=True, curriculum=(
+    # after the warm-up, 512-character crops: a held-out sentence of 200 characters written twice is 402 long
+    INDUCTION_WARMUP = dict(context=512, repeat_rate=0.5, random_spans=0.0, log_uniform_lengths=True, curriculum=(
         (0.3, dict(context=128, repeat_rate=1.0, repeat_lengths=(20, 60), random_spans=0.0, log_uniform_lengths=True)),))
     MASKED = dict(context=language.ENCODER_CONTEXT,
                   curriculum=((0.15, dict(context=32, doubled=True)), (0.4, dict(context=32))))
@@ -475,7 +476,7 @@ class Language(Task):
         defaults = self.MASKED if masked else self.INDUCTION_WARMUP if induction_warmup else {}
         for name, value in {**defaults, **settings}.items():
             setattr(self, name, value)  # instance settings shadow the class's defaults above
-        self.max_tokens = 1 + self.context
+        self.max_tokens, self.max_len = 1 + self.context, 1 + 4 * self.context
 
     def describe_curriculum(self) -> list[dict]:
         """The stages in order, JSON-ready: until (share of training) and the settings that differ."""

@@ -202,6 +202,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="language task: start on repeated spans only, the curriculum that grows induction heads")
     parser.add_argument("--docstrings", action="store_true",
                         help="language task: train on the standard library's docstrings too (the held-out split stays)")
+    parser.add_argument("--context", type=int, default=None,
+                        help="language task: crop length in characters after any warm-up (default 256; 512 with "
+                             "--induction-warmup)")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when there is a GPU)")
     parser.add_argument("--threads", type=int, default=1,
                         help="CPU threads for this process (default 1: models this small gain nothing from more, "
@@ -209,10 +212,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)  # a command-line run owns its process; train() itself never does this
 
-    if (args.induction_warmup or args.docstrings) and args.task != "language":
-        parser.error("--induction-warmup and --docstrings are settings of the language task")
-    task = (Language(induction_warmup=args.induction_warmup, docstrings=args.docstrings)
-            if args.induction_warmup or args.docstrings else args.task)
+    language_settings = args.induction_warmup or args.docstrings or args.context
+    if language_settings and args.task != "language":
+        parser.error("--induction-warmup, --docstrings and --context are settings of the language task")
+    context = {"context": args.context} if args.context else {}
+    task = (Language(induction_warmup=args.induction_warmup, docstrings=args.docstrings, **context)
+            if language_settings else args.task)
     model, history = train(args.preset, task, args.steps, batch_size=args.batch_size, lr=args.lr,
                            seed=args.seed, device=args.device)
     meta = describe(model, task, history, {"batch_size": args.batch_size, "lr": args.lr, "seed": args.seed,
