@@ -135,15 +135,17 @@ with alibi_tab:
                                       "key position", "query position", zmin=0), key="alibi_long")
 
 # --- trained models read text longer than any they saw ---------------------------------------------------
-st.subheader("Trained on 256 characters, reading 512 and 1,024")
-st.markdown("The shipped language models saw crops of 256 characters. Held-out text cut into windows twice and four "
-            "times as long shows which position schemes carry over: a learned table has untrained rows past 256; "
+st.subheader("Reading text two and four times longer than trained on")
+st.markdown("Each shipped language model saw crops of one length (256 or 512 characters, in the table). Held-out text "
+            "cut into windows twice and four times as long shows which position schemes carry over: a learned table "
+            "has untrained rows past its trained length; "
             "sinusoidal vectors exist for every position but the model never met them; RoPE's angles and ALiBi's "
             "penalties are computed from the distance itself, so the model meets distances it knows.")
 rows = length_extrapolation()
 if rows:
     st.plotly_chart(figs.length_extrapolation(rows), key="length_extrapolation")
-    table = pd.DataFrame([{"position": r["position"], "model": r["model"], **r["lengths"]} for r in rows])
+    table = pd.DataFrame([{"position": r["position"], "model": r["model"], "trained on (characters)": r["context"],
+                           **r["lengths"]} for r in rows])
     st.dataframe(table, hide_index=True)
     st.download_button("Download the table (CSV)", data=lambda: table.to_csv(index=False), file_name="length_extrapolation.csv",
                        mime="text/csv", on_click="ignore", key="download_extrapolation")

@@ -30,8 +30,9 @@ def test_every_family_ships_a_language_model():
         assert meta["corpus"]["held_out_topics"] == language.split_names("held-out")
 
 
-# PaLM's induction warm-up costs it bits: 2.36 on the whole split, where the others meet 2.2 (docs/checkpoints.md)
-BITS_PER_CHAR_CEILING = {"palm-language": 2.4}
+# PaLM and Falcon pay for their induction heads in bits: 2.48 and 2.52 on the whole split, where the others meet 2.2
+# (docs/checkpoints.md)
+BITS_PER_CHAR_CEILING = {"palm-language": 2.5, "falcon-language": 2.55}
 
 
 @pytest.mark.parametrize("entry", DECODERS, ids=IDS)
@@ -58,8 +59,10 @@ def test_a_previous_token_head(entry):
     assert abs(scores[recorded["layer"], recorded["head"]] - recorded["score"]) < 0.15  # the JSON's head, this sample
 
 
-# trained with the induction warm-up (PaLM, Mixtral): the others record no induction head (below 0.03)
+# trained with the induction warm-up: the others record no induction head (below 0.03)
 INDUCTION = [entry for entry in DECODERS if meta_of(entry)["corpus"].get("induction_warmup")]
+# Mixtral's warm-up kept 256-character crops, and its head fades past 120 characters (docs/checkpoints.md)
+INDUCTION_FLOOR = {"mixtral-language": 0.35}
 
 
 def second_copy_bits(model, sentence: str) -> float:
@@ -71,15 +74,17 @@ def second_copy_bits(model, sentence: str) -> float:
     return float(nll[queries[1] - 1:].mean()) / math.log(2)
 
 
+
 @pytest.mark.parametrize("entry", INDUCTION, ids=[entry.name for entry in INDUCTION])
 def test_an_induction_head_and_what_switching_it_off_costs(entry):
     """On held-out sentences written twice, the recorded head looks from each token of the second copy to the token
     after its first occurrence; switched off, the second copy gets harder to predict."""
     model, meta = load(entry.path, device="cpu")
     head = meta["figures"]["induction_head"]
+    scores = language.induction_scores(model, language.held_out_sentences())  # all 212: copies 20-200 apart, ~2 s
+    assert scores[head["layer"], head["head"]] >= INDUCTION_FLOOR.get(entry.name, 0.5), scores
+    assert abs(scores[head["layer"], head["head"]] - head["score"]) < 0.01  # the figure its JSON records
     sentences = [s for s in language.held_out_sentences() if len(s) <= 60][:6]
-    scores = language.induction_scores(model, sentences)
-    assert scores[head["layer"], head["head"]] >= 0.25, scores
     with_head = sum(second_copy_bits(model, s) for s in sentences) / len(sentences)
     with model.intervene(ablations(heads=[(head["layer"], head["head"])])):
         without = sum(second_copy_bits(model, s) for s in sentences) / len(sentences)
@@ -117,17 +122,19 @@ def test_mixtral_experts_specialise_by_kind_of_character():
 
 def test_what_reading_four_times_the_trained_length_costs_each_position_scheme():
     """ALiBi's penalty and a sliding window meet only distances seen in training: their figure holds. Learned
-    rows past 256 were never trained; RoPE and sinusoidal meet angles they never saw: their figure breaks."""
+    rows past the trained length were never trained, sinusoidal and RoPE vectors meet angles the model never saw:
+    their figure breaks — least for the parallel-block RoPE families trained on 512-character crops."""
     cost = {}
     for entry in DECODERS + variants():
-        model, _ = load(entry.path, device="cpu")
-        short = language.bits_per_char(model, 256, limit=2)
-        long = language.bits_per_char(model, 1024, limit=1)
+        model, meta = load(entry.path, device="cpu")
+        trained = meta["corpus"]["context"]  # 256 characters, or 512 after the induction warm-up
+        short = language.bits_per_char(model, trained, limit=2)
+        long = language.bits_per_char(model, 4 * trained, limit=1)
         cost[entry.name] = long - short
     assert cost["bloom-language"] < 0.2 and cost["mistral-language"] < 0.2, cost  # ALiBi; RoPE inside a window
-    for name in ("gpt2-language", "gpt2-sinusoidal-language", "llama2-language", "falcon-language",
-                 "mixtral-language"):
+    for name in ("gpt2-language", "gpt2-sinusoidal-language", "llama2-language", "mixtral-language"):
         assert cost[name] > 1.0, cost
+    assert cost["falcon-language"] < cost["palm-language"] < cost["llama2-language"], cost  # docs/checkpoints.md
 
 
 def test_switching_the_previous_token_head_off_costs_bits():

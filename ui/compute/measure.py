@@ -239,6 +239,7 @@ def length_extrapolation() -> list[dict]:
             continue  # a broken file is the checkpoint loader's to report
         lengths = meta.get("figures", {}).get("bits_per_char_by_length") if isinstance(meta, dict) else None
         if meta.get("task") == "language" and lengths:
-            rows.append({"position": meta["config"]["position"], "model": path.stem, "lengths": lengths})
+            rows.append({"position": meta["config"]["position"], "model": path.stem, "lengths": lengths,
+                         "context": meta.get("corpus", {}).get("context", 256)})
     order = choices("position")
     return sorted(rows, key=lambda row: (order.index(row["position"]), row["model"]))

@@ -237,14 +237,14 @@ def alibi_biases(bias: np.ndarray, max_heads: int = 8) -> go.Figure:
 
 def length_extrapolation(rows: list[dict]) -> go.Figure:
     """Held-out bits per character against input length (a multiple of the trained context), one line per
-    position scheme. rows: {"position", "model", "lengths": {"1x": bpc, "2x": bpc, ...}}."""
+    position scheme. rows: {"position", "model", "lengths": {"1x": bpc, "2x": bpc, ...}, "context": trained length}."""
     fig = go.Figure()
     for i, row in enumerate(rows):
         multiples = list(row["lengths"])
         fig.add_trace(go.Scatter(x=multiples, y=[row["lengths"][m] for m in multiples], mode="lines+markers",
                                  name=f"{row['position']} ({row['model']})",
                                  line=dict(color=OKABE_ITO[i % len(OKABE_ITO)], width=3),
-                                 hovertemplate=f"{row['position']}<br>%{{x}} the trained length<br>"
+                                 hovertemplate=f"{row['position']}<br>%{{x}} the trained {row.get('context', 256)} characters<br>"
                                                "%{y:.2f} bits per character<extra></extra>"))
-    return layout(fig, "held-out bits per character, by input length", 360, "input length (× the trained 256 characters)",
+    return layout(fig, "held-out bits per character, by input length", 360, "input length (× the length each model trained on)",
                   "bits per character (lower is better)")
