@@ -102,3 +102,9 @@ def test_command_line_trains_and_writes_a_loadable_checkpoint(tmp_path, capsys):
     assert 0.0 <= meta["accuracy"] <= 1.0
     assert model.cfg == config_for("bert", "mirror")
     assert "wrote" in capsys.readouterr().out
+
+
+def test_command_line_refuses_language_settings_for_other_tasks(capsys):
+    with pytest.raises(SystemExit):
+        main(["--preset", "llama2", "--task", "induction", "--steps", "3", "--out", "unused", "--context", "512"])
+    assert "--context are settings of the language task" in capsys.readouterr().err
