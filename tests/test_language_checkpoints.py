@@ -74,7 +74,6 @@ def second_copy_bits(model, sentence: str) -> float:
     return float(nll[queries[1] - 1:].mean()) / math.log(2)
 
 
-
 @pytest.mark.parametrize("entry", INDUCTION, ids=[entry.name for entry in INDUCTION])
 def test_an_induction_head_and_what_switching_it_off_costs(entry):
     """On held-out sentences written twice, the recorded head looks from each token of the second copy to the token
