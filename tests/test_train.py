@@ -108,3 +108,6 @@ def test_command_line_refuses_language_settings_for_other_tasks(capsys):
     with pytest.raises(SystemExit):
         main(["--preset", "llama2", "--task", "induction", "--steps", "3", "--out", "unused", "--context", "512"])
     assert "--context are settings of the language task" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--preset", "llama2", "--task", "language", "--steps", "3", "--out", "unused", "--context", "0"])
+    assert "--context 0: the crop length must be at least 1" in capsys.readouterr().err

@@ -476,6 +476,9 @@ class Language(Task):
         defaults = self.MASKED if masked else self.INDUCTION_WARMUP if induction_warmup else {}
         for name, value in {**defaults, **settings}.items():
             setattr(self, name, value)  # instance settings shadow the class's defaults above
+        if not isinstance(self.context, int) or self.context < 1:
+            raise ValueError(f"context={self.context!r} is the crop length in characters and must be a whole number "
+                             f"of at least 1; the plain recipe uses 256, the induction warm-up 512")
         self.max_tokens, self.max_len = 1 + self.context, 1 + 4 * self.context
 
     def describe_curriculum(self) -> list[dict]:

@@ -212,10 +212,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)  # a command-line run owns its process; train() itself never does this
 
-    language_settings = args.induction_warmup or args.docstrings or args.context
+    language_settings = args.induction_warmup or args.docstrings or args.context is not None
     if language_settings and args.task != "language":
         parser.error("--induction-warmup, --docstrings and --context are settings of the language task")
-    context = {"context": args.context} if args.context else {}
+    if args.context is not None and args.context < 1:
+        parser.error(f"--context {args.context}: the crop length must be at least 1 character (try 256 or 512)")
+    context = {"context": args.context} if args.context is not None else {}
     task = (Language(induction_warmup=args.induction_warmup, docstrings=args.docstrings, **context)
             if language_settings else args.task)
     model, history = train(args.preset, task, args.steps, batch_size=args.batch_size, lr=args.lr,
