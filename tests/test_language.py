@@ -124,6 +124,8 @@ def test_the_induction_warm_up_starts_on_short_repeated_spans_then_mixes_in_plai
     assert task.context == 512 and task.max_len == 1 + 4 * 512  # then 512 characters; text 4x that is measured
     with pytest.raises(ValueError, match="context=-5 is the crop length"):
         Language(induction_warmup=True, context=-5)
+    with pytest.raises(ValueError, match="repeat_rate=2 is the share of rows"):
+        Language(repeat_rate=2)
     batch = early.sample(16, seed=0)
     assert batch.input_ids.shape == (16, 1 + 128)
     for row in batch.targets:

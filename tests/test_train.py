@@ -4,8 +4,8 @@ import torch
 
 from transformer import PRESETS, TransformerConfig
 from transformer.checkpoint import load
-from transformer.tasks import TASKS
-from transformer.train import config_for, evaluate, learning_rate, main, train
+from transformer.tasks import TASKS, Language
+from transformer.train import config_for, evaluate, learning_rate, main, task_for, train
 
 # small enough for a few hundred steps in seconds on a CPU
 TINY_DECODER = TransformerConfig(vocab_size=len(TASKS["mixed"].vocab), d_model=32, n_heads=4, n_layers=1, max_len=32,
@@ -107,7 +107,24 @@ def test_command_line_trains_and_writes_a_loadable_checkpoint(tmp_path, capsys):
 def test_command_line_refuses_language_settings_for_other_tasks(capsys):
     with pytest.raises(SystemExit):
         main(["--preset", "llama2", "--task", "induction", "--steps", "3", "--out", "unused", "--context", "512"])
-    assert "--context are settings of the language task" in capsys.readouterr().err
+    assert "--context and --repeat-rate are settings of the language task" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--preset", "llama2", "--task", "language", "--steps", "3", "--out", "unused", "--context", "0"])
     assert "--context 0: the crop length must be at least 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--preset", "llama2", "--task", "language", "--steps", "3", "--out", "unused", "--repeat-rate", "1.5"])
+    assert "--repeat-rate 1.5: a share of rows, between 0 and 1" in capsys.readouterr().err
+
+
+def test_a_sliding_window_model_trains_on_repeats_its_window_can_reach(tmp_path):
+    task = task_for(config_for("mistral", "language"), Language(induction_warmup=True, repeat_rate=0.25))
+    assert task.repeat_lengths == (15, 31) and task.repeat_rate == 0.25  # window 32: a copy at most 31 back
+    assert task.at(0.0).repeat_lengths == (15, 31) and task.at(0.0).context == 128
+    for row in task.at(0.0).sample(16, seed=0).targets:  # the warm-up's every row repeats a span it can see
+        assert any(torch.equal(row[L:], row[:-L]) for L in range(15, 32))
+    assert task_for(config_for("llama2", "language"), "language").repeat_lengths == (20, 200)  # no window: as it was
+    main(["--preset", "mistral", "--task", "language", "--steps", "2", "--batch-size", "2", "--out", str(tmp_path / "m"),
+          "--induction-warmup", "--context", "64", "--repeat-rate", "0.25"])
+    corpus = load(tmp_path / "m")[1]["corpus"]
+    assert corpus["repeat_lengths"] == [15, 31] and corpus["repeat_rate"] == 0.25 and corpus["context"] == 64
+    assert corpus["curriculum"][0]["repeat_lengths"] == [15, 31]

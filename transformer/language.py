@@ -217,6 +217,13 @@ def repeated_sentence(sentence: str) -> tuple[torch.Tensor, torch.Tensor, torch.
     return ids, queries, keys
 
 
+def induction_sentences(cfg) -> list[str]:
+    """The held-out sentences an induction head is measured on: all of them (20-200 characters), or for a
+    model with a sliding window those whose first copy its window still reaches (shorter than the window)."""
+    sentences = held_out_sentences()
+    return [s for s in sentences if len(s) < cfg.sliding_window] if cfg.sliding_window else sentences
+
+
 @torch.no_grad()
 def induction_scores(model, sentences: list[str]) -> torch.Tensor:
     """(L, H): on each sentence written twice, the mean weight from the second copy's tokens to the
@@ -330,12 +337,10 @@ def measure(model, context: int | None = None) -> dict:
                 "previous_token_head": best(neighbour_scores(model, -1, context)),
                 "next_token_head": best(neighbour_scores(model, +1, context))}
     context = context or BITS_CONTEXT
-    sentences = held_out_sentences()
     figures = {
         "bits_per_char": round(bits_per_char(model, BITS_CONTEXT), 3),  # one protocol for every decoder
         "previous_token_head": best(previous_token_scores(model)),
-        "induction_head": best(induction_scores(model, [s for s in sentences if len(s) < model.cfg.sliding_window]
-                                                if model.cfg.sliding_window else sentences)),
+        "induction_head": best(induction_scores(model, induction_sentences(model.cfg))),
     }
     if model.cfg.max_len >= context * EXTRAPOLATION[-1]:
         figures["bits_per_char_by_length"] = {f"{m}x": round(bits_per_char(model, m * context, limit=8 * 4 // m), 3)

@@ -19,6 +19,7 @@ answer positions (``loss_mask``): loss and accuracy count those positions only.
 """
 from __future__ import annotations
 
+import copy
 import math
 import string
 from dataclasses import dataclass, fields
@@ -441,7 +442,10 @@ class Language(Task):
     128-character crops; then, in 512-character crops, half the rows repeat a span of text,
     short spans as often as long ones in ratio. Mixed with plain text from the first step, the induction circuit
     did not form in 2,000 steps; repeats alone form it within a few hundred steps, and it
-    survives the mix (docs/checkpoints.md).
+    survives the mix (docs/checkpoints.md). Language(repeat_rate=...) sets the share of
+    repeating rows after the warm-up: fewer leave more plain text, so fewer bits per
+    character, and a weaker head. A model with a sliding window trains on
+    task.within_window(W), spans its window can reach (train() does this itself).
 
     The encoder (BERT) has a curriculum of its own, always on: a position table is an
     encoder's only source of order, and on 128-character crops nothing pulled it off the
@@ -476,10 +480,28 @@ class Language(Task):
         defaults = self.MASKED if masked else self.INDUCTION_WARMUP if induction_warmup else {}
         for name, value in {**defaults, **settings}.items():
             setattr(self, name, value)  # instance settings shadow the class's defaults above
+        if not 0.0 <= self.repeat_rate <= 1.0:
+            raise ValueError(f"repeat_rate={self.repeat_rate!r} is the share of rows that repeat a span and must be "
+                             f"between 0 and 1; the plain recipe uses 0.25, the induction warm-up 0.5")
         if not isinstance(self.context, int) or self.context < 1:
             raise ValueError(f"context={self.context!r} is the crop length in characters and must be a whole number "
                              f"of at least 1; the plain recipe uses 256, the induction warm-up 512")
         self.max_tokens, self.max_len = 1 + self.context, 1 + 4 * self.context
+
+    def within_window(self, window: int) -> "Language":
+        """This task for a model whose sliding window shows each query `window` keys: every stage's repeated
+        spans made short enough (at most window - 1 characters, the longest span whose earlier copy the window
+        still reaches), the shortest at most half the longest. A span the window cannot see twice teaches
+        nothing: with 20-to-200-character spans and a 32-key window, Mistral's warm-up grew a head of 0.15."""
+        def fit(lengths: tuple[int, int]) -> tuple[int, int]:
+            high = max(1, min(lengths[1], window - 1))
+            return max(1, min(lengths[0], high // 2)), high
+
+        fitted = copy.copy(self)
+        fitted.repeat_lengths = fit(self.repeat_lengths)
+        fitted.curriculum = tuple((until, {**settings, "repeat_lengths": fit(settings.get("repeat_lengths", Language.repeat_lengths))})
+                                  for until, settings in self.curriculum)
+        return fitted
 
     def describe_curriculum(self) -> list[dict]:
         """The stages in order, JSON-ready: until (share of training) and the settings that differ."""

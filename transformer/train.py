@@ -55,6 +55,15 @@ def config_for(preset: str | TransformerConfig, task: str | Task, **changes) -> 
     return cfg
 
 
+def task_for(cfg: TransformerConfig, task: str | Task) -> Task:
+    """The task as this model trains on it: its arch's form, and for a language model with a sliding
+    window, repeated spans the window can reach."""
+    task = get_task(task).for_arch(cfg.arch)
+    if isinstance(task, Language) and cfg.sliding_window:
+        task = task.within_window(cfg.sliding_window)
+    return task
+
+
 def scale_embeddings_for_sinusoidal(model: Transformer) -> None:
     """Start token embeddings at 0.02 * sqrt(d_model) when positions are sinusoidal.
 
@@ -114,7 +123,7 @@ def train(cfg_or_preset: str | TransformerConfig, task: str | Task, steps: int, 
     if batch_size < 1:
         raise ValueError(f"batch_size={batch_size} must be at least 1")
     cfg = config_for(cfg_or_preset, task)
-    task = get_task(task).for_arch(cfg.arch)
+    task = task_for(cfg, task)
     device = torch.device(device) if device is not None else default_device()
     warmup = max(1, steps // 10) if warmup is None else warmup
     data = torch.Generator().manual_seed(seed)  # batches come from their own generator
@@ -171,7 +180,7 @@ def evaluate(model: Transformer, task: str | Task, n_batches: int = 8, batch_siz
 def describe(model: Transformer, task: str | Task, history: list[dict], settings: dict) -> dict:
     """The JSON a trained checkpoint carries: its task, accuracy, how it was trained, and for the
     language task its held-out figures and the text it was trained on."""
-    task = get_task(task).for_arch(model.cfg.arch)
+    task = task_for(model.cfg, task)
     meta = {"task": task.name, "accuracy": round(evaluate(model, task), 4),
             "training": {"steps": len(history), **settings, "schedule": "AdamW, linear warmup (10%) then cosine",
                          "seconds": round(history[-1]["seconds"], 1), "final_loss": round(history[-1]["loss"], 4)}}
@@ -205,6 +214,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--context", type=int, default=None,
                         help="language task: crop length in characters after any warm-up (default 256; 512 with "
                              "--induction-warmup)")
+    parser.add_argument("--repeat-rate", type=float, default=None,
+                        help="language task: share of rows (after any warm-up) that repeat a span of text "
+                             "(default 0.25; 0.5 with --induction-warmup)")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when there is a GPU)")
     parser.add_argument("--threads", type=int, default=1,
                         help="CPU threads for this process (default 1: models this small gain nothing from more, "
@@ -212,13 +224,16 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)  # a command-line run owns its process; train() itself never does this
 
-    language_settings = args.induction_warmup or args.docstrings or args.context is not None
+    language_settings = args.induction_warmup or args.docstrings or args.context is not None or args.repeat_rate is not None
     if language_settings and args.task != "language":
-        parser.error("--induction-warmup, --docstrings and --context are settings of the language task")
+        parser.error("--induction-warmup, --docstrings, --context and --repeat-rate are settings of the language task")
     if args.context is not None and args.context < 1:
         parser.error(f"--context {args.context}: the crop length must be at least 1 character (try 256 or 512)")
-    context = {"context": args.context} if args.context is not None else {}
-    task = (Language(induction_warmup=args.induction_warmup, docstrings=args.docstrings, **context)
+    if args.repeat_rate is not None and not 0 <= args.repeat_rate <= 1:
+        parser.error(f"--repeat-rate {args.repeat_rate}: a share of rows, between 0 and 1 (try 0.25)")
+    settings = {name: value for name, value in (("context", args.context), ("repeat_rate", args.repeat_rate))
+                if value is not None}
+    task = (Language(induction_warmup=args.induction_warmup, docstrings=args.docstrings, **settings)
             if language_settings else args.task)
     model, history = train(args.preset, task, args.steps, batch_size=args.batch_size, lr=args.lr,
                            seed=args.seed, device=args.device)
