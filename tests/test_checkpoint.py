@@ -174,3 +174,14 @@ def test_find_checkpoint_matches_a_preset_and_nothing_else():
     assert find_checkpoint(PRESETS["llama2"]) == next(e.path for e in SHIPPED if e.preset == "llama2")
     assert find_checkpoint(PRESETS["llama2"].replace(position="alibi")) is None
     assert find_checkpoint(PRESETS["llama2"], task="mixed") is None
+
+
+def test_load_reads_every_checkpoint_file_in_assets():
+    """One loader for every kind: each JSON under assets/ (the index aside) loads with its weights, whatever it holds."""
+    from pathlib import Path
+
+    found = sorted(p for p in (Path(__file__).resolve().parents[1] / "assets").rglob("*.json") if p.name != "index.json")
+    assert len(found) >= 20
+    for path in found:
+        model, meta = load(path)
+        assert meta["config"] == model.cfg.to_dict() and not model.training, path.name

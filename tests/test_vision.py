@@ -9,7 +9,7 @@ import torch
 
 from transformer import vision
 from transformer.checkpoint import CheckpointError
-from transformer.checkpoint import load as load_text_checkpoint
+from transformer.checkpoint import load as load_checkpoint
 from transformer.vision import CLS, TrainSettings, VisionShape, VisionTransformer
 from ui.figures import vision as figs
 from apptest_helpers import assert_clean, open_page, values
@@ -117,9 +117,11 @@ def test_the_shipped_vit_records_the_text_models_hook_names_and_its_rows_sum_to_
         assert torch.allclose(model(split.test_images[:5]), logits, rtol=1e-4, atol=1e-4)
 
 
-def test_checkpoints_of_the_other_kind_are_refused_by_name(shipped, tmp_path):
-    with pytest.raises(CheckpointError, match="unexpected cls_token"):
-        load_text_checkpoint(vision.SHIPPED_PATH)  # a ViT is no text model
+def test_the_one_loader_reads_the_vit_and_the_vision_loader_refuses_text(shipped, tmp_path):
+    model, meta = load_checkpoint(vision.SHIPPED_PATH)  # transformer.checkpoint.load dispatches on the JSON
+    assert isinstance(model, vision.VisionTransformer) and meta["vision"] == shipped[1]["vision"]
+    images = torch.rand(3, 8, 8)
+    assert torch.equal(model(images), shipped[0](images))
     with pytest.raises(CheckpointError, match='no "vision" entry'):
         vision.load(ROOT / "assets" / "checkpoints" / "bert-mirror")
     with pytest.raises(CheckpointError, match="no such checkpoint file"):

@@ -99,9 +99,21 @@ def read_meta(path: str | Path) -> tuple[dict, TransformerConfig]:
 
 
 def load(path: str | Path, device: torch.device | str | None = None) -> tuple[Transformer, dict]:
-    """(model in eval mode, meta) from PATH.safetensors + PATH.json; raises CheckpointError if anything is wrong."""
-    weights_path, json_path = checkpoint_paths(path)
+    """(model in eval mode, meta) from PATH.safetensors + PATH.json; raises CheckpointError if anything is wrong.
+
+    Any shipped kind: a JSON with a "vision" entry is a Vision Transformer (transformer.vision reads it),
+    any other a Transformer of its config."""
     document, cfg = read_meta(path)
+    if "vision" in document:
+        from . import vision  # imports this module: read lazily
+
+        return vision.load(path, device)
+    return load_weights(Transformer(cfg, device=device), path), document
+
+
+def load_weights(model: torch.nn.Module, path: str | Path) -> torch.nn.Module:
+    """Fill a freshly built model with PATH.safetensors (tied weights stored once); the model in eval mode."""
+    weights_path, json_path = checkpoint_paths(path)
     if not weights_path.is_file():
         raise CheckpointError(f"{weights_path}: no such file; {json_path.name} is there but its weights are missing")
     try:
@@ -109,7 +121,6 @@ def load(path: str | Path, device: torch.device | str | None = None) -> tuple[Tr
     except (SafetensorError, OSError, ValueError) as error:
         raise CheckpointError(f"{weights_path}: cannot be read as safetensors ({error}); "
                               "the file is truncated or corrupt, save or download it again") from None
-    model = Transformer(cfg, device=device)
     shared = shared_names(model)
     expected = {name: tuple(t.shape) for name, t in model.state_dict().items() if name not in shared}
     problems = _mismatches(expected, {name: tuple(t.shape) for name, t in tensors.items()})
@@ -117,7 +128,7 @@ def load(path: str | Path, device: torch.device | str | None = None) -> tuple[Tr
         raise CheckpointError(f"{weights_path}: weights do not fit the config in {json_path.name}: {'; '.join(problems)}")
     with torch.no_grad():
         model.load_state_dict({**tensors, **{alias: tensors[name] for alias, name in shared.items()}})
-    return model.eval(), document
+    return model.eval()
 
 
 def _mismatches(expected: dict[str, tuple], found: dict[str, tuple], limit: int = 5) -> list[str]:

@@ -28,8 +28,6 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from safetensors import SafetensorError
-from safetensors.torch import load_file
 from torch import nn
 
 from . import checkpoint
@@ -259,7 +257,7 @@ def save(model: VisionTransformer, path: str | Path, meta: dict | None = None) -
 
 def load(path: str | Path = SHIPPED_PATH, device: torch.device | str | None = "cpu") -> tuple[VisionTransformer, dict]:
     """(model in eval mode, meta); a missing, damaged or mismatched file raises CheckpointError naming it."""
-    weights_path, json_path = checkpoint_paths(path)
+    _, json_path = checkpoint_paths(path)
     document, cfg = read_meta(path)
     try:
         shape = VisionShape(**document["vision"])
@@ -270,19 +268,9 @@ def load(path: str | Path = SHIPPED_PATH, device: torch.device | str | None = "c
         raise CheckpointError(f"{json_path}: its \"vision\" entry is not valid: {error}") from None
     try:
         model = VisionTransformer(cfg, shape, device=device)
-        tensors = load_file(str(weights_path))
     except ValueError as error:
         raise CheckpointError(f"{json_path}: {error}") from None
-    except (SafetensorError, OSError) as error:
-        raise CheckpointError(f"{weights_path}: cannot be read as safetensors ({error}); "
-                              "the file is missing, truncated or corrupt") from None
-    expected = {name: tuple(t.shape) for name, t in model.state_dict().items()}
-    problems = checkpoint._mismatches(expected, {name: tuple(t.shape) for name, t in tensors.items()})
-    if problems:
-        raise CheckpointError(f"{weights_path}: weights do not fit the config in {json_path.name}: {'; '.join(problems)}")
-    with torch.no_grad():
-        model.load_state_dict(tensors)
-    return model.eval(), document
+    return checkpoint.load_weights(model, path), document
 
 
 # --- command line -----------------------------------------------------------------------
