@@ -96,8 +96,9 @@ def _students(url: str, code: str, n: int, first: int, rounds: int, start, done,
 
 def throughput(url: str, writers: str, students: int, processes: int, rounds: int) -> dict:
     teacher = open_store(url)
-    code = teacher.create_session()
-    teacher.set_step(code, 1)
+    new = teacher.create_session()
+    code, key = new.code, new.teacher_key
+    teacher.set_step(code, key, 1)
     if writers == "threads":
         start, done, results = threading.Barrier(students + 1), threading.Barrier(students + 1), []
         workers = [threading.Thread(target=_students, args=(url, code, students, 0, rounds, start, done, results))]
@@ -112,10 +113,10 @@ def throughput(url: str, writers: str, students: int, processes: int, rounds: in
     lost = []
     try:
         for r in range(rounds + 1):
-            teacher.set_step(code, r + 1)
+            teacher.set_step(code, key, r + 1)
             start.wait(120)
             done.wait(120)
-            lost.append(students - sum(teacher.counts(code, r + 1).values()))
+            lost.append(students - sum(teacher.counts(code, r + 1, key).values()))
         collected = [results.get(timeout=120) for _ in workers] if hasattr(results, "get") else None
     finally:
         for w in workers:
@@ -138,16 +139,16 @@ def throughput(url: str, writers: str, students: int, processes: int, rounds: in
 
 # --- visibility: an answer on the teacher's screen -------------------------------------------------
 
-def _teacher_polls(url: str, code: str, step: int, total: int, ready, results) -> None:
+def _teacher_polls(url: str, code: str, key: str, step: int, total: int, ready, results) -> None:
     """Poll counts() until `total` answers show; put [(total seen, first time seen)], [call durations]."""
     store = open_store(url)
-    store.counts(code, step)  # a connection ready before the first answer
+    store.counts(code, step, key)  # a connection ready before the first answer
     seen, calls, last = [], [], 0
     ready.set()
     deadline = time.monotonic() + 120
     while last < total and time.monotonic() < deadline:
         t0 = time.monotonic()
-        now = sum(store.counts(code, step).values())
+        now = sum(store.counts(code, step, key).values())
         t1 = time.monotonic()
         calls.append(t1 - t0)
         if now > last:
@@ -160,16 +161,17 @@ def _teacher_polls(url: str, code: str, step: int, total: int, ready, results) -
 
 def visibility(url: str, writers: str, samples: int) -> dict:
     student_store = open_store(url)
-    code = student_store.create_session()
-    student_store.set_step(code, 1)
+    new = student_store.create_session()
+    code, key = new.code, new.teacher_key
+    student_store.set_step(code, key, 1)
     ids = [student_store.join(code) for _ in range(samples)]
     if writers == "threads":
         ready, results = threading.Event(), []
-        reader = threading.Thread(target=_teacher_polls, args=(url, code, 1, samples, ready, results))
+        reader = threading.Thread(target=_teacher_polls, args=(url, code, key, 1, samples, ready, results))
     else:
         ctx = multiprocessing.get_context("spawn")
         ready, results = ctx.Event(), ctx.Queue()
-        reader = ctx.Process(target=_teacher_polls, args=(url, code, 1, samples, ready, results))
+        reader = ctx.Process(target=_teacher_polls, args=(url, code, key, 1, samples, ready, results))
     reader.start()
     ready.wait(120)
     rng, started = random.Random(0), []

@@ -1,27 +1,31 @@
-"""The class poll's storage: sessions, anonymous students and their answers, in a real database.
+"""The class poll's storage: classes, anonymous students and their answers, in a real database.
 
-A teacher starts a session and shows its class code; students join with that code and answer
+A teacher starts a class and shows its public code; students join with that code and answer
 the current step's question; the teacher's screen reads the distribution of answers, then
-reveals the answer. This module only stores and checks; it never imports Streamlit, and the
-page on top of it decides who may call what (the code is the only key: keep `set_step` and
-`reveal` on the teacher's screen).
+reveals the answer. This module only stores and checks, and never imports Streamlit. What a
+person may do is decided here, by secrets, not by the page: a public code identifies a
+class, only a secret authorises.
 
     from ui.lessons.poll_store import open_store, PollError
 
-    store = open_store()                # $ATTENTION_LAB_DB, else data/attention_lab.sqlite3
-    code = store.create_session()       # "K7QPM": 5 characters, no 0/O/1/I; the session starts at step 0
-    store.set_step(code, 1)             # the question the class answers now
-    sid = store.join(code)              # an anonymous random id: keep it in the student's browser session
-    store.answer(code, sid, 1, "B")     # True: a first answer; False: it replaced this student's earlier one
-    store.counts(code, 1)               # {"B": 1}
-    store.reveal(code, 1)               # step 1 takes no more answers
-    store.is_revealed(code, 1)          # True
-    store.session_info(code)            # SessionInfo(code, step=1, students=1, answered=1, revealed=True, ...)
+    store = open_store()                   # $ATTENTION_LAB_DB, else data/attention_lab.sqlite3
+    new = store.create_session()           # NewClass(code="K7QPM", teacher_key="kq3…"): step 0
+    code, key = new.code, new.teacher_key  # the code goes on the projector; the key stays private
+    store.set_step(code, key, 1)           # the question the class answers now
+    token = store.join(code)               # a student's secret: keep it in that student's browser only
+    store.answer(code, token, 1, "B")      # True: a first answer; False: it replaced this student's earlier one
+    store.counts(code, 1, key)             # {"B": 1}: live counts need the teacher key
+    store.reveal(code, key, 1)             # step 1 takes no more answers ...
+    store.counts(code, 1)                  # ... and anyone in the class may now see {"B": 1}
+    store.rejoin(code, token)              # True: a reloaded student page is the same student
+    store.session_info(code)               # SessionInfo(code, step=1, students=1, answered=1, revealed=True, ...)
+    store.teacher_info(code, key)          # the same, once the key is checked (a reloaded teacher page)
+    store.end_session(code, key)           # the class ends now
 
     try:
         store.join("ABCDE")
-    except PollError as e:              # a ValueError whose message a student can read:
-        st.error(str(e))                # "No class with code ABCDE — check the code on the teacher's screen."
+    except PollError as e:                 # a ValueError whose message a student can read:
+        st.error(str(e))                   # "No class with code ABCDE — check the code on the teacher's screen."
 
 One store per server process (`st.cache_resource`); it is thread-safe, keeps the connections
 a burst of answers opened for reuse (up to 40, each closed after 2 minutes unused), and
@@ -30,28 +34,49 @@ several processes or servers may share one database.
 The rules:
 
 - **Codes**: `CODE_LENGTH` characters from `ALPHABET` (32 letters and digits, none of
-  0 O 1 I), unique among the stored sessions. What a student types is forgiven case and
-  spaces or dashes ("k7q-pm" finds K7QPM).
+  0 O 1 I), unique among the stored classes. What a student types is forgiven case and
+  spaces or dashes ("k7q-pm" finds K7QPM). A code is public: it is on the projector.
+- **The teacher key**: `create_session` returns, once, a key of 128 random bits
+  (`secrets.token_urlsafe(16)`). Only its SHA-256 is stored, and a key offered later is hashed
+  and compared with `hmac.compare_digest` (constant time). Every teacher action takes the key
+  and checks it here: `set_step`, `reveal`, `end_session`, `teacher_info`, and `counts` of a
+  step not yet revealed. A wrong key raises PollError and changes nothing; so does any key
+  once the class has ended.
+- **Students**: `join` returns a student token, 128 random bits, which is the student's only
+  identity; the store keeps its SHA-256 (the `student_id` column), nothing else about the
+  student but the time of joining. Whoever holds a token answers as that student, so it must
+  never travel in a URL. `rejoin` says whether a token still belongs to a class.
 - **One answer per student per step.** A second answer to the same step *replaces* the first
   (a student may change their mind until the reveal): the count moves, it never doubles, and
-  `answer` returns False. Only the session's current step takes answers, and not once it is
-  revealed; a student who joins late answers the current step like everyone else.
-- **Expiry**: a session takes joins, answers and reads for `ttl_hours` after it was created
-  (3 by default; `open_store(ttl_hours=...)` or `$ATTENTION_LAB_POLL_HOURS`), then every call
-  with its code raises PollError ("... has ended"). Its rows are deleted a day after that,
-  the next time any session is created. Times are seconds since the epoch from the store's
-  clock (`open_store(clock=...)`, time.time by default); `create_session(now=...)` starts a
-  session at another time, for tests.
-- **No personal data**: a student is a random id (`secrets.token_hex(8)`) and the time of
-  joining; an answer is the step, the answer text (at most `MAX_ANSWER_CHARS`) and its time.
-- **Errors**: a wrong or expired code, an id that never joined this class, a step that is not
-  the current one or already revealed, an empty or too long answer: `PollError`, a
-  ValueError whose message is written for the person at the screen. A database URL the
-  store cannot use raises a plain ValueError; PostgreSQL without its driver, an ImportError
-  that says what to install.
+  `answer` returns False. Only the class's current step takes answers, and not once it is
+  revealed; a student who joins late answers the current step like everyone else. A token of
+  another class, or one that never joined, is refused.
+- **Counts**: with the teacher key, any step's counts at any time; without it, only a step
+  already revealed (the class sees how it did once the teacher reveals).
+- **Expiry**: a class takes joins, answers and reads for `ttl_hours` after it was created
+  (3 by default; `open_store(ttl_hours=...)` or `$ATTENTION_LAB_POLL_HOURS`), or until the
+  teacher's `end_session`; then every call with its code raises PollError ("... has ended").
+  Its rows -- the class, its students, answers and reveals -- are deleted `PURGE_AFTER_S`
+  (an hour) after it ended: until then its code says "ended", afterwards "no class". The
+  purge runs at the start of any write, at most once a minute per store (one indexed
+  DELETE per table). Times are seconds since the epoch from the store's clock
+  (`open_store(clock=...)`, time.time by default); `create_session(now=...)` starts a class
+  at another time, for tests.
+- **Limits** (`Limits`; `open_store(max_polls=..., max_students=..., max_answer_chars=...)` or
+  the environment variables beside each): a database holds at most `max_polls` classes at
+  once, 200 by default (`$ATTENTION_LAB_MAX_POLLS`), a class counting from its start until
+  its rows are purged; a class takes at most `max_students` students, 500 by default
+  (`$ATTENTION_LAB_MAX_STUDENTS`); an answer is at most `max_answer_chars` characters, 200
+  by default (`$ATTENTION_LAB_MAX_ANSWER_CHARS`). Reaching one raises PollError naming it.
+- **Errors**: a wrong or ended code, a wrong teacher key, a token of another class, a step
+  that is not the current one or already revealed, an empty or too long answer, a limit
+  reached: `PollError`, a ValueError whose message is written for the person at the screen
+  (it never repeats a key or a token). A database URL or setting the store cannot use raises
+  a plain ValueError; PostgreSQL without its driver, an ImportError that says what to install.
 
-Where the answers live: `open_store(url=None, *, ttl_hours=None, clock=time.time) -> PollStore`
-reads `url`, else `$ATTENTION_LAB_DB`, else takes the default:
+Where the answers live: `open_store(url=None, *, ttl_hours=None, max_polls=None,
+max_students=None, max_answer_chars=None, clock=time.time) -> PollStore` reads `url`, else
+`$ATTENTION_LAB_DB`, else takes the default:
 
 - SQLite, by default: one file, `data/attention_lab.sqlite3` in the repository (`DEFAULT_PATH`);
   a path, or `sqlite:///relative/path` / `sqlite:////absolute/path`, picks another file. WAL
@@ -61,12 +86,18 @@ reads `url`, else `$ATTENTION_LAB_DB`, else takes the default:
   local disk: WAL needs shared memory, which network file systems do not give).
 - PostgreSQL: `postgresql://user:password@host:port/dbname` (or `postgres://`), for a class
   spread over several app servers. Needs `psycopg` 3 (`pip install "psycopg[binary]"`),
-  imported only then. The tables (`poll_sessions`, `poll_students`, `poll_answers`,
-  `poll_reveals`) are created on first use. A connection the server dropped (a restart) is
-  replaced and the call retried once.
+  imported only then. A connection the server dropped (a restart) is replaced and the call
+  retried once.
+
+On either, the tables (`poll_sessions`, `poll_students`, `poll_answers`, `poll_reveals`) are
+created on first use. A database written by an older version, without teacher keys, gains
+the missing columns (`ADDED_COLUMNS`) when a store opens it; its old classes have no key, so
+no one can act as their teacher, and they are purged when they end like any other.
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import numbers
 import os
 import re
@@ -83,12 +114,19 @@ ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_PATH = ROOT / "data" / "attention_lab.sqlite3"
 URL_ENV = "ATTENTION_LAB_DB"
 TTL_ENV = "ATTENTION_LAB_POLL_HOURS"
+MAX_POLLS_ENV = "ATTENTION_LAB_MAX_POLLS"
+MAX_STUDENTS_ENV = "ATTENTION_LAB_MAX_STUDENTS"
+MAX_ANSWER_CHARS_ENV = "ATTENTION_LAB_MAX_ANSWER_CHARS"
 
 ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0 O 1 I: read off a projector, typed on a laptop
 CODE_LENGTH = 5
+SECRET_BYTES = 16  # teacher keys and student tokens: 128 random bits each
 DEFAULT_TTL_HOURS = 3.0
-PURGE_AFTER_S = 24 * 3600.0  # an ended session's rows are kept this long, so its code says "ended", not "no class"
+DEFAULT_MAX_POLLS = 200
+DEFAULT_MAX_STUDENTS = 500
 MAX_ANSWER_CHARS = 200
+PURGE_AFTER_S = 3600.0  # an ended class's rows are kept this long, so its code says "ended", not "no class"
+PURGE_EVERY_S = 60.0  # a store looks for rows to purge at most this often (by its clock), at the start of a write
 BUSY_TIMEOUT_S = 10.0
 MAX_IDLE_CONNECTIONS = 40  # kept for reuse: a class answering at once needs about one each (see _acquire)
 IDLE_TIMEOUT_S = 120.0  # an idle connection unused this long is closed
@@ -99,6 +137,12 @@ class PollError(ValueError):
 
 
 @dataclass(frozen=True)
+class NewClass:
+    code: str  # public: on the projector, in the students' link and QR code
+    teacher_key: str  # secret: shown once to the teacher, stored only as its SHA-256
+
+
+@dataclass(frozen=True)
 class SessionInfo:
     code: str
     step: int  # the step the class answers now
@@ -106,12 +150,36 @@ class SessionInfo:
     answered: int  # answers to the current step
     revealed: bool  # the current step's answer is revealed
     created_at: float  # seconds since the epoch
-    expires_at: float
+    expires_at: float  # when the class ends unless the teacher ends it sooner
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much one database holds; reaching a limit raises a PollError that names it."""
+
+    max_polls: int = DEFAULT_MAX_POLLS  # classes held at once, from their start until their rows are purged
+    max_students: int = DEFAULT_MAX_STUDENTS  # students of one class
+    max_answer_chars: int = MAX_ANSWER_CHARS  # characters of one answer
+
+    def __post_init__(self):
+        for name, value in vars(self).items():
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+                raise ValueError(f"{name}={value!r}: a limit is a whole number, 1 or more")
 
 
 def new_code() -> str:
     """A random class code (not checked against the stored ones: `create_session` does that)."""
     return "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
+
+
+def new_secret() -> str:
+    """A teacher key or student token: SECRET_BYTES random bytes, URL-safe base64 (22 characters)."""
+    return secrets.token_urlsafe(SECRET_BYTES)
+
+
+def digest(secret: str) -> str:
+    """What the store keeps of a secret: its SHA-256, in hex. Stolen rows give no one a key."""
+    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 def normalize_code(code: object) -> str:
@@ -124,30 +192,46 @@ def normalize_code(code: object) -> str:
     return code
 
 
-def open_store(url: str | None = None, *, ttl_hours: float | None = None,
+def open_store(url: str | None = None, *, ttl_hours: float | None = None, max_polls: int | None = None,
+               max_students: int | None = None, max_answer_chars: int | None = None,
                clock: Callable[[], float] = time.time) -> PollStore:
-    """The store for `url`, else $ATTENTION_LAB_DB, else the SQLite file DEFAULT_PATH (see the module's doc)."""
+    """The store for `url`, else $ATTENTION_LAB_DB, else the SQLite file DEFAULT_PATH (see the module's doc).
+
+    A setting left None is read from its environment variable, else takes its default.
+    """
     url = url if url is not None else (os.environ.get(URL_ENV) or None)
-    if ttl_hours is None:
-        text = os.environ.get(TTL_ENV)
-        try:
-            ttl_hours = float(text) if text else DEFAULT_TTL_HOURS
-        except ValueError:
-            raise ValueError(f"{TTL_ENV}={text!r}: expected a number of hours, like 3") from None
+    ttl_hours = _setting(ttl_hours, TTL_ENV, DEFAULT_TTL_HOURS, float, "a number of hours, like 3")
     if not ttl_hours > 0:
         raise ValueError(f"ttl_hours={ttl_hours}: a class code must last a positive number of hours")
+    limits = Limits(_setting(max_polls, MAX_POLLS_ENV, DEFAULT_MAX_POLLS, int, "a whole number, like 200"),
+                    _setting(max_students, MAX_STUDENTS_ENV, DEFAULT_MAX_STUDENTS, int, "a whole number, like 500"),
+                    _setting(max_answer_chars, MAX_ANSWER_CHARS_ENV, MAX_ANSWER_CHARS, int,
+                             "a whole number, like 200"))
     if url is None:
-        return SQLiteStore(DEFAULT_PATH, ttl_hours, clock)
+        return SQLiteStore(DEFAULT_PATH, ttl_hours, clock, limits)
     if url.startswith(("postgresql://", "postgres://")):
-        return PostgresStore(url, ttl_hours, clock)
+        return PostgresStore(url, ttl_hours, clock, limits)
     if url.startswith("sqlite:"):
         if not url.startswith("sqlite:///") or len(url) == len("sqlite:///"):
             raise ValueError(f"{url!r}: a SQLite URL reads sqlite:///relative/path or sqlite:////absolute/path")
-        return SQLiteStore(Path(url[len("sqlite:///"):]), ttl_hours, clock)
+        return SQLiteStore(Path(url[len("sqlite:///"):]), ttl_hours, clock, limits)
     if "://" in url or url == ":memory:":
         raise ValueError(f"{URL_ENV}={url!r}: expected postgresql://user:password@host:port/dbname, "
                          "sqlite:///path/to/file.sqlite3 or a plain file path")
-    return SQLiteStore(Path(url), ttl_hours, clock)
+    return SQLiteStore(Path(url), ttl_hours, clock, limits)
+
+
+def _setting(given: Any, env: str, default: Any, parse: Callable[[str], Any], expected: str) -> Any:
+    """`given`, else the environment variable `env` parsed, else `default`."""
+    if given is not None:
+        return given
+    text = os.environ.get(env)
+    if not text:
+        return default
+    try:
+        return parse(text)
+    except ValueError:
+        raise ValueError(f"{env}={text!r}: expected {expected}") from None
 
 
 class _Db:
@@ -166,6 +250,10 @@ class _Db:
     def all(self, sql: str, *params) -> list[tuple]:
         return self.conn.execute(self.store._sql(sql), params).fetchall()
 
+    def columns(self, table: str) -> set[str]:
+        """The column names `table` has now (an empty query's description, the same on both databases)."""
+        return {column[0].lower() for column in self.conn.execute(f"SELECT * FROM {table} WHERE 1 = 0").description}
+
 
 class PollStore:
     """The poll's operations on a DB-API connection; SQLiteStore and PostgresStore supply the connections."""
@@ -181,7 +269,9 @@ class PollStore:
                code TEXT PRIMARY KEY,
                created_at DOUBLE PRECISION NOT NULL,
                expires_at DOUBLE PRECISION NOT NULL,
-               step INTEGER NOT NULL DEFAULT 0)""",
+               step INTEGER NOT NULL DEFAULT 0,
+               teacher_key_sha256 TEXT,
+               ended_at DOUBLE PRECISION)""",
         """CREATE TABLE IF NOT EXISTS poll_students (
                code TEXT NOT NULL REFERENCES poll_sessions (code),
                student_id TEXT NOT NULL,
@@ -200,74 +290,148 @@ class PollStore:
                step INTEGER NOT NULL,
                revealed_at DOUBLE PRECISION NOT NULL,
                PRIMARY KEY (code, step))""",
-        "CREATE INDEX IF NOT EXISTS poll_sessions_expiry ON poll_sessions (expires_at)",
+    )
+    # columns a database made by an older version lacks: (table, column, its SQL type)
+    ADDED_COLUMNS = (
+        ("poll_sessions", "teacher_key_sha256", "TEXT"),  # NULL: a class no key opens
+        ("poll_sessions", "ended_at", "DOUBLE PRECISION"),  # set when the teacher ends the class
+    )
+    INDEXES = (
+        "CREATE INDEX IF NOT EXISTS poll_sessions_expiry ON poll_sessions (expires_at)",  # the purge
+        "CREATE INDEX IF NOT EXISTS poll_students_by_id ON poll_students (student_id)",  # a token's class
     )
 
-    def __init__(self, ttl_hours: float, clock: Callable[[], float]):
+    def __init__(self, ttl_hours: float, clock: Callable[[], float], limits: Limits = Limits()):
         self.ttl_s = float(ttl_hours) * 3600.0
         self.clock = clock
+        self.limits = limits
         self._idle: list[tuple[Any, float]] = []  # (connection, when it was released), oldest first
         self._pool_lock = threading.Lock()
         self._closed = False
+        self._next_purge = float("-inf")  # by self.clock: the first write purges
+        self._purge_lock = threading.Lock()
         self._run(self._create_schema, write=True)
 
-    # --- the interface ----------------------------------------------------------------------
+    # --- the teacher ------------------------------------------------------------------------
 
-    def create_session(self, now: float | None = None) -> str:
-        """A new session at step 0; returns its class code. Also deletes sessions ended over a day ago."""
+    def create_session(self, now: float | None = None) -> NewClass:
+        """A new class at step 0: its public code and its teacher key (the only time the key is given)."""
+        self._purge_if_due()
         created = self.clock() if now is None else float(now)
+        key = new_secret()
 
         def work(db: _Db) -> str | None:
-            old = (created - PURGE_AFTER_S,)  # ended over a day before this one starts
-            for table in ("poll_answers", "poll_students", "poll_reveals"):
-                db.exec(f"DELETE FROM {table} WHERE code IN (SELECT code FROM poll_sessions WHERE expires_at < ?)",
-                        *old)
-            db.exec("DELETE FROM poll_sessions WHERE expires_at < ?", *old)
+            self._serialize_creation(db)
+            held = db.one("SELECT COUNT(*) FROM poll_sessions WHERE expires_at >= ?", created - PURGE_AFTER_S)[0]
+            if held >= self.limits.max_polls:
+                raise PollError(f"This server already holds {held} class polls, the most it keeps at once "
+                                f"({MAX_POLLS_ENV}={self.limits.max_polls}); a poll's place frees up an hour "
+                                "after it ends — end polls no longer in use, or try again later.")
             for _ in range(20):  # 32**5 codes: a clash is rare, twenty in a row never happens
                 code = new_code()
-                if db.exec("INSERT INTO poll_sessions (code, created_at, expires_at, step) VALUES (?, ?, ?, 0) "
-                           "ON CONFLICT (code) DO NOTHING", code, created, created + self.ttl_s):
+                if db.exec("INSERT INTO poll_sessions (code, created_at, expires_at, step, teacher_key_sha256) "
+                           "VALUES (?, ?, ?, 0, ?) ON CONFLICT (code) DO NOTHING",
+                           code, created, created + self.ttl_s, digest(key)):
                     return code
             return None
 
         code = self._run(work, write=True)
         if code is None:
             raise RuntimeError("20 random class codes in a row were taken: is new_code random?")
-        return code
+        return NewClass(code, key)
 
-    def join(self, code: str) -> str:
-        """A new anonymous student of the class; returns the student's id (pass it to `answer`)."""
-        student_id = secrets.token_hex(8)
+    def teacher_info(self, code: str, teacher_key: str) -> SessionInfo:
+        """The class as its teacher's screen shows it, once the key is checked (a reloaded teacher page resumes so)."""
+        def work(db: _Db) -> SessionInfo:
+            return self._info(db, self._teacher(db, code, teacher_key))
 
-        def work(db: _Db) -> None:
-            c, _step = self._live(db, code, self._lock_share)
-            db.exec("INSERT INTO poll_students (code, student_id, joined_at) VALUES (?, ?, ?)",
-                    c, student_id, self.clock())
+        return self._run(work)
 
-        self._run(work, write=True)
-        return student_id
-
-    def set_step(self, code: str, step: int) -> None:
+    def set_step(self, code: str, teacher_key: str, step: int) -> None:
         """Move the class to `step` (any whole number >= 0, forwards or back); only it takes answers."""
         step = _check_step(step)
+        self._purge_if_due()
 
         def work(db: _Db) -> None:
-            c, _ = self._live(db, code, self._lock_update)
+            c = self._teacher(db, code, teacher_key, self._lock_update)[0]
             db.exec("UPDATE poll_sessions SET step = ? WHERE code = ?", step, c)
 
         self._run(work, write=True)
 
-    def answer(self, code: str, student_id: str, step: int, answer: str) -> bool:
+    def reveal(self, code: str, teacher_key: str, step: int) -> None:
+        """Reveal `step`'s answer: from now on it takes no more answers. Revealing twice is harmless."""
+        step = _check_step(step)
+        self._purge_if_due()
+
+        def work(db: _Db) -> None:
+            c = self._teacher(db, code, teacher_key, self._lock_update)[0]  # waits for answers in flight
+            db.exec("INSERT INTO poll_reveals (code, step, revealed_at) VALUES (?, ?, ?) "
+                    "ON CONFLICT (code, step) DO NOTHING", c, step, self.clock())
+
+        self._run(work, write=True)
+
+    def end_session(self, code: str, teacher_key: str) -> None:
+        """End the class now: every later call with its code (the teacher's too) says it has ended."""
+        self._purge_if_due()
+
+        def work(db: _Db) -> None:
+            c = self._teacher(db, code, teacher_key, self._lock_update)[0]
+            now = self.clock()
+            # expires_at moves too: the purge and the limit on classes read only that indexed column
+            db.exec("UPDATE poll_sessions SET ended_at = ?, expires_at = ? WHERE code = ?", now, now, c)
+
+        self._run(work, write=True)
+
+    # --- the students -------------------------------------------------------------------------
+
+    def join(self, code: str) -> str:
+        """A new anonymous student of the class; returns the student's secret token (pass it to `answer`)."""
+        self._purge_if_due()
+        token = new_secret()
+
+        def work(db: _Db) -> None:
+            c = self._session_row(db, code, self._lock_update)[0]  # joins one at a time: the limit holds
+            students = db.one("SELECT COUNT(*) FROM poll_students WHERE code = ?", c)[0]
+            if students >= self.limits.max_students:
+                raise PollError(f"Class {c} is full: {students} students have joined, the most one class "
+                                f"takes on this server ({MAX_STUDENTS_ENV}={self.limits.max_students}) — "
+                                "tell the teacher.")
+            db.exec("INSERT INTO poll_students (code, student_id, joined_at) VALUES (?, ?, ?)",
+                    c, digest(token), self.clock())
+
+        self._run(work, write=True)
+        return token
+
+    def rejoin(self, code: str, student_token: str) -> bool:
+        """True if `student_token` is a student of this class (a reloaded page answers as that student again).
+
+        False for a token of another class, one that never joined, or not a string; a wrong or
+        ended code raises PollError.
+        """
+        def work(db: _Db) -> bool:
+            c = self._session_row(db, code)[0]
+            return isinstance(student_token, str) and db.one(
+                "SELECT 1 FROM poll_students WHERE code = ? AND student_id = ?", c, digest(student_token)) is not None
+
+        return self._run(work)
+
+    def answer(self, code: str, student_token: str, step: int, answer: str) -> bool:
         """Record a student's answer to the current step: True if it is their first, False if it replaced one."""
         step = _check_step(step)
-        if not isinstance(answer, str) or not answer.strip() or len(answer) > MAX_ANSWER_CHARS:
-            raise PollError(f"An answer is some text, at most {MAX_ANSWER_CHARS} characters long.")
-        if not isinstance(student_id, str):
+        most = self.limits.max_answer_chars
+        if not isinstance(answer, str) or not answer.strip() or len(answer) > most:
+            raise PollError(f"An answer is some text, at most {most} characters long.")
+        if not isinstance(student_token, str):
             raise PollError("Join the class with the code on the teacher's screen first.")
+        student_id = digest(student_token)
+        self._purge_if_due()
 
         def work(db: _Db) -> bool:
-            c, current = self._live(db, code, self._lock_share)  # a step change or reveal waits for this answer
+            c, current = self._session_row(db, code, self._lock_share)[:2]  # a step change or reveal waits
             if db.one("SELECT 1 FROM poll_students WHERE code = ? AND student_id = ?", c, student_id) is None:
+                if db.one("SELECT 1 FROM poll_students WHERE student_id = ?", student_id) is not None:
+                    raise PollError(f"This answer was sent with the identity of a student of another class, "
+                                    f"not of class {c} — join class {c} with the code on the teacher's screen.")
                 raise PollError(f"You have not joined class {c} yet — join with the code on the teacher's screen.")
             if step != current:
                 raise PollError(f"Class {c} is on step {current}, not step {step} — "
@@ -285,48 +449,40 @@ class PollStore:
 
         return self._run(work, write=True)
 
-    def counts(self, code: str, step: int) -> dict[str, int]:
-        """How many students gave each answer to `step`, by answer (sorted); {} before the first answer."""
+    # --- what anyone in the class may read ------------------------------------------------------
+
+    def counts(self, code: str, step: int, teacher_key: str | None = None) -> dict[str, int]:
+        """How many students gave each answer to `step`, by answer (sorted); {} before the first answer.
+
+        With the teacher key, at any time; without it, only once `step` is revealed.
+        """
         step = _check_step(step)
 
         def work(db: _Db) -> dict[str, int]:
-            c, _ = self._live(db, code)
+            if teacher_key is not None:
+                c = self._teacher(db, code, teacher_key)[0]
+            else:
+                c = self._session_row(db, code)[0]
+                if db.one("SELECT 1 FROM poll_reveals WHERE code = ? AND step = ?", c, step) is None:
+                    raise PollError(f"The class's answers to step {step} are shown once the teacher reveals them.")
             rows = db.all("SELECT answer, COUNT(*) FROM poll_answers WHERE code = ? AND step = ? "
                           "GROUP BY answer ORDER BY answer", c, step)
             return {answer: int(n) for answer, n in rows}
 
         return self._run(work)
 
-    def reveal(self, code: str, step: int) -> None:
-        """Reveal `step`'s answer: from now on it takes no more answers. Revealing twice is harmless."""
-        step = _check_step(step)
-
-        def work(db: _Db) -> None:
-            c, _ = self._live(db, code, self._lock_update)  # waits for answers in flight to this session
-            db.exec("INSERT INTO poll_reveals (code, step, revealed_at) VALUES (?, ?, ?) "
-                    "ON CONFLICT (code, step) DO NOTHING", c, step, self.clock())
-
-        self._run(work, write=True)
-
     def is_revealed(self, code: str, step: int) -> bool:
         step = _check_step(step)
 
         def work(db: _Db) -> bool:
-            c, _ = self._live(db, code)
+            c = self._session_row(db, code)[0]
             return db.one("SELECT 1 FROM poll_reveals WHERE code = ? AND step = ?", c, step) is not None
 
         return self._run(work)
 
     def session_info(self, code: str) -> SessionInfo:
-        """The session as the teacher's screen shows it (what a reloaded page reads back by its code)."""
-        def work(db: _Db) -> SessionInfo:
-            c, step, created, expires = self._session_row(db, code)
-            students = db.one("SELECT COUNT(*) FROM poll_students WHERE code = ?", c)[0]
-            answered = db.one("SELECT COUNT(*) FROM poll_answers WHERE code = ? AND step = ?", c, step)[0]
-            revealed = db.one("SELECT 1 FROM poll_reveals WHERE code = ? AND step = ?", c, step) is not None
-            return SessionInfo(c, step, int(students), int(answered), revealed, created, expires)
-
-        return self._run(work)
+        """The class as a student's screen follows it: its step, how many joined and answered, the reveal."""
+        return self._run(lambda db: self._info(db, self._session_row(db, code)))
 
     def close(self) -> None:
         """Close the idle connections; the store takes no more calls."""
@@ -345,27 +501,69 @@ class PollStore:
 
     # --- checks -----------------------------------------------------------------------------
 
-    def _session_row(self, db: _Db, code: str, lock: str = "") -> tuple[str, int, float, float]:
-        """(code, step, created_at, expires_at) of a live session, or a PollError for the student."""
+    def _session_row(self, db: _Db, code: str, lock: str = "") -> tuple[str, int, float, float, str | None]:
+        """(code, step, created_at, expires_at, teacher_key_sha256) of a live class, or a PollError for the screen."""
         c = normalize_code(code)
-        row = db.one(f"SELECT step, created_at, expires_at FROM poll_sessions WHERE code = ?{lock}", c)
+        row = db.one("SELECT step, created_at, expires_at, ended_at, teacher_key_sha256 "
+                     f"FROM poll_sessions WHERE code = ?{lock}", c)
         if row is None:
             shown = c if len(c) <= 2 * CODE_LENGTH else c[:2 * CODE_LENGTH] + "…"
             raise PollError(f"No class with code {shown} — check the code on the teacher's screen.")
-        step, created, expires = int(row[0]), float(row[1]), float(row[2])
+        step, created, expires, ended, key_sha256 = int(row[0]), float(row[1]), float(row[2]), row[3], row[4]
+        if ended is not None:
+            raise PollError(f"Class {c} has ended: the teacher ended the poll — ask the teacher for a new code.")
         if self.clock() >= expires:
             raise PollError(f"Class {c} has ended (a class code lasts {(expires - created) / 3600:g} hours) — "
                             "ask the teacher for a new code.")
-        return c, step, created, expires
+        return c, step, created, expires, key_sha256
 
-    def _live(self, db: _Db, code: str, lock: str = "") -> tuple[str, int]:
-        c, step, _, _ = self._session_row(db, code, lock)
-        return c, step
+    def _teacher(self, db: _Db, code: str, teacher_key: object, lock: str = "") -> tuple:
+        """The live class's row, once `teacher_key` is found to be its key; else a PollError, and nothing changes."""
+        row = self._session_row(db, code, lock)
+        c, stored = row[0], row[4]
+        offered = digest(teacher_key) if isinstance(teacher_key, str) else ""
+        # both sides hashed, then compared in constant time: how long a refusal takes says nothing about the key
+        if stored is None or not hmac.compare_digest(stored, offered):
+            raise PollError(f"That teacher key does not open class {c} — resume with the private link or "
+                            "code you were given when the poll started.")
+        return row
+
+    def _info(self, db: _Db, row: tuple) -> SessionInfo:
+        c, step, created, expires, _ = row
+        students = db.one("SELECT COUNT(*) FROM poll_students WHERE code = ?", c)[0]
+        answered = db.one("SELECT COUNT(*) FROM poll_answers WHERE code = ? AND step = ?", c, step)[0]
+        revealed = db.one("SELECT 1 FROM poll_reveals WHERE code = ? AND step = ?", c, step) is not None
+        return SessionInfo(c, step, int(students), int(answered), revealed, created, expires)
+
+    # --- purging ended classes ----------------------------------------------------------------
+
+    def _purge_if_due(self) -> None:
+        """Delete the classes ended over PURGE_AFTER_S ago, with their rows; at most once per PURGE_EVERY_S."""
+        now = self.clock()
+        with self._purge_lock:
+            if now < self._next_purge:
+                return
+            self._next_purge = now + PURGE_EVERY_S
+        self._run(lambda db: self._purge(db, now - PURGE_AFTER_S), write=True)
+
+    def _purge(self, db: _Db, ended_before: float) -> None:
+        ended = "SELECT code FROM poll_sessions WHERE expires_at < ?"  # the expiry index finds them
+        for table in ("poll_answers", "poll_reveals", "poll_students"):  # what refers to a class goes first
+            db.exec(f"DELETE FROM {table} WHERE code IN ({ended})", ended_before)
+        db.exec("DELETE FROM poll_sessions WHERE expires_at < ?", ended_before)
+
+    def _serialize_creation(self, db: _Db) -> None:
+        """Hold off other servers' create_session until this one commits, so the count of classes stays true."""
 
     # --- connections and transactions -------------------------------------------------------
 
     def _create_schema(self, db: _Db) -> None:
         for statement in self.SCHEMA:
+            db.exec(statement)
+        for table, column, sql_type in self.ADDED_COLUMNS:
+            if column not in db.columns(table):
+                db.exec(f"ALTER TABLE {table} ADD COLUMN {column} {sql_type}")
+        for statement in self.INDEXES:
             db.exec(statement)
 
     def _sql(self, sql: str) -> str:
@@ -383,7 +581,7 @@ class PollStore:
         A pooled connection that fails with one of `_retry_errors` (the server restarted and
         dropped it) is thrown away with every idle one, and the work retried once on a new
         connection. Repeating a write is harmless: an answer is an upsert, and a commit lost on
-        the way back at worst leaves an unused session code or student id.
+        the way back at worst leaves an unused class or student row.
         """
         for attempt in range(2):
             conn, pooled = self._acquire()
@@ -445,7 +643,7 @@ class SQLiteStore(PollStore):
     kind = "sqlite"
 
     def __init__(self, path: Path | str, ttl_hours: float = DEFAULT_TTL_HOURS,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, limits: Limits = Limits()):
         self.path = Path(path).expanduser().resolve()
         self.location = str(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -459,7 +657,7 @@ class SQLiteStore(PollStore):
             conn.execute("PRAGMA journal_mode=WAL")  # kept in the file: readers never wait for the writer
         finally:
             conn.close()
-        super().__init__(ttl_hours, clock)
+        super().__init__(ttl_hours, clock, limits)
 
     def _connect(self) -> sqlite3.Connection:
         # isolation_level=None: transactions are begun here (BEGIN IMMEDIATE for writes), not by the module;
@@ -474,11 +672,16 @@ class SQLiteStore(PollStore):
         conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
 
 
+# PostgreSQL advisory locks (any numbers this database's other users do not take)
+SCHEMA_LOCK, CREATION_LOCK, PURGE_LOCK = 7316, 7317, 7318
+
+
 class PostgresStore(PollStore):
     kind = "postgresql"
     _lock_share, _lock_update = " FOR SHARE", " FOR UPDATE"
 
-    def __init__(self, url: str, ttl_hours: float = DEFAULT_TTL_HOURS, clock: Callable[[], float] = time.time):
+    def __init__(self, url: str, ttl_hours: float = DEFAULT_TTL_HOURS, clock: Callable[[], float] = time.time,
+                 limits: Limits = Limits()):
         try:
             import psycopg
         except ImportError as e:
@@ -488,7 +691,7 @@ class PostgresStore(PollStore):
         self._retry_errors = (psycopg.OperationalError, psycopg.InterfaceError)
         self.url = url
         self.location = re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)  # no password in messages
-        super().__init__(ttl_hours, clock)
+        super().__init__(ttl_hours, clock, limits)
 
     def _connect(self) -> Any:
         extra = {} if "connect_timeout" in self.url else {"connect_timeout": int(BUSY_TIMEOUT_S)}
@@ -498,8 +701,16 @@ class PostgresStore(PollStore):
         return sql.replace("?", "%s")
 
     def _create_schema(self, db: _Db) -> None:
-        db.one("SELECT pg_advisory_xact_lock(7316)")  # servers starting together create the tables once
+        db.one("SELECT pg_advisory_xact_lock(?)", SCHEMA_LOCK)  # servers starting together create the tables once
         super()._create_schema(db)
+
+    def _serialize_creation(self, db: _Db) -> None:
+        db.one("SELECT pg_advisory_xact_lock(?)", CREATION_LOCK)
+
+    def _purge(self, db: _Db, ended_before: float) -> None:
+        # one server purges at a time; the others skip this round rather than wait for the same rows
+        if db.one("SELECT pg_try_advisory_xact_lock(?)", PURGE_LOCK)[0]:
+            super()._purge(db, ended_before)
 
 
 def _check_step(step: object) -> int:
