@@ -121,48 +121,100 @@ def docstrings() -> dict[str, str]:
     return {name: text for name, text in found.items() if text}
 
 
+CORPORA = {"python-docs": "the Python documentation topics inside CPython (pydoc_data.topics)",
+           "english": "everyday English: WordNet 3.0's definitions and example sentences (Debian's wordnet-base)"}
+
+
+@functools.lru_cache(maxsize=1)
+def english_train_ids() -> torch.Tensor:
+    """(N,) WordNet's training documents, shuffled, one per line (needs Debian's wordnet-base)."""
+    from .training import english
+
+    return torch.tensor(encode_chars(english.training_text()), dtype=torch.long)
+
+
 @functools.lru_cache(maxsize=2)
-def train_ids(with_docstrings: bool = False) -> torch.Tensor:
-    """(N,) the training text: the training topics, then (with_docstrings) the standard library's docstrings."""
+def train_ids(with_docstrings: bool = False, corpus: str = "python-docs") -> torch.Tensor:
+    """(N,) the training text: the training topics, then (with_docstrings) the standard library's docstrings;
+    or for corpus="english", WordNet's training documents."""
+    if corpus == "english":
+        return english_train_ids()
     if not with_docstrings:
         return corpus_ids("train")
     extra = "\n\n".join(docstrings().values())
     return torch.cat((corpus_ids("train"), torch.tensor(encode_chars("\n\n" + extra), dtype=torch.long)))
 
 
-def held_out_sentences(min_chars: int = 20, max_chars: int = 200) -> list[str]:
+def held_out_text(corpus: str = "python-docs") -> str:
+    """The corpus's held-out text: the held-out topics, or the English held-out documents the project ships."""
+    if corpus == "english":
+        from .training import english
+
+        return english.held_out_text()
+    return "\n\n".join(topics()[name].strip() for name in split_names("held-out"))
+
+
+@functools.lru_cache(maxsize=2)
+def held_out_ids(corpus: str = "python-docs") -> torch.Tensor:
+    """(N,) the corpus's held-out text encoded."""
+    return corpus_ids("held-out") if corpus == "python-docs" else torch.tensor(encode_chars(held_out_text(corpus)))
+
+
+def held_out_sentences(min_chars: int = 20, max_chars: int = 200, corpus: str = "python-docs") -> list[str]:
     """Sentences of held-out prose (ASCII, no code), for tests that repeat a sentence."""
     sentences = []
-    for name in split_names("held-out"):
-        for paragraph in topics()[name].split("\n\n"):
-            line = " ".join(paragraph.split())
-            if line.startswith(("*", ">>>", "-")) or not line.isascii():
-                continue
-            for sentence in line.split(". "):
-                sentence = sentence.strip()
-                if min_chars <= len(sentence) + 1 <= max_chars and sentence[:1].isupper():
-                    sentences.append(sentence + ".")
+    paragraphs = (held_out_text(corpus).splitlines() if corpus == "english" else
+                  [p for name in split_names("held-out") for p in topics()[name].split("\n\n")])
+    for paragraph in paragraphs:
+        line = " ".join(paragraph.split())
+        if line.startswith(("*", ">>>", "-")) or not line.isascii():
+            continue
+        # an English document ends on its last sentence's full stop; the topics' figures were measured on splits
+        # that keep it (and add another), so theirs stay as recorded
+        for sentence in (line.removesuffix(".") if corpus == "english" else line).split(". "):
+            sentence = sentence.strip()
+            if min_chars <= len(sentence) + 1 <= max_chars and sentence[:1].isupper():
+                sentences.append(sentence + ".")
     return sentences
 
 
 # --- what a trained language model does, measured on held-out text ---------------------
 
-def held_out_windows(context: int, limit: int | None = None, split: str = "held-out") -> torch.Tensor:
-    """(N, 1 + context) consecutive windows of the split, each with <bos> and one more character to predict."""
-    corpus = corpus_ids(split)
-    n = (len(corpus) - 1) // context
-    n = n if limit is None else min(n, limit)
-    windows = torch.stack([corpus[i * context:(i + 1) * context + 1] for i in range(n)])  # (N, context + 1)
+def held_out_windows(context: int, limit: int | None = None, corpus: str = "python-docs") -> torch.Tensor:
+    """(N, 1 + context + 1) windows of the held-out text, each with <bos> and one more character to predict:
+    every window, or `limit` of them spread evenly from the first to the last, so a sample reads all of it."""
+    text = held_out_ids(corpus)
+    n_all = (len(text) - 1) // context
+    n = n_all if limit is None else min(n_all, limit)
+    starts = torch.linspace(0, n_all - 1, n).round().long() * context  # (N,)
+    windows = text[starts[:, None] + torch.arange(context + 1)]  # (N, context + 1)
     bos = torch.zeros(n, 1, dtype=torch.long)  # <bos> is id 0
     return torch.cat((bos, windows), dim=1)  # (N, 1 + context + 1): input = [:, :-1], targets = [:, 1:]
 
 
 @torch.no_grad()
-def bits_per_char(model, context: int = 256, limit: int | None = None, batch_size: int = 16) -> float:
+def bits_per_char(model, context: int = 256, limit: int | None = None, batch_size: int = 16,
+                  corpus: str = "python-docs") -> float:
     """Held-out bits per character of a decoder: mean -log2 p(next character) over every character of the split."""
     if model.cfg.arch != "decoder":
         raise ValueError(f"bits per character needs a decoder (next-character model), got arch={model.cfg.arch!r}")
-    windows = held_out_windows(context, limit).to(model.device)
+    windows = held_out_windows(context, limit, corpus).to(model.device)
+    return _bits(model, windows, batch_size)
+
+
+@torch.no_grad()
+def text_bits_per_char(model, text: str, context: int = 256) -> float:
+    """A decoder's bits per character on any text, read in windows of `context` characters each after <bos>."""
+    ids = torch.tensor(encode_chars(text))
+    n = (len(ids) - 1) // context
+    if n < 1:
+        raise ValueError(f"text of {len(text)} characters is shorter than one window of {context} + 1")
+    windows = torch.cat((torch.zeros(n, 1, dtype=torch.long), ids[:n * context + 1].unfold(0, context + 1, context)), 1)
+    return _bits(model, windows.to(model.device))
+
+
+def _bits(model, windows: torch.Tensor, batch_size: int = 16) -> float:
+    """Mean -log2 p of each window's characters after the first, given those before: windows (N, 1 + context + 1)."""
     total = 0.0
     for batch in windows.split(batch_size):
         logits = model(batch[:, :-1]).float()  # (B, 1 + context, vocab)
@@ -174,9 +226,10 @@ ENCODER_CONTEXT = 64  # the masked-character model's crops: its position table i
 
 
 @torch.no_grad()
-def masked_accuracy(model, context: int = ENCODER_CONTEXT, limit: int | None = None, mask_rate: float = 0.15, seed: int = 0) -> float:
+def masked_accuracy(model, context: int = ENCODER_CONTEXT, limit: int | None = None, mask_rate: float = 0.15, seed: int = 0,
+                    corpus: str = "python-docs") -> float:
     """An encoder's accuracy at recovering masked characters of held-out text (seeded masks)."""
-    windows = held_out_windows(context, limit)[:, :-1]  # (N, 1 + context)
+    windows = held_out_windows(context, limit, corpus)[:, :-1]  # (N, 1 + context)
     masked = torch.rand(windows.shape, generator=torch.Generator().manual_seed(seed)) < mask_rate
     masked[:, 0] = False  # <bos> stays
     inputs = windows.masked_fill(masked, VOCAB.index("<mask>")).to(model.device)
@@ -192,16 +245,16 @@ def _patterns(model, ids: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def previous_token_scores(model, context: int = 128, limit: int = 16) -> torch.Tensor:
+def previous_token_scores(model, context: int = 128, limit: int = 16, corpus: str = "python-docs") -> torch.Tensor:
     """(L, H): mean attention weight on the token just before, from every held-out position but the first."""
-    return neighbour_scores(model, -1, context, limit)
+    return neighbour_scores(model, -1, context, limit, corpus)
 
 
 @torch.no_grad()
-def neighbour_scores(model, offset: int, context: int = 128, limit: int = 16) -> torch.Tensor:
+def neighbour_scores(model, offset: int, context: int = 128, limit: int = 16, corpus: str = "python-docs") -> torch.Tensor:
     """(L, H): mean attention weight on the token `offset` away (-1 the one before, +1 the one after, which
     only an encoder sees), from every held-out position that has one."""
-    ids = held_out_windows(context, limit)[:, :-1]  # (B, 1 + context)
+    ids = held_out_windows(context, limit, corpus)[:, :-1]  # (B, 1 + context)
     patterns = _patterns(model, ids)  # (L, B, H, T, T)
     return patterns.diagonal(offset=offset, dim1=-2, dim2=-1).mean(dim=(1, 3))  # (L, H)
 
@@ -217,10 +270,13 @@ def repeated_sentence(sentence: str) -> tuple[torch.Tensor, torch.Tensor, torch.
     return ids, queries, keys
 
 
-def induction_sentences(cfg) -> list[str]:
+def induction_sentences(cfg, corpus: str = "python-docs", limit: int | None = None) -> list[str]:
     """The held-out sentences an induction head is measured on: all of them (20-200 characters), or for a
-    model with a sliding window those whose first copy its window still reaches (shorter than the window)."""
-    sentences = held_out_sentences()
+    model with a sliding window those whose first copy its window still reaches (shorter than the window);
+    `limit` of them spread evenly over the held-out text."""
+    sentences = held_out_sentences(corpus=corpus)
+    if limit is not None and limit < len(sentences):
+        sentences = [sentences[i] for i in torch.linspace(0, len(sentences) - 1, limit).round().long().tolist()]
     return [s for s in sentences if len(s) < cfg.sliding_window] if cfg.sliding_window else sentences
 
 
@@ -254,13 +310,13 @@ def matching_head_score(sentences: list[str], k: int) -> float:
 
 
 @torch.no_grad()
-def held_out_accuracy(model, context: int | None = None, limit: int | None = 64) -> float:
+def held_out_accuracy(model, context: int | None = None, limit: int | None = 64, corpus: str = "python-docs") -> float:
     """A decoder's top-1 next-character accuracy on held-out text (256-character windows); an encoder's
     masked-character accuracy (windows of the length it trains on)."""
     if model.cfg.arch == "encoder":
-        return masked_accuracy(model, context or ENCODER_CONTEXT, limit)
+        return masked_accuracy(model, context or ENCODER_CONTEXT, limit, corpus=corpus)
     context = context or 256
-    windows = held_out_windows(context, limit).to(model.device)
+    windows = held_out_windows(context, limit, corpus).to(model.device)
     hits = total = 0
     for batch in windows.split(16):
         predicted = model(batch[:, :-1]).argmax(-1)  # (B, 1 + context)
@@ -286,12 +342,13 @@ def character_classes(text: str) -> list[str]:
 
 
 @torch.no_grad()
-def expert_usage_by_class(model, context: int = 256, limit: int = 32) -> list[dict[str, list[float]]]:
+def expert_usage_by_class(model, context: int = 256, limit: int = 32,
+                          corpus: str = "python-docs") -> list[dict[str, list[float]]]:
     """Per MoE layer: character class -> the share of its top-k routing slots each expert receives,
     on held-out text (characters outside the table, spelled as several bytes, are left out)."""
     if model.cfg.ffn != "moe":
         raise ValueError(f"expert usage needs a mixture-of-experts model (ffn='moe'), got ffn={model.cfg.ffn!r}")
-    text = "\n\n".join(topics()[name].strip() for name in split_names("held-out"))
+    text = held_out_text(corpus)
     kept = [(ch, kind) for ch, kind in zip(text, character_classes(text)) if ch in _CHAR_ID]
     ids = torch.tensor([_CHAR_ID[ch] for ch, _ in kept])
     kinds = [kind for _, kind in kept]
@@ -323,39 +380,85 @@ EXTRAPOLATION = (1, 2, 4)  # multiples of the training context
 BITS_CONTEXT = 256  # held-out bits per character are read in windows this long, whatever a model trained on
 
 
-def measure(model, context: int | None = None) -> dict:
-    """The figures a language checkpoint ships with, all on held-out topics (JSON-ready); `context` is the
-    length it trained on (default: 256 characters for a decoder, ENCODER_CONTEXT for an encoder), the
-    unit of its length-extrapolation figures."""
-    def best(scores: torch.Tensor) -> dict:  # (L, H) -> the best head
-        layer, head = divmod(int(scores.argmax()), scores.shape[1])
-        return {"score": round(float(scores[layer, head]), 3), "layer": layer, "head": head}
+INDUCTION_SAMPLE = 200  # held-out sentences an English model's induction head is measured on, spread over the split
+RANDOM_SEEDS = (0, 1, 2, 3, 4)  # random-init controls: the same measure on untrained weights of the same shape
 
+
+def _best(scores: torch.Tensor) -> dict:
+    """(L, H) scores -> the best head, JSON-ready."""
+    layer, head = divmod(int(scores.argmax()), scores.shape[1])
+    return {"score": round(float(scores[layer, head]), 3), "layer": layer, "head": head}
+
+
+def head_figures(model, context: int | None = None, corpus: str = "python-docs") -> dict:
+    """The figures that say a head does something: a decoder's best previous-token and induction heads, an
+    encoder's previous- and next-character heads; what random_init_control repeats on untrained weights."""
     if model.cfg.arch == "encoder":  # measured at the length it was trained on: later rows of its table are untrained
         context = context or ENCODER_CONTEXT
-        return {"masked_accuracy": round(masked_accuracy(model, context), 4),
-                "previous_token_head": best(neighbour_scores(model, -1, context)),
-                "next_token_head": best(neighbour_scores(model, +1, context))}
+        return {"previous_token_head": _best(neighbour_scores(model, -1, context, corpus=corpus)),
+                "next_token_head": _best(neighbour_scores(model, +1, context, corpus=corpus))}
+    sample = INDUCTION_SAMPLE if corpus == "english" else None
+    return {"previous_token_head": _best(previous_token_scores(model, corpus=corpus)),
+            "induction_head": _best(induction_scores(model, induction_sentences(model.cfg, corpus, sample)))}
+
+
+def random_init_control(cfg, context: int | None = None, corpus: str = "python-docs",
+                        seeds: tuple[int, ...] = RANDOM_SEEDS) -> dict:
+    """The head figures of untrained models of the same config, one per seed: {figure: [lowest, highest]}.
+    A head "does" something only where the trained figure lies above the highest."""
+    from .model import Transformer
+
+    scores: dict[str, list[float]] = {}
+    for seed in seeds:
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            untrained = Transformer(cfg, device="cpu").eval()
+        for name, best in head_figures(untrained, context, corpus).items():
+            scores.setdefault(name, []).append(best["score"])
+    return {name: [min(values), max(values)] for name, values in scores.items()}
+
+
+def measure(model, context: int | None = None, corpus: str = "python-docs") -> dict:
+    """The figures a language checkpoint ships with, all on held-out text (JSON-ready); `context` is the
+    length it trained on (default: 256 characters for a decoder, ENCODER_CONTEXT for an encoder), the
+    unit of its length-extrapolation figures. For English, each head figure stands beside the same
+    measure on random-init weights (`random_init`), and bits per character on prose unlike the training text."""
+    figures = head_figures(model, context, corpus)
+    if corpus == "english":
+        figures["random_init"] = {"seeds": list(RANDOM_SEEDS), **random_init_control(model.cfg, context, corpus)}
+    if model.cfg.arch == "encoder":
+        context = context or ENCODER_CONTEXT
+        return {"masked_accuracy": round(masked_accuracy(model, context, corpus=corpus), 4), **figures}
     context = context or BITS_CONTEXT
-    figures = {
-        "bits_per_char": round(bits_per_char(model, BITS_CONTEXT), 3),  # one protocol for every decoder
-        "previous_token_head": best(previous_token_scores(model)),
-        "induction_head": best(induction_scores(model, induction_sentences(model.cfg))),
-    }
+    figures = {"bits_per_char": round(bits_per_char(model, BITS_CONTEXT, corpus=corpus), 3),  # one protocol for all
+               **figures}
+    if corpus == "english":
+        from .training import english
+
+        figures["bits_per_char_outside_prose"] = round(text_bits_per_char(model, english.outside_prose(),
+                                                                          min(context, BITS_CONTEXT)), 3)
     if model.cfg.max_len >= context * EXTRAPOLATION[-1]:
-        figures["bits_per_char_by_length"] = {f"{m}x": round(bits_per_char(model, m * context, limit=8 * 4 // m), 3)
-                                              for m in EXTRAPOLATION}
+        figures["bits_per_char_by_length"] = {
+            f"{m}x": round(bits_per_char(model, m * context, limit=8 * 4 // m, corpus=corpus), 3) for m in EXTRAPOLATION}
     if model.cfg.ffn == "moe":
-        usage = expert_usage_by_class(model, context)
+        usage = expert_usage_by_class(model, context, corpus=corpus)
         figures["experts_by_class"] = usage
         figures["expert_class_separation"] = [round(class_separation(layer), 3) for layer in usage]
     return figures
 
 
-def corpus_description() -> dict:
+def corpus_description(corpus: str = "python-docs") -> dict:
     """What a language model was trained on, for its checkpoint's JSON."""
     import sys
 
+    if corpus == "english":
+        from .training import english
+
+        return {"name": "english", "sources": [english.source_description()],
+                "train_characters": len(train_ids(corpus=corpus)), "held_out": str(english.HELD_OUT_PATH.relative_to(
+                    english.ASSET_DIR.parents[1])), "held_out_characters": len(held_out_ids(corpus)),
+                "held_out_documents": len(english.held_out_text().splitlines()),
+                "held_out_chunks_in_training": english.leaked_share(english.held_out_text(), english.training_text())}
     return {"source": "pydoc_data.topics (the Python documentation topics inside CPython)",
             "python": sys.version.split()[0], "train_characters": len(corpus_ids("train")),
             "held_out_topics": split_names("held-out"), "held_out_characters": len(corpus_ids("held-out"))}

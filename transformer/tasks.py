@@ -467,6 +467,7 @@ class Language(Task):
     mask_rate = 0.15
     doubled = False  # every character written twice: a masked character's twin sits beside it
     docstrings = False  # train on the standard library's docstrings too (2.4x the text; held-out split unchanged)
+    corpus = "python-docs"  # the text it reads: a key of language.CORPORA ("english": WordNet's everyday English)
     curriculum: tuple[tuple[float, dict], ...] = ()  # (share of training it lasts until, settings), in order
     # after the warm-up, 512-character crops: a held-out sentence of 200 characters written twice is 402 long
     INDUCTION_WARMUP = dict(context=512, repeat_rate=0.5, random_spans=0.0, log_uniform_lengths=True, curriculum=(
@@ -483,6 +484,8 @@ class Language(Task):
         if not 0.0 <= self.repeat_rate <= 1.0:
             raise ValueError(f"repeat_rate={self.repeat_rate!r} is the share of rows that repeat a span and must be "
                              f"between 0 and 1; the plain recipe uses 0.25, the induction warm-up 0.5")
+        if self.corpus not in language.CORPORA:
+            raise ValueError(f"corpus={self.corpus!r} is not a corpus; choose one of {', '.join(language.CORPORA)}")
         if not isinstance(self.context, int) or self.context < 1:
             raise ValueError(f"context={self.context!r} is the crop length in characters and must be a whole number "
                              f"of at least 1; the plain recipe uses 256, the induction warm-up 512")
@@ -520,12 +523,13 @@ class Language(Task):
             raise ValueError(f"the language task trains decoders (next character) and encoders (masked characters), "
                              f"not arch={arch!r}; pick a decoder or encoder preset")
         return self if self.arch == arch else Language(masked=arch == "encoder", induction_warmup=self.induction_warmup,
-                                                       docstrings=self.docstrings)
+                                                       docstrings=self.docstrings, corpus=self.corpus)
 
     def at(self, progress: float) -> "Language":
         for until, settings in self.curriculum:
             if progress < until:
-                return Language(masked=self.masked, **{"docstrings": self.docstrings, **settings, "curriculum": ()})
+                return Language(masked=self.masked, **{"docstrings": self.docstrings, "corpus": self.corpus, **settings,
+                                                       "curriculum": ()})
         return self
 
     def encode(self, text: str) -> list[int]:
@@ -535,7 +539,7 @@ class Language(Task):
         return [self.token_id("<bos>"), *language.encode_chars(text)]
 
     def make_batch(self, batch_size, generator):
-        corpus, T = language.train_ids(self.docstrings), self.context
+        corpus, T = language.train_ids(self.docstrings, self.corpus), self.context
         starts = torch.randint(len(corpus) - T - 1, (batch_size,), generator=generator)  # (B,)
         crops = corpus[starts[:, None] + torch.arange(T + 1)]  # (B, T + 1)
         bos = torch.full((batch_size, 1), self.token_id("<bos>"))

@@ -14,6 +14,7 @@ import argparse
 import json
 import math
 import time
+from pathlib import Path
 from typing import Callable
 
 import torch
@@ -110,13 +111,19 @@ def train(cfg_or_preset: str | TransformerConfig, task: str | Task, steps: int, 
           lr: float = 3e-3, warmup: int | None = None, weight_decay: float = 0.01, aux_loss_weight: float = 0.01,
           grad_clip: float = 1.0, seed: int = 0, device: torch.device | str | None = None,
           callback: Callback | None = None, callback_every: int = 10, should_stop: Callable[[], bool] | None = None,
-          progress: bool = True) -> tuple[Transformer, list[dict]]:
+          progress: bool = True, state_path: str | Path | None = None,
+          save_every_s: float = 180.0) -> tuple[Transformer, list[dict]]:
     """Train a fresh model on `task` for `steps` steps; returns (model in eval mode, history).
 
     history holds one dict per step: step, loss, accuracy (on that batch's answer
     positions), lr, aux_loss (MoE load balancing, 0 otherwise) and seconds since the start.
     callback(step, metrics, model) runs every `callback_every` steps and after the last;
     should_stop() is asked before each step, and True ends training there.
+
+    With `state_path`, a long run survives being stopped: the model, the optimizer, the data
+    generator and the history are saved there every `save_every_s` seconds and at the end, and a
+    run started with an existing state file goes on from it (same result as one unbroken run);
+    history's seconds count the time of every part.
     """
     if steps < 1:
         raise ValueError(f"steps={steps} must be at least 1")
@@ -135,8 +142,13 @@ def train(cfg_or_preset: str | TransformerConfig, task: str | Task, steps: int, 
         scale_embeddings_for_sinusoidal(model)
         start_routers_at_zero(model)
         optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay, betas=(0.9, 0.98))
-        start = time.perf_counter()
-        bar = tqdm(range(steps), desc=f"{task.name}", disable=not progress, leave=False)
+        first_step, earlier_seconds = 0, 0.0
+        if state_path is not None and Path(state_path).exists():
+            history = _resume(state_path, model, optimizer, data)
+            first_step, earlier_seconds = len(history), history[-1]["seconds"] if history else 0.0
+        start = time.perf_counter() - earlier_seconds
+        last_save = time.perf_counter()
+        bar = tqdm(range(first_step, steps), desc=f"{task.name}", disable=not progress, leave=False)
         for step in bar:
             if should_stop is not None and should_stop():
                 break
@@ -156,8 +168,30 @@ def train(cfg_or_preset: str | TransformerConfig, task: str | Task, steps: int, 
                 bar.set_postfix(loss=f"{metrics['loss']:.3f}", acc=f"{metrics['accuracy']:.2f}")
             if callback is not None and (step % callback_every == 0 or step == steps - 1):
                 callback(step, metrics, model)
+            if state_path is not None and (time.perf_counter() - last_save > save_every_s or step == steps - 1):
+                _save_state(state_path, model, optimizer, data, history)
+                last_save = time.perf_counter()
         bar.close()
     return model.eval(), history
+
+
+def _save_state(path: str | Path, model: Transformer, optimizer: torch.optim.Optimizer, data: torch.Generator,
+                history: list[dict]) -> None:
+    """Everything a stopped run needs to go on, written to a temporary file and then renamed (never half-written)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "data": data.get_state(),
+                "history": history}, partial)
+    partial.replace(path)
+
+
+def _resume(path: str | Path, model: Transformer, optimizer: torch.optim.Optimizer, data: torch.Generator) -> list[dict]:
+    state = torch.load(path, map_location=model.device, weights_only=False)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    data.set_state(state["data"])
+    return state["history"]
 
 
 @torch.no_grad()
@@ -166,7 +200,7 @@ def evaluate(model: Transformer, task: str | Task, n_batches: int = 8, batch_siz
     for the language task, on held-out topics (next character, or masked characters for an encoder)."""
     task = get_task(task)
     if task.name == "language":
-        return language.held_out_accuracy(model)
+        return language.held_out_accuracy(model, corpus=task.corpus)
     data = torch.Generator().manual_seed(seed)
     correct = total = 0
     for _ in range(n_batches):
@@ -188,13 +222,13 @@ def describe(model: Transformer, task: str | Task, history: list[dict], settings
         rows = ({"mask_rate": task.mask_rate} if task.masked else
                 {"repeat_rate": task.repeat_rate, "repeat_lengths": task.repeat_lengths,
                  "random_spans": task.random_spans, "induction_warmup": task.induction_warmup})
-        meta["corpus"] = {**language.corpus_description(), **rows, "context": task.context,
+        meta["corpus"] = {**language.corpus_description(task.corpus), **rows, "context": task.context,
                           "curriculum": task.describe_curriculum()}
         if task.docstrings:
             meta["corpus"]["also"] = ("the docstrings of the standard library's public modules, classes and functions "
                                       f"({len(language.docstrings())} of them, {len(language.train_ids(True))} "
                                       "training characters in all with the topics)")
-        meta["figures"] = language.measure(model, context=task.context)
+        meta["figures"] = language.measure(model, context=task.context, corpus=task.corpus)
     return meta
 
 

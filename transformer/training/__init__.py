@@ -1,0 +1,1 @@
+"""What a model learns from: corpora, and (moving here) tasks, training and checkpoints."""
