@@ -47,30 +47,26 @@ class Recipe:
         return "-".join(filter(None, (self.preset, self.variant, self.task)))
 
 
+ENGLISH = dict(corpus="english", context=512, batch_size=16, steps=4000)  # everyday English, 512-character crops
+WIDER = dict(d_model=128, n_layers=4, n_heads=4)  # d_head 32; 4 layers leave room for previous-token and induction heads
+
 RECIPES = [
     # every family on English text first: the index's first match for a preset is what the app opens.
-    # The induction warm-up (Language(induction_warmup=True): repeated spans first, then 512-character crops) grows
-    # an induction head in the RoPE families; GPT-2 and BLOOM learned next to nothing from it (docs/checkpoints.md),
-    # so they keep the plain recipe. The warm-up recipes ran alone on both cores (--threads 2).
-    # Everyday English (WordNet), d_model 128 in 4 layers: 512-character crops hold a held-out sentence of up to
-    # 200 characters written twice; a quarter of the rows repeat a span, so an induction head pays
-    Recipe("llama2", "language", steps=4000, batch_size=16, lr=3e-3, corpus="english", context=512,
-           changes=dict(d_model=128, n_layers=4, n_heads=4, n_kv_heads=2)),
-    # Mistral's warm-up repeats spans its 32-token window can reach (train() fits them), and fewer rows repeat
-    # after it (0.2 instead of 0.5): more plain text, so 2.17 bits per character with the head
-    Recipe("mistral", "language", steps=3800, batch_size=16, lr=2e-3, induction_warmup=True, docstrings=True,
-           context=256, repeat_rate=0.2),
-    Recipe("falcon", "language", steps=2400, batch_size=16, lr=2e-3, induction_warmup=True, docstrings=True),
-    Recipe("palm", "language", steps=2500, batch_size=16, lr=2e-3, induction_warmup=True, docstrings=True),
-    Recipe("bloom", "language", steps=2700, batch_size=16, docstrings=True),  # alone on both cores (--threads 2)
-    # Mixtral keeps 256-character crops: its four experts make a 512-character step the slowest (about 14 minutes)
-    Recipe("mixtral", "language", steps=3000, batch_size=16, lr=1e-3, induction_warmup=True, docstrings=True,
-           context=256),
-    # learned positions need more, larger updates: batch 8 x 6,500 steps at 5e-3 orders the table (previous-token 0.60)
-    Recipe("gpt2", "language", steps=6500, batch_size=8, lr=5e-3, docstrings=True),
-    Recipe("gpt2", "language", steps=2500, batch_size=16, changes={"position": "sinusoidal"}, variant="sinusoidal"),
+    # WordNet's definitions and examples (transformer.training.english); 512-character crops hold a held-out
+    # sentence of up to 200 characters written twice, and a quarter of the rows repeat a span (20-200
+    # characters, half of them random characters), so copying pays and an induction head forms.
+    Recipe("llama2", "language", lr=3e-3, **ENGLISH, changes=dict(WIDER, n_kv_heads=2)),
+    # Mistral's window covers half the context, as Mistral 7B's 4,096 of its 8,192 trained tokens
+    Recipe("mistral", "language", lr=3e-3, **ENGLISH, changes=dict(WIDER, n_kv_heads=2, sliding_window=256)),
+    Recipe("gpt2", "language", lr=2e-3, **ENGLISH, changes=WIDER),
+    # 8 heads of 16: ALiBi's steepest slope 1/2; a later layer can rank the character before by content
+    Recipe("bloom", "language", lr=2e-3, **ENGLISH, changes=dict(WIDER, n_heads=8)),
+    Recipe("falcon", "language", lr=3e-3, **ENGLISH, changes=dict(WIDER, n_kv_heads=1)),
+    Recipe("palm", "language", lr=3e-3, **ENGLISH, changes=dict(WIDER, n_kv_heads=1)),
+    Recipe("mixtral", "language", lr=3e-3, **ENGLISH, changes=dict(WIDER, n_kv_heads=2)),
+    Recipe("gpt2", "language", lr=2e-3, **ENGLISH, changes=dict(WIDER, position="sinusoidal"), variant="sinusoidal"),
     # BERT reads masked characters with the encoder's own curriculum: 32-character crops first, doubled then plain
-    Recipe("bert", "language", steps=6500, batch_size=32),
+    Recipe("bert", "language", steps=6500, batch_size=32, corpus="english", changes=WIDER),
     Recipe("llama2", "induction", steps=1000),
     Recipe("mistral", "induction", steps=1000),
     Recipe("falcon", "induction", steps=1000),

@@ -75,7 +75,11 @@ def test_learning_rate_warms_up_linearly_then_decays_by_cosine():
 def test_config_for_sizes_a_preset_and_rejects_mismatches():
     cfg = config_for("gpt2", "induction")
     assert cfg.vocab_size == len(TASKS["induction"].vocab)
-    assert cfg.replace(vocab_size=128) == PRESETS["gpt2"]
+    # a learned table exactly as long as the task's longest sequence: no row it never trains
+    assert cfg.max_len == TASKS["induction"].max_tokens
+    assert cfg.replace(vocab_size=128, max_len=PRESETS["gpt2"].max_len) == PRESETS["gpt2"]
+    assert config_for("llama2", "induction").max_len == PRESETS["llama2"].max_len  # RoPE has no table to outgrow
+    assert config_for("gpt2", "induction", max_len=64).max_len == 64  # asked for explicitly
     with pytest.raises(ValueError, match="needs arch='encoder-decoder'"):
         config_for("gpt2", "reverse")
     with pytest.raises(ValueError, match="vocab_size=10 is smaller than the induction task's 27 tokens"):

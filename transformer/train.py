@@ -35,15 +35,19 @@ Callback = Callable[[int, dict, Transformer], None]
 def config_for(preset: str | TransformerConfig, task: str | Task, **changes) -> TransformerConfig:
     """The config to train `task` with: a preset's axes, its vocabulary sized to the task's.
 
-    A preset name gets vocab_size = the task's vocabulary; a config you pass is only
-    checked (right arch, vocabulary and max_len large enough).
+    A preset name gets vocab_size = the task's vocabulary and max_len = what the model reads: a learned
+    position table exactly as long as the longest training sequence (rows past it would stay untrained),
+    other schemes the task's own longer limit (a language model is measured on text 4x its training
+    length); a config you pass is only checked (right arch, vocabulary and max_len large enough).
     """
     task = get_task(task)
     if isinstance(preset, str):
         if preset not in PRESETS:
             raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
-        sized = {"vocab_size": len(task.vocab), "max_len": max(PRESETS[preset].max_len, task.max_len)}
-        cfg = PRESETS[preset].replace(**{**sized, **changes})
+        cfg = PRESETS[preset].replace(**{"vocab_size": len(task.vocab), **changes})
+        if "max_len" not in changes:
+            learned = cfg.position == "learned"
+            cfg = cfg.replace(max_len=task.for_arch(cfg.arch).max_tokens if learned else max(cfg.max_len, task.max_len))
     else:
         cfg = preset.replace(**changes) if changes else preset
     task = task.for_arch(cfg.arch)
@@ -216,6 +220,7 @@ def describe(model: Transformer, task: str | Task, history: list[dict], settings
     language task its held-out figures and the text it was trained on."""
     task = task_for(model.cfg, task)
     meta = {"task": task.name, "accuracy": round(evaluate(model, task), 4),
+            "trained_tokens": task.max_tokens,  # the longest sequence it trained on, <bos> included
             "training": {"steps": len(history), **settings, "schedule": "AdamW, linear warmup (10%) then cosine",
                          "seconds": round(history[-1]["seconds"], 1), "final_loss": round(history[-1]["loss"], 4)}}
     if task.name == "language":
