@@ -92,3 +92,16 @@ def test_bert_fills_in_a_hidden_character_on_the_playground():
     assert_clean(at)
     lines = {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}["masked_each"]["data"]
     assert len(lines) == 2 and values(lines[1]["y"]).mean() < values(lines[0]["y"]).mean() - 0.1  # guesses fall
+
+
+def test_a_text_past_the_trained_context_says_so_next_to_the_views():
+    """LLaMA 2's induction checkpoint trained on 17 tokens: a 40-character text runs past that, and the page says
+    where; a text within it draws no such note."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update(preset="llama2", task="induction", text="abcab")
+    at.switch_page("pages/playground.py").run()
+    assert_clean(at)
+    assert not [w for w in at.warning if "trained context" in str(w.value)]
+    at.sidebar.text_area(key="text").set_value("abcdefghij" * 4).run()
+    notes = [str(w.value) for w in at.warning if "trained context" in str(w.value)]
+    assert notes and "41 tokens long" in notes[0] and "at most 17" in notes[0], notes

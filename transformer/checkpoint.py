@@ -111,6 +111,19 @@ def load(path: str | Path, device: torch.device | str | None = None) -> tuple[Tr
     return load_weights(Transformer(cfg, device=device), path), document
 
 
+def trained_tokens(meta: dict) -> int | None:
+    """The longest sequence a checkpoint trained on, <bos> included (what its JSON records; for files older
+    than that field, its language crop or its task's longest sequence); None when it says nothing."""
+    if "trained_tokens" in meta:
+        return int(meta["trained_tokens"])
+    if meta.get("task") == "language" and "context" in meta.get("corpus", {}):
+        return 1 + int(meta["corpus"]["context"])
+    from .tasks import TASKS  # imports the model: read lazily
+
+    task = TASKS.get(meta.get("task"))
+    return task.for_arch(meta["config"]["arch"]).max_tokens if task is not None and "config" in meta else None
+
+
 def load_weights(model: torch.nn.Module, path: str | Path) -> torch.nn.Module:
     """Fill a freshly built model with PATH.safetensors (tied weights stored once); the model in eval mode."""
     weights_path, json_path = checkpoint_paths(path)

@@ -49,7 +49,16 @@ def load_page(title: str, intro: str) -> PageContext:
     if tokens.truncated_from:
         st.warning(f"The input has {tokens.truncated_from} tokens; the views show the first {MAX_TOKENS}.")
     weights_banner(info, state.seed)
+    past_trained_context(info, len(tokens.ids))
     return PageContext(state, model, tokens, trace)
+
+
+def past_trained_context(info, n_tokens: int) -> None:
+    """Say so where the text is longer than anything the checkpoint trained on: what it does there is untested."""
+    if info.trained_tokens is not None and n_tokens > info.trained_tokens:
+        st.warning(f"This text is {n_tokens} tokens long; the checkpoint trained on sequences of at most "
+                   f"{info.trained_tokens} (its start token included). From token {info.trained_tokens + 1} on, the "
+                   "views show the model beyond its trained context.", icon="📏")
 
 
 def weights_banner(info, seed: int) -> None:

@@ -103,11 +103,12 @@ class WeightsInfo:
     kind: str  # "trained" (a shipped checkpoint), "huggingface" or "random"
     label: str  # what a banner says
     task: str | None = None  # the checkpoint's task: its vocabulary encodes the text
+    trained_tokens: int | None = None  # the longest sequence it trained on: past it, a view says so
 
 
 @functools.lru_cache(maxsize=1)
-def _shipped_configs() -> tuple[tuple[str, str, str, str], ...]:
-    """(config JSON, checkpoint path, task, how well it does) for every shipped checkpoint, read once.
+def _shipped_configs() -> tuple[tuple[str, str, str, str, int | None], ...]:
+    """(config JSON, checkpoint path, task, how well it does, trained tokens) for every shipped checkpoint, read once.
 
     A missing or broken index means no trained weights: every page then says its weights are random.
     """
@@ -119,7 +120,7 @@ def _shipped_configs() -> tuple[tuple[str, str, str, str], ...]:
     rows = []
     for entry in entries:
         meta, cfg = checkpoint.read_meta(entry.path)
-        rows.append((config_key(cfg), str(entry.path), entry.task, score_text(meta)))
+        rows.append((config_key(cfg), str(entry.path), entry.task, score_text(meta), checkpoint.trained_tokens(meta)))
     return tuple(rows)
 
 
@@ -147,7 +148,7 @@ def _axes_and_sizes(config: dict) -> dict:  # a task picks its own vocabulary an
 def _trained_matches(cfg: TransformerConfig) -> list[tuple[str, str]]:
     """(task, config JSON) of every shipped checkpoint trained with these axes and sizes, in index order."""
     wanted = _axes_and_sizes(cfg.to_dict())
-    return [(task, key) for key, _, task, _ in _shipped_configs() if _axes_and_sizes(json.loads(key)) == wanted]
+    return [(task, key) for key, _, task, *_ in _shipped_configs() if _axes_and_sizes(json.loads(key)) == wanted]
 
 
 def trained_tasks(cfg: TransformerConfig) -> list[str]:
@@ -184,11 +185,11 @@ def weights_info(config_json: str, weights: str = "") -> WeightsInfo:
         meta, _ = checkpoint.read_meta(path)
         score = score_text(meta)
         return WeightsInfo("trained", f"your checkpoint {Path(path).name} ({meta.get('task')} task{', ' + score if score else ''})",
-                           meta.get("task"))
-    for key, path, task, score in _shipped_configs():
+                           meta.get("task"), checkpoint.trained_tokens(meta))
+    for key, path, task, score, trained in _shipped_configs():
         if key == config_json:
             name = path.rsplit("/", 1)[-1]
-            return WeightsInfo("trained", f"trained checkpoint {name} ({task} task, {score})", task)
+            return WeightsInfo("trained", f"trained checkpoint {name} ({task} task, {score})", task, trained)
     return WeightsInfo("random", "untrained (random) weights")
 
 
@@ -205,7 +206,7 @@ def get_model(config_json: str, seed: int, weights: str = "") -> Transformer:
         return from_hf(source.path).eval()
     if source.kind == "checkpoint":
         return checkpoint.load(source.path)[0].eval()
-    for key, path, _, _ in _shipped_configs():
+    for key, path, *_ in _shipped_configs():
         if key == config_json:
             return checkpoint.load(path)[0].eval()
     torch.manual_seed(seed)
