@@ -12,11 +12,16 @@ from ui.figures.base import arcs, head_grid
 from ui.app.page import load_page
 from ui.compute.runtime import Ablation, actual_next, fill_in, get_trace, masked_each, predict, weights_info
 from ui.app.page_controls import KEEP, keep_valid, url_state, write_url
+from ui.app.state import use_text
 from ui.figures.playground import (KINDS_OF_ARCH, actual_next_figure, attention_view, cross_arcs, entropy_figure,
                                    head_stages, label_grid_axes, next_token_bars, query_bars, rope_figure, routing_figure,
                                    stage_figure, visible_keys)
 from ui.app.source import five_lines, source_of
 
+
+# prompts whose continuations a model of everyday English writes in words
+EXAMPLE_PROMPTS = ("The children walked to the river and ", "A person who ", "She opened the door and ",
+                   "A small boat used for ")
 
 # The two figures with one trace per head or per key are the slow ones to build: each is kept for
 # the numbers it draws, so clicking through heads and queries reuses them (the page never changes them).
@@ -89,6 +94,11 @@ if cfg.arch == "decoder":
         st.markdown("**Continuation** (sampled with the KV cache, " + ("greedy" if not st.session_state["temperature"]
                     else f"temperature {st.session_state['temperature']}, top-{st.session_state['sample_top_k']}") + "):")
         st.text(prediction.continuation_text or "(no room left: the model's position table ends here)")
+        if weights_info(state.config_json, state.weights).task == "language":
+            st.caption("Try a prompt (it replaces the text in the sidebar):")
+            for column, prompt in zip(st.columns(len(EXAMPLE_PROMPTS)), EXAMPLE_PROMPTS):
+                column.button(prompt.strip() + " …", key=f"prompt_{prompt}", on_click=use_text, args=(prompt,),
+                              width="stretch")
     with ablate_col:
         ids = (state.config_json, state.seed, tuple(ctx.tokens.ids), state.weights)
         st.plotly_chart(actual_next_figure(labels["src"], actual_next(*ids), actual_next(*ids, ablation) if ablation else None),

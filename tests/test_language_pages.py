@@ -105,3 +105,13 @@ def test_a_text_past_the_trained_context_says_so_next_to_the_views():
     at.sidebar.text_area(key="text").set_value("abcdefghij" * 4).run()
     notes = [str(w.value) for w in at.warning if "trained context" in str(w.value)]
     assert notes and "41 tokens long" in notes[0] and "at most 17" in notes[0], notes
+
+
+def test_the_continuation_panel_offers_example_prompts_that_replace_the_text():
+    at = open_default("pages/playground.py")
+    prompts = [b for b in at.button if str(b.key).startswith("prompt_")]
+    assert len(prompts) >= 3
+    prompts[0].click().run()
+    assert_clean(at)
+    assert at.sidebar.text_area(key="text").value == prompts[0].key.removeprefix("prompt_")
+    assert at.query_params["text"] == prompts[0].key.removeprefix("prompt_")

@@ -144,6 +144,11 @@ def use_weights(weights: str) -> None:
     _store(text=text_for(weights_info("", weights).task, old_task, st.session_state[STORE]["text"]))
 
 
+def use_text(text: str) -> None:
+    """A widget callback: put this text in the sidebar's input, for every page."""
+    _store(text=text)
+
+
 def close_weights() -> None:
     st.session_state.pop(WEIGHTS_KEY, None)
 
