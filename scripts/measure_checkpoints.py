@@ -1,6 +1,8 @@
 """Measure every shipped checkpoint on fresh samples and print the figures as markdown tables.
 
-    python scripts/measure_checkpoints.py
+    python scripts/measure_checkpoints.py                        # print every table
+    python scripts/measure_checkpoints.py --refresh PATH ...     # measure language checkpoints again into their JSON
+    python scripts/measure_checkpoints.py --write-docs           # fill the figures in README.md and docs/checkpoints.md
 
 Per checkpoint: accuracy on answer positions; the head that draws the task's pattern
 (induction: the token after the previous occurrence; copy/reverse: the diagonal /
@@ -14,14 +16,17 @@ are read back from their JSON.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
-from transformer.checkpoint import checkpoint_paths, load, shipped, variants  # noqa: E402
+from transformer import language  # noqa: E402
+from transformer.checkpoint import RESERVED_KEYS, checkpoint_paths, load, save, shipped, variants  # noqa: E402
 from transformer.tasks import TASKS, expert_usage, head_scores, specialisation  # noqa: E402
 from transformer.train import evaluate  # noqa: E402
 
@@ -100,8 +105,108 @@ def language_tables(entries) -> None:
                 print(f"| {layer} | {kind} | " + " | ".join(f"{s:.2f}" for s in share) + f" | {sep:.2f} |")
 
 
+# --- everyday English: the tables docs/checkpoints.md and the README are made from --------------------------
+
+DOCS = {ROOT / "README.md": ("english-models",), ROOT / "docs" / "checkpoints.md": ("english-corpus", "english-models")}
+BLOCK = re.compile(r"(<!-- figures:(?P<name>[\w-]+) -->\n).*?(<!-- /figures -->)", re.S)
+
+
+def english_entries() -> list[tuple[str, dict]]:
+    """(name, JSON document) of every shipped checkpoint trained on everyday English, in index order."""
+    rows = []
+    for entry in shipped() + variants():
+        meta = json.loads(checkpoint_paths(entry.path)[1].read_text())
+        if meta.get("corpus", {}).get("name") == "english":
+            rows.append((entry.name, meta))
+    return rows
+
+
+def _head(figures: dict, key: str) -> str:
+    """'L1H2 0.93 (random 0.04-0.09) ✓': the trained head's score beside the same measure on random-init
+    weights, and ✓ only where it lies above every seed's."""
+    best, (low, high) = figures[key], figures["random_init"][key]
+    verdict = "✓" if best["score"] > high else "not above random"
+    return f"L{best['layer']}H{best['head']} {best['score']:.2f} (random {low:.2f}–{high:.2f}) {verdict}"
+
+
+def english_models_table(rows: list[tuple[str, dict]]) -> str:
+    """One line per English checkpoint: held-out figures against random-init controls, and its training."""
+    lines = ["| checkpoint | held-out bits/char | outside prose bits/char | previous-token head | induction head "
+             "(masked accuracy for BERT) | parameters | trained context | steps | train s (threads) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, meta in rows:
+        f, t = meta["figures"], meta["training"]
+        if "masked_accuracy" in f:
+            bits, prose, second = "(encoder)", "", f"accuracy {f['masked_accuracy']:.3f}; next-character {_head(f, 'next_token_head')}"
+        else:
+            bits, prose, second = f"{f['bits_per_char']:.2f}", f"{f['bits_per_char_outside_prose']:.2f}", _head(f, "induction_head")
+        lines.append(f"| {name} | {bits} | {prose} | {_head(f, 'previous_token_head')} | {second} | "
+                     f"{meta['parameters'] / 1e6:.2f} M | {meta['trained_tokens'] - 1} characters | {t['steps']} | "
+                     f"{t['seconds']:.0f} ({t['threads']}) |")
+    seeds = rows[0][1]["figures"]["random_init"]["seeds"] if rows else []
+    lines.append(f"\nRandom: the same measure on untrained weights of the same shape, seeds {', '.join(map(str, seeds))} "
+                 "(lowest–highest); ✓ where the trained head lies above all of them.")
+    return "\n".join(lines)
+
+
+def english_corpus_table(rows: list[tuple[str, dict]]) -> str:
+    """The text they read: each source with its package, version, licence and size; the split; the baselines."""
+    corpus = rows[0][1]["corpus"]
+    lines = ["| source | package | version | licence | documents | characters |", "|---|---|---|---|---|---|"]
+    for source in corpus["sources"]:
+        lines.append(f"| {source['content']} | {source['package']} | {source['version']} | {source['licence']} | "
+                     f"{source['documents']:,} | {source['characters']:,} |")
+    lines.append(f"\nTraining text: {corpus['train_characters']:,} characters. Held out: {corpus['held_out_documents']:,} "
+                 f"whole documents, {corpus['held_out_characters']:,} characters ({corpus['held_out']}), of whose "
+                 f"50-character chunks a share of {corpus['held_out_chunks_in_training']:g} occurs in the training text. "
+                 f"Baselines on the held-out text: {corpus['unigram_bits']:.2f} bits per character by each character's "
+                 f"frequency (unigram), {corpus['bigram_bits']:.2f} by the character before it (bigram).")
+    return "\n".join(lines)
+
+
+def english_blocks() -> dict[str, str]:
+    rows = english_entries()
+    return {"english-models": english_models_table(rows), "english-corpus": english_corpus_table(rows)} if rows else {}
+
+
+def regenerated(text: str, blocks: dict[str, str]) -> str:
+    """text with every <!-- figures:NAME --> ... <!-- /figures --> block filled from `blocks`."""
+    return BLOCK.sub(lambda m: m.group(1) + blocks[m.group("name")] + "\n" + m.group(3)
+                     if m.group("name") in blocks else m.group(0), text)
+
+
+def write_docs() -> None:
+    blocks = english_blocks()
+    for path in DOCS:
+        path.write_text(regenerated(path.read_text(encoding="utf-8"), blocks), encoding="utf-8")
+        print(f"wrote the figures in {path.relative_to(ROOT)}")
+
+
+def refresh(path: Path) -> None:
+    """Measure a language checkpoint again with this library's measures and write the figures into its JSON
+    (its weights and training record stay as they are)."""
+    model, meta = load(path, device="cpu")
+    corpus = meta["corpus"].get("name", "python-docs")
+    meta["corpus"].update(language.corpus_description(corpus))
+    meta["figures"] = language.measure(model, context=meta["corpus"]["context"], corpus=corpus)
+    meta.setdefault("parameters", sum(p.numel() for p in model.parameters()))
+    meta.setdefault("trained_tokens", 1 + meta["corpus"]["context"])
+    save(model, path, {k: v for k, v in meta.items() if k not in RESERVED_KEYS})
+    print(f"{path.name}: {json.dumps(meta['figures'])}")
+
+
 def main() -> None:
     torch.set_num_threads(1)
+    args = sys.argv[1:]
+    if args[:1] == ["--refresh"]:
+        for path in args[1:]:
+            refresh(Path(path))
+        return
+    if "--write-docs" in args:
+        write_docs()
+        return
+    for table in english_blocks().values():
+        print(table, end="\n\n")
     entries = shipped()
     language_tables([e for e in entries if e.task == "language"] + variants())
     print()

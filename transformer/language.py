@@ -327,11 +327,20 @@ def held_out_accuracy(model, context: int | None = None, limit: int | None = 64,
 # --- what a mixture of experts routes where -------------------------------------------------
 
 CHARACTER_CLASSES = ("letters", "spaces and punctuation", "digits", "code")
+ENGLISH_CLASSES = ("lower-case letters", "capitals", "spaces", "punctuation", "digits")
 
 
-def character_classes(text: str) -> list[str]:
-    """The class of each character: anything on a code line (indented by four spaces or a >>> prompt)
-    is "code"; elsewhere letters, digits, or spaces and punctuation."""
+def english_class(ch: str) -> str:
+    return ("capitals" if ch.isupper() else "lower-case letters" if ch.isalpha() else "digits" if ch.isdigit()
+            else "spaces" if ch.isspace() else "punctuation")
+
+
+def character_classes(text: str, corpus: str = "python-docs") -> list[str]:
+    """The class of each character. English: lower-case letters, capitals, spaces, punctuation, digits.
+    The topics: anything on a code line (indented by four spaces or a >>> prompt) is "code"; elsewhere
+    letters, digits, or spaces and punctuation."""
+    if corpus == "english":
+        return [english_class(ch) for ch in text]
     classes = []
     for line in text.splitlines(keepends=True):
         code = line.startswith("    ") or line.lstrip().startswith(">>>")
@@ -349,19 +358,20 @@ def expert_usage_by_class(model, context: int = 256, limit: int = 32,
     if model.cfg.ffn != "moe":
         raise ValueError(f"expert usage needs a mixture-of-experts model (ffn='moe'), got ffn={model.cfg.ffn!r}")
     text = held_out_text(corpus)
-    kept = [(ch, kind) for ch, kind in zip(text, character_classes(text)) if ch in _CHAR_ID]
+    classes = ENGLISH_CLASSES if corpus == "english" else CHARACTER_CLASSES
+    kept = [(ch, kind) for ch, kind in zip(text, character_classes(text, corpus)) if ch in _CHAR_ID]
     ids = torch.tensor([_CHAR_ID[ch] for ch, _ in kept])
     kinds = [kind for _, kind in kept]
     n = min(limit, len(ids) // context)
     batch = torch.cat((torch.zeros(n, 1, dtype=torch.long), ids[:n * context].view(n, context)), dim=1)  # (n, 1 + context)
     names = [hook_name(i, "mlp.hook_expert_indices") for i in range(model.cfg.n_layers)]
     _, trace = model.run_with_trace(batch.to(model.device), names=names)
-    class_of = torch.tensor([CHARACTER_CLASSES.index(k) for k in kinds[:n * context]]).view(n, context)  # (n, context)
+    class_of = torch.tensor([classes.index(k) for k in kinds[:n * context]]).view(n, context)  # (n, context)
     usage = []
     for name in names:
         chosen = trace[name][:, 1:].cpu()  # (n, context, k), <bos> left out
         layer = {}
-        for c, kind in enumerate(CHARACTER_CLASSES):
+        for c, kind in enumerate(classes):
             slots = chosen[class_of == c].flatten()
             layer[kind] = (torch.bincount(slots, minlength=model.cfg.n_experts).float() / max(1, slots.numel())).tolist()
         usage.append(layer)
@@ -402,6 +412,12 @@ def head_figures(model, context: int | None = None, corpus: str = "python-docs")
             "induction_head": _best(induction_scores(model, induction_sentences(model.cfg, corpus, sample)))}
 
 
+def routing_separation(model, context: int | None = None, corpus: str = "python-docs") -> float:
+    """The figure that says experts specialise: the largest class separation of any MoE layer on held-out text."""
+    usage = expert_usage_by_class(model, context or BITS_CONTEXT, corpus=corpus)
+    return round(max(class_separation(layer) for layer in usage), 3)
+
+
 def random_init_control(cfg, context: int | None = None, corpus: str = "python-docs",
                         seeds: tuple[int, ...] = RANDOM_SEEDS) -> dict:
     """The head figures of untrained models of the same config, one per seed: {figure: [lowest, highest]}.
@@ -415,6 +431,8 @@ def random_init_control(cfg, context: int | None = None, corpus: str = "python-d
             untrained = Transformer(cfg, device="cpu").eval()
         for name, best in head_figures(untrained, context, corpus).items():
             scores.setdefault(name, []).append(best["score"])
+        if cfg.ffn == "moe":
+            scores.setdefault("routing_separation", []).append(routing_separation(untrained, context, corpus))
     return {name: [min(values), max(values)] for name, values in scores.items()}
 
 
@@ -444,7 +462,22 @@ def measure(model, context: int | None = None, corpus: str = "python-docs") -> d
         usage = expert_usage_by_class(model, context, corpus=corpus)
         figures["experts_by_class"] = usage
         figures["expert_class_separation"] = [round(class_separation(layer), 3) for layer in usage]
+        figures["routing_separation"] = max(figures["expert_class_separation"])
     return figures
+
+
+def ngram_baselines(corpus: str = "english") -> dict:
+    """Held-out bits per character of the two simplest models, counted on the training text (add-one
+    smoothing over the vocabulary): the next character by its frequency (unigram), and by the one
+    before it (bigram). A model that learned anything beats both."""
+    train, held = train_ids(corpus=corpus), held_out_ids(corpus)
+    V = len(VOCAB)
+    counts = torch.bincount(train, minlength=V).double() + 1
+    unigram_bits = float(-(counts.log2() - counts.sum().log2())[held].mean())
+    pairs = torch.bincount(train[:-1] * V + train[1:], minlength=V * V).double().view(V, V) + 1  # (previous, next)
+    bigram = pairs.log2() - pairs.sum(1, keepdim=True).log2()  # log2 p(next | previous)
+    bigram_bits = float(-bigram[held[:-1], held[1:]].mean())
+    return {"unigram_bits": round(unigram_bits, 3), "bigram_bits": round(bigram_bits, 3)}
 
 
 def corpus_description(corpus: str = "python-docs") -> dict:
@@ -457,7 +490,7 @@ def corpus_description(corpus: str = "python-docs") -> dict:
         return {"name": "english", "sources": [english.source_description()],
                 "train_characters": len(train_ids(corpus=corpus)), "held_out": str(english.HELD_OUT_PATH.relative_to(
                     english.ASSET_DIR.parents[1])), "held_out_characters": len(held_out_ids(corpus)),
-                "held_out_documents": len(english.held_out_text().splitlines()),
+                "held_out_documents": len(english.held_out_text().splitlines()), **ngram_baselines(corpus),
                 "held_out_chunks_in_training": english.leaked_share(english.held_out_text(), english.training_text())}
     return {"source": "pydoc_data.topics (the Python documentation topics inside CPython)",
             "python": sys.version.split()[0], "train_characters": len(corpus_ids("train")),

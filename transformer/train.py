@@ -221,6 +221,7 @@ def describe(model: Transformer, task: str | Task, history: list[dict], settings
     task = task_for(model.cfg, task)
     meta = {"task": task.name, "accuracy": round(evaluate(model, task), 4),
             "trained_tokens": task.max_tokens,  # the longest sequence it trained on, <bos> included
+            "parameters": sum(p.numel() for p in model.parameters()),
             "training": {"steps": len(history), **settings, "schedule": "AdamW, linear warmup (10%) then cosine",
                          "seconds": round(history[-1]["seconds"], 1), "final_loss": round(history[-1]["loss"], 4)}}
     if task.name == "language":
