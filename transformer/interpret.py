@@ -1,0 +1,293 @@
+"""Why the model predicts what it predicts: the logit lens, activation patching, direct logit attribution.
+
+Everything here reads the model through its hook points (transformer/hooks.py): no module is
+changed and no torch hook is registered.
+
+- The **logit lens** reads the residual stream entering each block through the model's own final
+  norm and unembedding: what the model would say if it stopped there.
+- **Activation patching** runs a corrupted prompt with one activation taken from a clean run, and
+  measures how much of the clean behaviour comes back. One generic function, ``patch``, does every
+  kind, as in TransformerLens: it takes the hook names (one per row of the result) and the dimension
+  of their activation whose entries are the cells (a position of the residual stream, a head of
+  ``hook_z``). Each row costs one forward pass: the batch holds one corrupted copy per cell, and
+  the intervention writes the clean activation into cell i of copy i only. ``patch_residual`` and
+  ``patch_heads`` are two calls of it.
+- **Direct logit attribution** splits the last residual stream into what each part wrote (the
+  embeddings, every head, every FFN or MoE expert) and projects each part on one token's row of the
+  unembedding, through the final norm's scale at that position.
+
+Decoder and encoder stacks, every attention, position, norm and FFN choice; not encoder-decoders.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import torch
+
+from .costs import forward_flops_per_token
+from .ffn import MoE
+from .hooks import Intervention, hook_name
+from .model import Transformer
+from .norms import LayerNorm, RMSNorm
+
+Metric = Callable[[torch.Tensor], torch.Tensor]  # logits (1, T, vocab) -> a 0-dim tensor
+
+
+def logit_difference(right: int, wrong: int, position: int = -1) -> Metric:
+    """The usual patching metric: logit of `right` minus logit of `wrong` at `position` (positive: `right` wins)."""
+    def metric(logits: torch.Tensor) -> torch.Tensor:
+        return logits[0, position, right] - logits[0, position, wrong]
+    return metric
+
+
+# --- the residual stream, read through the output head --------------------------------------------
+
+
+def residual_names(n_layers: int) -> list[str]:
+    """The residual stream entering every block, then leaving the last one: the n_layers + 1 rows of
+    ``logit_lens`` and ``patch_residual``."""
+    return [hook_name(i, "hook_resid_pre") for i in range(n_layers)] + [hook_name(n_layers - 1, "hook_resid_post")]
+
+
+def residual_labels(n_layers: int) -> list[str]:
+    """Words for the rows of ``residual_names``."""
+    return ["embeddings"] + [f"after block {i}" for i in range(n_layers)]
+
+
+def read_out(model: Transformer, resid: torch.Tensor) -> torch.Tensor:
+    """(..., d_model) residual stream -> (..., vocab) logits, through the final norm (if any) and the head."""
+    if model.cfg.has_final_norm:
+        resid = model.ln_final(resid)
+    return model.head(resid)
+
+
+def _check_model(model: Transformer) -> None:
+    if model.cfg.arch == "encoder-decoder":
+        raise ValueError("interpretation reads one stack; an encoder-decoder has two, use arch='decoder' or 'encoder'")
+
+
+def _one_prompt(ids: torch.Tensor, what: str = "input_ids") -> torch.Tensor:
+    """(T,) or (1, T) -> (1, T); anything else is a clear error."""
+    ids = ids[None] if ids.dim() == 1 else ids
+    if ids.dim() != 2 or ids.shape[0] != 1 or ids.shape[1] == 0:
+        raise ValueError(f"{what} must be one prompt of at least one token, shape (1, T); got {tuple(ids.shape)}")
+    return ids
+
+
+@torch.no_grad()
+def logit_lens(model: Transformer, input_ids: torch.Tensor) -> torch.Tensor:
+    """(n_layers + 1, T, vocab) log-probabilities read from the residual stream entering each block, and
+    leaving the last one (that row is log_softmax of the model's own logits)."""
+    _check_model(model)
+    names = residual_names(model.cfg.n_layers)
+    _, trace = model.run_with_trace(_one_prompt(input_ids), names=names)
+    resid = torch.cat([trace[name] for name in names])  # (n_layers + 1, T, d_model)
+    return read_out(model, resid).float().log_softmax(-1)
+
+
+# --- activation patching ---------------------------------------------------------------------------
+
+
+def write_cells(clean: torch.Tensor, dim: int, cells: torch.Tensor) -> Intervention:
+    """An intervention for a batch of corrupted copies: copy i gets clean's entry cells[i] along `dim`
+    and keeps all its other entries. `clean` is the clean run's activation, batch 1."""
+    def intervention(corrupted: torch.Tensor, event) -> torch.Tensor:
+        one_hot = torch.zeros(len(cells), corrupted.shape[dim], dtype=torch.bool, device=corrupted.device)
+        one_hot[torch.arange(len(cells)), cells] = True  # (n, size of dim): copy i, entry cells[i]
+        shape = [len(cells)] + [1] * (corrupted.dim() - 1)
+        shape[dim] = corrupted.shape[dim]
+        return torch.where(one_hot.view(shape), clean.to(corrupted.dtype), corrupted)
+    return intervention
+
+
+def check_budget(rows: int, cells: int, max_forwards: int | None, what: str) -> None:
+    """Refuse, before anything runs, a patching that would run the corrupted prompt more than max_forwards times."""
+    runs = rows * cells
+    if max_forwards is not None and runs > max_forwards:
+        raise ValueError(
+            f"patching {rows} {what[0]} x {cells} {what[1]} runs the corrupted prompt {runs:,} times "
+            f"(batched into {rows} forward passes), over the budget of {max_forwards:,}: patch fewer "
+            f"{what[0]} or {what[1]} (layers=[...], positions=[...]), or raise max_forwards")
+
+
+@torch.no_grad()
+def patch(model: Transformer, clean_ids: torch.Tensor, corrupt_ids: torch.Tensor, metric: Metric,
+          names: Sequence[str], dim: int, cells: Sequence[int], batch_size: int | None = None) -> torch.Tensor:
+    """(len(names), len(cells)): the metric of the corrupted prompt with the activation at hook `names[r]`,
+    entry `cells[c]` along `dim`, taken from the clean prompt.
+
+    Every kind of patching is this loop: a row is a hook name; its cells run as one batch of corrupted
+    copies (`batch_size` copies at most per forward pass), copy i patched at cell i alone.
+    """
+    clean_ids, corrupt_ids = _check_pair(model, clean_ids, corrupt_ids)
+    _, clean = model.run_with_trace(clean_ids, names=list(names))
+    cells = torch.as_tensor(cells, dtype=torch.long, device=model.device)
+    rows = []
+    for name in names:
+        values = []
+        for chunk in cells.split(batch_size or len(cells)):
+            copies = corrupt_ids.expand(len(chunk), -1)  # (n, T): one corrupted prompt per cell
+            with model.intervene({name: write_cells(clean[name], dim, chunk)}):
+                logits = model(copies)  # (n, T, vocab)
+            values += [metric(logits[i:i + 1]) for i in range(len(chunk))]
+        rows.append(torch.stack(values))
+    return torch.stack(rows).float()  # (rows, cells)
+
+
+def _check_pair(model: Transformer, clean_ids: torch.Tensor, corrupt_ids: torch.Tensor):
+    _check_model(model)
+    clean_ids, corrupt_ids = _one_prompt(clean_ids, "clean_ids"), _one_prompt(corrupt_ids, "corrupt_ids")
+    if clean_ids.shape != corrupt_ids.shape:
+        raise ValueError(f"the clean prompt has {clean_ids.shape[1]} tokens and the corrupted one "
+                         f"{corrupt_ids.shape[1]}: patching swaps activations position by position, so both "
+                         "prompts need the same number of tokens")
+    return clean_ids.to(model.device), corrupt_ids.to(model.device)
+
+
+def _chosen(indices: Sequence[int] | None, count: int, what: str) -> list[int]:
+    """Every index below `count`, or the chosen ones after checking them."""
+    chosen = list(range(count)) if indices is None else [int(i) for i in indices]
+    bad = [i for i in chosen if not 0 <= i < count]
+    if bad or not chosen:
+        raise ValueError(f"{what} must be a non-empty list of indices from 0 to {count - 1}; got {list(indices)}")
+    return chosen
+
+
+def patch_residual(model: Transformer, clean_ids: torch.Tensor, corrupt_ids: torch.Tensor, metric: Metric, *,
+                   layers: Sequence[int] | None = None, positions: Sequence[int] | None = None,
+                   max_forwards: int | None = None, batch_size: int | None = None) -> torch.Tensor:
+    """(n_layers + 1, T): the metric with the residual stream at (layer, position) taken from the clean run.
+
+    Rows as in ``logit_lens``: the stream entering block 0 ... block L-1, then leaving block L-1.
+    `layers` (rows) and `positions` pick a part of the grid; `max_forwards` refuses a grid that would
+    run the corrupted prompt more often.
+    """
+    rows = _chosen(layers, model.cfg.n_layers + 1, "layers")
+    cells = _chosen(positions, _one_prompt(clean_ids, "clean_ids").shape[1], "positions")
+    check_budget(len(rows), len(cells), max_forwards, ("layers", "positions"))
+    names = residual_names(model.cfg.n_layers)
+    return patch(model, clean_ids, corrupt_ids, metric, [names[r] for r in rows], 1, cells, batch_size)
+
+
+def patch_heads(model: Transformer, clean_ids: torch.Tensor, corrupt_ids: torch.Tensor, metric: Metric, *,
+                layers: Sequence[int] | None = None, max_forwards: int | None = None) -> torch.Tensor:
+    """(n_layers, n_heads): the metric with one head's output, at every position and before W_o, taken from
+    the clean run. ``hook_z`` holds one entry per query head, so the query heads that share a kv head
+    (GQA, MQA) are patched one at a time."""
+    rows = _chosen(layers, model.cfg.n_layers, "layers")
+    check_budget(len(rows), model.cfg.n_heads, max_forwards, ("layers", "heads"))
+    names = [hook_name(layer, "attn.hook_z") for layer in rows]
+    return patch(model, clean_ids, corrupt_ids, metric, names, 1, range(model.cfg.n_heads))
+
+
+# --- direct logit attribution ---------------------------------------------------------------------
+
+# what a final norm does to one part of the stream before scaling it: LayerNorm subtracts the part's mean
+CENTERING = {LayerNorm: lambda part: part - part.mean(-1, keepdim=True), RMSNorm: lambda part: part}
+
+
+@dataclass
+class Attribution:
+    """Each part's direct effect on one token's logit at one position; the parts add up to the logit."""
+
+    token: int
+    position: int
+    logit: float  # the model's own logit for the token
+    embed: float  # the embeddings (token and position) that start the residual stream
+    heads: torch.Tensor  # (n_layers, n_heads): each head's write, z_h W_o[h]
+    ffn: torch.Tensor  # (n_layers,): each FFN's write (a MoE: the sum of its experts')
+    experts: torch.Tensor | None  # (n_layers, n_experts) for a MoE: each expert's gated write, 0 where not chosen
+    constant: float  # what no part writes: attention output biases, the final norm's bias, the head's bias
+
+    @property
+    def total(self) -> float:
+        return self.embed + float(self.heads.sum()) + float(self.ffn.sum()) + self.constant
+
+
+def _ffn_input_name(model: Transformer, layer: int) -> str:
+    """The norm whose output a block's FFN reads: ln2, or ln1 in a parallel block."""
+    return hook_name(layer, "ln1.hook_normalized" if model.cfg.parallel_block else "ln2.hook_normalized")
+
+
+def expert_writes(moe: MoE, x: torch.Tensor, chosen: torch.Tensor, gates: torch.Tensor) -> torch.Tensor:
+    """(n_experts, d_model): each expert's output for one token x (d_model,) times its gate; 0 if not chosen."""
+    writes = x.new_zeros(moe.n_experts, x.shape[-1])
+    for expert, gate in zip(chosen.tolist(), gates):
+        writes[expert] = moe.experts[expert](x[None])[0] * gate
+    return writes
+
+
+def token_projection(model: Transformer, final: torch.Tensor, token: int) -> tuple[Callable[[torch.Tensor], float], float]:
+    """(part -> its direct effect on `token`'s logit, what the biases after the stream add) at one position.
+
+    The final norm maps the stream x to center(x) * scale * w + b; `scale` depends on the whole stream
+    `final` (d_model,) and is frozen at its value here, so every part's effect is linear in the part.
+    """
+    direction = model.unembed.weight[token].float()  # (d_model,): the token's row of W_U
+    constant = float(model.unembed.bias[token]) if model.unembed.bias is not None else 0.0
+    if not model.cfg.has_final_norm:
+        return lambda part: float(part.float() @ direction), constant
+    norm = model.ln_final
+    center = CENTERING[type(norm)]
+    scale = torch.rsqrt(center(final.float()).pow(2).mean() + norm.eps)
+    read = norm.weight.float() * scale * direction  # (d_model,) what one unit of a centred part adds to the logit
+    if getattr(norm, "bias", None) is not None:
+        constant += float(norm.bias.float() @ direction)
+    return lambda part: float(center(part.float()) @ read), constant
+
+
+@torch.no_grad()
+def direct_logit_attribution(model: Transformer, input_ids: torch.Tensor, token: int,
+                             position: int = -1) -> Attribution:
+    """How much each head, FFN and expert writes directly in the direction of `token`'s logit at `position`.
+
+    The residual stream leaving the last block is the embeddings plus every sublayer's output; frozen at
+    this run's final-norm scale, the logit splits into one term per part. That needs the stream to reach
+    the head through at most that one norm: a pre-norm stack with a plain head.
+    """
+    _check_model(model)
+    cfg = model.cfg
+    if cfg.norm_position == "post" or cfg.head_transform:
+        raise ValueError("direct logit attribution needs the residual stream to reach the unembedding through one "
+                         "final norm at most (a pre-norm stack with a plain head); "
+                         + ("this model normalises after every block" if cfg.norm_position == "post"
+                            else "this model's head has a transform of its own"))
+    if not 0 <= token < cfg.vocab_size:
+        raise ValueError(f"token={token} is outside 0..{cfg.vocab_size - 1}")
+    ids = _one_prompt(input_ids).to(model.device)
+    position = range(ids.shape[1])[position]  # a negative position counts from the end; out of range raises
+    L, moe = cfg.n_layers, cfg.ffn == "moe"
+    names = [hook_name(0, "hook_resid_pre"), hook_name(L - 1, "hook_resid_post")]
+    for layer in range(L):
+        names += [hook_name(layer, "attn.hook_z"), hook_name(layer, "hook_mlp_out")]
+        if moe:
+            names += [_ffn_input_name(model, layer), hook_name(layer, "mlp.hook_expert_indices"),
+                      hook_name(layer, "mlp.hook_expert_weights")]
+    logits, trace = model.run_with_trace(ids, names=names)
+    at = lambda name: trace[name][0, position]  # noqa: E731  (a recorded tensor at the position)
+    project, constant = token_projection(model, at(names[1]), token)
+
+    heads, ffn = torch.zeros(L, cfg.n_heads), torch.zeros(L)
+    experts = torch.zeros(L, cfg.n_experts) if moe else None
+    for layer, block in enumerate(model.blocks):
+        z = trace[hook_name(layer, "attn.hook_z")][0, :, position]  # (H, d_head)
+        w_o = block.attn.o_proj.weight.view(cfg.d_model, cfg.n_heads, cfg.d_head)  # (d_model, H, d_head)
+        writes = torch.einsum("hd,mhd->hm", z, w_o)  # (H, d_model): head h's share of concat(heads) @ W_o
+        heads[layer] = torch.tensor([project(write) for write in writes])
+        if block.attn.o_proj.bias is not None:
+            constant += project(block.attn.o_proj.bias)
+        ffn[layer] = project(at(hook_name(layer, "hook_mlp_out")))
+        if moe:
+            x = at(_ffn_input_name(model, layer))  # (d_model,) what the router and the experts read
+            chosen = at(hook_name(layer, "mlp.hook_expert_indices"))  # (k,)
+            gates = at(hook_name(layer, "mlp.hook_expert_weights")).to(x.dtype)  # (k,)
+            experts[layer] = torch.tensor([project(w) for w in expert_writes(block.mlp, x, chosen, gates)])
+    return Attribution(token, position, float(logits[0, position, token]), project(at(names[0])), heads, ffn,
+                       experts, constant)
+
+
+def forwards_within(model: Transformer, n_tokens: int, flop_budget: float) -> int:
+    """How many runs of an n_tokens prompt fit in a FLOP budget (at least 1): a ``max_forwards`` for patching."""
+    return max(1, math.floor(flop_budget / (n_tokens * forward_flops_per_token(model.cfg, n_tokens))))
