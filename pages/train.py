@@ -7,9 +7,10 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from transformer import checkpoint, language
-from transformer.tasks import TASKS, Batch, pattern_names
-from transformer.train import evaluate, train
+from transformer import checkpoint
+from transformer.training import language
+from transformer.training.tasks import TASKS, Batch, pattern_names
+from transformer.training.train import evaluate, train
 from ui.app.export import checkpoint_zip
 from ui.figures.base import FONT, head_grid
 from ui.app.page import start_page

@@ -12,8 +12,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from transformer import PRESETS, Transformer, checkpoint, default_device, language  # noqa: E402
-from transformer.train import train  # noqa: E402
+from transformer import PRESETS, Transformer, checkpoint, default_device  # noqa: E402
+from transformer.training import language  # noqa: E402
+from transformer.training.train import train  # noqa: E402
 
 if not torch.cuda.is_available():
     sys.exit("no CUDA device here: this check needs a GPU")

@@ -25,10 +25,10 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from transformer import language  # noqa: E402
+from transformer.training import language  # noqa: E402
 from transformer.checkpoint import RESERVED_KEYS, checkpoint_paths, load, save, shipped, variants  # noqa: E402
-from transformer.tasks import TASKS, expert_usage, head_scores, specialisation  # noqa: E402
-from transformer.train import evaluate  # noqa: E402
+from transformer.training.tasks import TASKS, expert_usage, head_scores, specialisation  # noqa: E402
+from transformer.training.train import evaluate  # noqa: E402
 
 ACCURACY_SEED, PATTERN_SEED = 777, 778  # neither is used by training or by the stored accuracy
 
@@ -68,7 +68,7 @@ def measure(entry) -> dict:
 
 def language_tables(entries) -> None:
     """The language checkpoints' held-out figures, recorded in their JSON when they were trained
-    (`transformer.language.measure`: every held-out character, every held-out sentence)."""
+    (`transformer.training.language.measure`: every held-out character, every held-out sentence)."""
     print("| checkpoint | held-out bits/char | next-char accuracy | previous-token head | induction head | "
           "steps | train s | size KiB |")
     print("|---|---|---|---|---|---|---|---|")

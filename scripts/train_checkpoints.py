@@ -21,8 +21,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from transformer import checkpoint  # noqa: E402
-from transformer.tasks import Language  # noqa: E402
-from transformer.train import config_for, describe, train  # noqa: E402
+from transformer.training.tasks import Language  # noqa: E402
+from transformer.training.train import config_for, describe, train  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from safetensors.torch import load_file
 
 from transformer import PRESETS, Transformer
 from transformer.checkpoint import CheckpointError, find_checkpoint, load, read_meta, save, shipped
-from transformer.tasks import TASKS, expert_usage, head_scores, specialisation
+from transformer.training.tasks import TASKS, expert_usage, head_scores, specialisation
 
 SMALL = dict(vocab_size=30, d_model=32, n_heads=4, n_layers=2, max_len=32)
 

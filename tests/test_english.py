@@ -5,9 +5,9 @@ import re
 import pytest
 import torch
 
-from transformer import language
-from transformer.tasks import Language
-from transformer.train import config_for, train
+from transformer.training import language
+from transformer.training.tasks import Language
+from transformer.training.train import config_for, train
 from transformer.training import english
 
 

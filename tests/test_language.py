@@ -2,9 +2,10 @@
 import pytest
 import torch
 
-from transformer import PRESETS, Transformer, language
-from transformer.tasks import TASKS, Language
-from transformer.train import config_for, train
+from transformer import PRESETS, Transformer
+from transformer.training import language
+from transformer.training.tasks import TASKS, Language
+from transformer.training.train import config_for, train
 
 # every kind of text a person may type or paste
 BAD_TEXTS = {

@@ -8,7 +8,8 @@ import math
 import pytest
 import torch
 
-from transformer import PRESETS, language
+from transformer import PRESETS
+from transformer.training import language
 from transformer.checkpoint import checkpoint_paths, load, shipped, variants
 from transformer.hooks import ablations
 

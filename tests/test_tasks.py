@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from transformer.tasks import (TASKS, attention_mass, get_task, induction_targets, previous_token_targets,
+from transformer.training.tasks import (TASKS, attention_mass, get_task, induction_targets, previous_token_targets,
                                specialisation)
 
 

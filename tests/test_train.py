@@ -4,8 +4,8 @@ import torch
 
 from transformer import PRESETS, TransformerConfig
 from transformer.checkpoint import load
-from transformer.tasks import TASKS, Language
-from transformer.train import config_for, evaluate, learning_rate, main, task_for, train
+from transformer.training.tasks import TASKS, Language
+from transformer.training.train import config_for, evaluate, learning_rate, main, task_for, train
 
 # small enough for a few hundred steps in seconds on a CPU
 TINY_DECODER = TransformerConfig(vocab_size=len(TASKS["mixed"].vocab), d_model=32, n_heads=4, n_layers=1, max_len=32,

@@ -8,7 +8,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from transformer import checkpoint
-from transformer.tasks import get_task
+from transformer.training.tasks import get_task
 from ui.app.state import DEFAULT_PRESET
 from apptest_helpers import values as decode
 

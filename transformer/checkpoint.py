@@ -118,7 +118,7 @@ def trained_tokens(meta: dict) -> int | None:
         return int(meta["trained_tokens"])
     if meta.get("task") == "language" and "context" in meta.get("corpus", {}):
         return 1 + int(meta["corpus"]["context"])
-    from .tasks import TASKS  # imports the model: read lazily
+    from .training.tasks import TASKS  # imports the model: read lazily
 
     task = TASKS.get(meta.get("task"))
     return task.for_arch(meta["config"]["arch"]).max_tokens if task is not None and "config" in meta else None
@@ -168,7 +168,7 @@ def _mismatches(expected: dict[str, tuple], found: dict[str, tuple], limit: int 
 class ShippedCheckpoint:
     name: str  # e.g. "gpt2-induction"
     preset: str  # a key of PRESETS
-    task: str  # a key of transformer.tasks.TASKS
+    task: str  # a key of transformer.training.tasks.TASKS
     path: Path  # without extension: load(path)
     accuracy: float  # on fresh samples, answer positions only
     train_seconds: float

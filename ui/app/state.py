@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from transformer import AXES, MODEL_CARDS, PRESETS, TransformerConfig, choices
-from transformer.tasks import TASKS, get_task
+from transformer.training.tasks import TASKS, get_task
 
 from ui.compute.runtime import config_key, trained_config, trained_tasks, weights_config, weights_info
 

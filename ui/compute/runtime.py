@@ -18,10 +18,11 @@ import numpy as np
 import streamlit as st
 import torch
 
-from transformer import Transformer, TransformerConfig, checkpoint, language
+from transformer import Transformer, TransformerConfig, checkpoint
+from transformer.training import language
 from transformer.hooks import ablations, attention_stacks, hook_name
 from transformer.positions import ADDITIVE_POSITIONS
-from transformer.tasks import get_task
+from transformer.training.tasks import get_task
 
 MAX_TOKENS = 128  # heatmaps stay readable and each rerun's messages small
 START_TOKEN = 0  # the decoder's first input in an encoder-decoder

@@ -27,7 +27,7 @@ from transformer import MODEL_CARDS, PRESETS, TransformerConfig, analysis, kv_ca
 from transformer.costs import full_attention_bytes
 from transformer.flash import tile_plan
 from transformer.hooks import hook_name
-from transformer.tasks import attention_mass, get_task, induction_targets, previous_token_targets
+from transformer.training.tasks import attention_mass, get_task, induction_targets, previous_token_targets
 
 from ui.figures import lesson as lesson_figures
 from ui.figures.axes import kv_cache_growth, mask_and_weights, rope_scores

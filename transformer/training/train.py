@@ -1,7 +1,7 @@
 """Train a model on a synthetic task: AdamW, linear warmup then cosine decay, seeded and reproducible.
 
     model, history = train("llama2", "induction", steps=1000)
-    python -m transformer.train --preset llama2 --task induction --steps 1000 --out /tmp/llama2-induction
+    python -m transformer.training.train --preset llama2 --task induction --steps 1000 --out /tmp/llama2-induction
 
 The same seed gives the same weights (on the same device and thread count). The
 loop is plain PyTorch: every heavy operation releases the GIL, so an app can keep
@@ -21,12 +21,13 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from . import checkpoint, language
-from .config import TransformerConfig
-from .ffn import MoE
-from .model import Transformer, default_device
-from .positions import ADDITIVE_POSITIONS
-from .presets import PRESETS
+from .. import checkpoint
+from . import language
+from ..config import TransformerConfig
+from ..ffn import MoE
+from ..model import Transformer, default_device
+from ..positions import ADDITIVE_POSITIONS
+from ..presets import PRESETS
 from .tasks import TASKS, Language, Task, get_task
 
 Callback = Callable[[int, dict, Transformer], None]
@@ -246,7 +247,7 @@ def describe(model: Transformer, task: str | Task, history: list[dict], settings
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m transformer.train", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m transformer.training.train", description=__doc__.splitlines()[0])
     parser.add_argument("--preset", required=True, choices=list(PRESETS))
     parser.add_argument("--task", required=True, choices=list(TASKS))
     parser.add_argument("--steps", type=int, required=True)

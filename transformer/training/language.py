@@ -18,7 +18,8 @@ import string
 
 import torch
 
-from .hooks import hook_name
+from ..hooks import hook_name
+from . import english
 
 SPECIALS = ("<bos>", "<mask>")
 # printable ASCII without the form feeds and vertical tab, then the corpus's own typography
@@ -128,8 +129,6 @@ CORPORA = {"python-docs": "the Python documentation topics inside CPython (pydoc
 @functools.lru_cache(maxsize=1)
 def english_train_ids() -> torch.Tensor:
     """(N,) WordNet's training documents, shuffled, one per line (needs Debian's wordnet-base)."""
-    from .training import english
-
     return torch.tensor(encode_chars(english.training_text()), dtype=torch.long)
 
 
@@ -148,8 +147,6 @@ def train_ids(with_docstrings: bool = False, corpus: str = "python-docs") -> tor
 def held_out_text(corpus: str = "python-docs") -> str:
     """The corpus's held-out text: the held-out topics, or the English held-out documents the project ships."""
     if corpus == "english":
-        from .training import english
-
         return english.held_out_text()
     return "\n\n".join(topics()[name].strip() for name in split_names("held-out"))
 
@@ -422,7 +419,7 @@ def random_init_control(cfg, context: int | None = None, corpus: str = "python-d
                         seeds: tuple[int, ...] = RANDOM_SEEDS) -> dict:
     """The head figures of untrained models of the same config, one per seed: {figure: [lowest, highest]}.
     A head "does" something only where the trained figure lies above the highest."""
-    from .model import Transformer
+    from ..model import Transformer
 
     scores: dict[str, list[float]] = {}
     for seed in seeds:
@@ -451,8 +448,6 @@ def measure(model, context: int | None = None, corpus: str = "python-docs") -> d
     figures = {"bits_per_char": round(bits_per_char(model, BITS_CONTEXT, corpus=corpus), 3),  # one protocol for all
                **figures}
     if corpus == "english":
-        from .training import english
-
         figures["bits_per_char_outside_prose"] = round(text_bits_per_char(model, english.outside_prose(),
                                                                           min(context, BITS_CONTEXT)), 3)
     if model.cfg.max_len >= context * EXTRAPOLATION[-1]:
@@ -485,8 +480,6 @@ def corpus_description(corpus: str = "python-docs") -> dict:
     import sys
 
     if corpus == "english":
-        from .training import english
-
         return {"name": "english", "sources": [english.source_description()],
                 "train_characters": len(train_ids(corpus=corpus)), "held_out": str(english.HELD_OUT_PATH.relative_to(
                     english.ASSET_DIR.parents[1])), "held_out_characters": len(held_out_ids(corpus)),

@@ -27,7 +27,7 @@ from dataclasses import dataclass, fields
 import torch
 
 from . import language
-from .hooks import attention_stacks, hook_name
+from ..hooks import attention_stacks, hook_name
 
 LETTERS = string.ascii_lowercase
 DIGITS = string.digits
