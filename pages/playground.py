@@ -104,11 +104,9 @@ if cfg.arch == "decoder":
         st.plotly_chart(actual_next_figure(labels["src"], actual_next(*ids), actual_next(*ids, ablation) if ablation else None),
                         key="actual_next")
         st.caption("Switch off a previous-token head (a bright stripe just below the diagonal) and watch the "
-                   "probabilities fall all along the text. The LLaMA 2, Mistral, Falcon, PaLM and Mixtral language models "
-                   "have an induction head (L1H1; Mistral's is L1H2, Falcon's and Mixtral's L1H0; Mistral's window "
-                   "reaches 31 characters back): on a repeated sentence, switch it off and the second copy gets harder "
-                   "to predict; on an induction checkpoint (Trained on: "
-                   "induction) it stops being predicted at all.")
+                   "probabilities fall all along the text; on a repeated sentence, switch off an induction head and "
+                   "the second copy gets harder to predict (on an induction checkpoint, Trained on: induction, it "
+                   "stops being predicted at all). " + weights_info(state.config_json, state.weights).heads)
 elif weights_info(state.config_json, state.weights).task == "language" and len(ctx.tokens.ids) > 1:  # BERT: fill in a blank
     ids = tuple(ctx.tokens.ids)
     with predict_col:

@@ -115,3 +115,14 @@ def test_the_continuation_panel_offers_example_prompts_that_replace_the_text():
     assert_clean(at)
     assert at.sidebar.text_area(key="text").value == prompts[0].key.removeprefix("prompt_")
     assert at.query_params["text"] == prompts[0].key.removeprefix("prompt_")
+
+
+def test_the_heads_a_page_names_are_those_above_their_random_init_control():
+    from ui.compute.runtime import heads_text
+
+    figures = {"previous_token_head": {"score": 0.91, "layer": 0, "head": 3},
+               "induction_head": {"score": 0.08, "layer": 2, "head": 1},
+               "random_init": {"seeds": [0, 1], "previous_token_head": [0.04, 0.09], "induction_head": [0.02, 0.11]}}
+    said = heads_text({"figures": figures})
+    assert said == "Its previous-token head L0H3 (0.91 on held-out text; random weights 0.04–0.09)."
+    assert heads_text({"figures": {"previous_token_head": figures["previous_token_head"]}}) == ""  # no control, no claim
