@@ -324,9 +324,9 @@ class PollStore:
             self._serialize_creation(db)
             held = db.one("SELECT COUNT(*) FROM poll_sessions WHERE expires_at >= ?", created - PURGE_AFTER_S)[0]
             if held >= self.limits.max_polls:
-                raise PollError(f"This server already holds {held} class polls, the most it keeps at once "
-                                f"({MAX_POLLS_ENV}={self.limits.max_polls}); a poll's place frees up an hour "
-                                "after it ends — end polls no longer in use, or try again later.")
+                raise PollError(f"This server holds {held} of {self.limits.max_polls} class polls, the most it "
+                                f"keeps at once ({MAX_POLLS_ENV}); a poll's place frees up an hour after it ends "
+                                "— end polls no longer in use, or try again later.")
             for _ in range(20):  # 32**5 codes: a clash is rare, twenty in a row never happens
                 code = new_code()
                 if db.exec("INSERT INTO poll_sessions (code, created_at, expires_at, step, teacher_key_sha256) "
@@ -393,9 +393,8 @@ class PollStore:
             c = self._session_row(db, code, self._lock_update)[0]  # joins one at a time: the limit holds
             students = db.one("SELECT COUNT(*) FROM poll_students WHERE code = ?", c)[0]
             if students >= self.limits.max_students:
-                raise PollError(f"Class {c} is full: {students} students have joined, the most one class "
-                                f"takes on this server ({MAX_STUDENTS_ENV}={self.limits.max_students}) — "
-                                "tell the teacher.")
+                raise PollError(f"Class {c} is full: {students} of {self.limits.max_students} places are taken, "
+                                f"the most one class takes on this server ({MAX_STUDENTS_ENV}) — tell the teacher.")
             db.exec("INSERT INTO poll_students (code, student_id, joined_at) VALUES (?, ?, ?)",
                     c, digest(token), self.clock())
 
