@@ -1,9 +1,12 @@
 """The Lessons page in Chromium: presenter mode at 1920 x 1080 (no sidebar, figure text of 20 px or more,
-→ moves to the next step) and a class poll with a teacher and three students in four browser contexts.
+→ moves to the next step) and a class poll with a teacher and three students in four browser contexts: a
+reloaded student page is the same student (its cookie), the same address in another browser a new one, and
+the projected teacher screen shows no teacher key, nor does the teacher's address.
 
 Screenshots land in artifacts/screenshots/ and refresh docs/screenshots/lessons.png and lessons_present.png.
 Chromium must be installed (.ci/run installs it).
 """
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -148,9 +151,13 @@ def run_a_poll(tabs, base_url):
     teacher = tabs()
     open_path(teacher, base_url, "lessons?step=1")
     click_and_wait(teacher, "Start a class poll")
-    teacher.wait_for_function("() => location.search.includes('teach=')")
-    code = parse_qs(urlsplit(teacher.url).query)["teach"][0]
-    assert f"Class code: {code}" in teacher.locator("body").inner_text()
+    teacher.wait_for_function("() => document.body.innerText.includes('Class code:')")
+    code = re.search(r"Class code: ([A-Z2-9]{5})", teacher.locator("body").inner_text()).group(1)
+    teacher.locator('[data-testid="stExpander"]').get_by_text("Private: resume this poll").click()  # own screen
+    resume = teacher.locator('[data-testid="stCode"]').filter(has_text=f"{code}.").last.inner_text().strip()
+    key = resume.split(".", 1)[1]
+    assert len(key) >= 22 and key not in teacher.url and "teach=" not in teacher.url
+    assert parse_qs(urlsplit(teacher.url).query)["step"] == ["1"]
 
     students = []
     for i in range(3):
@@ -166,11 +173,32 @@ def run_a_poll(tabs, base_url):
         click_and_wait(student, "Send my answer")
         student.wait_for_function("() => document.body.innerText.includes('sent.')")
         students.append(student)
-
     teacher.wait_for_function("() => document.body.innerText.includes('3 of 3 students answered')", timeout=30_000)
+
+    # A reloaded student page is the same student: the token waits in a cookie of that browser, not in the URL.
+    first = students[0]
+    first.wait_for_function("name => document.cookie.includes(name)", arg=f"attention_lab_student_{code}=")
+    assert f"class={code}" in first.url and "me=" not in first.url
+    first.reload()
+    wait_until_ready(first)
+    first.wait_for_function("() => document.body.innerText.includes('You are back in class')")
+    # The same address on another laptop joins as a new student.
+    copied = tabs()
+    open_path(copied, base_url, first.url.split("/", 3)[3])
+    copied.wait_for_function("() => document.body.innerText.includes('You joined class')")
+    teacher.wait_for_function("() => document.body.innerText.includes('3 of 4 students answered')", timeout=30_000)
+
+    # The projected screen: presenter mode draws no key, and the teacher's address holds none.
+    teacher.get_by_text("Presenter mode").click()
+    teacher.wait_for_function("() => new URLSearchParams(location.search).get('present') === '1'")
+    wait_until_ready(teacher)
+    assert key not in teacher.content() and key not in teacher.url
+    assert "hidden in presenter mode" in teacher.locator("body").inner_text()
     save_png(teacher, ARTIFACTS / "lessons_poll_teacher.png")
+
     click_and_wait(teacher, "Reveal the answer")
     assert "of 3 right" in teacher.locator("body").inner_text()
-    students[0].wait_for_selector(".js-plotly-plot", timeout=30_000)  # the student's page follows the reveal
-    for tab in (teacher, *students):
+    students[1].wait_for_selector(".js-plotly-plot", timeout=30_000)  # the student's page follows the reveal
+    assert "The class: " in students[1].locator("body").inner_text()
+    for tab in (teacher, *students, copied):
         assert tab.locator(EXCEPTION).count() == 0

@@ -1,11 +1,16 @@
 """The Lessons page under Streamlit's AppTest: every step asks before it shows, answering reveals the true
-answer and the figure; the step and presenter mode live in the URL; the class poll's teacher and students,
-with bad input (wrong or expired code, a double answer, a late joiner, a reloaded teacher page).
+answer and the figure; the step and presenter mode live in the URL; the class poll's teacher and students
+on the real SQLite store, with the attacks and bad input a classroom meets (a student with the class code
+acting as teacher, a forged or replayed teacher key, a copied student link, a token of another class, an
+answer to a closed step, a wrong or expired code, a 10,000-character address, a stopped database, a limit
+reached) and a reloaded teacher page resumed with its private link.
 
 The true answers themselves are checked against the library where a test can recompute them
 independently (the trained head's choice, the KV-cache bytes, the skipped tiles, the parameter share).
 """
 import json
+import socket
+from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 import pytest
@@ -211,14 +216,47 @@ def test_every_lesson_figure_is_readable_on_a_projector():
 # --- the class poll -----------------------------------------------------------------------------------
 
 
-def start_class(step: int = 1) -> tuple[AppTest, str]:
-    teacher = open_lessons(step=step)
+def page_texts(at: AppTest) -> list[str]:
+    """Every element the page drew, as text (its protobuf): what a screen or its screenshot could show."""
+    def walk(node):
+        children = getattr(node, "children", None)
+        if isinstance(children, dict):
+            for child in children.values():
+                yield from walk(child)
+        else:
+            yield str(getattr(node, "proto", ""))
+
+    return list(walk(at._tree))
+
+
+def url_text(at: AppTest) -> str:
+    return "&".join(f"{k}={v}" for k, v in at.query_params.items())
+
+
+def poll_store_of(poll_database):
+    """The store the page uses (the same SQLite file), to read what the page did."""
+    return open_store(str(poll_database))
+
+
+def start_class(step: int = 1, **query) -> tuple[AppTest, str]:
+    teacher = open_lessons(step=step, **query)
     teacher.button(key="lesson_start").click().run()
     assert_clean(teacher)
-    code = teacher.session_state["lesson_teach"]
+    code, key = teacher.session_state["lesson_teach"], teacher.session_state["lesson_teacher_key"]
     assert f"Class code: **{code}**" in markdown(teacher)
-    assert teacher.query_params["teach"] == code
+    assert len(key) >= 22 and key not in url_text(teacher) and code not in url_text(teacher)  # the URL: the step
+    assert set(teacher.query_params) & {"teach", "resume", "class", "me"} == set()
     return teacher, code
+
+
+def teacher_key(teacher: AppTest) -> str:
+    return teacher.session_state["lesson_teacher_key"]
+
+
+def resume_link(teacher: AppTest) -> str:
+    """The private resume link the teacher's screen shows (in its collapsed expander)."""
+    (link,) = [c.value for c in teacher.get("code") if "resume=" in c.value]
+    return link
 
 
 def join(code: str, how: str = "link") -> AppTest:
@@ -231,10 +269,14 @@ def join(code: str, how: str = "link") -> AppTest:
     return student
 
 
-def send(student: AppTest, slug: str, choice: int) -> None:
+def send(student: AppTest, slug: str, choice: int, errors_allowed: bool = False) -> None:
     student.radio(key=f"lesson_class_pick_{slug}").set_value(choice).run()
     student.button(key="lesson_send").click().run()
-    assert_clean(student)
+    assert_clean(student, errors_allowed)
+
+
+def teacher_buttons(at: AppTest) -> set[str]:
+    return {b.key for b in at.button} & {"lesson_class_reveal", "lesson_end"}
 
 
 def test_a_class_poll_counts_answers_and_reveals():
@@ -243,11 +285,11 @@ def test_a_class_poll_counts_answers_and_reveals():
     students = [join(code, "link"), join(code, "typed"), join(code, "typed")]
     for student in students:
         assert student.session_state["lesson_class"] == code and not student.get("plotly_chart")
-        assert student.query_params["class"] == code
-    for i, student in enumerate(students):
-        send(student, "soft-lookup", [live.answer, live.answer, (live.answer + 1) % len(live.choices)][i])
-        assert f"Answer {lessons.letter([live.answer, live.answer, (live.answer + 1) % len(live.choices)][i])} sent" \
-               in messages(student)
+        assert dict(student.query_params).items() >= {"class": code, "step": "1"}.items()
+    picks = [live.answer, live.answer, (live.answer + 1) % len(live.choices)]
+    for student, pick in zip(students, picks):
+        send(student, "soft-lookup", pick)
+        assert f"Answer {lessons.letter(pick)} sent" in messages(student)
     teacher.run()
     assert "3 of 3 students answered" in markdown(teacher)
     counts = [c for c in charts(teacher)]
@@ -259,22 +301,52 @@ def test_a_class_poll_counts_answers_and_reveals():
     for student in students[:2]:
         student.run()
         assert "✓" in messages(student) and len(student.get("plotly_chart")) == 1
+        assert "The class: " in messages(student) and "2 of 3 right" in messages(student)  # public once revealed
     students[2].run()
     assert "✗" in messages(students[2])
 
 
-def test_a_double_answer_replaces_the_first_and_the_count_stays_right():
+def test_a_copied_student_url_joins_as_a_new_student_and_cannot_change_the_first_answer(poll_database):
+    teacher, code = start_class()
+    first = join(code)
+    send(first, "soft-lookup", 0)
+    token = first.session_state["lesson_student_tokens"][code]
+    assert first.query_params["class"] == code
+    assert token not in url_text(first) and "me" not in first.query_params  # the URL holds no identity
+
+    copied = open_lessons(**dict(first.query_params))  # another laptop opens the same address
+    assert copied.session_state["lesson_class"] == code
+    assert copied.session_state["lesson_student_tokens"][code] != token  # a new student ...
+    assert "You joined class" in messages(copied)
+    send(copied, "soft-lookup", 1)  # ... whose answer is their own
+    teacher.run()
+    assert "2 of 2 students answered" in markdown(teacher)
+    assert poll_store_of(poll_database).counts(code, 1, teacher_key(teacher)) == {"A": 1, "B": 1}
+
+
+def test_a_double_answer_and_a_rejoin_in_the_same_session_count_once(poll_database):
     teacher, code = start_class()
     student = join(code)
+    token = student.session_state["lesson_student_tokens"][code]
     send(student, "soft-lookup", 0)
     send(student, "soft-lookup", 1)
     assert "only your latest answer counts" in messages(student)
     teacher.run()
     assert "1 of 1 students answered" in markdown(teacher)
-    reloaded = open_lessons(**{"class": code, "me": student.session_state["lesson_me"]})  # the student reloads
-    send(reloaded, "soft-lookup", 2)
+
+    student.button(key="lesson_leave").click().run()  # leaves, then joins again from the same session
+    assert "lesson_class" not in student.session_state and "class" not in student.query_params
+    student.text_input(key="lesson_join_code").set_value(code).run()
+    student.button(key="lesson_join").click().run()
+    assert "You are back in class" in messages(student)
+    assert student.session_state["lesson_student_tokens"][code] == token
+    send(student, "soft-lookup", 2)
+    assert "only your latest answer counts" in messages(student)
     teacher.run()
     assert "1 of 1 students answered" in markdown(teacher)
+    info = poll_store_of(poll_database).session_info(code)
+    assert (info.students, info.answered) == (1, 1)
+    assert poll_store_of(poll_database).counts(code, 1, teacher_key(teacher)) == {"C": 1}
 
 
 def test_students_follow_the_teachers_step_and_a_late_joiner_answers_it():
@@ -291,34 +363,128 @@ def test_students_follow_the_teachers_step_and_a_late_joiner_answers_it():
     assert "1 of 2 students answered" in markdown(teacher)
 
 
-def test_the_teachers_page_reloaded_keeps_the_poll_and_its_counts():
+def test_a_reloaded_teacher_page_resumes_with_its_private_link_and_keeps_its_counts():
     teacher, code = start_class(step=2)
     for _ in range(2):
         send(join(code), "five-lines", 1)
-    reloaded = open_lessons(step=2, teach=code)
-    assert reloaded.session_state["lesson_teach"] == code
+    link = resume_link(teacher)
+    key = teacher_key(teacher)
+    assert link.endswith(f"/lessons?resume={code}.{key}")
+    assert [e.label for e in teacher.expander] == ["Private: resume this poll after a reload"]
+
+    reloaded = open_lessons(**{k: v[0] for k, v in parse_qs(urlsplit(link).query).items()})
+    assert reloaded.session_state["lesson_teach"] == code and teacher_key(reloaded) == key
+    assert "resume" not in reloaded.query_params and key not in url_text(reloaded)  # gone from the address bar
+    assert reloaded.title[0].value.startswith("2.")  # the class's step
     assert "2 of 2 students answered" in markdown(reloaded)
-    assert "picked up again" in messages(reloaded)
+    assert f"Class poll {code} resumed: 2 students have joined" in messages(reloaded)
+
+    pasted = open_lessons()  # or the code pasted into the page
+    pasted.text_input(key="lesson_resume_code").set_value(f"  {code}.{key} ").run()
+    pasted.button(key="lesson_resume").click().run()
+    assert_clean(pasted)
+    assert pasted.session_state["lesson_teach"] == code and "2 of 2 students answered" in markdown(pasted)
+    assert pasted.session_state["lesson_resume_code"] == ""  # the key does not stay in the box
+    pasted.button(key="lesson_next").click().run()  # its buttons work: the class moves
+    assert join(code).title[0].value.startswith("3.")
 
 
-@pytest.mark.parametrize("code", ["ZZZZZ", "", "   ", "!!"])
-def test_a_wrong_code_is_a_message_not_a_traceback(code):
-    student = open_lessons()
-    student.text_input(key="lesson_join_code").set_value(code).run()
-    student.button(key="lesson_join").click().run()
-    assert not student.exception
-    assert student.error and "lesson_class" not in student.session_state
-    assert "code" in student.error[0].value.lower()
+def test_presenter_mode_never_draws_the_teachers_key():
+    teacher, code = start_class(present=1)
+    key = teacher_key(teacher)
+    assert teacher.query_params["present"] == "1"
+    assert not teacher.expander and not [t for t in page_texts(teacher) if key in t]
+    assert "hidden in presenter mode" in "\n".join(c.value for c in teacher.caption)
+    assert "leave presenter mode on your own screen" in messages(teacher)
+    teacher.toggle(key="lesson_present_toggle").set_value(False).run()  # on the teacher's own screen
+    assert resume_link(teacher).endswith(f"resume={code}.{key}")
 
 
-def test_an_expired_code_is_a_message_for_teacher_and_student(poll_database):
-    store = open_store(str(poll_database))
-    old = store.create_session(now=0.0)  # created in 1970: long expired
-    student = open_lessons(errors_allowed=True, **{"class": old})
-    assert student.error and "ended" in student.error[0].value and "lesson_class" not in student.session_state
-    teacher = open_lessons(errors_allowed=True, teach=old)
-    assert teacher.error and "lesson_teach" not in teacher.session_state
-    assert teacher.button(key="lesson_start")  # the teacher can start a new poll
+def test_a_student_with_the_class_code_gets_no_teacher_powers(poll_database):
+    teacher, code = start_class()
+    student = join(code)
+    assert not teacher_buttons(student)
+    assert not [b for b in student.button if b.key in ("lesson_next", "lesson_prev")]  # the teacher chooses
+
+    intruder = open_lessons(step=5, teach=code)  # the teacher's code, as older links carried it
+    assert "teacher controls open only with the private resume link" in messages(intruder)
+    assert "lesson_teach" not in intruder.session_state and not teacher_buttons(intruder)
+    assert "teach" not in intruder.query_params
+    intruder.button(key="lesson_next").click().run()  # moves this screen only
+    assert intruder.title[0].value.startswith("6.")
+    assert poll_store_of(poll_database).session_info(code).step == 1
+    assert student.run().title[0].value.startswith("1.")
+
+    # A page that believed itself the teacher, with a made-up key, gets nothing from the store.
+    intruder.session_state["lesson_teach"] = code
+    intruder.session_state["lesson_teacher_key"] = "kq3JH0aV8Zt2-abcdefghi"
+    intruder.run()
+    assert f"That teacher key does not open class {code}" in messages(intruder)
+    assert "lesson_class_reveal" not in teacher_buttons(intruder)
+    intruder.button(key="lesson_next").click().run()
+    assert f"That teacher key does not open class {code}" in messages(intruder)
+    intruder.button(key="lesson_end").click().run()
+    assert "lesson_teach" not in intruder.session_state
+    info = poll_store_of(poll_database).session_info(code)  # the class is still on, where the teacher left it
+    assert (info.step, info.revealed) == (1, False)
+
+
+@pytest.mark.parametrize("forged", ["{code}.{guess}", "{code}.{other_key}", "hello"])
+def test_a_forged_teacher_key_is_refused_with_a_message(poll_database, forged):
+    teacher, code = start_class()
+    _, other = start_class()
+    text = forged.format(code=code, guess="kq3JH0aV8Zt2-abcdefghi", other_key=teacher_key(_))
+    expected = "not a resume code" if forged == "hello" else f"That teacher key does not open class {code}"
+
+    by_link = open_lessons(errors_allowed=True, resume=text)
+    assert expected in messages(by_link) and "lesson_teach" not in by_link.session_state
+    assert "resume" not in by_link.query_params and not teacher_buttons(by_link)
+    by_box = open_lessons()
+    by_box.text_input(key="lesson_resume_code").set_value(text).run()
+    by_box.button(key="lesson_resume").click().run()
+    assert expected in messages(by_box) and "lesson_teach" not in by_box.session_state
+    assert poll_store_of(poll_database).session_info(code).step == 1
+
+
+def test_a_teacher_key_replayed_after_the_poll_ended_is_refused():
+    teacher, code = start_class()
+    student = join(code)
+    link = resume_link(teacher)
+    teacher.button(key="lesson_end").click().run()
+    assert f"Class poll {code} has ended" in messages(teacher) and "lesson_teach" not in teacher.session_state
+    assert teacher.button(key="lesson_start")
+
+    replayed = open_lessons(errors_allowed=True, resume=parse_qs(urlsplit(link).query)["resume"][0])
+    assert f"Class {code} has ended: the teacher ended the poll" in messages(replayed)
+    assert "lesson_teach" not in replayed.session_state and not teacher_buttons(replayed)
+    student.run()  # the students' pages say so, and the lesson goes on alone
+    assert "has ended" in messages(student) and "lesson_class" not in student.session_state
+    assert student.button(key="lesson_reveal")
+
+
+def test_a_student_token_of_another_class_is_refused(poll_database):
+    _, code = start_class()
+    elsewhere, other_code = start_class()
+    stranger = join(other_code)
+    student = join(code)
+    student.session_state["lesson_student_tokens"] = {code: stranger.session_state["lesson_student_tokens"][other_code]}
+    send(student, "soft-lookup", 0, errors_allowed=True)
+    assert f"a student of another class, not of class {code}" in messages(student)
+    assert poll_store_of(poll_database).session_info(code).answered == 0
+    assert poll_store_of(poll_database).session_info(other_code).answered == 0
+
+
+def test_an_answer_for_a_step_that_is_not_open_is_refused(poll_database):
+    teacher, code = start_class(step=1)
+    student = join(code)
+    student.radio(key="lesson_class_pick_soft-lookup").set_value(0).run()
+    teacher.button(key="lesson_next").click().run()  # the class moves on before the student sends
+    student.button(key="lesson_send").click().run()
+    assert_clean(student, errors_allowed=True)
+    assert f"Class {code} is on step 2, not step 1" in messages(student)
+    assert student.title[0].value.startswith("2.")  # and the student's page follows the class
+    store = poll_store_of(poll_database)
+    assert store.counts(code, 1, teacher_key(teacher)) == {} and store.session_info(code).answered == 0
 
 
 def test_an_answer_after_the_reveal_is_refused_with_a_message():
@@ -331,10 +497,106 @@ def test_an_answer_after_the_reveal_is_refused_with_a_message():
     assert "revealed" in messages(student)
 
 
-def test_an_unusable_database_is_a_message(monkeypatch):
+@pytest.mark.parametrize("code", ["ZZZZZ", "", "   ", "!!"])
+def test_a_wrong_code_is_a_message_not_a_traceback(code):
+    student = open_lessons()
+    student.text_input(key="lesson_join_code").set_value(code).run()
+    student.button(key="lesson_join").click().run()
+    assert not student.exception
+    assert student.error and "lesson_class" not in student.session_state
+    assert "code" in student.error[0].value.lower()
+    by_link = open_lessons(errors_allowed=True, **{"class": code or "ZZZZZ"})
+    assert by_link.error and "lesson_class" not in by_link.session_state
+
+
+def test_an_expired_code_is_a_message_for_teacher_and_student(poll_database):
+    old = poll_store_of(poll_database).create_session(now=0.0)  # created in 1970: long expired
+    student = open_lessons(errors_allowed=True, **{"class": old.code})
+    assert student.error and "ended" in student.error[0].value and "lesson_class" not in student.session_state
+    teacher = open_lessons(errors_allowed=True, resume=f"{old.code}.{old.teacher_key}")
+    assert teacher.error and "has ended" in teacher.error[0].value and "lesson_teach" not in teacher.session_state
+    assert teacher.button(key="lesson_start")  # the teacher can start a new poll
+
+
+@pytest.mark.parametrize("address, problem", [
+    ("http://" + "x" * 10_000 + ".example", "this one has 10,015 characters"),
+    ("ftp://192.168.1.20", "must be an http:// or https:// address"),
+    ("javascript:alert(1)", "must be an http:// or https:// address"),
+    ("http://", "with a host"),
+    ("http://192.168.1.20:8501 /x", "without spaces"),
+    ("http://192.168.1.20:99999", "does not read as an address"),
+    ("http://192.168.1.20:8501/?step=1", "without ? or #"),
+], ids=["10000-characters", "ftp", "javascript", "no-host", "space", "bad-port", "query"])
+def test_a_bad_student_address_is_a_message_and_the_page_still_works(address, problem):
+    teacher, code = start_class()
+    images = len(teacher.get("image"))
+    teacher.text_input(key="lesson_base").set_value(address).run()
+    assert not teacher.exception
+    (error,) = [e.value for e in teacher.error]
+    assert problem in error and "http:// or https:// address with a host, at most 200 characters" in error
+    assert len(teacher.get("image")) == images - 1  # no QR code ...
+    assert not [m for m in teacher.markdown if "/lessons?" in str(m.value)]  # ... and no link
+    codes = [c.value for c in teacher.get("code")]
+    assert f"{code}.{teacher_key(teacher)}" in codes and not [c for c in codes if "resume=" in c]  # the code only
+    teacher.button(key="lesson_class_reveal").click().run()  # the lesson and the poll go on
+    assert not teacher.exception and len(charts(teacher)) == 1
+    teacher.text_input(key="lesson_base").set_value("http://192.168.1.20:8501").run()
+    assert len(teacher.get("image")) == images and not teacher.error
+    assert f"192.168.1.20:8501/lessons?step=1&class={code}" in markdown(teacher)
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # free once closed: nothing listens there
+
+
+@pytest.mark.parametrize("database", ["postgresql", "sqlite"])
+def test_a_stopped_database_says_the_poll_is_unavailable_and_the_lesson_goes_on(monkeypatch, database):
+    stopped = (f"postgresql://lab@127.0.0.1:{closed_port()}/attention_lab" if database == "postgresql"
+               else "/dev/null/poll.sqlite3")  # a file that cannot be made, whoever runs the test
+    monkeypatch.setenv("ATTENTION_LAB_DB", stopped)
+    at = open_lessons()
+    at.button(key="lesson_start").click().run()
+    assert not at.exception and "The class poll is unavailable" in at.error[0].value
+    assert "The lesson goes on without it" in at.error[0].value and "lesson_teach" not in at.session_state
+    at.text_input(key="lesson_join_code").set_value("K7QPM").run()
+    at.button(key="lesson_join").click().run()
+    assert "The class poll is unavailable" in at.error[0].value
+    at.button(key="lesson_reveal").click().run()  # the lesson itself works
+    assert not at.exception and len(at.get("plotly_chart")) == 1
+
+
+def test_a_database_that_stops_during_a_class_leaves_the_lesson_running(monkeypatch):
+    teacher, code = start_class()
+    student = join(code)
+    monkeypatch.setenv("ATTENTION_LAB_DB", f"postgresql://lab@127.0.0.1:{closed_port()}/attention_lab")
+    teacher.run()
+    assert not teacher.exception and "The class poll is unavailable" in messages(teacher)
+    teacher.button(key="lesson_reveal").click().run()  # the teacher's lesson goes on, alone
+    assert not teacher.exception and len(charts(teacher)) == 1
+    student.run()
+    assert not student.exception and "The class poll is unavailable" in messages(student)
+    assert "lesson_class" not in student.session_state and student.button(key="lesson_reveal")
+
+
+def test_limits_reached_are_clear_messages(monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_MAX_STUDENTS", "1")
+    monkeypatch.setenv("ATTENTION_LAB_MAX_POLLS", "1")
+    teacher, code = start_class()
+    join(code)
+    second = open_lessons(errors_allowed=True, **{"class": code})
+    assert f"Class {code} is full: 1 of 1 places are taken" in messages(second)
+    assert "lesson_class" not in second.session_state
+    another = open_lessons()
+    another.button(key="lesson_start").click().run()
+    assert "This server holds 1 of 1 class polls" in messages(another) and "lesson_teach" not in another.session_state
+
+
+def test_an_unusable_database_url_is_a_message(monkeypatch):
     monkeypatch.setenv("ATTENTION_LAB_DB", "mysql://nowhere/db")
     at = open_lessons()
     at.button(key="lesson_start").click().run()
-    assert not at.exception and at.error and "not available" in at.error[0].value
+    assert not at.exception and at.error and "The class poll is unavailable" in at.error[0].value
     at.button(key="lesson_reveal").click().run()
     assert len(at.get("plotly_chart")) == 1

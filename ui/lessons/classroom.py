@@ -2,24 +2,47 @@
 
 URL keys (a link reproduces the view):
 
-    step=3        the lesson step, 1 … len(STEPS)
-    present=1     presenter mode: no sidebar, projector-size text and figures, a QR code to the step
-    teach=K7QPM   this screen runs class poll K7QPM (a reloaded teacher page picks its poll up again)
-    class=K7QPM   this screen is a student of class K7QPM (the QR code's link carries it) ...
-    me=3f2a…      ... with this anonymous id, so a reloaded student page does not count twice
+    step=3           the lesson step, 1 … len(STEPS)
+    present=1        presenter mode: no sidebar, projector-size text and figures, a QR code to the step
+    class=K7QPM      join class K7QPM as a student (the QR code's link carries it)
+    resume=K7QPM.…   the teacher's private resume link: take class K7QPM's poll back after a reload.
+                     Read once and removed from the address bar at once.
 
 Three roles share the page. Alone, a learner picks an answer and checks it. A teacher starts a
 class poll: the class follows the teacher's step, the teacher's screen shows the distribution of
 answers as they come in, then reveals. A student answers the class's current step and sees the
-reveal when the teacher makes it. Every poll call goes through ``_poll``: a wrong or expired code,
-an answer to a closed step or an unreachable database becomes a message on the page.
+reveal, and how the class did, when the teacher makes it.
+
+Who may do what is decided by secrets the store checks (ui/lessons/poll_store.py), never by
+what a URL or a text box says:
+
+- The class code is public: on the projector, in the students' link and QR code.
+- The teacher key exists only in the teacher's `st.session_state` and is passed to the store
+  with every teacher action (step, reveal, live counts, end). The teacher's URL holds only the
+  step. To pick the poll up after a reload, the teacher's own screen offers a private resume
+  link and code (``CODE.KEY``), in a collapsed expander that presenter mode never draws; the
+  page also takes a pasted resume code. ``teach=CODE``, a link of older versions, opens no
+  teacher controls.
+- A student is a secret token, in `st.session_state` and in a cookie of this browser for that
+  class (``attention_lab_student_<CODE>``, set by a small script on the page, read back through
+  `st.context.cookies`): a reloaded page, or the class link opened again in the same browser,
+  answers as the same student. The token never goes into a URL, so a copied link joins as a new
+  student and cannot touch anyone else's answer. Leaving and joining again in the same session
+  is the same student too. Clearing cookies or a private window makes a new student: without
+  logins, nothing can tell them apart.
+
+Every poll call goes through ``_poll``: a wrong or ended code, a refused key or token, an answer
+to a closed step, a limit reached or an unreachable database becomes a message on the page, and
+the lesson goes on.
 """
 from __future__ import annotations
 
 import inspect
 import io
+import json
 import os
-from urllib.parse import urlencode, urlsplit
+import time
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import streamlit as st
 import streamlit.components.v1 as components
@@ -32,15 +55,21 @@ from ui.app.state import sidebar
 N_STEPS = len(STEPS)
 POLL_EVERY_S = 2.0  # the teacher's counts and the students' "has the teacher moved on?" refresh this often
 DEFAULT_BASE = "http://localhost:8501"
+MAX_BASE_CHARS = 200  # the address students open: a QR code of a longer link is too dense to scan anyway
 PAGE = "lessons"
+STUDENT_COOKIE = "attention_lab_student_"  # + the class code: that class's student token in this browser
 
 # session keys
-STEP, PRESENT, TEACH, CLASS, ME = "lesson_step", "lesson_present", "lesson_teach", "lesson_class", "lesson_me"
+STEP, PRESENT = "lesson_step", "lesson_present"
+TEACH, TEACHER_KEY = "lesson_teach", "lesson_teacher_key"  # the class this screen teaches, and its secret key
+CLASS, TOKENS = "lesson_class", "lesson_student_tokens"  # the class this screen is in; class code -> token
 DONE = "lesson_done"  # slug -> the index the learner picked, or None when revealed without answering
 SENT = "lesson_sent"  # (class code, step) -> the letter this student sent
 NOTICES = "lesson_notices"  # (kind, message) shown once, at the top of the next run
 BASE = "lesson_base"
 URL_READ = "_lessons_url_read"
+URL_KEYS = ("step", "present", "class")  # what write_url keeps in the address bar
+URL_DROPPED = ("resume", "teach", "me")  # read once at most, then removed: never left in an address bar
 
 PRESENTER_CSS = """
 <style>
@@ -73,8 +102,10 @@ def _poll(method: str, *args):
         return getattr(_open_store(os.environ.get(URL_ENV) or None), method)(*args), None
     except PollError as exc:
         return None, str(exc)
-    except Exception as exc:  # an unusable database URL, a missing driver, a database gone away
-        return None, f"The class poll is not available on this server: {exc}"
+    except Exception as exc:  # an unusable database URL, a missing driver, a database stopped or gone away
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        return None, (f"The class poll is unavailable: its database cannot be used ({reason}). "
+                      "The lesson goes on without it.")
 
 
 def _notify(kind: str, message: str) -> None:
@@ -103,6 +134,7 @@ def read_url() -> None:
     s.setdefault(PRESENT, False)
     s.setdefault(DONE, {})
     s.setdefault(SENT, {})
+    s.setdefault(TOKENS, {})
     if s.get(URL_READ):
         return
     s[URL_READ] = True
@@ -110,28 +142,89 @@ def read_url() -> None:
     if "step" in params:
         s[STEP] = _clamp(params["step"])
     s[PRESENT] = params.get("present", "") in ("1", "true", "yes")
-    if params.get("teach"):
-        _resume_teaching(params["teach"])
+    if params.get("resume"):
+        _resume(params["resume"])
     elif params.get("class"):
-        _join(params["class"], params.get("me") or None)
+        _join(params["class"])
+    elif params.get("teach"):
+        _notify("info", "A class poll's teacher controls open only with the private resume link or code given "
+                        "when the poll started; this page opens without them.")
 
 
-def _resume_teaching(code: str) -> None:
-    """A teacher's page reloaded (or opened from its own link): take the poll back, keep its answers."""
-    info, error = _poll("session_info", code)
-    if error:
-        _notify("error", f"Your class poll cannot be picked up again: {error}")
+def write_url() -> None:
+    """The view's state in the URL, only the keys that changed; never a key or token."""
+    s = st.session_state
+    wanted = {"step": str(s[STEP])}
+    if s[PRESENT]:
+        wanted["present"] = "1"
+    if role() == "student":
+        wanted["class"] = s[CLASS]
+    for key in URL_KEYS + URL_DROPPED:
+        if key in wanted:
+            if st.query_params.get(key) != wanted[key]:
+                st.query_params[key] = wanted[key]
+        elif key in st.query_params:
+            del st.query_params[key]
+
+
+def role() -> str:
+    s = st.session_state
+    return "teacher" if s.get(TEACH) and s.get(TEACHER_KEY) else "student" if s.get(CLASS) else "solo"
+
+
+# --- the teacher's key ------------------------------------------------------------------------------
+
+
+def resume_code(code: str, teacher_key: str) -> str:
+    """What the teacher keeps to resume the poll: the class code and its key (which never holds a dot)."""
+    return f"{code}.{teacher_key}"
+
+
+def parse_resume(text: str) -> tuple[str, str] | None:
+    """(class code, teacher key) from a resume code or a pasted resume link; None if it is neither."""
+    text = (text or "").strip()
+    if "resume=" in text:
+        text = (parse_qs(urlsplit(text).query).get("resume") or [""])[0]
+    code, dot, key = text.partition(".")
+    return (code, key) if dot and code and key else None
+
+
+def _resume(text: str) -> None:
+    """Take a class poll back with its resume code: the store checks the key; the class's step is kept."""
+    s = st.session_state
+    parsed = parse_resume(text)
+    if parsed is None:
+        _notify("error", "That is not a resume code: it reads like K7QPM.kq3…, the private code shown when the "
+                         "poll started.")
         return
-    st.session_state[TEACH] = info.code
-    _, error = _poll("set_step", info.code, st.session_state[STEP])
+    code, key = parsed
+    info, error = _poll("teacher_info", code, key)
     if error:
-        _notify("error", error)
-    else:
-        _notify("info", f"Class poll {info.code} picked up again: {info.students} students have joined.")
+        _notify("error", f"The class poll cannot be resumed: {error}")
+        return
+    s.pop(CLASS, None)
+    s[TEACH], s[TEACHER_KEY] = info.code, key
+    if 1 <= info.step <= N_STEPS:
+        s[STEP] = info.step
+    _notify("info", f"Class poll {info.code} resumed: {info.students} students have joined.")
 
 
-def _join(raw_code: str, student_id: str | None = None) -> None:
-    """Join a class (or, with the id a reloaded page kept, rejoin it) and follow its step."""
+def _resume_typed() -> None:
+    s = st.session_state
+    text, s["lesson_resume_code"] = s.get("lesson_resume_code", ""), ""  # the key does not stay in the box
+    _resume(text)
+
+
+# --- a student's token --------------------------------------------------------------------------------
+
+
+def _browser_token(code: str) -> str | None:
+    """The token this browser keeps for class `code` (a reloaded page), if any."""
+    return st.context.cookies.get(STUDENT_COOKIE + code)
+
+
+def _join(raw_code: str) -> None:
+    """Join a class and follow its step: as the student this session or browser already is, else a new one."""
     s = st.session_state
     try:
         code = normalize_code(raw_code)
@@ -142,40 +235,50 @@ def _join(raw_code: str, student_id: str | None = None) -> None:
     if error:
         _notify("error", error)
         return
-    if student_id is None:
-        student_id, error = _poll("join", info.code)
+    token = s[TOKENS].get(info.code) or _browser_token(info.code)
+    if token is not None:
+        held, error = _poll("rejoin", info.code, token)
+        if error:
+            _notify("error", error)
+            return
+        token = token if held else None
+    if token is None:
+        token, error = _poll("join", info.code)
         if error:
             _notify("error", error)
             return
         _notify("success", f"You joined class {info.code}. Answer the question on your screen; the teacher "
                            "reveals the answer.")
-    s.pop(TEACH, None)
-    s[CLASS], s[ME] = info.code, student_id
+    else:
+        _notify("success", f"You are back in class {info.code}: your answers still count, once each.")
+    for key in (TEACH, TEACHER_KEY):
+        s.pop(key, None)
+    s[TOKENS][info.code], s[CLASS] = token, info.code
     if 1 <= info.step <= N_STEPS:
         s[STEP] = info.step
 
 
-def write_url() -> None:
-    """The view's state in the URL, only the keys that changed."""
-    s = st.session_state
-    wanted = {"step": str(s[STEP])}
-    if s[PRESENT]:
-        wanted["present"] = "1"
-    if s.get(TEACH):
-        wanted["teach"] = s[TEACH]
-    elif s.get(CLASS):
-        wanted["class"], wanted["me"] = s[CLASS], s[ME]
-    for key in ("step", "present", "teach", "class", "me"):
-        if key in wanted:
-            if st.query_params.get(key) != wanted[key]:
-                st.query_params[key] = wanted[key]
-        elif key in st.query_params:
-            del st.query_params[key]
+HTML_RUNS_SCRIPTS = "unsafe_allow_javascript" in inspect.signature(st.html).parameters  # newer Streamlit versions
 
 
-def role() -> str:
-    s = st.session_state
-    return "teacher" if s.get(TEACH) else "student" if s.get(CLASS) else "solo"
+def _remember_in_browser(code: str, token: str, expires_at: float) -> None:
+    """Keep the student's token in a cookie of this browser, so a reload answers as the same student.
+
+    A script on the page's own document sets it (Streamlit reads cookies, it does not set them);
+    it lives until the class code expires, goes only to this server, and never into a URL.
+    """
+    if _browser_token(code) == token:
+        return
+    cookie = (f"{STUDENT_COOKIE}{code}={token}; path=/; max-age={max(int(expires_at - time.time()), 0)}; "
+              "SameSite=Strict")
+    # window.parent: the page itself, whether the script runs in it (st.html) or in an iframe (components.html)
+    script = f"""<script>
+window.parent.document.cookie = {json.dumps(cookie)} + (window.parent.location.protocol === "https:" ? "; Secure" : "");
+</script>"""
+    if HTML_RUNS_SCRIPTS:
+        st.html(script, unsafe_allow_javascript=True)
+    else:
+        components.html(script, height=0)
 
 
 # --- callbacks ----------------------------------------------------------------------------------
@@ -184,8 +287,8 @@ def role() -> str:
 def go_to(step: int) -> None:
     s = st.session_state
     s[STEP] = _clamp(step)
-    if s.get(TEACH):
-        _, error = _poll("set_step", s[TEACH], s[STEP])
+    if role() == "teacher":
+        _, error = _poll("set_step", s[TEACH], s[TEACHER_KEY], s[STEP])
         if error:
             _notify("error", error)
 
@@ -209,21 +312,31 @@ def _ask_again(slug: str) -> None:
 
 def _start_poll() -> None:
     s = st.session_state
-    code, error = _poll("create_session")
+    new, error = _poll("create_session")
     if error:
         _notify("error", error)
         return
-    _, error = _poll("set_step", code, s[STEP])
+    _, error = _poll("set_step", new.code, new.teacher_key, s[STEP])
     if error:
         _notify("error", error)
         return
-    s[TEACH] = code
     s.pop(CLASS, None)
-    _notify("success", f"Class poll {code} started: students open the link or type the code.")
+    s[TEACH], s[TEACHER_KEY] = new.code, new.teacher_key
+    where = ("leave presenter mode on your own screen to see it" if s[PRESENT] else
+             "under *Private: resume this poll after a reload*")
+    _notify("success", f"Class poll {new.code} started: students open the link or type the code. Your private "
+                       f"resume link brings the poll back after a reload — {where}.")
 
 
 def _end_poll() -> None:
-    st.session_state.pop(TEACH, None)
+    s = st.session_state
+    code, key = s.pop(TEACH, None), s.pop(TEACHER_KEY, None)
+    _, error = _poll("end_session", code, key)
+    if error:
+        _notify("warning", f"Class poll {code} closed on this screen. {error}")
+    else:
+        _notify("success", f"Class poll {code} has ended: students' pages say so, and its answers are deleted "
+                           "an hour from now.")
 
 
 def _join_typed() -> None:
@@ -231,12 +344,11 @@ def _join_typed() -> None:
 
 
 def _leave() -> None:
-    for key in (CLASS, ME):
-        st.session_state.pop(key, None)
+    st.session_state.pop(CLASS, None)  # the token stays: joining again is the same student
 
 
 def _reveal_class(code: str, step: int) -> None:
-    _, error = _poll("reveal", code, step)
+    _, error = _poll("reveal", code, st.session_state[TEACHER_KEY], step)
     if error:
         _notify("error", error)
 
@@ -247,7 +359,7 @@ def _send(code: str, step: int, slug: str) -> None:
     if pick is None:
         _notify("warning", "Pick an answer first.")
         return
-    first, error = _poll("answer", code, s[ME], step, letter(pick))
+    first, error = _poll("answer", code, s[TOKENS].get(code), step, letter(pick))
     if error:
         _notify("error", error)
         return
@@ -272,10 +384,36 @@ def detected_base() -> str:
     return f"http://{host}" if host else DEFAULT_BASE
 
 
-def share_link(step: int, code: str | None = None) -> str:
+def base_problem(base: str) -> str | None:
+    """Why `base` cannot be the address students open (said on the page), or None if it can."""
+    rule = (f"The address students open must be an http:// or https:// address with a host, at most "
+            f"{MAX_BASE_CHARS} characters, like http://192.168.1.20:8501")
+    if len(base) > MAX_BASE_CHARS:
+        return f"{rule}; this one has {len(base):,} characters."
+    if any(c.isspace() or not c.isprintable() for c in base):
+        return f"{rule}, without spaces."
+    try:
+        parts = urlsplit(base)
+        parts.port  # noqa: B018 - raises on a port that is not a number from 0 to 65535
+    except ValueError as exc:
+        return f"{rule}; this one does not read as an address ({exc})."
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{rule}."
+    if parts.query or parts.fragment:
+        return f"{rule}, without ? or #."
+    return None
+
+
+def _base() -> str | None:
+    """The address students open, once it passes base_problem; None until it does."""
     base = (st.session_state.get(BASE) or DEFAULT_BASE).strip().rstrip("/")
+    return None if base_problem(base) else base
+
+
+def share_link(step: int, code: str | None = None) -> str | None:
+    base = _base()
     query = {"step": step, **({"class": code} if code else {})}
-    return f"{base}/{PAGE}?{urlencode(query)}"
+    return f"{base}/{PAGE}?{urlencode(query)}" if base else None
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -295,16 +433,37 @@ def share_panel(step: int, code: str | None) -> None:
     if not s.get(BASE):
         s[BASE] = detected_base()
     link = share_link(step, code)
-    png = qr_png(link)
-    if png is None:
-        st.caption("Install `segno` for a QR code.")
+    if link is None:
+        st.error(f"{base_problem(s[BASE].strip().rstrip('/'))} Correct it under *Address students open*; until "
+                 "then there is no link or QR code.")
     else:
-        st.image(png, width=240)
-    st.markdown(f"**[{link.split('://', 1)[-1]}]({link})**")
+        png = qr_png(link)
+        if png is None:
+            st.caption("Install `segno` for a QR code.")
+        else:
+            st.image(png, width=240)
+        st.markdown(f"**[{link.split('://', 1)[-1]}]({link})**")
     with st.popover("Address students open"):
         st.text_input("Base address of this app", key=BASE,
-                      help="What students type to reach this server, e.g. http://192.168.1.20:8501. A server started "
-                           "with --server.address 0.0.0.0 is reachable from the class's laptops; localhost is not.")
+                      help="What students type to reach this server, e.g. http://192.168.1.20:8501 (at most "
+                           f"{MAX_BASE_CHARS} characters). A server started with --server.address 0.0.0.0 is "
+                           "reachable from the class's laptops; localhost is not.")
+
+
+def resume_panel() -> None:
+    """The teacher's private resume link and code: drawn on the teacher's own screen only, never when presenting."""
+    s = st.session_state
+    if s[PRESENT]:
+        st.caption("Your private resume link is hidden in presenter mode.")
+        return
+    code = resume_code(s[TEACH], s[TEACHER_KEY])
+    with st.expander("Private: resume this poll after a reload"):
+        st.caption("Whoever has this link or code runs the poll: keep it off the projector and out of the "
+                   "class chat. Open the link, or paste the code under *Resume a class poll*.")
+        base = _base()
+        if base:
+            st.code(f"{base}/{PAGE}?{urlencode({'resume': code})}", language=None)
+        st.code(code, language=None)
 
 
 # --- drawing --------------------------------------------------------------------------------------
@@ -325,14 +484,16 @@ def _figure(step: Step, live: Live) -> None:
 
 def revealed(step: Step, live: Live, chosen: int | None, chosen_by: str = "Your answer", note: str = "") -> None:
     """The true answer beside the learner's (or the class's), one sentence why, the figure, what to try and the
-    full page."""
+    full page. `note`, how the class answered, goes with the true answer."""
     truth = _label(live, live.answer)
     if chosen is None:
         st.info(f"**{live.source.capitalize()}: {truth}**" + (f" — {note}" if note else ""))
-    elif chosen == live.answer:
-        st.success(f"**{chosen_by}: {_label(live, chosen)}** ✓ — {live.source}, too.")
     else:
-        st.warning(f"**{chosen_by}: {_label(live, chosen)}** ✗ — **{live.source}: {truth}**")
+        below = f"\n\n{note[:1].upper()}{note[1:]}." if note else ""
+        if chosen == live.answer:
+            st.success(f"**{chosen_by}: {_label(live, chosen)}** ✓ — {live.source}, too.{below}")
+        else:
+            st.warning(f"**{chosen_by}: {_label(live, chosen)}** ✗ — **{live.source}: {truth}**{below}")
     st.markdown(f"**Why.** {live.why}")
     _figure(step, live)
     link = step.link(live, lesson_model() if step.uses_model else None)
@@ -366,19 +527,23 @@ def solo(step: Step, live: Live) -> None:
     st.caption("The figure that answers the question appears once you answer.")
 
 
+def class_summary(counts: dict[str, int], live: Live) -> str:
+    """How the class answered: "the class: A 2 · B 1 · C 0, 2 of 3 right"."""
+    by_letter = " · ".join(f"{letter(i)} {counts.get(letter(i), 0)}" for i in range(len(live.choices)))
+    return f"the class: {by_letter}, {counts.get(letter(live.answer), 0)} of {sum(counts.values())} right"
+
+
 def teacher(step: Step, live: Live, index: int) -> None:
-    code = st.session_state[TEACH]
-    info, error = _poll("session_info", code)
+    s = st.session_state
+    code, key = s[TEACH], s[TEACHER_KEY]
+    info, error = _poll("teacher_info", code, key)
+    if not error and info.step != index:  # the class follows this screen (another tab of the teacher may have moved it)
+        _, error = _poll("set_step", code, key, index)
+        info, error = (None, error) if error else _poll("teacher_info", code, key)
     if error:
-        st.error(error)
-        st.button("Close the poll", key="lesson_end", on_click=_end_poll)
+        st.error(f"{error} *End the poll* closes it on this screen.")
+        solo(step, live)  # the lesson goes on without the poll
         return
-    if info.step != index:  # the class follows this screen (another tab of the teacher may have moved it)
-        _, error = _poll("set_step", code, index)
-        info, error = (None, error) if error else _poll("session_info", code)
-        if error:
-            st.error(error)
-            return
     _intro(step, info.revealed)
     _question(live)
     if not info.revealed:
@@ -386,19 +551,17 @@ def teacher(step: Step, live: Live, index: int) -> None:
         st.button("Reveal the answer", key="lesson_class_reveal", type="primary", on_click=_reveal_class,
                   args=(code, index))
         return
-    counts, _ = _poll("counts", code, index)
-    counts = counts or {}
-    total = sum(counts.values())
-    summary = " · ".join(f"{letter(i)} {counts.get(letter(i), 0)}" for i in range(len(live.choices)))
-    right = counts.get(letter(live.answer), 0)
-    revealed(step, live, None, note=f"the class: {summary}, {right} of {total} right")
+    counts, _ = _poll("counts", code, index, key)
+    revealed(step, live, None, note=class_summary(counts or {}, live))
 
 
 @st.fragment(run_every=POLL_EVERY_S)
 def _live_counts(code: str, step: int, choices: tuple[str, ...]) -> None:
-    """The teacher's live distribution of answers, refreshed every POLL_EVERY_S seconds."""
-    info, error = _poll("session_info", code)
-    counts, error = (None, error) if error else _poll("counts", code, step)
+    """The teacher's live distribution of answers, refreshed every POLL_EVERY_S seconds (the key stays in the
+    session: a fragment's arguments are not the place for it)."""
+    key = st.session_state.get(TEACHER_KEY)
+    info, error = _poll("teacher_info", code, key)
+    counts, error = (None, error) if error else _poll("counts", code, step, key)
     if error:
         st.error(error)
         return
@@ -418,6 +581,7 @@ def student(step: Step, live: Live, index: int) -> None:
         st.error(error)
         st.button("Leave the class", key="lesson_leave", on_click=_leave)
         return
+    _remember_in_browser(code, s[TOKENS][code], info.expires_at)
     st.caption(f"Class {code}: the teacher chooses the step.")
     if not 1 <= info.step <= N_STEPS:
         st.info("Waiting for the teacher to open a step…")
@@ -428,7 +592,9 @@ def student(step: Step, live: Live, index: int) -> None:
     sent = s[SENT].get((code, index))
     mine = ord(sent) - ord("A") if sent else None
     if info.revealed:
-        revealed(step, live, mine, "Your answer" if sent else "You did not answer")
+        counts, _ = _poll("counts", code, index)  # the class's answers, public once revealed
+        revealed(step, live, mine, "Your answer" if sent else "You did not answer",
+                 note=class_summary(counts, live) if counts is not None else "")
     else:
         key = f"lesson_class_pick_{step.slug}"
         if mine is not None and s.get(key) is None:
@@ -442,23 +608,28 @@ def student(step: Step, live: Live, index: int) -> None:
 
 @st.fragment(run_every=POLL_EVERY_S)
 def _follow_class(code: str, step: int, revealed_: bool) -> None:
-    """A student's page reruns when the teacher moves to another step or reveals this one."""
+    """A student's page reruns when the teacher moves to another step or reveals this one, and when the
+    class can no longer be followed (it ended, or its database stopped): the page then says why and goes on
+    alone."""
     info, error = _poll("session_info", code)
-    if info is not None and (info.step, info.revealed) != (step, revealed_):
+    if error:
+        st.rerun()
+    if (info.step, info.revealed) != (step, revealed_):
         if 1 <= info.step <= N_STEPS:
             st.session_state[STEP] = info.step
         st.rerun()
 
 
 def class_panel(index: int) -> None:
-    """Share the step, start or end a poll, join or leave a class."""
+    """Share the step, start, resume or end a poll, join or leave a class."""
     s = st.session_state
     who = role()
     if who == "teacher":
         st.markdown(f"### Class code: **{s[TEACH]}**")
         share_panel(index, s[TEACH])
+        resume_panel()
         st.button("End the poll", key="lesson_end", on_click=_end_poll,
-                  help="Students keep their page; their answers stay stored until the code expires.")
+                  help="The class ends now: students' pages say so. Its answers are deleted an hour later.")
     elif who == "student":
         st.markdown(f"You are in class **{s[CLASS]}**.")
         st.button("Leave the class", key="lesson_leave", on_click=_leave)
@@ -468,6 +639,11 @@ def class_panel(index: int) -> None:
                   help="A short code for the class; every laptop that joins answers the step on your screen.")
         st.text_input("Class code", key="lesson_join_code", max_chars=12, placeholder="e.g. K7QPM")
         st.button("Join the class", key="lesson_join", on_click=_join_typed)
+        st.text_input("Resume a class poll", key="lesson_resume_code", type="password",
+                      placeholder="your private resume code",
+                      help="The teacher's private code (or link) shown when the poll started: it brings the "
+                           "poll's controls back to this screen.")
+        st.button("Resume the poll", key="lesson_resume", on_click=_resume_typed)
 
 
 BUTTON_SHORTCUTS = "shortcut" in inspect.signature(st.button).parameters  # Streamlit 1.52 and later
