@@ -233,9 +233,11 @@ def url_text(at: AppTest) -> str:
     return "&".join(f"{k}={v}" for k, v in at.query_params.items())
 
 
-def poll_store_of(poll_database):
+@pytest.fixture
+def store(poll_database):
     """The store the page uses (the same SQLite file), to read what the page did."""
-    return open_store(str(poll_database))
+    with open_store(str(poll_database)) as opened:
+        yield opened
 
 
 def start_class(step: int = 1, **query) -> tuple[AppTest, str]:
@@ -306,7 +308,7 @@ def test_a_class_poll_counts_answers_and_reveals():
     assert "✗" in messages(students[2])
 
 
-def test_a_copied_student_url_joins_as_a_new_student_and_cannot_change_the_first_answer(poll_database):
+def test_a_copied_student_url_joins_as_a_new_student_and_cannot_change_the_first_answer(store):
     teacher, code = start_class()
     first = join(code)
     send(first, "soft-lookup", 0)
@@ -321,10 +323,10 @@ def test_a_copied_student_url_joins_as_a_new_student_and_cannot_change_the_first
     send(copied, "soft-lookup", 1)  # ... whose answer is their own
     teacher.run()
     assert "2 of 2 students answered" in markdown(teacher)
-    assert poll_store_of(poll_database).counts(code, 1, teacher_key(teacher)) == {"A": 1, "B": 1}
+    assert store.counts(code, 1, teacher_key(teacher)) == {"A": 1, "B": 1}
 
 
-def test_a_double_answer_and_a_rejoin_in_the_same_session_count_once(poll_database):
+def test_a_double_answer_and_a_rejoin_in_the_same_session_count_once(store):
     teacher, code = start_class()
     student = join(code)
     token = student.session_state["lesson_student_tokens"][code]
@@ -344,9 +346,9 @@ def test_a_double_answer_and_a_rejoin_in_the_same_session_count_once(poll_databa
     assert "only your latest answer counts" in messages(student)
     teacher.run()
     assert "1 of 1 students answered" in markdown(teacher)
-    info = poll_store_of(poll_database).session_info(code)
+    info = store.session_info(code)
     assert (info.students, info.answered) == (1, 1)
-    assert poll_store_of(poll_database).counts(code, 1, teacher_key(teacher)) == {"C": 1}
+    assert store.counts(code, 1, teacher_key(teacher)) == {"C": 1}
 
 
 def test_students_follow_the_teachers_step_and_a_late_joiner_answers_it():
@@ -400,7 +402,7 @@ def test_presenter_mode_never_draws_the_teachers_key():
     assert resume_link(teacher).endswith(f"resume={code}.{key}")
 
 
-def test_a_student_with_the_class_code_gets_no_teacher_powers(poll_database):
+def test_a_student_with_the_class_code_gets_no_teacher_powers(store):
     teacher, code = start_class()
     student = join(code)
     assert not teacher_buttons(student)
@@ -412,7 +414,7 @@ def test_a_student_with_the_class_code_gets_no_teacher_powers(poll_database):
     assert "teach" not in intruder.query_params
     intruder.button(key="lesson_next").click().run()  # moves this screen only
     assert intruder.title[0].value.startswith("6.")
-    assert poll_store_of(poll_database).session_info(code).step == 1
+    assert store.session_info(code).step == 1
     assert student.run().title[0].value.startswith("1.")
 
     # A page that believed itself the teacher, with a made-up key, gets nothing from the store.
@@ -425,12 +427,12 @@ def test_a_student_with_the_class_code_gets_no_teacher_powers(poll_database):
     assert f"That teacher key does not open class {code}" in messages(intruder)
     intruder.button(key="lesson_end").click().run()
     assert "lesson_teach" not in intruder.session_state
-    info = poll_store_of(poll_database).session_info(code)  # the class is still on, where the teacher left it
+    info = store.session_info(code)  # the class is still on, where the teacher left it
     assert (info.step, info.revealed) == (1, False)
 
 
 @pytest.mark.parametrize("forged", ["{code}.{guess}", "{code}.{other_key}", "hello"])
-def test_a_forged_teacher_key_is_refused_with_a_message(poll_database, forged):
+def test_a_forged_teacher_key_is_refused_with_a_message(store, forged):
     teacher, code = start_class()
     _, other = start_class()
     text = forged.format(code=code, guess="kq3JH0aV8Zt2-abcdefghi", other_key=teacher_key(_))
@@ -443,7 +445,7 @@ def test_a_forged_teacher_key_is_refused_with_a_message(poll_database, forged):
     by_box.text_input(key="lesson_resume_code").set_value(text).run()
     by_box.button(key="lesson_resume").click().run()
     assert expected in messages(by_box) and "lesson_teach" not in by_box.session_state
-    assert poll_store_of(poll_database).session_info(code).step == 1
+    assert store.session_info(code).step == 1
 
 
 def test_a_teacher_key_replayed_after_the_poll_ended_is_refused():
@@ -462,7 +464,7 @@ def test_a_teacher_key_replayed_after_the_poll_ended_is_refused():
     assert student.button(key="lesson_reveal")
 
 
-def test_a_student_token_of_another_class_is_refused(poll_database):
+def test_a_student_token_of_another_class_is_refused(store):
     _, code = start_class()
     elsewhere, other_code = start_class()
     stranger = join(other_code)
@@ -470,11 +472,11 @@ def test_a_student_token_of_another_class_is_refused(poll_database):
     student.session_state["lesson_student_tokens"] = {code: stranger.session_state["lesson_student_tokens"][other_code]}
     send(student, "soft-lookup", 0, errors_allowed=True)
     assert f"a student of another class, not of class {code}" in messages(student)
-    assert poll_store_of(poll_database).session_info(code).answered == 0
-    assert poll_store_of(poll_database).session_info(other_code).answered == 0
+    assert store.session_info(code).answered == 0
+    assert store.session_info(other_code).answered == 0
 
 
-def test_an_answer_for_a_step_that_is_not_open_is_refused(poll_database):
+def test_an_answer_for_a_step_that_is_not_open_is_refused(store):
     teacher, code = start_class(step=1)
     student = join(code)
     student.radio(key="lesson_class_pick_soft-lookup").set_value(0).run()
@@ -483,7 +485,6 @@ def test_an_answer_for_a_step_that_is_not_open_is_refused(poll_database):
     assert_clean(student, errors_allowed=True)
     assert f"Class {code} is on step 2, not step 1" in messages(student)
     assert student.title[0].value.startswith("2.")  # and the student's page follows the class
-    store = poll_store_of(poll_database)
     assert store.counts(code, 1, teacher_key(teacher)) == {} and store.session_info(code).answered == 0
 
 
@@ -509,8 +510,8 @@ def test_a_wrong_code_is_a_message_not_a_traceback(code):
     assert by_link.error and "lesson_class" not in by_link.session_state
 
 
-def test_an_expired_code_is_a_message_for_teacher_and_student(poll_database):
-    old = poll_store_of(poll_database).create_session(now=0.0)  # created in 1970: long expired
+def test_an_expired_code_is_a_message_for_teacher_and_student(store):
+    old = store.create_session(now=0.0)  # created in 1970: long expired
     student = open_lessons(errors_allowed=True, **{"class": old.code})
     assert student.error and "ended" in student.error[0].value and "lesson_class" not in student.session_state
     teacher = open_lessons(errors_allowed=True, resume=f"{old.code}.{old.teacher_key}")
