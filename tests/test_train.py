@@ -111,7 +111,10 @@ def test_command_line_trains_and_writes_a_loadable_checkpoint(tmp_path, capsys):
 def test_command_line_refuses_language_settings_for_other_tasks(capsys):
     with pytest.raises(SystemExit):
         main(["--preset", "llama2", "--task", "induction", "--steps", "3", "--out", "unused", "--context", "512"])
-    assert "--context and --repeat-rate are settings of the language task" in capsys.readouterr().err
+    assert "--repeat-rate and --corpus are settings of the language task" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--preset", "llama2", "--task", "language", "--steps", "3", "--out", "unused", "--corpus", "klingon"])
+    assert "invalid choice: 'klingon'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--preset", "llama2", "--task", "language", "--steps", "3", "--out", "unused", "--context", "0"])
     assert "--context 0: the crop length must be at least 1" in capsys.readouterr().err
@@ -132,3 +135,18 @@ def test_a_sliding_window_model_trains_on_repeats_its_window_can_reach(tmp_path)
     corpus = load(tmp_path / "m")[1]["corpus"]
     assert corpus["repeat_lengths"] == [15, 31] and corpus["repeat_rate"] == 0.25 and corpus["context"] == 64
     assert corpus["curriculum"][0]["repeat_lengths"] == [15, 31]
+
+
+def test_command_line_trains_on_english_and_resumes_a_stopped_run(tmp_path):
+    out, state = tmp_path / "english", tmp_path / "english.state.pt"
+    args = ["--preset", "llama2", "--task", "language", "--corpus", "english", "--context", "32", "--steps", "2",
+            "--batch-size", "2", "--out", str(out), "--resume", str(state), "--device", "cpu", "--threads", "1"]
+    threads = torch.get_num_threads()
+    try:
+        main(args)
+        assert torch.load(state, weights_only=False)["history"][-1]["step"] == 1  # saved at the last step
+        main([*args[:-4], "--steps", "3", "--device", "cpu", "--threads", "1"])  # the same state goes on to step 3
+    finally:
+        torch.set_num_threads(threads)
+    _, meta = load(out)
+    assert meta["corpus"]["name"] == "english" and meta["training"]["steps"] == 3

@@ -265,6 +265,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat-rate", type=float, default=None,
                         help="language task: share of rows (after any warm-up) that repeat a span of text "
                              "(default 0.25; 0.5 with --induction-warmup)")
+    parser.add_argument("--corpus", choices=list(language.CORPORA), default=None,
+                        help="language task: the text it reads (english: WordNet's everyday English, needs Debian's "
+                             "wordnet-base; python-docs: the Python documentation inside CPython, the default)")
+    parser.add_argument("--resume", default=None, metavar="STATE",
+                        help="save the run's state here every few minutes and, if the file exists, go on from it")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when there is a GPU)")
     parser.add_argument("--threads", type=int, default=1,
                         help="CPU threads for this process (default 1: models this small gain nothing from more, "
@@ -272,19 +277,21 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)  # a command-line run owns its process; train() itself never does this
 
-    language_settings = args.induction_warmup or args.docstrings or args.context is not None or args.repeat_rate is not None
+    language_settings = (args.induction_warmup or args.docstrings or args.context is not None
+                         or args.repeat_rate is not None or args.corpus is not None)
     if language_settings and args.task != "language":
-        parser.error("--induction-warmup, --docstrings, --context and --repeat-rate are settings of the language task")
+        parser.error("--induction-warmup, --docstrings, --context, --repeat-rate and --corpus are settings of the "
+                     "language task")
     if args.context is not None and args.context < 1:
         parser.error(f"--context {args.context}: the crop length must be at least 1 character (try 256 or 512)")
     if args.repeat_rate is not None and not 0 <= args.repeat_rate <= 1:
         parser.error(f"--repeat-rate {args.repeat_rate}: a share of rows, between 0 and 1 (try 0.25)")
-    settings = {name: value for name, value in (("context", args.context), ("repeat_rate", args.repeat_rate))
-                if value is not None}
+    settings = {name: value for name, value in (("context", args.context), ("repeat_rate", args.repeat_rate),
+                                                ("corpus", args.corpus)) if value is not None}
     task = (Language(induction_warmup=args.induction_warmup, docstrings=args.docstrings, **settings)
             if language_settings else args.task)
     model, history = train(args.preset, task, args.steps, batch_size=args.batch_size, lr=args.lr,
-                           seed=args.seed, device=args.device)
+                           seed=args.seed, device=args.device, state_path=args.resume)
     meta = describe(model, task, history, {"batch_size": args.batch_size, "lr": args.lr, "seed": args.seed,
                                            "threads": args.threads})
     meta["preset"] = args.preset
