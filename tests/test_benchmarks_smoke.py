@@ -139,3 +139,17 @@ def test_load_test_pause_takes_a_range_or_one_number_and_refuses_the_rest():
     for bad in ("3,1", "-1", "a,b", "1,2,3"):
         with pytest.raises(argparse.ArgumentTypeError, match="--think"):
             load_test.think_range(bad)
+
+
+def test_checkpoint_forward_smoke_times_a_language_checkpoint(capsys):
+    from benchmarks import checkpoint_forward
+
+    threads = torch.get_num_threads()
+    try:
+        checkpoint_forward.main(["--smoke", "--threads", "1"])
+    finally:
+        torch.set_num_threads(threads)
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].startswith("| checkpoint |") and len(table) == 3
+    forward_ms = float(table[2].split("|")[4].split()[0])
+    assert 0 < forward_ms < float("inf")
