@@ -22,13 +22,26 @@ def meta_of(entry) -> dict:
     return json.loads(checkpoint_paths(entry.path)[1].read_text())
 
 
+def corpus_of(entry) -> str:
+    """The text a language checkpoint read: "english", or the Python documentation for the older ones."""
+    return meta_of(entry)["corpus"].get("name", "python-docs")
+
+
+# the checkpoints still trained on the Python documentation; tests/test_english_checkpoints.py holds the others
+OLDER = [entry for entry in DECODERS if corpus_of(entry) == "python-docs"]
+
+
 def test_every_family_ships_a_language_model():
     # the encoder-decoder ships on copy and reverse
     assert {entry.preset for entry in LANGUAGE} == set(PRESETS) - {"original"}
     for entry in LANGUAGE:
         meta = meta_of(entry)
-        assert meta["task"] == "language" and meta["corpus"]["source"].startswith("pydoc_data.topics")
-        assert meta["corpus"]["held_out_topics"] == language.split_names("held-out")
+        assert meta["task"] == "language"
+        if corpus_of(entry) == "english":
+            assert meta["corpus"]["sources"][0]["package"].startswith("wordnet-base")
+        else:
+            assert meta["corpus"]["source"].startswith("pydoc_data.topics")
+            assert meta["corpus"]["held_out_topics"] == language.split_names("held-out")
 
 
 # PaLM and Falcon pay for their induction heads in bits: 2.48 and 2.52 on the whole split, where the others meet 2.2
@@ -36,7 +49,7 @@ def test_every_family_ships_a_language_model():
 BITS_PER_CHAR_CEILING = {"palm-language": 2.5, "falcon-language": 2.55}
 
 
-@pytest.mark.parametrize("entry", DECODERS, ids=IDS)
+@pytest.mark.parametrize("entry", OLDER, ids=[entry.name for entry in OLDER])
 def test_held_out_bits_per_character(entry):
     model, meta = load(entry.path, device="cpu")
     bpc = language.bits_per_char(model, limit=6)  # the first 1,536 held-out characters
@@ -54,7 +67,7 @@ PREVIOUS_TOKEN_FLOOR = {"bloom-language": 0.25}
 @pytest.mark.parametrize("entry", DECODERS, ids=IDS)
 def test_a_previous_token_head(entry):
     model, meta = load(entry.path, device="cpu")
-    scores = language.previous_token_scores(model, limit=4)
+    scores = language.previous_token_scores(model, limit=4, corpus=corpus_of(entry))
     assert scores.max() >= PREVIOUS_TOKEN_FLOOR.get(entry.name, 0.5)
     recorded = meta["figures"]["previous_token_head"]
     assert abs(scores[recorded["layer"], recorded["head"]] - recorded["score"]) < 0.15  # the JSON's head, this sample
@@ -81,8 +94,10 @@ def test_an_induction_head_and_what_switching_it_off_costs(entry):
     after its first occurrence; switched off, the second copy gets harder to predict."""
     model, meta = load(entry.path, device="cpu")
     head = meta["figures"]["induction_head"]
-    measured = language.induction_sentences(model.cfg)  # all 212, copies 20-200 apart (~2 s); Mistral's 32-token
-    scores = language.induction_scores(model, measured)  # window reaches the first copy of 10 of them
+    corpus = corpus_of(entry)  # the Python documentation's 212 sentences, copies 20-200 apart (~2 s; Mistral's 32-token
+    sample = language.INDUCTION_SAMPLE if corpus == "english" else None  # window reaches 10), or English's sample
+    measured = language.induction_sentences(model.cfg, corpus, sample)
+    scores = language.induction_scores(model, measured)
     assert scores[head["layer"], head["head"]] >= INDUCTION_FLOOR.get(entry.name, 0.5), scores
     assert abs(scores[head["layer"], head["head"]] - head["score"]) < 0.01  # the figure its JSON records
     sentences = [s for s in measured if len(s) <= 60][:6]
@@ -129,8 +144,8 @@ def test_what_reading_four_times_the_trained_length_costs_each_position_scheme()
     for entry in DECODERS + variants():
         model, meta = load(entry.path, device="cpu")
         trained = meta["corpus"]["context"]  # 256 characters, or 512 after the induction warm-up
-        short = language.bits_per_char(model, trained, limit=2)
-        long = language.bits_per_char(model, 4 * trained, limit=1)
+        short = language.bits_per_char(model, trained, limit=2, corpus=corpus_of(entry))
+        long = language.bits_per_char(model, 4 * trained, limit=1, corpus=corpus_of(entry))
         cost[entry.name] = long - short
     assert cost["bloom-language"] < 0.2 and cost["mistral-language"] < 0.2, cost  # ALiBi; RoPE inside a window
     for name in ("gpt2-language", "gpt2-sinusoidal-language", "llama2-language", "mixtral-language"):
@@ -142,7 +157,7 @@ def test_switching_the_previous_token_head_off_costs_bits():
     entry = next(e for e in DECODERS if e.preset == "llama2")
     model, meta = load(entry.path, device="cpu")
     head = meta["figures"]["previous_token_head"]
-    whole = language.bits_per_char(model, limit=4)
+    whole = language.bits_per_char(model, limit=4, corpus=corpus_of(entry))
     with model.intervene(ablations(heads=[(head["layer"], head["head"])])):
-        without = language.bits_per_char(model, limit=4)
+        without = language.bits_per_char(model, limit=4, corpus=corpus_of(entry))
     assert without > whole + 0.2, (whole, without)
