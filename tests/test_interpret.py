@@ -309,25 +309,27 @@ def test_subsets_and_batch_sizes_give_the_same_cells():
                                patch_heads(model, clean, corrupt, metric)[1:], atol=TOL, rtol=0)
 
 
-def test_a_row_costs_one_forward_pass():
+def test_a_row_costs_one_forward_pass_batched_from_its_hook_on():
     model = build("MHA learned layernorm gelu bias")
     clean, corrupt = prompts()
-    calls = []
-    handle = model.blocks[0].register_forward_pre_hook(lambda m, args: calls.append(args[0].shape[0]))
-    try:
-        patch_residual(model, clean, corrupt, metric_for(model, clean))
-    finally:
-        handle.remove()
-    # the metric's own clean run, the recorded clean run, then one batch of T corrupted copies per row
-    assert calls == [1, 1] + [T] * (model.cfg.n_layers + 1)
+    batches = []  # (block, batch size it saw)
+    with_hooks(lambda: patch_residual(model, clean, corrupt, metric_for(model, clean)),
+               *[lambda i=i, b=b: b.register_forward_pre_hook(lambda m, args: batches.append((i, args[0].shape[0])))
+                 for i, b in enumerate(model.blocks)])
+    # the metric's own clean run and the recorded clean run; then per row r one forward pass: blocks up to r
+    # read the one corrupted prompt (row r's hook point is block r's first step), later blocks T patched copies
+    runs = [[(i, 1) for i in range(2)]] * 2 + [[(i, T if i > r else 1) for i in range(2)] for r in range(3)]
+    assert batches == [call for run in runs for call in run]
 
 
 def test_a_grid_over_the_budget_is_refused_with_its_size_and_the_way_out():
     model = build("GQA rope rmsnorm swiglu")
     clean, corrupt = prompts()
-    with pytest.raises(ValueError, match=r"3 layers x 9 positions runs the corrupted prompt 27 times.*layers=\[\.\.\.\]"):
+    grid = r"3 layers x 9 positions runs the corrupted prompt 27 times .* pass fewer layers=\[\.\.\.\] or positions"
+    with pytest.raises(ValueError, match=grid):
         patch_residual(model, clean, corrupt, metric_for(model, clean), max_forwards=20)
-    assert patch_residual(model, clean, corrupt, metric_for(model, clean), positions=[7, 8], max_forwards=20).shape == (3, 2)
+    fewer = patch_residual(model, clean, corrupt, metric_for(model, clean), positions=[7, 8], max_forwards=20)
+    assert fewer.shape == (3, 2)
     with pytest.raises(ValueError, match="2 layers x 4 heads"):
         patch_heads(model, clean, corrupt, metric_for(model, clean), max_forwards=5)
 

@@ -9,9 +9,10 @@ changed and no torch hook is registered.
   measures how much of the clean behaviour comes back. One generic function, ``patch``, does every
   kind, as in TransformerLens: it takes the hook names (one per row of the result) and the dimension
   of their activation whose entries are the cells (a position of the residual stream, a head of
-  ``hook_z``). Each row costs one forward pass: the batch holds one corrupted copy per cell, and
-  the intervention writes the clean activation into cell i of copy i only. ``patch_residual`` and
-  ``patch_heads`` are two calls of it.
+  ``hook_z``). Each row costs one forward pass of the corrupted prompt: everything before the hook
+  is the same for every cell and runs once; at the hook the intervention turns the one activation
+  into a batch, copy i with the clean activation written into cell i only, and the rest of the model
+  runs on the batch. ``patch_residual`` and ``patch_heads`` are two calls of it.
 - **Direct logit attribution** splits the last residual stream into what each part wrote (the
   embeddings, every head, every FFN or MoE expert) and projects each part on one token's row of the
   unembedding, through the final norm's scale at that position.
@@ -82,7 +83,7 @@ def logit_lens(model: Transformer, input_ids: torch.Tensor) -> torch.Tensor:
     leaving the last one (that row is log_softmax of the model's own logits)."""
     _check_model(model)
     names = residual_names(model.cfg.n_layers)
-    _, trace = model.run_with_trace(_one_prompt(input_ids), names=names)
+    _, trace = model.run_with_trace(_one_prompt(input_ids).to(model.device), names=names)
     resid = torch.cat([trace[name] for name in names])  # (n_layers + 1, T, d_model)
     return read_out(model, resid).float().log_softmax(-1)
 
@@ -91,25 +92,32 @@ def logit_lens(model: Transformer, input_ids: torch.Tensor) -> torch.Tensor:
 
 
 def write_cells(clean: torch.Tensor, dim: int, cells: torch.Tensor) -> Intervention:
-    """An intervention for a batch of corrupted copies: copy i gets clean's entry cells[i] along `dim`
-    and keeps all its other entries. `clean` is the clean run's activation, batch 1."""
+    """An intervention that makes a batch of copies of the corrupted activation: copy i gets clean's entry
+    cells[i] along `dim` and keeps all its other entries. `clean` is the clean run's activation, batch 1;
+    the corrupted one may be batch 1 too (it broadcasts), so the layers after the hook run on the batch."""
     def intervention(corrupted: torch.Tensor, event) -> torch.Tensor:
         one_hot = torch.zeros(len(cells), corrupted.shape[dim], dtype=torch.bool, device=corrupted.device)
         one_hot[torch.arange(len(cells)), cells] = True  # (n, size of dim): copy i, entry cells[i]
         shape = [len(cells)] + [1] * (corrupted.dim() - 1)
-        shape[dim] = corrupted.shape[dim]
+        shape[dim] = corrupted.shape[dim]  # (n, 1, ..., size of dim, ..., 1): broadcasts over the other dims
         return torch.where(one_hot.view(shape), clean.to(corrupted.dtype), corrupted)
     return intervention
 
 
-def check_budget(rows: int, cells: int, max_forwards: int | None, what: str) -> None:
-    """Refuse, before anything runs, a patching that would run the corrupted prompt more than max_forwards times."""
+def check_budget(grid: str, rows: int, cells: int, max_forwards: int | None, way_out: str) -> None:
+    """Refuse, before anything runs, a patching that would run the corrupted prompt more than max_forwards times.
+    grid: what the rows and cells are ("layers x positions"); way_out: the arguments that patch less."""
     runs = rows * cells
     if max_forwards is not None and runs > max_forwards:
+        row_kind, cell_kind = grid.split(" x ")
         raise ValueError(
-            f"patching {rows} {what[0]} x {cells} {what[1]} runs the corrupted prompt {runs:,} times "
-            f"(batched into {rows} forward passes), over the budget of {max_forwards:,}: patch fewer "
-            f"{what[0]} or {what[1]} (layers=[...], positions=[...]), or raise max_forwards")
+            f"patching {rows} {row_kind} x {cells} {cell_kind} runs the corrupted prompt {runs:,} times (batched "
+            f"into {rows} forward passes), over the budget of {max_forwards:,}: pass {way_out}, or raise max_forwards")
+
+
+def forwards_within(model: Transformer, n_tokens: int, flop_budget: float) -> int:
+    """How many runs of an n_tokens prompt fit in a FLOP budget (at least 1): a ``max_forwards`` for patching."""
+    return max(1, math.floor(flop_budget / (n_tokens * forward_flops_per_token(model.cfg, n_tokens))))
 
 
 @torch.no_grad()
@@ -119,7 +127,8 @@ def patch(model: Transformer, clean_ids: torch.Tensor, corrupt_ids: torch.Tensor
     entry `cells[c]` along `dim`, taken from the clean prompt.
 
     Every kind of patching is this loop: a row is a hook name; its cells run as one batch of corrupted
-    copies (`batch_size` copies at most per forward pass), copy i patched at cell i alone.
+    copies (`batch_size` copies at most per forward pass), copy i patched at cell i alone. The forward pass
+    reads the corrupted prompt once: the batch starts at the hook, where ``write_cells`` makes it.
     """
     clean_ids, corrupt_ids = _check_pair(model, clean_ids, corrupt_ids)
     _, clean = model.run_with_trace(clean_ids, names=list(names))
@@ -128,9 +137,8 @@ def patch(model: Transformer, clean_ids: torch.Tensor, corrupt_ids: torch.Tensor
     for name in names:
         values = []
         for chunk in cells.split(batch_size or len(cells)):
-            copies = corrupt_ids.expand(len(chunk), -1)  # (n, T): one corrupted prompt per cell
             with model.intervene({name: write_cells(clean[name], dim, chunk)}):
-                logits = model(copies)  # (n, T, vocab)
+                logits = model(corrupt_ids)  # (n, T, vocab): one copy of the prompt per cell from the hook on
             values += [metric(logits[i:i + 1]) for i in range(len(chunk))]
         rows.append(torch.stack(values))
     return torch.stack(rows).float()  # (rows, cells)
@@ -166,7 +174,7 @@ def patch_residual(model: Transformer, clean_ids: torch.Tensor, corrupt_ids: tor
     """
     rows = _chosen(layers, model.cfg.n_layers + 1, "layers")
     cells = _chosen(positions, _one_prompt(clean_ids, "clean_ids").shape[1], "positions")
-    check_budget(len(rows), len(cells), max_forwards, ("layers", "positions"))
+    check_budget("layers x positions", len(rows), len(cells), max_forwards, "fewer layers=[...] or positions=[...]")
     names = residual_names(model.cfg.n_layers)
     return patch(model, clean_ids, corrupt_ids, metric, [names[r] for r in rows], 1, cells, batch_size)
 
@@ -177,7 +185,7 @@ def patch_heads(model: Transformer, clean_ids: torch.Tensor, corrupt_ids: torch.
     the clean run. ``hook_z`` holds one entry per query head, so the query heads that share a kv head
     (GQA, MQA) are patched one at a time."""
     rows = _chosen(layers, model.cfg.n_layers, "layers")
-    check_budget(len(rows), model.cfg.n_heads, max_forwards, ("layers", "heads"))
+    check_budget("layers x heads", len(rows), model.cfg.n_heads, max_forwards, "fewer layers=[...]")
     names = [hook_name(layer, "attn.hook_z") for layer in rows]
     return patch(model, clean_ids, corrupt_ids, metric, names, 1, range(model.cfg.n_heads))
 
@@ -219,8 +227,11 @@ def expert_writes(moe: MoE, x: torch.Tensor, chosen: torch.Tensor, gates: torch.
     return writes
 
 
-def token_projection(model: Transformer, final: torch.Tensor, token: int) -> tuple[Callable[[torch.Tensor], float], float]:
-    """(part -> its direct effect on `token`'s logit, what the biases after the stream add) at one position.
+Projection = Callable[[torch.Tensor], torch.Tensor]  # parts (..., d_model) -> their effects on one logit (...)
+
+
+def token_projection(model: Transformer, final: torch.Tensor, token: int) -> tuple[Projection, float]:
+    """(parts -> their direct effects on `token`'s logit, what the biases after the stream add) at one position.
 
     The final norm maps the stream x to center(x) * scale * w + b; `scale` depends on the whole stream
     `final` (d_model,) and is frozen at its value here, so every part's effect is linear in the part.
@@ -228,14 +239,14 @@ def token_projection(model: Transformer, final: torch.Tensor, token: int) -> tup
     direction = model.unembed.weight[token].float()  # (d_model,): the token's row of W_U
     constant = float(model.unembed.bias[token]) if model.unembed.bias is not None else 0.0
     if not model.cfg.has_final_norm:
-        return lambda part: float(part.float() @ direction), constant
+        return lambda parts: parts.float() @ direction, constant
     norm = model.ln_final
     center = CENTERING[type(norm)]
     scale = torch.rsqrt(center(final.float()).pow(2).mean() + norm.eps)
     read = norm.weight.float() * scale * direction  # (d_model,) what one unit of a centred part adds to the logit
     if getattr(norm, "bias", None) is not None:
         constant += float(norm.bias.float() @ direction)
-    return lambda part: float(center(part.float()) @ read), constant
+    return lambda parts: center(parts.float()) @ read, constant
 
 
 @torch.no_grad()
@@ -275,19 +286,15 @@ def direct_logit_attribution(model: Transformer, input_ids: torch.Tensor, token:
         z = trace[hook_name(layer, "attn.hook_z")][0, :, position]  # (H, d_head)
         w_o = block.attn.o_proj.weight.view(cfg.d_model, cfg.n_heads, cfg.d_head)  # (d_model, H, d_head)
         writes = torch.einsum("hd,mhd->hm", z, w_o)  # (H, d_model): head h's share of concat(heads) @ W_o
-        heads[layer] = torch.tensor([project(write) for write in writes])
+        heads[layer] = project(writes)
         if block.attn.o_proj.bias is not None:
-            constant += project(block.attn.o_proj.bias)
+            constant += float(project(block.attn.o_proj.bias))
         ffn[layer] = project(at(hook_name(layer, "hook_mlp_out")))
         if moe:
             x = at(_ffn_input_name(model, layer))  # (d_model,) what the router and the experts read
             chosen = at(hook_name(layer, "mlp.hook_expert_indices"))  # (k,)
             gates = at(hook_name(layer, "mlp.hook_expert_weights")).to(x.dtype)  # (k,)
-            experts[layer] = torch.tensor([project(w) for w in expert_writes(block.mlp, x, chosen, gates)])
-    return Attribution(token, position, float(logits[0, position, token]), project(at(names[0])), heads, ffn,
-                       experts, constant)
+            experts[layer] = project(expert_writes(block.mlp, x, chosen, gates))
+    return Attribution(token, position, float(logits[0, position, token]), float(project(at(names[0]))), heads,
+                       ffn, experts, constant)
 
-
-def forwards_within(model: Transformer, n_tokens: int, flop_budget: float) -> int:
-    """How many runs of an n_tokens prompt fit in a FLOP budget (at least 1): a ``max_forwards`` for patching."""
-    return max(1, math.floor(flop_budget / (n_tokens * forward_flops_per_token(model.cfg, n_tokens))))
