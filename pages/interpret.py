@@ -27,8 +27,9 @@ if cfg.arch != "decoder":
             "(every preset but BERT and the Original Transformer).")
     st.stop()
 first_name, first = next(iter(PAIRS.items()))
-url_state("interpret", lens_end=int, attr=0, pair=first_name, clean=first.clean, corrupt=first.corrupt, right=first.right,
-          wrong=first.wrong, p_blocks="", p_from=int, p_to=int)
+url_state("interpret", lens_end=int, attr=0, pair=first_name, clean=first.clean, corrupt=first.corrupt,
+          right=first.right, wrong=first.wrong, p_blocks="", p_from=int, p_to=int)
+s = st.session_state
 ids, labels = tuple(ctx.tokens.ids), ctx.tokens.labels
 model_key = (state.config_json, state.seed)
 
@@ -39,7 +40,7 @@ keep_valid("lens_end", range(len(ids)), default=len(ids) - 1)
 st.select_slider("Last position shown", range(len(ids)), key="lens_end", **KEEP,
                  format_func=lambda i: f"{i}: {labels[i]}",
                  help=f"The grid shows {LENS_WIDTH} positions at a time, ending here.")
-end = st.session_state["lens_end"]
+end = s["lens_end"]
 shown = list(range(max(0, end - LENS_WIDTH + 1), end + 1))
 rows = residual_labels(cfg.n_layers)
 st.plotly_chart(lens_grid(lens.top_labels[:, shown], lens.top_probs[:, shown], lens.answer_probs[:, shown], rows,
@@ -71,7 +72,7 @@ offered = lens.top_ids[-1, -1].tolist()  # the model's most likely tokens after 
 keep_valid("attr", range(len(offered)), default=0)
 st.selectbox("Token to explain (the model's most likely next tokens)", range(len(offered)), key="attr", **KEEP,
              format_func=lambda k: f"{lens.top_labels[-1, -1, k]} (p = {lens.top_probs[-1, -1, k]:.3f})")
-token, token_label = offered[st.session_state["attr"]], lens.top_labels[-1, -1, st.session_state["attr"]]
+token, token_label = offered[s["attr"]], lens.top_labels[-1, -1, s["attr"]]
 try:
     parts = attribution(*model_key, ids, token, state.weights)
 except ValueError as exc:  # a post-norm model has no linear path from a part to the logit
@@ -83,7 +84,7 @@ else:
     st.markdown("**What to look for.** Each bar is what one part wrote into the residual stream, read along the "
                 "unembedding row of the chosen token through the final norm's scale: orange pushes the token up, blue "
                 "down, and the bars add up to its logit. A tall head bar names the head that writes the answer; a "
-                "tall FFN (or expert) bar says the answer is stored knowledge more than copied context. Compare the "
+                "tall FFN (or expert) bar suggests the answer comes from what the FFN stores more than from copied context. Compare the "
                 f"heads with random-init weights of the same shape, whose largest head bar here is "
                 f"{parts.control_largest_head:.2f}: only a bar well above that is the trained model's doing. Direct "
                 "effects miss what a part does through later parts; patching, below, catches that.")
@@ -97,17 +98,16 @@ st.header("Activation patching: which layer, position and head carry the differe
 keep_valid("pair", [*PAIRS, OWN])
 st.selectbox("Prompts", [*PAIRS, OWN], key="pair", **KEEP,
              help="A ready-made pair changes one thing the answer depends on; pick 'your own' to type two prompts.")
-own = st.session_state["pair"] == OWN
+own = s["pair"] == OWN
 if not own:  # a ready-made pair fills the prompts and answers (and 'your own' starts from them)
-    pair = PAIRS[st.session_state["pair"]]
-    st.session_state.update(clean=pair.clean, corrupt=pair.corrupt, right=pair.right, wrong=pair.wrong)
+    pair = PAIRS[s["pair"]]
+    s.update(clean=pair.clean, corrupt=pair.corrupt, right=pair.right, wrong=pair.wrong)
     write_url(["clean", "corrupt", "right", "wrong"])
 clean_col, corrupt_col = st.columns(2)
 clean_col.text_input("Clean prompt", key="clean", disabled=not own, **KEEP)
 corrupt_col.text_input("Corrupted prompt (the same length, one thing changed)", key="corrupt", disabled=not own, **KEEP)
 clean_col.text_input("Its answer (one token)", key="right", disabled=not own, **KEEP)
 corrupt_col.text_input("The corrupted prompt's answer (one token)", key="wrong", disabled=not own, **KEEP)
-s = st.session_state
 
 
 def prompt_ids(text: str, which: str) -> tuple[int, ...]:

@@ -69,11 +69,10 @@ def test_the_page_draws_the_lens_attribution_and_both_patchings_on_the_trained_m
 
 
 def test_the_head_heatmap_is_the_librarys_patching_and_the_induction_head_stands_out(default_page):
-    model = lesson_language_model()
-    clean, corrupt = (torch.tensor([encode_text(t, lessons.lesson_model().config_json).ids]) for t in (PAIR.clean, PAIR.corrupt))
-    right = answer_token(PAIR.clean, PAIR.right, lessons.lesson_model().config_json)
-    wrong = answer_token(PAIR.corrupt, PAIR.wrong, lessons.lesson_model().config_json)
-    metric = logit_difference(right, wrong)
+    model, config_json = lesson_language_model(), lessons.lesson_model().config_json
+    clean, corrupt = (torch.tensor([encode_text(t, config_json).ids]) for t in (PAIR.clean, PAIR.corrupt))
+    metric = logit_difference(answer_token(PAIR.clean, PAIR.right, config_json),
+                              answer_token(PAIR.corrupt, PAIR.wrong, config_json))
     with torch.no_grad():
         corrupted = float(metric(model(corrupt)))
     expected = patch_heads_by_hand(model, clean, corrupt, metric) - corrupted
@@ -102,7 +101,7 @@ def test_the_view_lives_in_the_url():
     ("a cat", "a bat", "at", "b", "'at' is 2 tokens"),
     ("a cat", "a bat", "😀", "b", "several byte tokens"),
     ("a cat", "a bat", "c", "c", "the same token"),
-    ("family 👨‍👩‍👧‍👦 a", "family 👨‍👩‍👧‍👦 b", "x", "y", None),  # emoji are many byte tokens, the same on both sides
+    ("family 👨‍👩‍👧‍👦 a", "family 👨‍👩‍👧‍👦 b", "x", "y", None),  # many byte tokens, as many on each side
     ("القط جلس على", "القط جلب على", " ", "x", None),  # right to left
     ("tab\tbell\x07nul\x00", "tab\tbelL\x07nul\x00", "x", "y", None),  # control characters
     ("abc", "abd", "x", "y", None),  # prompts of another length than the pairs'
@@ -128,7 +127,8 @@ def test_a_model_too_large_for_the_budget_is_offered_fewer_blocks_and_positions(
     at = open_interpret(preset="gpt2", n_layers=12, d_model=512, n_heads=8)
     assert_clean(at)
     (warning,) = [w.value for w in at.warning if "forward passes" in w.value]
-    assert "takes 764 forward passes of this 44-token prompt" in warning and "Patch fewer blocks or positions" in warning
+    assert "takes 764 forward passes of this 44-token prompt" in warning
+    assert "Patch fewer blocks or positions" in warning
     assert at.multiselect(key="patch_blocks").value == [11]  # what fits, offered at once
     assert {"patch_residual", "patch_heads"} <= set(charts(at))
     at.multiselect(key="patch_blocks").set_value(list(range(12))).run()

@@ -109,7 +109,8 @@ class LensView:
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def lens_view(config_json: str, seed: int, ids: tuple[int, ...], weights: str = "", random_init: bool = False) -> LensView:
+def lens_view(config_json: str, seed: int, ids: tuple[int, ...], weights: str = "",
+              random_init: bool = False) -> LensView:
     """The logit lens of the page's model, or with random_init=True of its random-init control."""
     model = random_init_model(config_json, seed) if random_init else get_model(config_json, seed, weights)
     probs = logit_lens(model, torch.tensor([ids], device=model.device)).exp()  # (R, T, vocab)
