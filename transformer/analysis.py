@@ -212,21 +212,79 @@ def cached_generation(model: Transformer, ids: torch.Tensor, n_steps: int, start
 # --- attention under a chosen mask --------------------------------------------------------
 
 
-def allowed_matrix(kind: str, t: int, window: int | None = None, causal: bool = True) -> torch.Tensor:
+SPARSE_SIZE_NAMES = {"strided": "stride", "block-local": "block", "global-local": "local window"}
+
+
+def allowed_matrix(kind: str, t: int, window: int | None = None, causal: bool = True,
+                   n_global: int = 1) -> torch.Tensor:
     """(T, T) boolean, True where a query may attend, from the library's own mask builder.
 
     A sliding window is causal (the W most recent keys) or, with causal=False as in an
-    encoder, centred ((W - 1) // 2 keys on each side).
+    encoder, centred ((W - 1) // 2 keys on each side). The sparse patterns ("strided",
+    "block-local", "global-local") take `window` as their stride, block or local window; one
+    larger than T, or more global tokens than T, is refused with a ValueError saying so.
     """
     positions = torch.arange(t)
     builders = {
         "none": lambda: masks.self_attention(positions, positions, is_causal=False),
         "causal": lambda: masks.self_attention(positions, positions, is_causal=True),
         "sliding window": lambda: masks.self_attention(positions, positions, is_causal=causal, window=window or 1),
+        **{pattern: (lambda pattern=pattern: masks.self_attention(positions, positions, is_causal=causal,
+                                                                 pattern=pattern, pattern_size=window or 1,
+                                                                 n_global=n_global))
+           for pattern in SPARSE_SIZE_NAMES},
     }
     if kind not in builders:
         raise ValueError(f"mask kind {kind!r} is not one of {', '.join(builders)}")
+    if kind in SPARSE_SIZE_NAMES:
+        name = SPARSE_SIZE_NAMES[kind]
+        if window is None or not 1 <= window <= t:
+            raise ValueError(f"a {name} of {window} does not fit a text of T = {t} tokens; choose a {name} between 1 "
+                             f"and {t} (or type a longer text)")
+        if kind == "global-local" and not 0 <= n_global <= t:
+            raise ValueError(f"{n_global} global tokens do not fit a text of T = {t} tokens; choose between 0 and {t}")
     return builders[kind]()[0, 0]
+
+
+def allowed_pairs(kind: str, t: int, size: int, causal: bool = True, n_global: int = 1, rows: int = 256) -> int:
+    """How many (query, key) pairs a sparse pattern lets a text of `t` tokens score (dense: t² or t(t+1)/2),
+    counted from the mask builder `rows` queries at a time, so that t = 100,000 needs no t x t matrix."""
+    positions = torch.arange(t)
+    return sum(int(masks.sparse(kind, chunk, positions, size, causal, n_global).sum())
+               for chunk in positions.split(rows))
+
+
+def tiles_needed(kind: str, t: int, size: int, tile: int, causal: bool = True, n_global: int = 1) -> int:
+    """How many of the (t / tile)² tiles of the score matrix hold at least one allowed pair: the tiles a
+    block-sparse kernel must compute (flash attention skips the others). t must be a multiple of tile."""
+    if t % tile:
+        raise ValueError(f"t={t} is not a multiple of the tile size {tile}; choose t = {tile * (t // tile + 1)}")
+    positions = torch.arange(t)
+    needed = 0
+    for rows in positions.split(tile):
+        allowed = masks.sparse(kind, rows, positions, size, causal, n_global)  # (tile, t)
+        needed += int(allowed.view(tile, t // tile, tile).any(dim=2).any(dim=0).sum())
+    return needed
+
+
+def with_pattern(model: Transformer, pattern: str, size: int, n_global: int = 1) -> Transformer:
+    """The same weights with a sparse attention pattern in every self-attention (a pattern adds no parameter)."""
+    cfg = model.cfg.replace(attention_pattern=pattern, pattern_size=size, n_global=n_global, sliding_window=None)
+    with torch.random.fork_rng(devices=[]):  # its random init is overwritten: leave the caller's random state alone
+        twin = Transformer(cfg, device=model.device)
+    twin.load_state_dict(model.state_dict())
+    return twin.eval()
+
+
+@torch.no_grad()
+def fused_explicit_gap(model: Transformer, ids: torch.Tensor) -> float:
+    """Largest |logit difference| between the fused SDPA path and the explicit five lines on `ids`. It switches the
+    model's path while it runs (and leaves it fused): give it a model no other thread is running."""
+    args = (ids, ids) if model.cfg.arch == "encoder-decoder" else (ids,)
+    fused = model.set_fused(True)(*args)
+    explicit = model.set_fused(False)(*args)
+    model.set_fused(True)
+    return float((fused - explicit).abs().max())
 
 
 def attention_under_mask(model: Transformer, ids: torch.Tensor, layer: int, allowed: torch.Tensor | None = None,

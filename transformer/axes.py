@@ -60,6 +60,20 @@ AXES: dict[str, Axis] = {
                                  "Mistral"),
     }, problem="Decides who may look at whom: a decoder must not see the future, padding must be invisible, a window "
                "bounds the cost of long inputs, cross-attention lets a decoder read the encoder."),
+    "attention_pattern": Axis("Sparse pattern", {
+        "dense": Choice("dense", "every pair the mask allows is scored: T² pairs for T tokens",
+                        "Any token can read any other in one step.", "GPT-2, LLaMA"),
+        "strided": Choice("strided", "a query sees the keys less than s away and every s-th key before them",
+                          "About T·(s + T/s) pairs instead of T², and any two tokens are two steps apart.",
+                          "Sparse Transformer (2019)"),
+        "block-local": Choice("block-local", "a query sees only the keys of its own block of b tokens",
+                              "T·b pairs: the cost grows linearly with the text, blocks never talk to each other "
+                              "in one layer."),
+        "global-local": Choice("global + local", "a local window, plus a few global tokens that see and are seen "
+                               "by every token", "About T·(W + 2g) pairs, and every token is two steps from any other "
+                               "through a global token.", "Longformer, BigBird (2020)"),
+    }, problem="Dense attention scores T² pairs. A sparse pattern scores only some of them, so compute and memory "
+               "can grow about linearly with T; information still travels across the whole text over the layers."),
     "position": Axis("Position", {
         "none": Choice("none", "no position signal: only the mask orders tokens",
                        "A baseline: shows how blind attention is to order."),

@@ -16,6 +16,7 @@ Position = Literal["none", "sinusoidal", "learned", "rope", "alibi"]
 Norm = Literal["layernorm", "rmsnorm"]
 NormPosition = Literal["pre", "post"]
 FFN = Literal["relu", "gelu", "swiglu", "moe"]
+AttentionPattern = Literal["dense", "strided", "block-local", "global-local"]
 GeluApproximate = Literal["none", "tanh"]
 DType = Literal["float32", "bfloat16"]
 
@@ -26,6 +27,7 @@ CHOICES = {
     "norm": Norm,
     "norm_position": NormPosition,
     "ffn": FFN,
+    "attention_pattern": AttentionPattern,
     "gelu_approximate": GeluApproximate,
     "dtype": DType,
 }
@@ -57,6 +59,9 @@ class TransformerConfig:
     n_experts: int = 4
     top_k: int = 2
     sliding_window: int | None = None  # a query sees at most W keys, itself included
+    attention_pattern: AttentionPattern = "dense"  # a sparse pattern in every self-attention (masks.sparse)
+    pattern_size: int = 8  # the sparse pattern's stride, block or local window
+    n_global: int = 1  # "global-local": the first tokens that see and are seen by every token
     dropout: float = 0.0
     # Details real model families need (see README, "Configuration fields").
     bias: bool = False  # biases in the attention and FFN projections (GPT-2, BERT, BLOOM)
@@ -114,6 +119,16 @@ class TransformerConfig:
                 )
         if self.sliding_window is not None and self.sliding_window < 1:
             raise ValueError(f"sliding_window={self.sliding_window} must be at least 1 (a query always sees itself), or None for no window")
+        if self.attention_pattern != "dense":
+            if self.sliding_window is not None:
+                raise ValueError(f"attention_pattern={self.attention_pattern!r} brings its own local keys; set "
+                                 f"sliding_window=None (now {self.sliding_window}), or attention_pattern='dense' "
+                                 "to keep the window")
+            if self.pattern_size < 1:
+                raise ValueError(f"pattern_size={self.pattern_size} must be at least 1 (the stride, block or window "
+                                 f"of the {self.attention_pattern} pattern)")
+            if self.n_global < 0:
+                raise ValueError(f"n_global={self.n_global} must be 0 or more (global tokens of the global-local pattern)")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout={self.dropout} must be in [0, 1)")
         if self.d_ff is None:

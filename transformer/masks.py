@@ -1,5 +1,9 @@
 """Which keys each query may see, as boolean matrices and as additive masks.
 
+Dense choices (causal, padding, sliding window, cross) and the sparse patterns that let attention cost
+less than T² (strided, block-local, global + local): each pattern has a causal form for decoders and a
+bidirectional one for encoders.
+
 All masks are built from positions, so the same code serves a full forward pass
 and one cached generation step (queries at positions past..past+T, keys 0..past+T).
 
@@ -35,16 +39,65 @@ def cross(src_attention_mask: torch.Tensor | None, t_q: int, t_kv: int, device=N
     return padding(src_attention_mask).expand(-1, -1, t_q, -1)
 
 
-def self_attention(q_pos: torch.Tensor, k_pos: torch.Tensor, *, is_causal: bool,
-                   window: int | None = None, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-    """(B or 1, 1, T_q, T_kv) boolean mask combining causal/window/padding."""
-    distance = q_pos[:, None] - k_pos[None, :]  # (T_q, T_kv)
+def local_window(q_pos: torch.Tensor, k_pos: torch.Tensor, window: int, is_causal: bool = True) -> torch.Tensor:
+    """(T_q, T_kv): a decoder's query sees the `window` most recent keys; an encoder's (W-1)//2 keys on each
+    side, at most W in all."""
     if is_causal:
-        allowed = causal(q_pos, k_pos) if window is None else sliding_window(q_pos, k_pos, window)
-    elif window is not None:  # bidirectional: (W-1)//2 keys on each side, at most W in all
-        allowed = distance.abs() <= (window - 1) // 2
+        return sliding_window(q_pos, k_pos, window)
+    return (q_pos[:, None] - k_pos[None, :]).abs() <= (window - 1) // 2
+
+
+# --- sparse patterns ---------------------------------------------------------------
+
+
+def strided(q_pos: torch.Tensor, k_pos: torch.Tensor, stride: int, is_causal: bool = True) -> torch.Tensor:
+    """(T_q, T_kv): the Sparse Transformer's strided pattern (Child et al. 2019), both of its heads in one:
+    keys less than `stride` away, and every key a multiple of `stride` away."""
+    distance = q_pos[:, None] - k_pos[None, :]  # (T_q, T_kv)
+    allowed = (distance.abs() < stride) | (distance % stride == 0)
+    return allowed & (distance >= 0) if is_causal else allowed
+
+
+def block_local(q_pos: torch.Tensor, k_pos: torch.Tensor, block: int, is_causal: bool = True) -> torch.Tensor:
+    """(T_q, T_kv): a query sees only the keys of its own block of `block` positions (0..block-1, block..)."""
+    allowed = (q_pos[:, None] // block) == (k_pos[None, :] // block)  # (T_q, T_kv)
+    return allowed & causal(q_pos, k_pos) if is_causal else allowed
+
+
+def global_local(q_pos: torch.Tensor, k_pos: torch.Tensor, window: int, n_global: int,
+                 is_causal: bool = True) -> torch.Tensor:
+    """(T_q, T_kv): Longformer's and BigBird's pattern: a local window, plus the first `n_global` tokens,
+    which every query sees and which see every key (in a decoder, every key before them)."""
+    is_global = (k_pos[None, :] < n_global) | (q_pos[:, None] < n_global)  # (T_q, T_kv)
+    allowed = local_window(q_pos, k_pos, window, is_causal) | is_global
+    return allowed & causal(q_pos, k_pos) if is_causal else allowed
+
+
+def sparse(pattern: str, q_pos: torch.Tensor, k_pos: torch.Tensor, size: int, is_causal: bool = True,
+           n_global: int = 1) -> torch.Tensor:
+    """(T_q, T_kv) the pairs a sparse pattern allows; `size` is its stride, block or local window."""
+    builders = {
+        "strided": lambda: strided(q_pos, k_pos, size, is_causal),
+        "block-local": lambda: block_local(q_pos, k_pos, size, is_causal),
+        "global-local": lambda: global_local(q_pos, k_pos, size, n_global, is_causal),
+    }
+    if pattern not in builders:
+        raise ValueError(f"attention pattern {pattern!r} is not one of {', '.join(builders)}")
+    return builders[pattern]()
+
+
+def self_attention(q_pos: torch.Tensor, k_pos: torch.Tensor, *, is_causal: bool,
+                   window: int | None = None, attention_mask: torch.Tensor | None = None,
+                   pattern: str = "dense", pattern_size: int = 8, n_global: int = 1) -> torch.Tensor:
+    """(B or 1, 1, T_q, T_kv) boolean mask combining causal/window/sparse pattern/padding."""
+    if pattern != "dense":
+        allowed = sparse(pattern, q_pos, k_pos, pattern_size, is_causal, n_global)
+    elif window is not None:
+        allowed = local_window(q_pos, k_pos, window, is_causal)
+    elif is_causal:
+        allowed = causal(q_pos, k_pos)
     else:
-        allowed = torch.ones_like(distance, dtype=torch.bool)
+        allowed = torch.ones(len(q_pos), len(k_pos), dtype=torch.bool, device=q_pos.device)
     allowed = allowed[None, None]  # (1, 1, T_q, T_kv)
     if attention_mask is not None:
         allowed = allowed & padding(attention_mask)  # (B, 1, T_q, T_kv)

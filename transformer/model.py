@@ -129,9 +129,11 @@ def run_stack(owner, tok_emb, attention_mask, position_ids, cache, memory, memor
 def self_attention_inputs(cfg, causal, slots_q, slots_k, position_ids, k_position_ids, attention_mask, dtype, past):
     """Mask, RoPE tables and ALiBi bias: built once per forward pass, shared by every layer."""
     allowed = masks.self_attention(slots_q, slots_k, is_causal=causal, window=cfg.sliding_window,
-                                   attention_mask=attention_mask)  # (B or 1, 1, T_q, T_kv)
+                                   attention_mask=attention_mask, pattern=cfg.attention_pattern,
+                                   pattern_size=cfg.pattern_size, n_global=cfg.n_global)  # (B or 1, 1, T_q, T_kv)
     mask = masks.to_additive(allowed, dtype)
-    simple = attention_mask is None and cfg.sliding_window is None and cfg.position != "alibi"
+    simple = (attention_mask is None and cfg.sliding_window is None and cfg.attention_pattern == "dense"
+              and cfg.position != "alibi")
     rope = alibi = None
     if cfg.position == "rope":
         inv_freq = rope_inv_freq(cfg.d_head, cfg.rope_theta).to(slots_q.device)

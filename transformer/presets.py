@@ -46,8 +46,11 @@ _CARDS = [
           {"base": dict(vocab_size=37000, d_model=512, n_heads=8, n_layers=6, d_ff=2048, max_len=512)}, {"base": 65e6}),
     _card("gpt2", "GPT-2", 2019, "decoder · MHA · learned · pre-LayerNorm · GELU", _GPT2,
           {"small": dict(vocab_size=50257, d_model=768, n_heads=12, n_layers=12, d_ff=3072, max_len=1024),
-           "xl": dict(vocab_size=50257, d_model=1600, n_heads=25, n_layers=48, d_ff=6400, max_len=1024)},
-          {"small": 124e6, "xl": 1.558e9}),
+           "xl": dict(vocab_size=50257, d_model=1600, n_heads=25, n_layers=48, d_ff=6400, max_len=1024),
+           # GPT-3 is GPT-2's recipe at 175B (Brown et al. 2020, Table 2.1); its alternating locally banded
+           # sparse layers change no parameter
+           "175B (GPT-3)": dict(vocab_size=50257, d_model=12288, n_heads=96, n_layers=96, d_ff=49152, max_len=2048)},
+          {"small": 124e6, "xl": 1.558e9, "175B (GPT-3)": 175e9}),
     _card("bert", "BERT", 2018, "encoder · MHA · learned · post-LayerNorm · GELU", _BERT,
           {"base": dict(vocab_size=30522, d_model=768, n_heads=12, n_layers=12, d_ff=3072, max_len=512, norm_eps=1e-12)},
           {"base": 110e6}),
