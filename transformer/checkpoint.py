@@ -14,6 +14,7 @@ do not fit the config -- raises ``CheckpointError`` (a ``ValueError``) naming th
 """
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,8 +75,8 @@ def save(model: Transformer, path: str | Path, meta: dict | None = None) -> tupl
     return weights_path, json_path
 
 
-def read_meta(path: str | Path) -> tuple[dict, TransformerConfig]:
-    """The checkpoint's JSON document and its validated config, without touching the weights."""
+def read_document(path: str | Path) -> dict:
+    """The checkpoint's JSON document, checked to be one of ours in this format version (any kind of model)."""
     _, json_path = checkpoint_paths(path)
     if not json_path.is_file():
         raise CheckpointError(f"{json_path}: no such checkpoint file; save one with transformer.checkpoint.save "
@@ -89,25 +90,38 @@ def read_meta(path: str | Path) -> tuple[dict, TransformerConfig]:
     version = document.get("format_version")
     if version != FORMAT_VERSION:
         raise CheckpointError(f"{json_path}: format_version {version!r}, but this library reads version {FORMAT_VERSION}")
+    return document
+
+
+def read_meta(path: str | Path) -> tuple[dict, TransformerConfig]:
+    """The checkpoint's JSON document and its validated config, without touching the weights.
+
+    The document's "config" is given back as the config reads it: a field newer than the file takes its default."""
+    _, json_path = checkpoint_paths(path)
+    document = read_document(path)
     try:
         cfg = TransformerConfig.from_dict(document["config"])
     except KeyError:
         raise CheckpointError(f"{json_path}: has no \"config\" entry") from None
     except (TypeError, ValueError) as error:
         raise CheckpointError(f"{json_path}: its config is not valid: {error}") from None
-    return document, cfg
+    return {**document, "config": cfg.to_dict()}, cfg
+
+
+# a JSON entry that marks another kind of model -> the module that reads it (each imports this one: read lazily)
+OTHER_KINDS = {"vision": "transformer.vision", "seq2seq": "transformer.rnn"}
 
 
 def load(path: str | Path, device: torch.device | str | None = None) -> tuple[Transformer, dict]:
     """(model in eval mode, meta) from PATH.safetensors + PATH.json; raises CheckpointError if anything is wrong.
 
     Any shipped kind: a JSON with a "vision" entry is a Vision Transformer (transformer.vision reads it),
-    any other a Transformer of its config."""
+    one with a "seq2seq" entry a GRU encoder-decoder (transformer.rnn), any other a Transformer of its config."""
+    document = read_document(path)
+    for key, module in OTHER_KINDS.items():
+        if key in document:
+            return importlib.import_module(module).load(path, device)
     document, cfg = read_meta(path)
-    if "vision" in document:
-        from . import vision  # imports this module: read lazily
-
-        return vision.load(path, device)
     return load_weights(Transformer(cfg, device=device), path), document
 
 
