@@ -1,16 +1,27 @@
-"""Masks: none, causal, padding, sliding window and cross-attention, each next to the weights it produces."""
+"""Masks: none, causal, padding, sliding window, cross-attention and the sparse patterns (strided, block-local,
+global + local), each next to the weights it produces."""
 import numpy as np
 import streamlit as st
 
 from ui.figures.axes import mask_and_weights
+from transformer import AXES
+from ui.compute.chapters_measure import pairs_at_length, sparse_attention
 from ui.compute.measure import cross_attention, encoder_decoder_twin, masked_attention, padded_attention, to_json
 from ui.app.page import load_page
 from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.compute.runtime import tokenize
 
 MAX_SHOWN = 24  # tokens per matrix: enough to see the pattern, few enough to read every cell
-url_state("mask", mask_layer=0, mask_head=0, mask_w=3, mask_text2="a dog ran")
-keep_valid("mask_w", range(1, 65), 3)
+# sparse pattern -> (URL key of its size, the size's label, its default)
+SPARSE_SIZES = {"strided": ("mask_stride", "Stride s", 4), "block-local": ("mask_block", "Block b", 4),
+                "global-local": ("mask_local", "Local window W", 3)}
+MAX_SIZE = 64
+LONG_TEXT = 4096  # tokens: the saving of a pattern shows at lengths real models read
+url_state("mask", mask_layer=0, mask_head=0, mask_w=3, mask_text2="a dog ran", mask_global=1,
+          **{key: default for key, _, default in SPARSE_SIZES.values()})
+for key in ("mask_w", *(key for key, _, _ in SPARSE_SIZES.values())):
+    keep_valid(key, range(1, MAX_SIZE + 1), 3)
+keep_valid("mask_global", range(0, MAX_SIZE + 1), 1)
 st.session_state["mask_text2"] = str(st.session_state["mask_text2"])[:MAX_SHOWN]
 
 ctx = load_page("Masks: who may look at whom", f"""
@@ -52,7 +63,8 @@ def show(additive: np.ndarray, weights: np.ndarray, x_labels, y_labels, title: s
     col3.metric("rows sum to 1, worst error", f"{float(abs(weights.sum(-1) - 1).max()):.1e}")
 
 
-tabs = st.tabs(["none", "causal", "padding", "sliding window", "cross-attention"])
+tabs = st.tabs(["none", "causal", "padding", "sliding window", "cross-attention", "strided", "block-local",
+               "global + local"])
 with tabs[0]:
     st.markdown("**No mask** (encoders, BERT): every token sees every other, before and after it.")
     additive, weights = masked_attention(ctx.state.config_json, ctx.state.seed, ids, layer, "none", 1)
@@ -108,3 +120,50 @@ with tabs[4]:
             show(additive[row], weights[row], keys, target.labels,
                  f"source {row + 1}: T_q = {len(target.ids)} decoder queries × S = {pad.shape[1]} encoder keys",
                  f"mask_cross_{row}")
+
+
+SPARSE_TEXT = {
+    "strided": "**Strided** (Sparse Transformer, 2019): a query sees the keys less than s away and every s-th key "
+               "before them, about s + T/s keys instead of T. Two layers connect any two tokens: one step to a "
+               "multiple of s, one step along it.",
+    "block-local": "**Block-local**: the text is cut into blocks of b tokens and a query sees only its own block. "
+                   "The cost is T·b, linear in T; no information crosses a block boundary within a layer.",
+    "global-local": "**Global + local** (Longformer, BigBird): a local window of W keys, plus the first g tokens, "
+                    "which see every token and are seen by every token. Any two tokens are two steps apart through "
+                    "a global token; the cost is about T·(W + 2g).",
+}
+n_tokens = len(ids)
+dense_pairs = n_tokens * (n_tokens + 1) // 2 if cfg.arch == "decoder" else n_tokens * n_tokens
+for tab, (pattern, (size_key, size_label, _)) in zip(tabs[5:], SPARSE_SIZES.items()):
+    with tab:
+        st.markdown(SPARSE_TEXT[pattern])
+        col1, col2 = st.columns(2)
+        col1.number_input(size_label, min_value=1, max_value=MAX_SIZE, key=size_key, **KEEP,
+                          help=f"at most T = {n_tokens}, the tokens shown")
+        if pattern == "global-local":
+            col2.number_input("Global tokens g", min_value=0, max_value=MAX_SIZE, key="mask_global", **KEEP)
+        size, n_global = int(st.session_state[size_key]), int(st.session_state["mask_global"])
+        try:
+            view = sparse_attention(ctx.state.config_json, ctx.state.seed, ids, layer, pattern, size, n_global)
+        except ValueError as exc:  # a size the text cannot hold: say so, and let the other tabs draw
+            st.warning(str(exc))
+            continue
+        show(view.additive, view.weights, labels, labels, f"{AXES['attention_pattern'].choices[pattern].label}, "
+             f"{size_label.split()[-1]} = {size}", f"mask_{pattern}")
+        causal = cfg.arch == "decoder"
+        long_pairs = pairs_at_length(pattern, LONG_TEXT, size, causal, n_global)
+        long_dense = LONG_TEXT * (LONG_TEXT + 1) // 2 if causal else LONG_TEXT ** 2
+        col1, col2, col3 = st.columns(3)
+        col1.metric(f"pairs scored, T = {n_tokens}", f"{view.pairs} of {dense_pairs}",
+                    f"{view.pairs / dense_pairs:.0%} of dense", delta_color="off", delta_arrow="off",
+                    help="dense: every pair the causal mask allows (a decoder) or all T² (an encoder)")
+        col2.metric(f"pairs scored, T = {LONG_TEXT:,}", f"{long_pairs:,} of {long_dense:,}",
+                    f"{long_pairs / long_dense:.1%} of dense", delta_color="off", delta_arrow="off",
+                    help="the same pattern on a long text: dense attention grows as T², this pattern about as T")
+        col3.metric("fused SDPA vs the five lines", f"{view.gap:.1e}",
+                    "agree (≤ 1e-5)" if view.gap <= 1e-5 else "differ", delta_color="off", delta_arrow="off",
+                    help="largest |logit difference| when this pattern runs through one SDPA kernel and through "
+                         "the explicit five lines")
+        st.caption("SDPA takes the pattern as a dense mask: it still computes every score, then discards the masked "
+                   "ones, so it is no faster than dense attention. Only a block-sparse kernel that skips the empty "
+                   "tiles saves the time (benchmarks/sparse_masks.py).")
