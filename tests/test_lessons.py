@@ -79,9 +79,9 @@ def font_sizes(spec: dict) -> list[float]:
 
 
 def test_the_steps_are_data_and_the_lecture_in_order():
-    assert len(STEPS) == N_STEPS == 12
+    assert len(STEPS) == N_STEPS == 18
     assert len({s.slug for s in STEPS}) == N_STEPS
-    assert [s.slug for s in STEPS][:3] == ["soft-lookup", "five-lines", "masks"]
+    assert [s.slug for s in STEPS][:3] == ["before-attention", "soft-lookup", "five-lines"]
     for step in STEPS:
         assert step.title and step.text and step.question and step.try_this
         assert step.kind in ("token", "choice", "number")
@@ -120,7 +120,7 @@ def test_each_step_asks_first_and_reveals_the_answer_and_figure(step):
 def test_a_right_answer_and_reveal_without_answering():
     live = STEPS[0].build()
     at = open_lessons(step=1)
-    at.radio(key="lesson_pick_soft-lookup").set_value(live.answer).run()
+    at.radio(key="lesson_pick_before-attention").set_value(live.answer).run()
     at.button(key="lesson_check").click().run()
     assert "✓" in messages(at)
     at = open_lessons(step=2)
@@ -133,7 +133,7 @@ def test_a_right_answer_and_reveal_without_answering():
 
 def test_the_soft_lookup_answer_is_the_trained_heads_argmax():
     model = lessons.lesson_model()
-    live = STEPS[0].build()
+    live = STEPS[1].build()
     layer, head, query = (int(live.query[k]) for k in ("layer", "head", "query"))
     looked = int(np.argmax(model.trace.pattern(layer)[head, query]))
     assert live.choices[live.answer] == lessons.token_name(model, looked)
@@ -147,22 +147,22 @@ def test_the_soft_lookup_answer_is_the_trained_heads_argmax():
 
 def test_the_kv_cache_answer_is_the_presets_arithmetic():
     real = MODEL_CARDS["llama2"].real["70B"]
-    live = STEPS[8].build()
+    live = STEPS[9].build()
     assert kv_cache_bytes_per_token(real) * 4096 == 2 * 80 * 8 * 128 * 2 * 4096
     assert live.choices[live.answer] == lessons.binary_size(kv_cache_bytes_per_token(real) * 4096) == "1.25 GiB"
 
 
 def test_the_flash_and_moe_answers_are_computed():
     skipped = sum(t.skipped for t in tile_plan(32, 32, 8, 8, is_causal=True))
-    live = STEPS[9].build()
+    live = STEPS[10].build()
     assert live.choices[live.answer].startswith(f"{skipped} of 16")
     counts = param_counts(MODEL_CARDS["mixtral"].real["8x7B"])
     assert 0.2 < counts["active"] / counts["total"] < 0.35
-    assert STEPS[7].build().choices[STEPS[7].build().answer] == "About 1/4"
+    assert STEPS[8].build().choices[STEPS[8].build().answer] == "About 1/4"
 
 
 def test_the_images_step_links_to_the_vision_page_only_when_it_exists(monkeypatch):
-    step = STEPS[10]
+    step = STEPS[11]
     monkeypatch.setattr(lessons, "page_exists", lambda page: False)
     assert step.link() is None
     monkeypatch.setattr(lessons, "page_exists", lambda page: True)
@@ -183,8 +183,8 @@ def test_the_step_lives_in_the_url_and_the_buttons_move_it():
     at.button(key="lesson_prev").click().run()
     at.button(key="lesson_prev").click().run()
     assert at.title[0].value.startswith("2.") and at.query_params["step"] == "2"
-    at.selectbox(key="lesson_jump").set_value(12).run()
-    assert at.title[0].value.startswith("12.") and at.button(key="lesson_next").disabled
+    at.selectbox(key="lesson_jump").set_value(18).run()
+    assert at.title[0].value.startswith("18.") and at.button(key="lesson_next").disabled
 
 
 @pytest.mark.parametrize("given, shown", [("abc", 1), ("0", 1), ("99", N_STEPS), ("-3", 1)])
@@ -290,7 +290,7 @@ def test_a_class_poll_counts_answers_and_reveals():
         assert dict(student.query_params).items() >= {"class": code, "step": "1"}.items()
     picks = [live.answer, live.answer, (live.answer + 1) % len(live.choices)]
     for student, pick in zip(students, picks):
-        send(student, "soft-lookup", pick)
+        send(student, "before-attention", pick)
         assert f"Answer {lessons.letter(pick)} sent" in messages(student)
     teacher.run()
     assert "3 of 3 students answered" in markdown(teacher)
@@ -311,7 +311,7 @@ def test_a_class_poll_counts_answers_and_reveals():
 def test_a_copied_student_url_joins_as_a_new_student_and_cannot_change_the_first_answer(store):
     teacher, code = start_class()
     first = join(code)
-    send(first, "soft-lookup", 0)
+    send(first, "before-attention", 0)
     token = first.session_state["lesson_student_tokens"][code]
     assert first.query_params["class"] == code
     assert token not in url_text(first) and "me" not in first.query_params  # the URL holds no identity
@@ -320,7 +320,7 @@ def test_a_copied_student_url_joins_as_a_new_student_and_cannot_change_the_first
     assert copied.session_state["lesson_class"] == code
     assert copied.session_state["lesson_student_tokens"][code] != token  # a new student ...
     assert "You joined class" in messages(copied)
-    send(copied, "soft-lookup", 1)  # ... whose answer is their own
+    send(copied, "before-attention", 1)  # ... whose answer is their own
     teacher.run()
     assert "2 of 2 students answered" in markdown(teacher)
     assert store.counts(code, 1, teacher_key(teacher)) == {"A": 1, "B": 1}
@@ -330,8 +330,8 @@ def test_a_double_answer_and_a_rejoin_in_the_same_session_count_once(store):
     teacher, code = start_class()
     student = join(code)
     token = student.session_state["lesson_student_tokens"][code]
-    send(student, "soft-lookup", 0)
-    send(student, "soft-lookup", 1)
+    send(student, "before-attention", 0)
+    send(student, "before-attention", 1)
     assert "only your latest answer counts" in messages(student)
     teacher.run()
     assert "1 of 1 students answered" in markdown(teacher)
@@ -342,7 +342,7 @@ def test_a_double_answer_and_a_rejoin_in_the_same_session_count_once(store):
     student.button(key="lesson_join").click().run()
     assert "You are back in class" in messages(student)
     assert student.session_state["lesson_student_tokens"][code] == token
-    send(student, "soft-lookup", 2)
+    send(student, "before-attention", 2)
     assert "only your latest answer counts" in messages(student)
     teacher.run()
     assert "1 of 1 students answered" in markdown(teacher)
@@ -360,7 +360,7 @@ def test_students_follow_the_teachers_step_and_a_late_joiner_answers_it():
     assert early.title[0].value.startswith("3.") and early.query_params["step"] == "3"
     late = join(code, "typed")
     assert late.title[0].value.startswith("3.")
-    send(late, "masks", 0)
+    send(late, "five-lines", 0)
     teacher.run()
     assert "1 of 2 students answered" in markdown(teacher)
 
@@ -368,7 +368,7 @@ def test_students_follow_the_teachers_step_and_a_late_joiner_answers_it():
 def test_a_reloaded_teacher_page_resumes_with_its_private_link_and_keeps_its_counts():
     teacher, code = start_class(step=2)
     for _ in range(2):
-        send(join(code), "five-lines", 1)
+        send(join(code), "soft-lookup", 1)
     link = resume_link(teacher)
     key = teacher_key(teacher)
     assert link.endswith(f"/lessons?resume={code}.{key}")
@@ -470,7 +470,7 @@ def test_a_student_token_of_another_class_is_refused(store):
     stranger = join(other_code)
     student = join(code)
     student.session_state["lesson_student_tokens"] = {code: stranger.session_state["lesson_student_tokens"][other_code]}
-    send(student, "soft-lookup", 0, errors_allowed=True)
+    send(student, "before-attention", 0, errors_allowed=True)
     assert f"a student of another class, not of class {code}" in messages(student)
     assert store.session_info(code).answered == 0
     assert store.session_info(other_code).answered == 0
@@ -479,7 +479,7 @@ def test_a_student_token_of_another_class_is_refused(store):
 def test_an_answer_for_a_step_that_is_not_open_is_refused(store):
     teacher, code = start_class(step=1)
     student = join(code)
-    student.radio(key="lesson_class_pick_soft-lookup").set_value(0).run()
+    student.radio(key="lesson_class_pick_before-attention").set_value(0).run()
     teacher.button(key="lesson_next").click().run()  # the class moves on before the student sends
     student.button(key="lesson_send").click().run()
     assert_clean(student, errors_allowed=True)
@@ -491,7 +491,7 @@ def test_an_answer_for_a_step_that_is_not_open_is_refused(store):
 def test_an_answer_after_the_reveal_is_refused_with_a_message():
     teacher, code = start_class()
     student = join(code)
-    student.radio(key="lesson_class_pick_soft-lookup").set_value(0).run()
+    student.radio(key="lesson_class_pick_before-attention").set_value(0).run()
     teacher.button(key="lesson_class_reveal").click().run()
     student.button(key="lesson_send").click().run()  # the student's page has not refreshed yet
     assert not student.exception

@@ -24,6 +24,7 @@ import plotly.graph_objects as go
 import torch
 
 from transformer import MODEL_CARDS, PRESETS, TransformerConfig, analysis, kv_cache_bytes_per_token, param_counts, probes
+from transformer import scaling
 from transformer.costs import full_attention_bytes
 from transformer.flash import tile_plan
 from transformer.hooks import hook_name
@@ -31,6 +32,7 @@ from transformer.interpret import residual_labels
 from transformer.training.tasks import attention_mass, get_task, induction_targets, previous_token_targets
 
 from ui.figures import lesson as lesson_figures
+from ui.figures import chapters as chapter_figures
 from ui.figures.axes import kv_cache_growth, mask_and_weights, rope_scores
 from ui.figures.block import depth_lines
 from ui.figures.base import head_grid
@@ -42,6 +44,7 @@ from ui.figures.interpret import effect_heatmaps, lens_grid
 from ui.compute.probe_measure import permutation_results, scaling_curves
 from ui.compute.probe_measure import softmax_rows as softmax_row_values
 from ui.compute.interpret_measure import PAIRS, answer_token, lens_view, patching
+from ui.compute.chapters_measure import CONTEXTS, accuracy_curves, gru_models, sparse_attention
 from ui.compute.runtime import TraceData, Tokens, config_key, encode_text, get_trace, trained_config, weights_info
 from ui.app.source import five_lines
 from ui.app.state import DEFAULT_TASK, DEFAULT_TEXT
@@ -158,6 +161,34 @@ def binary_size(n_bytes: float) -> str:
 
 def token_name(model: LessonModel, position: int) -> str:
     return f"token {position} '{model.labels[position]}'"
+
+
+# before attention: the lecture's opening -----------------------------------------------------
+
+FALLS = 0.3  # a model whose accuracy drops by this much from the shortest to the longest string "falls"
+
+
+def _before_attention() -> Live:
+    curves = accuracy_curves()  # {model name: {letters: share right}}
+    bottleneck, attention = curves[CONTEXTS["bottleneck"]], curves[CONTEXTS["attention"]]
+    shortest, longest = min(attention), max(attention)
+    falls = tuple(acc[shortest] - acc[longest] > FALLS for acc in (bottleneck, attention))
+    outcomes = {(False, False): "Both stay near 100%", (True, True): "Both fall",
+                (True, False): "The one-vector model falls; the attention model stays near 100%",
+                (False, True): "The attention model falls; the one-vector model stays near 100%"}
+    d_hidden = gru_models()["bottleneck"][0].cfg.d_hidden
+    return Live(
+        question=("Two GRU encoder-decoders learn to copy random letters. One hands its decoder only the encoder's last "
+                  f"state, {d_hidden} numbers; the other attends to every encoder state. From {shortest} to {longest} "
+                  "letters, what happens to the share of letters each copies right?"),
+        choices=list(outcomes.values()), answer=list(outcomes).index(falls), source="the trained models' answer",
+        why=(f"At {longest} letters the one-vector model gets {bottleneck[longest]:.0%} right, the attention model "
+             f"{attention[longest]:.0%}: one vector of {d_hidden} numbers must carry every letter at once, and the "
+             "decoder can never look back; with attention it reads each letter's own encoder state when it writes "
+             "that letter."),
+        figure=chapter_figures.accuracy_by_length(curves, "copying random letters: share of output letters right"),
+        caption="Measured on 256 fresh strings of each length when the two checkpoints were trained, seconds each on "
+                "one CPU thread.")
 
 
 # 1 -------------------------------------------------------------------------------------------
@@ -539,6 +570,84 @@ def _real_models() -> Live:
         caption="Real sizes from transformer.presets (the largest size of each model); KV cache in fp16.")
 
 
+# what a model costs, how models grow, attention below N²: the lecture's closing ---------------
+
+
+def _costs() -> Live:
+    card = MODEL_CARDS["gpt2"]
+    size, real = next(iter(card.real.items()))
+    counts = param_counts(real)
+    share = counts["embedding"] / counts["total"]
+    options = {0.01: "About 1%", 0.1: "About 10%", 0.3: "About 30%", 0.6: "About 60%"}
+    rows = [{"model": f"{card.name} {name}", **param_counts(cfg)} for name, cfg in card.real.items()]
+    largest = rows[-1]
+    return Live(
+        question=(f"{card.name} {size} has {counts['total'] / 1e6:.0f}M parameters: a vocabulary of "
+                  f"{real.vocab_size:,} tokens, D = {real.d_model}, {real.n_layers} blocks. What share of its "
+                  "parameters are the embeddings (tokens and positions)?"),
+        choices=list(options.values()), answer=nearest(list(options), share),
+        why=(f"V·D = {real.vocab_size:,} × {real.d_model} plus {real.max_len:,} positions × {real.d_model}: "
+             f"{counts['embedding'] / 1e6:.1f}M, {share:.0%}. Each block holds about 12·D² = "
+             f"{12 * real.d_model ** 2 / 1e6:.1f}M, so the blocks outgrow the embedding as D grows: in "
+             f"{largest['model']} it is {largest['embedding'] / largest['total']:.1%}."),
+        figure=chapter_figures.parameter_shares(rows, f"{card.name}'s recipe at three sizes: where the parameters sit"),
+        query={"cost_model": f"{card.name} {size}"},
+        caption="Counted term by term from the real dimensions (transformer.costs.param_terms).")
+
+
+COMPUTE_STEP = 10  # how much more compute the question gives
+
+
+def _growth() -> Live:
+    base = scaling.compute_optimal(1e21)
+    bigger = scaling.compute_optimal(COMPUTE_STEP * base.budget)
+    ratio = bigger.params / base.params
+    options = {1.0: "The same size, trained 10× longer", 3.16: "About 3× bigger", 10.0: "10× bigger",
+               100.0: "100× bigger"}
+    fitted = scaling.fitted_optimal(COMPUTE_STEP * base.budget).params / scaling.fitted_optimal(base.budget).params
+    budgets = np.logspace(18, 26, 81)
+    return Live(
+        question=(f"You get {COMPUTE_STEP}× the training compute. For the lowest loss, how much bigger should the "
+                  "model be?"),
+        choices=list(options.values()), answer=nearest(list(options), ratio),
+        why=(f"Compute-optimal models read about {scaling.TOKENS_PER_PARAM} tokens per parameter, so C = 6·N·D = "
+             f"{6 * scaling.TOKENS_PER_PARAM}·N²: N grows as √C, {ratio:.2f}× for 10× the compute, and the tokens "
+             f"too. The fitted law itself says {fitted:.2f}×."),
+        figure=chapter_figures.loss_against_compute(budgets, scaling.frontier_loss(budgets), scaling.published_points(),
+                                                    title="the fitted loss of compute-optimal models (Hoffmann et al. "
+                                                          "2022)"),
+        query={"grow_budget": f"{COMPUTE_STEP * base.budget:.0e}"},
+        caption=scaling.CHINCHILLA_SOURCE + ".")
+
+
+SPARSE_T, SPARSE_BLOCK = 4096, 64  # the question's text and block
+SHOWN_BLOCK = 4  # the block drawn on the lesson text
+
+
+def _sparse() -> Live:
+    pairs = analysis.allowed_pairs("block-local", SPARSE_T, SPARSE_BLOCK, causal=True)
+    dense = SPARSE_T * (SPARSE_T + 1) // 2  # every pair a causal mask allows
+    share = pairs / dense
+    options = {1 / 64: "About 1/64", 1 / 8: "About 1/8", 1 / 2: "About 1/2",
+               1.0: "All of them: a mask only hides pairs"}
+    m = lesson_model()
+    ids, labels = tuple(m.tokens.ids[:MAX_SHOWN]), m.labels[:MAX_SHOWN]
+    view = sparse_attention(m.config_json, LESSON_SEED, ids, 0, "block-local", SHOWN_BLOCK, 1)
+    return Live(
+        question=(f"A decoder reads {SPARSE_T:,} tokens with block-local attention: each token sees only the earlier "
+                  f"tokens of its own block of {SPARSE_BLOCK}. What share of the pairs full causal attention scores "
+                  "does it score?"),
+        choices=list(options.values()), answer=nearest(list(options), share),
+        why=(f"{pairs:,} of {dense:,} pairs, {share:.1%}: T·b/2 instead of T²/2, so the cost grows linearly with T. "
+             "But given as a mask to a dense kernel (torch's SDPA), every score is still computed and the masked "
+             "ones thrown away: only a block-sparse kernel that skips the empty tiles turns the saving into time."),
+        figure=mask_and_weights(view.additive, view.weights[0], labels, labels,
+                                f"block-local, blocks of {SHOWN_BLOCK}: head 0's weights, layer 0"),
+        query={"mask_block": str(SHOWN_BLOCK), "mask_layer": "0", "mask_head": "0"},
+        caption=f"Weights of {m.weights} with the pattern in every layer; the fused SDPA path and the explicit "
+                f"five lines agree to {view.gap:.0e}.")
+
+
 # 13 ------------------------------------------------------------------------------------------
 
 
@@ -628,6 +737,14 @@ def _copying_head() -> Live:
                  "induction head."))
 
 STEPS: list[Step] = [
+    Step("before-attention", "Before attention: one vector for a sentence",
+         "Before 2015, a sequence-to-sequence model read its input with a recurrent network, one token at a time, "
+         "and handed the decoder **one fixed vector**: the encoder's last state. **Attention** (Bahdanau et al., "
+         "2015) keeps every encoder state, and at each output step scores them all, softmaxes the scores and reads "
+         "their weighted mix.",
+         "What happens to each model's accuracy as the strings get longer?", "choice", _before_attention,
+         "On the Before attention page, type 20 letters: the one-vector model's copy goes wrong after the first few; "
+         "the attention model's weights draw the diagonal.", "before_attention"),
     Step("soft-lookup", "Attention is a soft lookup",
          "A dictionary lookup finds the one key equal to the query and returns its value. Attention compares the "
          "query with **every** key (q · k), turns the scores into weights that sum to 1 (softmax), and returns the "
@@ -708,6 +825,27 @@ STEPS: list[Step] = [
          "each of the five axes. The table is computed from the models' real dimensions.",
          "Which recent model does not use RoPE?", "choice", _real_models,
          "On Home, open a row of the table: the app loads that model's recipe at classroom size.", ""),
+    Step("costs", "What a model costs",
+         "Every count follows from the dimensions: a block holds about 4·D² in attention and 8·D² in its FFN, the "
+         "embeddings V·D. A token costs about 2 FLOPs per parameter forward and 6 to train on; training with Adam "
+         "holds 16 bytes per parameter before a single activation.",
+         "What share of GPT-2's parameters are the embeddings?", "choice", _costs,
+         "On What a model costs, pick GPT-3 175B and a context of 2,048: compare the memory of training with the "
+         "memory of generating.", "costs"),
+    Step("growth", "How models grow",
+         "A training budget is about 6·N·D FLOPs for N parameters and D tokens. Hoffmann et al. (2022) fitted the "
+         "loss of hundreds of runs and found the best split: grow the model and the data together, about 20 tokens "
+         "per parameter; the loss then falls as a power law of compute.",
+         "With 10× the compute, how much bigger should the model be?", "choice", _growth,
+         "On How models grow, type GPT-3's 3.14e23 FLOPs: the compute-optimal model is far smaller than 175B.",
+         "growth"),
+    Step("sparse", "Attention below N²",
+         "Dense attention scores every pair: T² for T tokens. Sparse patterns score only some — a local window, "
+         "blocks, every s-th token, a few global tokens (Sparse Transformer, Longformer, BigBird) — and the layers "
+         "still carry information across the whole text.",
+         "What share of the pairs does block-local attention score?", "choice", _sparse,
+         "On the Masks page, open the block-local tab and make the block larger than the text: the page says why "
+         "that is impossible.", "masks", uses_model=True),
     Step("logit-lens", "At which layer does the answer appear?",
          "Every block adds to the residual stream, and only the last one is read out. The **logit lens** reads the "
          "stream earlier — through the same final norm and unembedding — as if the model stopped there: what would "
