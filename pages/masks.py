@@ -19,8 +19,8 @@ MAX_SIZE = 64
 LONG_TEXT = 4096  # tokens: the saving of a pattern shows at lengths real models read
 url_state("mask", mask_layer=0, mask_head=0, mask_w=3, mask_text2="a dog ran", mask_global=1,
           **{key: default for key, _, default in SPARSE_SIZES.values()})
-for key in ("mask_w", *(key for key, _, _ in SPARSE_SIZES.values())):
-    keep_valid(key, range(1, MAX_SIZE + 1), 3)
+for key, default in (("mask_w", 3), *((key, default) for key, _, default in SPARSE_SIZES.values())):
+    keep_valid(key, range(1, MAX_SIZE + 1), default)
 keep_valid("mask_global", range(0, MAX_SIZE + 1), 1)
 st.session_state["mask_text2"] = str(st.session_state["mask_text2"])[:MAX_SHOWN]
 
