@@ -360,3 +360,13 @@ def test_nothing_is_left_behind():
     assert all(not m._forward_hooks and not m._forward_pre_hooks for m in model.modules())
     with torch.no_grad():
         assert torch.equal(model(clean), model(clean))
+
+
+def test_the_patching_benchmark_runs_and_both_sides_agree(capsys):
+    from benchmarks import interpret as benchmark
+
+    rows = benchmark.main(["--smoke"])
+    assert [r.row for r in rows] == ["R.tiny", "H.tiny", "G.1", "G.2"]
+    assert all(math.isfinite(r.ratio) and r.ours > 0 and r.reference > 0 for r in rows)
+    assert all(r.details.get("max_abs_difference", 0.0) <= TOL for r in rows)  # batched = one cell per pass
+    assert rows[0].target == "ours <= 1 s" and "| R.tiny |" in capsys.readouterr().out
