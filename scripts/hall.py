@@ -245,7 +245,11 @@ def start_replica(port: int, database_url: str, log: Path) -> int:
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
                "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
                # a served class does not reload on edits: no file watcher in every replica
-               "--server.fileWatcherType", "none"]
+               "--server.fileWatcherType", "none",
+               # Streamlit's full garbage collection after every script run walks every object of every
+               # session the process holds: with a hundred students polling every 2 s it took most of
+               # the CPU (docs/benchmarks.md, "A lecture hall"). Python's own collector still runs.
+               "--runner.postScriptGC", "false"]
     with open(log, "w") as out:
         # a session of its own: it outlives this command, and `stop` ends its whole process group
         process = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
