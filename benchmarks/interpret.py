@@ -20,11 +20,8 @@ the batching differs. They are timed in one loop that alternates them (``benchma
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 
@@ -32,7 +29,7 @@ from transformer import Transformer, TransformerConfig, checkpoint
 from transformer.hooks import hook_name
 from transformer.interpret import logit_difference, patch_heads, patch_residual, residual_names, write_cells
 
-from benchmarks.run import Row, interleaved, machine, markdown, timed_row
+from benchmarks.run import Row, interleaved, machine, report, timed_row
 
 TARGET_S = 1.0  # patch_residual on a shipped checkpoint at T = 32
 
@@ -144,15 +141,7 @@ def main(argv: list[str] | None = None) -> list[Row]:
         rows = checkpoint_rows(sizes) + gpt2_rows(sizes)
     finally:
         torch.set_num_threads(default_threads)
-    info.update(load_average_at_end=list(os.getloadavg()), seconds=round(time.perf_counter() - started, 1))
-    print(f"{'SMOKE (numbers mean nothing) — ' if args.smoke else ''}{info['cpu']}, {info['cores']} cores, "
-          f"{info['torch_threads']} torch threads; load average {info['load_average_at_start'][0]:.1f} at start, "
-          f"{info['load_average_at_end'][0]:.1f} at end; {info['seconds']} s\n", file=sys.stderr)
-    print(markdown(rows))
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(dict(mode="smoke" if args.smoke else "full", machine=info, sizes=asdict(sizes),
-                           rows=[asdict(r) for r in rows]), f, indent=1)
+    report(rows, info, started, args.smoke, sizes, args.out)
     return rows
 
 

@@ -491,17 +491,23 @@ def main(argv: list[str] | None = None) -> list[Row]:
         rows = run_rows(sizes, wanted)
     finally:
         torch.set_num_threads(default_threads)
+    report(rows, info, started, args.smoke, sizes, args.out)
+    return rows
+
+
+def report(rows: list[Row], info: dict, started: float, smoke: bool, sizes, out: str | None) -> None:
+    """Print the machine (load average at the end added to `info`) and the table; with `out`, write
+    the mode, the machine, the sizes and every row with its samples as JSON."""
     info.update(load_average_at_end=list(os.getloadavg()), seconds=round(time.perf_counter() - started, 1))
-    print(f"{'SMOKE (numbers mean nothing) — ' if args.smoke else ''}{info['cpu']}, {info['cores']} cores, "
+    print(f"{'SMOKE (numbers mean nothing) — ' if smoke else ''}{info['cpu']}, {info['cores']} cores, "
           f"{info['torch_threads']} torch threads, torch {info['torch']}, transformers {info['transformers']}; "
           f"load average {info['load_average_at_start'][0]:.1f} at start, {info['load_average_at_end'][0]:.1f} "
           f"at end; {info['seconds']} s\n")
     print(markdown(rows))
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(dict(mode="smoke" if args.smoke else "full", machine=info, sizes=asdict(sizes),
+    if out:
+        with open(out, "w") as f:
+            json.dump(dict(mode="smoke" if smoke else "full", machine=info, sizes=asdict(sizes),
                            rows=[asdict(r) for r in rows]), f, indent=1)
-    return rows
 
 
 if __name__ == "__main__":

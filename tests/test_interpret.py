@@ -184,27 +184,23 @@ def test_logit_lens_matches_torch_hooks_and_ends_on_the_models_own_prediction(na
     assert (lens[0].argmax(-1) != lens[-1].argmax(-1)).any()  # the rows say different things: the check has teeth
 
 
+PATCHINGS = {  # kind -> (ours, the torch-hook reference, the grid's shape)
+    "residual": (patch_residual, patch_residual_by_hand, lambda cfg: (cfg.n_layers + 1, T)),
+    "heads": (patch_heads, patch_heads_by_hand, lambda cfg: (cfg.n_layers, cfg.n_heads)),
+}
+
+
+@pytest.mark.parametrize("kind", PATCHINGS)
 @pytest.mark.parametrize("name", ALL)
-def test_patch_residual_matches_one_torch_hook_per_cell(name):
+def test_patching_matches_one_torch_hook_per_cell(name, kind):
+    batched, by_hand, shape = PATCHINGS[kind]
     model = converted(name)
     clean, corrupt = prompts()
     metric = metric_for(model, clean)
-    ours = patch_residual(model, clean, corrupt, metric)
-    reference = patch_residual_by_hand(model, clean, corrupt, metric)
-    assert ours.shape == (model.cfg.n_layers + 1, T)
-    torch.testing.assert_close(ours, reference, atol=TOL, rtol=0)
-    assert ours.max() - ours.min() > 0.1  # patching moved the metric
-
-
-@pytest.mark.parametrize("name", ALL)
-def test_patch_heads_matches_one_torch_hook_per_head(name):
-    model = converted(name)
-    clean, corrupt = prompts()
-    metric = metric_for(model, clean)
-    ours = patch_heads(model, clean, corrupt, metric)
-    assert ours.shape == (model.cfg.n_layers, model.cfg.n_heads)
-    torch.testing.assert_close(ours, patch_heads_by_hand(model, clean, corrupt, metric), atol=TOL, rtol=0)
-    assert ours.max() - ours.min() > 0.01
+    ours = batched(model, clean, corrupt, metric)
+    assert ours.shape == shape(model.cfg)
+    torch.testing.assert_close(ours, by_hand(model, clean, corrupt, metric), atol=TOL, rtol=0)
+    assert ours.max() - ours.min() > 0.01  # patching moved the metric: the check has teeth
 
 
 def test_query_heads_of_one_kv_group_are_patched_apart():
