@@ -33,7 +33,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -65,12 +64,12 @@ def alive(pid: int | None) -> bool:
         return False
 
 
-def stop_group(pid: int | None, polite: int = signal.SIGTERM) -> None:
-    """Send `polite` to the process group that `pid` leads, then SIGKILL whatever is left after STOP_TIMEOUT_S."""
+def stop_group(pid: int | None) -> None:
+    """SIGTERM to the process group that `pid` leads, then SIGKILL to whatever is left after STOP_TIMEOUT_S."""
     if not alive(pid):
         return
     try:
-        os.killpg(pid, polite)
+        os.killpg(pid, signal.SIGTERM)
     except ProcessLookupError:
         return
     deadline = time.monotonic() + STOP_TIMEOUT_S
@@ -109,13 +108,13 @@ def free_ports(count: int) -> int:
     raise HallError(f"no {count} consecutive free ports found on 127.0.0.1")
 
 
-def http_ok(url: str) -> tuple[bool, str | None]:
-    """(the URL answered 200, the X-Hall-Replica header of the answer)."""
+def http_ok(url: str) -> bool:
+    """The URL answered 200."""
     try:
         with urllib.request.urlopen(url, timeout=3) as response:
-            return response.status == 200, response.headers.get(REPLICA_HEADER)
-    except (OSError, urllib.error.URLError):
-        return False, None
+            return response.status == 200
+    except OSError:  # refused, timed out, or an HTTP error (urllib's URLError is an OSError)
+        return False
 
 
 def log_tail(path: Path, lines: int = 15) -> str:
@@ -323,7 +322,7 @@ def start(run_dir: Path, replicas: int, port: int, listen: str, db_port: int, da
             log = run_dir / f"replica-{i}.log"
             state["replicas"].append(dict(port=p, pid=start_replica(p, state["database_url"], log), log=str(log)))
             write_state(run_dir, state)
-        wait_until(lambda: all(http_ok(f"http://127.0.0.1:{r['port']}/_stcore/health")[0] for r in state["replicas"]),
+        wait_until(lambda: all(http_ok(f"http://127.0.0.1:{r['port']}/_stcore/health") for r in state["replicas"]),
                    "the replicas", [r["pid"] for r in state["replicas"]], [Path(r["log"]) for r in state["replicas"]])
         for i, r in enumerate(state["replicas"], 1):
             say(f"replica {i}: http://127.0.0.1:{r['port']} (pid {r['pid']}, log {r['log']})")
@@ -338,7 +337,7 @@ def start(run_dir: Path, replicas: int, port: int, listen: str, db_port: int, da
         if done.returncode != 0:
             raise HallError(f"nginx did not start ({done.returncode}): {done.stderr.strip()}"
                             + log_tail(folder / "error.log"))
-        wait_until(lambda: http_ok(f"{state['proxy_url']}/_stcore/health")[0], "the proxy", [], [folder / "error.log"])
+        wait_until(lambda: http_ok(f"{state['proxy_url']}/_stcore/health"), "the proxy", [], [folder / "error.log"])
         say(f"nginx: {listen}:{port} -> {replicas} replica{'s' if replicas > 1 else ''}, "
             f"sticky by the cookie {STICKY_COOKIE}, config {folder / 'nginx.conf'}")
     except BaseException:
@@ -368,10 +367,10 @@ def status(run_dir: Path) -> list[tuple[str, int | None, bool, str]]:
         rows.append(("PostgreSQL", pid, alive(pid), state["database_url"]))
     for i, r in enumerate(state["replicas"], 1):
         where = f"http://127.0.0.1:{r['port']}"
-        rows.append((f"replica {i}", r["pid"], alive(r["pid"]) and http_ok(f"{where}/_stcore/health")[0], where))
+        rows.append((f"replica {i}", r["pid"], alive(r["pid"]) and http_ok(f"{where}/_stcore/health"), where))
     if state["nginx"]:
         pid = nginx_pid(state)
-        rows.append(("nginx", pid, alive(pid) and http_ok(f"{state['proxy_url']}/_stcore/health")[0],
+        rows.append(("nginx", pid, alive(pid) and http_ok(f"{state['proxy_url']}/_stcore/health"),
                      state["proxy_url"]))
     return rows
 
@@ -406,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     begin = commands.add_parser("start", help="start PostgreSQL, the replicas and nginx; print the proxy's URL")
-    begin.add_argument("--replicas", type=int, default=2, help="Streamlit processes (default 2; about one per core)")
+    begin.add_argument("--replicas", type=int, default=2, help="Streamlit processes (default 2; one or two per core)")
     begin.add_argument("--port", type=int, default=8500,
                        help="the proxy's port (default 8500); the replicas take the ports after it")
     begin.add_argument("--listen", default="127.0.0.1",
