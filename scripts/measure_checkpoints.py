@@ -150,7 +150,7 @@ def _head(figures: dict, key: str) -> str:
 def english_models_table(rows: list[tuple[str, dict]]) -> str:
     """One line per English checkpoint: held-out figures against random-init controls, and its training."""
     lines = ["| checkpoint | held-out bits/char | outside prose bits/char | previous-token head | induction head "
-             "(masked accuracy for BERT) | parameters | trained context | steps | train s (threads) |",
+             "(masked accuracy for BERT) | parameters | trained context | steps | training: processor s (wall s, threads) |",
              "|---|---|---|---|---|---|---|---|---|"]
     for name, meta in rows:
         f, t = meta["figures"], meta["training"]
@@ -160,7 +160,7 @@ def english_models_table(rows: list[tuple[str, dict]]) -> str:
             bits, prose, second = f"{f['bits_per_char']:.2f}", f"{f['bits_per_char_outside_prose']:.2f}", _head(f, "induction_head")
         lines.append(f"| {name} | {bits} | {prose} | {_head(f, 'previous_token_head')} | {second} | "
                      f"{meta['parameters'] / 1e6:.2f} M | {meta['trained_tokens'] - 1} characters | {t['steps']} | "
-                     f"{t['seconds']:.0f} ({t['threads']}) |")
+                     f"{t['cpu_seconds']:.0f} ({t['seconds']:.0f}, {t['threads']}) |")
     seeds = rows[0][1]["figures"]["random_init"]["seeds"] if rows else []
     lines.append(f"\nRandom: the same measure on untrained weights of the same shape, seeds {', '.join(map(str, seeds))} "
                  "(lowest–highest); ✓ where the trained head lies above all of them.")

@@ -1,0 +1,79 @@
+"""The checkpoints trained on everyday English: each one's figures on held-out samples spread over the whole
+split, the same tests failing on random-init weights of the same shape, and the published figures read from
+their JSON."""
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from transformer import Transformer
+from transformer.training import language
+from transformer.checkpoint import SHIPPED_DIR, load, trained_tokens
+from transformer.training import english
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+import measure_checkpoints  # noqa: E402
+
+ENGLISH = measure_checkpoints.english_entries()
+NAMES = [name for name, _ in ENGLISH]
+TARGETS = {"bits_per_char": 2.2, "outside_prose": 2.5, "previous_token": 0.5, "induction": 0.5, "masked_accuracy": 0.6}
+
+
+def passes(model) -> dict[str, bool]:
+    """The issue's targets on held-out samples: each True where this model meets it."""
+    if model.cfg.arch == "encoder":
+        return {"masked_accuracy": language.masked_accuracy(model, limit=64, corpus="english") >= TARGETS["masked_accuracy"],
+                "previous_token": float(language.neighbour_scores(model, -1, language.ENCODER_CONTEXT, limit=8,
+                                                                  corpus="english").max()) >= TARGETS["previous_token"]}
+    sentences = language.induction_sentences(model.cfg, "english", limit=40)
+    return {
+        "bits_per_char": language.bits_per_char(model, limit=8, corpus="english") <= TARGETS["bits_per_char"],
+        "outside_prose": language.text_bits_per_char(model, english.outside_prose()) <= TARGETS["outside_prose"],
+        "previous_token": float(language.previous_token_scores(model, limit=8, corpus="english").max())
+        >= TARGETS["previous_token"],
+        "induction": float(language.induction_scores(model, sentences).max()) >= TARGETS["induction"],
+    }
+
+
+def test_the_default_model_reads_english():
+    assert "llama2-language" in NAMES
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_checkpoint_meets_its_targets_and_random_weights_do_not(name):
+    meta = dict(ENGLISH)[name]
+    model, _ = load(SHIPPED_DIR / name, device="cpu")
+    assert all(passes(model).values()), passes(model)
+    torch.manual_seed(0)
+    control = passes(Transformer(model.cfg, device="cpu").eval())
+    assert not any(control.values()), control
+    figures = meta["figures"]  # and what the JSON publishes says the same
+    controls = {key: span for key, span in figures["random_init"].items() if key != "seeds"}
+    assert controls and len(figures["random_init"]["seeds"]) >= 3
+    for key, (low, high) in controls.items():
+        assert figures[key]["score"] > high >= low, key
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_checkpoint_records_its_corpus_and_trained_context(name):
+    meta = dict(ENGLISH)[name]
+    corpus = meta["corpus"]
+    assert corpus["held_out_chunks_in_training"] == 0
+    assert {"package", "version", "licence", "characters"} <= corpus["sources"][0].keys()
+    assert corpus["unigram_bits"] > corpus["bigram_bits"] > meta["figures"].get("bits_per_char", 0)
+    assert trained_tokens(meta) == corpus["context"] + 1
+    if meta["config"]["position"] == "learned":  # a table no longer than what it trained on
+        assert meta["config"]["max_len"] == trained_tokens(meta)
+    training = meta["training"]  # the budget: 45 minutes of its threads' time
+    assert 0 < training["cpu_seconds"] <= 45 * 60 * training["threads"]
+
+
+def test_the_published_figures_are_the_measured_json():
+    """README.md and docs/checkpoints.md hold the tables measure_checkpoints.py makes from the JSON, unchanged."""
+    blocks = measure_checkpoints.english_blocks()
+    for path, names in measure_checkpoints.DOCS.items():
+        text = path.read_text(encoding="utf-8")
+        for block in names:
+            assert f"<!-- figures:{block} -->" in text, (path.name, block)
+        assert measure_checkpoints.regenerated(text, blocks) == text, f"run scripts/measure_checkpoints.py --write-docs ({path.name})"
