@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from apptest_helpers import APP, assert_clean, values
 from test_interpret import patch_heads_by_hand
-from transformer import checkpoint
+from transformer import PRESETS, checkpoint
 from transformer.interpret import logit_difference, logit_lens
 from ui.compute.interpret_measure import PAIRS, answer_token, patching_forwards, residual_rows, within_budget
 from ui.compute.runtime import encode_text
@@ -58,10 +58,11 @@ def test_the_page_draws_the_lens_attribution_and_both_patchings_on_the_trained_m
     assert set(drawn) == {"lens", "attribution", "patch_residual", "patch_heads"}
     assert any("llama2-language" in s.value for s in default_page.success)
     lens = drawn["lens"]["data"][0]
-    assert len(lens["y"]) == 3 and len(lens["x"]) == 16  # embeddings + 2 blocks; a window of 16 positions
+    cfg = PRESETS["llama2"]  # the default model: its English checkpoint has the preset's size
+    assert len(lens["y"]) == cfg.n_layers + 1 and len(lens["x"]) == 16  # embeddings + every block; 16 positions
     assert "<br>" in lens["text"][0][0] and "top tokens" in lens["hovertemplate"]
     heads = drawn["patch_heads"]["data"]
-    assert [values(t["z"]).shape for t in heads] == [(2, 4), (2, 4)]  # trained and random-init: 2 blocks x 4 heads
+    assert [values(t["z"]).shape for t in heads] == [(cfg.n_layers, cfg.n_heads)] * 2  # trained and random-init
     assert sum("What to look for" in str(m.value) for m in default_page.markdown) == 4
     assert {b.proto.label for b in default_page.get("download_button")} >= {
         "Download the lens, every position (CSV)", "Download the attribution (CSV)", "The residual heatmap (PNG)",

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from scripts import hall
 from ui.lessons import poll_store
 from ui.lessons.poll_store import ALPHABET, CODE_LENGTH, PollError, open_store
 
@@ -37,17 +38,12 @@ HOUR = 3600.0
 # --- a real PostgreSQL server -------------------------------------------------------------------
 
 def _server_programs() -> Path:
-    """The folder holding Debian's initdb and pg_ctl (the newest version), else one on PATH."""
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"),
-                   key=lambda p: [int(n) for n in re.findall(r"\d+", p)])
-    if found:
-        return Path(found[-1]).parent
-    on_path = shutil.which("pg_ctl")
-    if on_path and shutil.which("initdb"):
-        return Path(on_path).resolve().parent
-    pytest.fail("PostgreSQL's server programs (initdb, pg_ctl) were not found under /usr/lib/postgresql/<version>/bin "
-                "or on PATH: install Debian's server with `apt-get install -y postgresql` (.ci/run does). "
-                "The poll store's PostgreSQL tests need a real server.", pytrace=False)
+    """Debian's initdb and pg_ctl, found as the lecture hall's script finds them; missing, the suite fails."""
+    try:
+        return hall.postgres_programs()
+    except hall.HallError as error:
+        pytest.fail(f"{error} The poll store's PostgreSQL tests need a real server (.ci/run installs it).",
+                    pytrace=False)
 
 
 class PostgresServer:
