@@ -792,3 +792,31 @@ def test_poll_benchmark_smoke_measures_sqlite_and_postgresql(postgres_server, tm
     assert "| sqlite | threads |" in table and "| postgresql | processes |" in table
     saved = json.loads(out.read_text())
     assert saved["mode"] == "smoke" and len(saved["rows"]) == 4
+
+
+def test_a_server_opening_its_store_mid_class_does_not_wait_on_the_answers_in_flight(postgres_server):
+    """A replica that starts while the class answers must not queue behind (or deadlock with) their writes.
+
+    CREATE TABLE/INDEX IF NOT EXISTS locks its table even when everything exists, so the store
+    reads the catalogue first and, finding the schema whole, takes no lock at all.
+    """
+    import psycopg
+    url = postgres_server.new_database()
+    with open_store(url) as first:
+        session = first.create_session()
+        student = first.join(session.code)
+        with psycopg.connect(url) as writer:  # an answer being written, its transaction still open
+            writer.execute("UPDATE poll_sessions SET step = step WHERE code = %s", (session.code,))
+            writer.execute("UPDATE poll_students SET joined_at = joined_at WHERE student_id IS NOT NULL")
+            opened = []
+            opener = threading.Thread(target=lambda: opened.append(open_store(url)), daemon=True)
+            opener.start()
+            opener.join(30)
+            blocked = opener.is_alive()
+            writer.rollback()
+        opener.join(30)
+        assert not blocked, "opening a store waited for another server's open transaction"
+        (second,) = opened
+        second.answer(session.code, student, 0, "B")  # the new server serves the class
+        second.close()
+        assert first.counts(session.code, 0, session.teacher_key) == {"B": 1}

@@ -700,8 +700,22 @@ class PostgresStore(PollStore):
         return sql.replace("?", "%s")
 
     def _create_schema(self, db: _Db) -> None:
+        # CREATE ... IF NOT EXISTS locks its table even when there is nothing to create, and a
+        # server opening its store while others answer would deadlock with them: look first.
+        if self._schema_complete(db):
+            return
         db.one("SELECT pg_advisory_xact_lock(?)", SCHEMA_LOCK)  # servers starting together create the tables once
-        super()._create_schema(db)
+        if not self._schema_complete(db):  # look again: the server we waited for may have made them
+            super()._create_schema(db)
+
+    def _schema_complete(self, db: _Db) -> bool:
+        """Whether every table, added column and index exists, read from the catalogue (no table locks)."""
+        names = [re.search(r"IF NOT EXISTS (\w+)", sql).group(1) for sql in self.SCHEMA + self.INDEXES]
+        if any(db.one("SELECT to_regclass(?)", name)[0] is None for name in names):
+            return False
+        return all(db.one("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+                          "AND table_name = ? AND column_name = ?", table, column)
+                   for table, column, _ in self.ADDED_COLUMNS)
 
     def _serialize_creation(self, db: _Db) -> None:
         db.one("SELECT pg_advisory_xact_lock(?)", CREATION_LOCK)
