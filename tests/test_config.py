@@ -98,3 +98,19 @@ def test_group_size_is_query_heads_per_kv_head():
     assert TransformerConfig(n_heads=8).group_size == 1  # MHA
     assert TransformerConfig(n_heads=8, n_kv_heads=2).group_size == 4  # GQA
     assert TransformerConfig(n_heads=8, n_kv_heads=1).group_size == 8  # MQA
+
+
+@pytest.mark.parametrize("ffn, wide", [("gelu", 512), ("relu", 512), ("swiglu", 344), ("moe", 344)])
+def test_a_derived_ffn_width_follows_a_new_d_model_and_a_chosen_one_stays(ffn, wide):
+    extra = dict(n_experts=4, top_k=2) if ffn == "moe" else {}
+    derived = TransformerConfig(d_model=64, n_heads=4, ffn=ffn, **extra)
+    assert derived.replace(d_model=128).d_ff == wide  # 4x, or 8/3 rounded up to a multiple of 8
+    assert derived.replace(d_model=128, d_ff=100).d_ff == 100
+    chosen = TransformerConfig(d_model=64, n_heads=4, ffn=ffn, d_ff=96, **extra)
+    assert chosen.replace(d_model=128).d_ff == 96
+    assert derived.replace(n_layers=3).d_ff == derived.d_ff
+
+
+def test_changing_the_ffn_kind_rederives_a_derived_width():
+    assert TransformerConfig(d_model=96, n_heads=4, ffn="gelu").replace(ffn="swiglu").d_ff == 256
+    assert TransformerConfig(d_model=96, n_heads=4, ffn="swiglu").replace(ffn="relu").d_ff == 384

@@ -132,7 +132,7 @@ class TransformerConfig:
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout={self.dropout} must be in [0, 1)")
         if self.d_ff is None:
-            self.d_ff = 4 * self.d_model if self.ffn in ("relu", "gelu") else _round_up(8 * self.d_model // 3, 8)
+            self.d_ff = _derived_d_ff(self.d_model, self.ffn)
         if self.d_ff < 1:
             raise ValueError(f"d_ff={self.d_ff} must be at least 1")
         if self.parallel_block and self.norm_position == "post":
@@ -160,7 +160,14 @@ class TransformerConfig:
         return "MQA" if self.n_kv_heads == 1 else "GQA"
 
     def replace(self, **changes) -> "TransformerConfig":
-        """A copy with some fields changed (validated again)."""
+        """A copy with some fields changed (validated again).
+
+        A d_ff that was derived from the width (4 * d_model, or about 8/3 * d_model for SwiGLU and
+        MoE) is derived again when d_model or ffn changes; a d_ff set to another value is kept.
+        """
+        reshaped = {"d_model", "ffn"} & changes.keys()
+        if reshaped and "d_ff" not in changes and self.d_ff == _derived_d_ff(self.d_model, self.ffn):
+            changes = {**changes, "d_ff": None}
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:
@@ -173,6 +180,11 @@ class TransformerConfig:
         if unknown:
             raise ValueError(f"unknown config fields {sorted(unknown)}; valid fields are {sorted(known)}")
         return cls(**data)
+
+
+def _derived_d_ff(d_model: int, ffn: str) -> int:
+    """The FFN width when none is given: 4 * d_model, or about 8/3 of it where SwiGLU's third matrix pays for less."""
+    return 4 * d_model if ffn in ("relu", "gelu") else _round_up(8 * d_model // 3, 8)
 
 
 def _divisors(n: int) -> list[int]:
