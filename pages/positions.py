@@ -137,8 +137,9 @@ with alibi_tab:
 # --- trained models read text longer than any they saw ---------------------------------------------------
 st.subheader("Reading text two and four times longer than trained on")
 st.markdown("Each shipped language model saw crops of one length (256 or 512 characters, in the table). Held-out text "
-            "cut into windows twice and four times as long shows which position schemes carry over: a learned table "
-            "has untrained rows past its trained length; "
+            "cut into windows twice and four times as long shows which position schemes carry over. A learned table "
+            "as long as the trained context (GPT-2 on English: 513 rows) has no row for a longer text, so the model "
+            "refuses it with a clear error and has no line here; one kept longer would have untrained rows past it. "
             "sinusoidal vectors exist for every position but the model never met them; RoPE's angles and ALiBi's "
             "penalties are computed from the distance itself, so the model meets distances it knows.")
 rows = length_extrapolation()

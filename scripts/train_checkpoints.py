@@ -51,6 +51,9 @@ class Recipe:
 # 512-character crops with a quarter of the rows repeating a span
 ENGLISH = dict(corpus="english", context=512, batch_size=16, steps=4000, induction_warmup=True, repeat_rate=0.25)
 WIDER = dict(d_model=128, n_layers=4, n_heads=4)  # d_head 32; 4 layers leave room for previous-token and induction heads
+# the SwiGLU families keep LLaMA 2's English width, 176 (not 8/3 x 128 = 344): they compare with one another, and
+# each step costs about two thirds as much, which keeps Mixtral's two experts per character inside the budget
+SWIGLU_WIDTH = dict(d_ff=176)
 
 RECIPES = [
     # every family on English text first: the index's first match for a preset is what the app opens.
@@ -60,13 +63,13 @@ RECIPES = [
     # repeated span at all; the warm-up forms the circuit first.
     Recipe("llama2", "language", lr=3e-3, **ENGLISH),  # the preset is already this size (presets.ENGLISH_SIZE)
     # Mistral's window covers half the context, as Mistral 7B's 4,096 of its 8,192 trained tokens
-    Recipe("mistral", "language", lr=3e-3, **ENGLISH, changes=dict(WIDER, n_kv_heads=2, sliding_window=256)),
+    Recipe("mistral", "language", lr=3e-3, **ENGLISH, changes=dict(WIDER, **SWIGLU_WIDTH, n_kv_heads=2, sliding_window=256)),
     Recipe("gpt2", "language", lr=2e-3, **ENGLISH, changes=WIDER),
     # 8 heads of 16: ALiBi's steepest slope 1/2; a later layer can rank the character before by content
     Recipe("bloom", "language", lr=2e-3, **ENGLISH, changes=dict(WIDER, n_heads=8)),
     Recipe("falcon", "language", lr=3e-3, **ENGLISH, changes=dict(WIDER, n_kv_heads=1)),
-    Recipe("palm", "language", lr=3e-3, **ENGLISH, changes=dict(WIDER, n_kv_heads=1)),
-    Recipe("mixtral", "language", lr=3e-3, **ENGLISH, changes=dict(WIDER, n_kv_heads=2)),
+    Recipe("palm", "language", lr=3e-3, **ENGLISH, changes=dict(WIDER, **SWIGLU_WIDTH, n_kv_heads=1)),
+    Recipe("mixtral", "language", lr=3e-3, **ENGLISH, changes=dict(WIDER, **SWIGLU_WIDTH, n_kv_heads=2)),
     Recipe("gpt2", "language", lr=2e-3, **ENGLISH, changes=dict(WIDER, position="sinusoidal"), variant="sinusoidal"),
     # BERT reads masked characters with the encoder's own curriculum: 32-character crops first, doubled then plain
     Recipe("bert", "language", steps=6500, batch_size=32, corpus="english", changes=WIDER),

@@ -47,7 +47,7 @@ _BLOOM = dict(arch="decoder", position="alibi", norm="layernorm", norm_position=
 _CARDS = [
     _card("original", "Original Transformer", 2017, "encoder-decoder · MHA · sinusoidal · post-LayerNorm · ReLU", _ORIGINAL,
           {"base": dict(vocab_size=37000, d_model=512, n_heads=8, n_layers=6, d_ff=2048, max_len=512)}, {"base": 65e6}),
-    _card("gpt2", "GPT-2", 2019, "decoder · MHA · learned · pre-LayerNorm · GELU", _GPT2,
+    _card("gpt2", "GPT-2", 2019, "decoder · MHA · learned · pre-LayerNorm · GELU", {**_GPT2, **ENGLISH_SIZE},
           {"small": dict(vocab_size=50257, d_model=768, n_heads=12, n_layers=12, d_ff=3072, max_len=1024),
            "xl": dict(vocab_size=50257, d_model=1600, n_heads=25, n_layers=48, d_ff=6400, max_len=1024),
            # GPT-3 is GPT-2's recipe at 175B (Brown et al. 2020, Table 2.1); its alternating locally banded
