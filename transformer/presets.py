@@ -82,7 +82,8 @@ _CARDS = [
           {"7B": dict(vocab_size=65024, d_model=4544, n_heads=71, n_kv_heads=1, n_layers=32, d_ff=18176, max_len=2048)},
           {"7B": 6.92e9}),
     # 8 heads: ALiBi's steepest slope is then 1/2 (1/4 with 4 heads), steep enough for a previous-token head
-    _card("bloom", "BLOOM", 2022, "decoder · MHA · ALiBi · pre-LayerNorm (+ embedding norm) · GELU", {**_BLOOM, "n_heads": 8},
+    _card("bloom", "BLOOM", 2022, "decoder · MHA · ALiBi · pre-LayerNorm (+ embedding norm) · GELU",
+          {**_BLOOM, **ENGLISH_SIZE, "n_heads": 8},
           {"560M": dict(vocab_size=250880, d_model=1024, n_heads=16, n_layers=24, d_ff=4096, max_len=2048),
            "176B": dict(vocab_size=250880, d_model=14336, n_heads=112, n_layers=70, d_ff=57344, max_len=2048)},
           {"560M": 559e6, "176B": 176e9}),
