@@ -184,7 +184,7 @@ def test_bad_input_shows_a_message_never_a_traceback(page):
     at.sidebar.text_area(key="text").set_value(SHORT_TEXT).run()
 
     impossible = [  # (widget changes, the library's words)
-        ({"n_heads": 6}, "d_model=64 is not divisible by n_heads=6"),
+        ({"n_heads": 6}, f"d_model={PRESETS['gpt2'].d_model} is not divisible by n_heads=6"),
         ({"d_model": 48, "n_heads": 6}, "n_heads=6 is not divisible by n_kv_heads=4"),
         ({"d_model": 40, "n_heads": 8, "position": "rope"}, "is odd"),
     ]
