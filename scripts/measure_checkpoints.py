@@ -164,6 +164,23 @@ def english_models_table(rows: list[tuple[str, dict]]) -> str:
     seeds = rows[0][1]["figures"]["random_init"]["seeds"] if rows else []
     lines.append(f"\nRandom: the same measure on untrained weights of the same shape, seeds {', '.join(map(str, seeds))} "
                  "(lowest–highest); ✓ where the trained head lies above all of them.")
+    lines += [routing_lines(name, meta["figures"]) for name, meta in rows if "routing_separation" in meta["figures"]]
+    return "\n".join(lines)
+
+
+def routing_lines(name: str, figures: dict) -> str:
+    """What a mixture's experts take, in its most separating layer, against random-init routers of its shape."""
+    low, high = figures["random_init"]["routing_separation"]
+    layer = figures["expert_class_separation"].index(figures["routing_separation"])
+    usage = figures["experts_by_class"][layer]
+    n_experts = len(next(iter(usage.values())))
+    verdict = "above all of them ✓" if figures["routing_separation"] > high else "within their range: no claim"
+    lines = [f"\n**{name}'s experts.** In layer {layer}, routing separates kinds of character by "
+             f"{figures['routing_separation']:.2f} (the largest total-variation distance between two kinds' expert "
+             f"shares); random-init routers of the same shape {low:.2f}–{high:.2f}: {verdict}.\n",
+             "| characters | " + " | ".join(f"expert {e}" for e in range(n_experts)) + " |",
+             "|---|" + "---|" * n_experts]
+    lines += [f"| {kind} | " + " | ".join(f"{share:.2f}" for share in shares) + " |" for kind, shares in usage.items()]
     return "\n".join(lines)
 
 
