@@ -149,9 +149,11 @@ def test_what_reading_four_times_the_trained_length_costs_each_position_scheme()
     """ALiBi's penalty and a sliding window meet only distances seen in training: their figure holds. A learned
     table as long as the trained context refuses longer text outright; sinusoidal and RoPE vectors meet angles the
     model never saw: their figure breaks."""
-    cost, refused = {}, set()
+    cost, refused, unwindowed_rope = {}, set(), set()
     for entry in DECODERS + variants():
         model, meta = load(entry.path, device="cpu")
+        if model.cfg.position == "rope" and model.cfg.sliding_window is None and corpus_of(entry) == "english":
+            unwindowed_rope.add(entry.name)
         trained = meta["corpus"]["context"]  # 256 characters, or 512 after the induction warm-up
         if model.cfg.max_len < 4 * trained + 1:  # <bos> and the text
             with pytest.raises(ValueError, match="max_len"):
@@ -164,9 +166,9 @@ def test_what_reading_four_times_the_trained_length_costs_each_position_scheme()
         cost[entry.name] = long - short
     assert "gpt2-language" in refused  # learned positions, 513 rows
     assert cost["bloom-language"] < 0.2 and cost["mistral-language"] < 0.2, cost  # ALiBi; RoPE inside a window
-    for name in ("gpt2-sinusoidal-language", "llama2-language", "mixtral-language"):
+    assert {"llama2-language", "palm-language"} <= unwindowed_rope
+    for name in {"gpt2-sinusoidal-language"} | unwindowed_rope:
         assert cost[name] > 1.0, cost
-    assert cost["falcon-language"] < cost["palm-language"] < cost["llama2-language"], cost  # docs/checkpoints.md
 
 
 def test_switching_the_previous_token_head_off_costs_bits():

@@ -68,7 +68,7 @@ _CARDS = [
                       sliding_window=4096)},
           {"7B": 7.24e9}),
     _card("palm", "PaLM", 2022, "decoder · MQA · RoPE · parallel block · pre-LayerNorm · SwiGLU",
-          {**_PALM, "n_kv_heads": 1},
+          {**_PALM, "n_kv_heads": 1, **ENGLISH_SIZE, "d_ff": 176},
           {"8B": dict(vocab_size=256000, d_model=4096, n_heads=16, n_kv_heads=1, n_layers=32, d_ff=16384, max_len=2048),
            "62B": dict(vocab_size=256000, d_model=8192, n_heads=32, n_kv_heads=1, n_layers=64, d_ff=32768, max_len=2048)},
           {"8B": 8.63e9, "62B": 62.5e9}),
