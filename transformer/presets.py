@@ -78,7 +78,7 @@ _CARDS = [
                         n_experts=8, top_k=2, rope_theta=1e6)},
           {"8x7B": 46.7e9}, {"8x7B": 12.9e9}),
     _card("falcon", "Falcon", 2023, "decoder · MQA · RoPE · parallel block · pre-LayerNorm · GELU",
-          {**_FALCON, "n_kv_heads": 1},
+          {**_FALCON, "n_kv_heads": 1, **ENGLISH_SIZE},
           {"7B": dict(vocab_size=65024, d_model=4544, n_heads=71, n_kv_heads=1, n_layers=32, d_ff=18176, max_len=2048)},
           {"7B": 6.92e9}),
     # 8 heads: ALiBi's steepest slope is then 1/2 (1/4 with 4 heads), steep enough for a previous-token head
