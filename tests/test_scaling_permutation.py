@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from transformer import Transformer, TransformerConfig, probes
+from transformer import PRESETS, Transformer, TransformerConfig, probes
 from ui.figures import probe as pf
 from apptest_helpers import assert_clean, open_page
 
@@ -197,8 +197,9 @@ def test_scaling_page():
     assert 0.8 <= float(metrics["unscaled variance ÷ d_head, at d_head = 512"]) <= 1.25
     assert len(at.get("plotly_chart")) == 4
     table = at.dataframe[0].value
-    assert len(table) == 4  # GPT-2's four heads, d_head = 16
-    assert list(table["var(q·k)"]) == pytest.approx(list(16 * table["var(q·k/√d)"]))
+    gpt2 = PRESETS["gpt2"]
+    assert len(table) == gpt2.n_heads  # the default model's heads
+    assert list(table["var(q·k)"]) == pytest.approx(list(gpt2.d_head * table["var(q·k/√d)"]))
     at.slider(key="scale_keys").set_value(64).run()
     at.selectbox(key="scale_d").set_value(8).run()
     at.selectbox(key="scale_layer").set_value(2).run()
