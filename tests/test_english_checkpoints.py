@@ -58,9 +58,12 @@ def test_each_checkpoint_meets_its_targets_and_random_weights_do_not(name):
     routing_above = figures["random_init"].get("routing_separation", [None, None])[1]
     context = meta["corpus"]["context"]
     trained = passes(model, routing_above, context)
+    assert ("routing" in trained) == (model.cfg.ffn == "moe")
+    if "routing" in trained:  # not a target: a claim the docs make only where it holds, as measured here
+        routing_holds = figures["routing_separation"] > routing_above
+        assert trained.pop("routing") == routing_holds
     missed = {key for key, ok in trained.items() if not ok}
     assert missed == SHORT_OF_TARGET.get(name, set()), trained
-    assert ("routing" in trained) == (model.cfg.ffn == "moe")
     torch.manual_seed(0)
     control = passes(Transformer(model.cfg, device="cpu").eval(), routing_above, context)
     assert not any(control.values()), control
@@ -68,8 +71,8 @@ def test_each_checkpoint_meets_its_targets_and_random_weights_do_not(name):
     controls = {key: span for key, span in figures["random_init"].items() if key != "seeds"}
     assert controls and len(figures["random_init"]["seeds"]) >= 3
     for key, (low, high) in controls.items():
-        figure = figures[key]["score"] if isinstance(figures[key], dict) else figures[key]  # a head, or a number
-        assert figure > high >= low, key
+        if key != "routing_separation":  # every head the JSON names lies above its control
+            assert figures[key]["score"] > high >= low, key
 
 
 @pytest.mark.parametrize("name", NAMES)
