@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from transformer.training import language  # noqa: E402
-from transformer.checkpoint import RESERVED_KEYS, checkpoint_paths, load, save, shipped, variants  # noqa: E402
-from transformer.training.tasks import TASKS, expert_usage, head_scores, specialisation  # noqa: E402
+from transformer.checkpoint import RESERVED_KEYS, SHIPPED_DIR, checkpoint_paths, load, save, shipped, variants  # noqa: E402
+from transformer.training.tasks import TASKS, expert_usage, head_scores, random_router_specialisation, specialisation  # noqa: E402
 from transformer.training.train import evaluate  # noqa: E402
 
 ACCURACY_SEED, PATTERN_SEED = 777, 778  # neither is used by training or by the stored accuracy
@@ -54,6 +54,7 @@ def measure(entry) -> dict:
     batch = task.sample(256, seed=PATTERN_SEED)
     if entry.task == "mixed":
         row["experts"] = expert_usage(model, task, batch)
+        row["random_specialisation"] = random_router_specialisation(model.cfg, task, batch)
         return row
     scores = head_scores(model, task, batch)
     layer, head, score = best_head(scores["solution"])
@@ -105,10 +106,66 @@ def language_tables(entries) -> None:
                 print(f"| {layer} | {kind} | " + " | ".join(f"{s:.2f}" for s in share) + f" | {sep:.2f} |")
 
 
+# --- synthetic tasks: measured afresh (their JSON holds the training accuracy only) ---------------------------
+
+def synthetic_rows() -> list[dict]:
+    return [measure(entry) for entry in shipped() if entry.task != "language"]
+
+
+def synthetic_table(rows: list[dict]) -> str:
+    """Every synthetic checkpoint's accuracy and pattern head, then each mixture's routing beside random routers."""
+    lines = ["| checkpoint | accuracy | pattern head (score) | previous-token head | steps | train s | size KiB |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        pattern = r.get("pattern", "experts: see below")
+        lines.append(f"| {r['name']} | {r['accuracy']:.3f} | {pattern} | {r.get('previous', '')} | {r['steps']} | "
+                     f"{r['seconds']:.1f} | {r['kib']:.0f} |")
+    everything = sum(f.stat().st_size for f in SHIPPED_DIR.rglob("*") if f.is_file()) / 2 ** 20
+    lines.append(f"\nThe synthetic checkpoints above: {sum(r['kib'] for r in rows) / 1024:.2f} MiB. Everything in "
+                 f"`assets/checkpoints/` (the language models, the variants and the ViT too): {everything:.1f} MiB.")
+    for r in rows:
+        if "experts" in r:
+            lines.append(routing_table(r))
+    return "\n".join(lines)
+
+
+def routing_table(row: dict) -> str:
+    n_experts = len(next(iter(row["experts"][0].values())))
+    lines = [f"\nExpert routing of {row['name']} (share of each kind's top-k slots per expert):\n",
+             "| layer | kind | " + " | ".join(f"expert {e}" for e in range(n_experts)) + " | specialisation |",
+             "|---|---|" + "---|" * n_experts + "---|"]
+    for layer, usage in enumerate(row["experts"]):
+        spec = specialisation(usage)
+        lines += [f"| {layer} | {kind} | " + " | ".join(f"{s:.2f}" for s in share.tolist()) + f" | {spec:.2f} |"
+                  for kind, share in usage.items()]
+    chance, best = row["random_specialisation"], max(specialisation(usage) for usage in row["experts"])
+    verdict = "above all of them ✓" if best > max(chance) else "within their range: no claim"
+    lines.append(f"\nRandom-init routers of the same shape, {len(chance)} seeds: the largest layer specialisation "
+                 f"{min(chance):.2f}–{max(chance):.2f}; trained {best:.2f}, {verdict}.")
+    return "\n".join(lines)
+
+
+def synthetic_summary(rows: list[dict]) -> str:
+    """The README's short table: what to look at in each synthetic checkpoint."""
+    lines = ["| checkpoint | accuracy | what to look at |", "|---|---|---|"]
+    for r in rows:
+        if "experts" in r:
+            chance = r["random_specialisation"]
+            layer, best = max(enumerate(specialisation(usage) for usage in r["experts"]), key=lambda pair: pair[1])
+            claim = (f"layer-{layer} router sends digits and letters to different experts: specialisation {best:.2f}, "
+                     f"random routers {min(chance):.2f}–{max(chance):.2f}" if best > max(chance) else
+                     f"routing no further apart than random routers ({best:.2f}; {min(chance):.2f}–{max(chance):.2f})")
+            lines.append(f"| {r['name']} | {r['accuracy']:.3f} | {claim} |")
+        else:
+            previous = f"; previous-token head {r['previous']}" if "previous" in r else ""
+            lines.append(f"| {r['name']} | {r['accuracy']:.3f} | {r['pattern']}{previous} |")
+    return "\n".join(lines)
+
+
 # --- everyday English: the tables docs/checkpoints.md and the README are made from --------------------------
 
-DOCS = {ROOT / "README.md": ("english-models", "python-docs-models"),
-        ROOT / "docs" / "checkpoints.md": ("english-corpus", "english-models")}
+DOCS = {ROOT / "README.md": ("english-models", "python-docs-models", "synthetic-summary"),
+        ROOT / "docs" / "checkpoints.md": ("english-corpus", "english-models", "synthetic-models")}
 BLOCK = re.compile(r"(<!-- figures:(?P<name>[\w-]+) -->\n).*?(<!-- /figures -->)", re.S)
 
 
@@ -212,7 +269,8 @@ def regenerated(text: str, blocks: dict[str, str]) -> str:
 
 
 def write_docs() -> None:
-    blocks = english_blocks()
+    rows = synthetic_rows()
+    blocks = {**english_blocks(), "synthetic-models": synthetic_table(rows), "synthetic-summary": synthetic_summary(rows)}
     for path in DOCS:
         path.write_text(regenerated(path.read_text(encoding="utf-8"), blocks), encoding="utf-8")
         print(f"wrote the figures in {path.relative_to(ROOT)}")
@@ -246,25 +304,7 @@ def main() -> None:
     entries = shipped()
     language_tables([e for e in entries if e.task == "language"] + variants())
     print()
-    rows = [measure(entry) for entry in entries if entry.task != "language"]
-    print("| checkpoint | accuracy | pattern head (score) | previous-token head | steps | train s | size KiB |")
-    print("|---|---|---|---|---|---|---|")
-    for r in rows:
-        pattern = r.get("pattern", "experts: see below")
-        print(f"| {r['name']} | {r['accuracy']:.3f} | {pattern} | {r.get('previous', '')} | {r['steps']} | "
-              f"{r['seconds']:.1f} | {r['kib']:.0f} |")
-    print(f"\nTotal size: {sum(r['kib'] for r in rows) / 1024:.2f} MiB in {len(rows)} checkpoints.")
-    for r in rows:
-        if "experts" not in r:
-            continue
-        print(f"\nExpert routing of {r['name']} (share of each kind's top-k slots per expert):\n")
-        n_experts = len(next(iter(r["experts"][0].values())))
-        print("| layer | kind | " + " | ".join(f"expert {e}" for e in range(n_experts)) + " | specialisation |")
-        print("|---|---|" + "---|" * n_experts + "---|")
-        for layer, usage in enumerate(r["experts"]):
-            spec = specialisation(usage)
-            for kind, share in usage.items():
-                print(f"| {layer} | {kind} | " + " | ".join(f"{s:.2f}" for s in share.tolist()) + f" | {spec:.2f} |")
+    print(synthetic_table(synthetic_rows()))
 
 
 if __name__ == "__main__":

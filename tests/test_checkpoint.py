@@ -8,7 +8,7 @@ from safetensors.torch import load_file
 
 from transformer import PRESETS, Transformer
 from transformer.checkpoint import CheckpointError, find_checkpoint, load, read_meta, save, shipped
-from transformer.training.tasks import TASKS, expert_usage, head_scores, specialisation
+from transformer.training.tasks import TASKS, head_scores, random_router_specialisation, routing_specialisation
 
 SMALL = dict(vocab_size=30, d_model=32, n_heads=4, n_layers=2, max_len=32)
 
@@ -152,9 +152,11 @@ def test_shipped_checkpoint_loads_and_does_its_task(entry):
     batch = task.sample(128, seed=FRESH_SEED)
     with torch.no_grad():
         assert task.accuracy(model(*batch.model_args()), batch) >= 0.95
-    if entry.task == "mixed":
-        usage = expert_usage(model, task, batch)
-        assert max(specialisation(layer) for layer in usage) >= 0.5  # digits and letters go to different experts
+    if entry.task == "mixed":  # digits and letters go to different experts, further apart than random routers set them
+        chance = random_router_specialisation(model.cfg, task, batch)
+        assert routing_specialisation(model, task, batch) > max(chance)
+        torch.manual_seed(len(chance))  # a random router the control did not include fails the same test
+        assert routing_specialisation(Transformer(model.cfg, device="cpu").eval(), task, batch) <= max(chance)
         return
     scores = head_scores(model, task, batch)
     solution = scores["solution"]  # (L, H)

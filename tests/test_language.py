@@ -136,24 +136,22 @@ def test_the_induction_warm_up_starts_on_short_repeated_spans_then_mixes_in_plai
     repeats = sum(any(torch.equal(row[L:], row[:-L]) for L in range(20, 201)) for row in mixed)
     assert 16 <= repeats <= 48  # about half the rows
     assert TASKS["language"].at(0.0) is TASKS["language"]  # the default task has no curriculum
-    assert task.for_arch("encoder").at(0.0).doubled  # BERT keeps its own curriculum, not the repeats
+    assert task.for_arch("encoder").at(0.0).context == 8  # BERT keeps its own curriculum, not the repeats
 
 
-def test_the_encoder_starts_on_short_crops_of_doubled_characters_then_reads_plain_text():
+def test_the_encoder_reads_short_crops_first_and_longer_ones_later():
     task = Language(masked=True)
-    doubled, short, final = task.at(0.0), task.at(0.3), task.at(0.9)
-    assert final is task and task.context == 64 and task.at(0.4) is task
-    assert doubled.masked and short.masked and not short.doubled
-    batch = doubled.sample(8, seed=0)
-    assert batch.input_ids.shape == (8, 1 + 32)
-    text = batch.targets[:, 1:]  # (8, 32) after <bos>
-    assert torch.equal(text[:, 0::2], text[:, 1::2])  # "tthhee": each character twice
-    masked = batch.loss_mask[:, 1:]
-    assert torch.equal(batch.input_ids[:, 1:][masked], torch.full((int(masked.sum()),), language.VOCAB.index("<mask>")))
-    plain = short.sample(8, seed=0).targets[:, 1:]
-    assert not torch.equal(plain[:, 0::2], plain[:, 1::2])
-    assert task.sample(4, seed=0).input_ids.shape == (4, 1 + 64)
-    assert [stage["until"] for stage in task.describe_curriculum()] == [0.15, 0.4]
+    stages = [task.at(progress) for progress in (0.0, 0.15, 0.3, 0.5)]
+    assert [stage.context for stage in stages] == [8, 16, 32, 64]
+    assert stages[-1] is task and task.at(0.35) is task and all(stage.masked for stage in stages)
+    for stage in stages:
+        batch = stage.sample(8, seed=0)
+        assert batch.input_ids.shape == (8, 1 + stage.context)
+        masked = batch.loss_mask[:, 1:]
+        assert masked.any(dim=1).all()  # every row has a character to recover
+        assert torch.equal(batch.input_ids[:, 1:][masked], torch.full((int(masked.sum()),), language.VOCAB.index("<mask>")))
+        assert torch.equal(batch.input_ids[:, 1:][~masked], batch.targets[:, 1:][~masked])  # the rest reads as written
+    assert [stage["until"] for stage in task.describe_curriculum()] == [0.1, 0.2, 0.35]
 
 
 def test_the_standard_library_docstrings_add_training_text_and_none_of_the_held_out_sentences():

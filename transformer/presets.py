@@ -73,7 +73,7 @@ _CARDS = [
            "62B": dict(vocab_size=256000, d_model=8192, n_heads=32, n_kv_heads=1, n_layers=64, d_ff=32768, max_len=2048)},
           {"8B": 8.63e9, "62B": 62.5e9}),
     _card("mixtral", "Mixtral", 2024, "decoder · GQA · RoPE · pre-RMSNorm · MoE (8 SwiGLU experts, top-2)",
-          {**_LLAMA, "n_kv_heads": 2, "ffn": "moe", "n_experts": 4, "top_k": 2},
+          {**_LLAMA, "n_kv_heads": 2, "ffn": "moe", "n_experts": 4, "top_k": 2, **ENGLISH_SIZE, "d_ff": 176},
           {"8x7B": dict(vocab_size=32000, d_model=4096, n_heads=32, n_kv_heads=8, n_layers=32, d_ff=14336, max_len=32768,
                         n_experts=8, top_k=2, rope_theta=1e6)},
           {"8x7B": 46.7e9}, {"8x7B": 12.9e9}),

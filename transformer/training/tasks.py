@@ -10,7 +10,7 @@ you can name before you look:
 | reverse   | encoder-decoder | cross-attention on the anti-diagonal                         |
 | sort      | decoder         | each answer token points at where that value sits in the input |
 | mirror    | encoder         | a masked token looks at its mirror image, often to its right  |
-| mixed     | decoder (MoE)   | digits and letters follow different rules: experts specialise |
+| mixed     | decoder (MoE)   | digits and letters follow different rules: do experts specialise? |
 | language  | decoder/encoder | English: previous-token and induction heads on any sentence  |
 
 Every generator is seeded (same seed -> same batch) and every batch marks its
@@ -396,7 +396,7 @@ class Mixed(Task):
     """
 
     name, arch = "mixed", "decoder"
-    description = "digits add the key (the first digit) mod 10, letters pass through (experts specialise by kind)"
+    description = "digits add the key (the first digit) mod 10, letters pass through (will the router part the two kinds?)"
     symbols, specials = DIGITS + LETTERS, ("<bos>",)
     example_text = "3hello2024world"  # key 3: "hello5357world"
     kinds = {"digit": DIGITS, "letter": LETTERS}
@@ -448,10 +448,10 @@ class Language(Task):
     task.within_window(W), spans its window can reach (train() does this itself).
 
     The encoder (BERT) has a curriculum of its own, always on: a position table is an
-    encoder's only source of order, and on 128-character crops nothing pulled it off the
-    unigram in 2,000 steps. So it starts on 32-character crops with every character written
-    twice ("tthhee"), where a masked character's twin sits right beside it and attending to
-    a neighbour pays at once; then plain text in 32-character crops, then 64.
+    encoder's only source of order, and on longer crops of everyday English nothing pulled it
+    off the unigram in 6,500 steps. So it starts on 8-character crops, where the few characters
+    around a masked one say much and each of the table's first rows is seen in every row;
+    then 16, 32 and finally 64 characters.
     """
 
     name, arch = "language", "decoder"
@@ -465,7 +465,6 @@ class Language(Task):
     random_spans = 0.5  # the share of those spans that are random characters rather than text
     random_alphabet = string.printable[:95]  # letters, digits, punctuation and the space
     mask_rate = 0.15
-    doubled = False  # every character written twice: a masked character's twin sits beside it
     docstrings = False  # train on the standard library's docstrings too (2.4x the text; held-out split unchanged)
     corpus = "python-docs"  # the text it reads: a key of language.CORPORA ("english": WordNet's everyday English)
     curriculum: tuple[tuple[float, dict], ...] = ()  # (share of training it lasts until, settings), in order
@@ -473,7 +472,7 @@ class Language(Task):
     INDUCTION_WARMUP = dict(context=512, repeat_rate=0.5, random_spans=0.0, log_uniform_lengths=True, curriculum=(
         (0.3, dict(context=128, repeat_rate=1.0, repeat_lengths=(20, 60), random_spans=0.0, log_uniform_lengths=True)),))
     MASKED = dict(context=language.ENCODER_CONTEXT,
-                  curriculum=((0.15, dict(context=32, doubled=True)), (0.4, dict(context=32))))
+                  curriculum=((0.1, dict(context=8)), (0.2, dict(context=16)), (0.35, dict(context=32))))
 
     def __init__(self, masked: bool = False, induction_warmup: bool = False, **settings):
         self.masked, self.induction_warmup = masked, induction_warmup
@@ -543,8 +542,6 @@ class Language(Task):
         starts = torch.randint(len(corpus) - T - 1, (batch_size,), generator=generator)  # (B,)
         crops = corpus[starts[:, None] + torch.arange(T + 1)]  # (B, T + 1)
         bos = torch.full((batch_size, 1), self.token_id("<bos>"))
-        if self.doubled:
-            crops = crops.repeat_interleave(2, dim=1)[:, :T + 1]  # (B, T + 1) "tthhee ccaatt"
         if self.masked:
             text = crops[:, :T]  # (B, T)
             masked = torch.rand(batch_size, T, generator=generator) < self.mask_rate  # (B, T)
@@ -643,3 +640,23 @@ def specialisation(usage: dict[str, torch.Tensor]) -> float:
     """Total-variation distance between two kinds' expert distributions: 0 = same experts, 1 = disjoint."""
     first, second = usage.values()
     return 0.5 * (first - second).abs().sum().item()
+
+
+def routing_specialisation(model, task: Mixed, batch: Batch) -> float:
+    """The figure that says experts specialise by kind: the largest specialisation of any MoE layer."""
+    return max(specialisation(layer) for layer in expert_usage(model, task, batch))
+
+
+def random_router_specialisation(cfg, task: Mixed, batch: Batch, seeds=range(8)) -> list[float]:
+    """routing_specialisation of untrained models of this config, one per seed: how far random routers
+    already set digits and letters apart (a random router sends each token id its own way, so some
+    separation comes for free). Experts specialise only where a trained model lies above all of these."""
+    from ..model import Transformer
+
+    figures = []
+    for seed in seeds:
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            untrained = Transformer(cfg, device="cpu").eval()
+        figures.append(routing_specialisation(untrained, task, batch))
+    return figures
