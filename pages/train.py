@@ -22,7 +22,7 @@ RESULT = "train_result"  # session key: the last (or interrupted) training run
 state = start_page("Train a tiny model and watch its attention form", """
 Random weights draw noise. Train the sidebar's variant on **language** (English from the Python
 documentation, one character at a time: watch the loss in bits per character fall and a previous-token head
-form on a sentence; an encoder such as BERT learns masked characters, starting on doubled ones, `tthhee`),
+form on a sentence; an encoder such as BERT learns masked characters, starting on crops of 8 characters),
 or on a task whose solution has a known attention
 pattern — **induction** (a previous-token head, then a head that looks one past the previous copy),
 **copy** / **reverse** (cross-attention on the diagonal / anti-diagonal), **sort**, **mirror** (bidirectional),

@@ -119,10 +119,12 @@ def test_an_induction_head_and_what_switching_it_off_costs(entry):
 def test_bert_recovers_masked_characters_and_looks_at_both_neighbours():
     entry = next(e for e in LANGUAGE if e.preset == "bert")
     model, meta = load(entry.path, device="cpu")
-    assert meta["corpus"]["context"] == language.ENCODER_CONTEXT and meta["corpus"]["curriculum"][0]["doubled"]
+    corpus = corpus_of(entry)
+    assert meta["corpus"]["context"] == language.ENCODER_CONTEXT and meta["corpus"]["curriculum"][0]["context"] == 8
     assert meta["figures"]["masked_accuracy"] >= 0.5  # the whole held-out split; a unigram guess scores 0.15
-    assert language.masked_accuracy(model, limit=64) >= 0.5  # 64 windows spread over the split, fresh masks
-    before, after = (language.neighbour_scores(model, offset, language.ENCODER_CONTEXT, limit=4) for offset in (-1, +1))
+    assert language.masked_accuracy(model, limit=64, corpus=corpus) >= 0.5  # 64 windows spread over the split, fresh masks
+    before, after = (language.neighbour_scores(model, offset, language.ENCODER_CONTEXT, limit=4, corpus=corpus)
+                     for offset in (-1, +1))
     assert before.max() >= 0.5 and after.max() >= 0.5  # a head for the character before, one for the one after
     text = "The cat sat on the mat."
     ids = torch.tensor([[0, *language.encode_chars(text)]])

@@ -124,7 +124,7 @@ def test_command_line_refuses_language_settings_for_other_tasks(capsys):
 
 
 def test_a_sliding_window_model_trains_on_repeats_its_window_can_reach(tmp_path):
-    task = task_for(config_for("mistral", "language"), Language(induction_warmup=True, repeat_rate=0.25))
+    task = task_for(config_for("mistral", "language", sliding_window=32), Language(induction_warmup=True, repeat_rate=0.25))
     assert task.repeat_lengths == (15, 31) and task.repeat_rate == 0.25  # window 32: a copy at most 31 back
     assert task.at(0.0).repeat_lengths == (15, 31) and task.at(0.0).context == 128
     for row in task.at(0.0).sample(16, seed=0).targets:  # the warm-up's every row repeats a span it can see
@@ -133,8 +133,9 @@ def test_a_sliding_window_model_trains_on_repeats_its_window_can_reach(tmp_path)
     main(["--preset", "mistral", "--task", "language", "--steps", "2", "--batch-size", "2", "--out", str(tmp_path / "m"),
           "--induction-warmup", "--context", "64", "--repeat-rate", "0.25"])
     corpus = load(tmp_path / "m")[1]["corpus"]
-    assert corpus["repeat_lengths"] == [15, 31] and corpus["repeat_rate"] == 0.25 and corpus["context"] == 64
-    assert corpus["curriculum"][0]["repeat_lengths"] == [15, 31]
+    assert config_for("mistral", "language").sliding_window == 256  # the preset's window reaches every span back
+    assert corpus["repeat_lengths"] == [20, 200] and corpus["repeat_rate"] == 0.25 and corpus["context"] == 64
+    assert corpus["curriculum"][0]["repeat_lengths"] == [20, 60]
 
 
 def test_command_line_trains_on_english_and_resumes_a_stopped_run(tmp_path):

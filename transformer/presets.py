@@ -54,7 +54,7 @@ _CARDS = [
            # sparse layers change no parameter
            "175B (GPT-3)": dict(vocab_size=50257, d_model=12288, n_heads=96, n_layers=96, d_ff=49152, max_len=2048)},
           {"small": 124e6, "xl": 1.558e9, "175B (GPT-3)": 175e9}),
-    _card("bert", "BERT", 2018, "encoder · MHA · learned · post-LayerNorm · GELU", _BERT,
+    _card("bert", "BERT", 2018, "encoder · MHA · learned · post-LayerNorm · GELU", {**_BERT, **ENGLISH_SIZE},
           {"base": dict(vocab_size=30522, d_model=768, n_heads=12, n_layers=12, d_ff=3072, max_len=512, norm_eps=1e-12)},
           {"base": 110e6}),
     _card("llama2", "LLaMA 2", 2023, "decoder · MHA (7B) / GQA (70B) · RoPE · pre-RMSNorm · SwiGLU",
@@ -63,7 +63,8 @@ _CARDS = [
            "70B": dict(vocab_size=32000, d_model=8192, n_heads=64, n_kv_heads=8, n_layers=80, d_ff=28672, max_len=4096)},
           {"7B": 6.74e9, "70B": 68.98e9}),
     _card("mistral", "Mistral", 2023, "decoder · GQA · RoPE · sliding window · pre-RMSNorm · SwiGLU",
-          {**_LLAMA, "n_kv_heads": 2, "sliding_window": 32},
+          # its window covers half of the 512 characters its English model trained on, as Mistral 7B's 4,096 of 8,192
+          {**_LLAMA, "n_kv_heads": 2, "sliding_window": 256, **ENGLISH_SIZE, "d_ff": 176},
           {"7B": dict(vocab_size=32000, d_model=4096, n_heads=32, n_kv_heads=8, n_layers=32, d_ff=14336, max_len=32768,
                       sliding_window=4096)},
           {"7B": 7.24e9}),
