@@ -14,6 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from screenshots import page_paths  # noqa: E402
 
 from ui.app.state import DEFAULT_TEXT  # noqa: E402
+from transformer import PRESETS  # noqa: E402
+from transformer.checkpoint import find_checkpoint, read_meta  # noqa: E402
 
 PAGES = [f"pages/{stem}.py" for stem in sorted(page_paths())]
 
@@ -88,7 +90,9 @@ def test_bert_fills_in_a_hidden_character_on_the_playground():
     guesses = charts["fill_in"]["data"][0]
     assert guesses["x"][0].split(":", 1)[-1] == "a" and "'a'" in charts["fill_in"]["layout"]["title"]["text"]
     assert len(values(charts["masked_each"]["data"][0]["y"])) == len("The cat sat on the mat.")
-    at.multiselect(key="switched_off").set_value(["L1H0", "L1H2"]).run()  # the heads on both neighbours
+    figures = read_meta(find_checkpoint(PRESETS["bert"]))[0]["figures"]
+    neighbours = [f"L{figures[key]['layer']}H{figures[key]['head']}" for key in ("previous_token_head", "next_token_head")]
+    at.multiselect(key="switched_off").set_value(neighbours).run()  # the heads on both neighbours
     assert_clean(at)
     lines = {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}["masked_each"]["data"]
     assert len(lines) == 2 and values(lines[1]["y"]).mean() < values(lines[0]["y"]).mean() - 0.1  # guesses fall
