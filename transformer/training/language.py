@@ -415,21 +415,26 @@ def routing_separation(model, context: int | None = None, corpus: str = "python-
     return round(max(class_separation(layer) for layer in usage), 3)
 
 
+def untrained(cfg, seed: int):
+    """A random-init model of this config on the CPU, drawn from `seed` without touching the global generator."""
+    from ..model import Transformer
+
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return Transformer(cfg, device="cpu").eval()
+
+
 def random_init_control(cfg, context: int | None = None, corpus: str = "python-docs",
                         seeds: tuple[int, ...] = RANDOM_SEEDS) -> dict:
     """The head figures of untrained models of the same config, one per seed: {figure: [lowest, highest]}.
     A head "does" something only where the trained figure lies above the highest."""
-    from ..model import Transformer
-
     scores: dict[str, list[float]] = {}
     for seed in seeds:
-        with torch.random.fork_rng():
-            torch.manual_seed(seed)
-            untrained = Transformer(cfg, device="cpu").eval()
-        for name, best in head_figures(untrained, context, corpus).items():
+        untrained_model = untrained(cfg, seed)
+        for name, best in head_figures(untrained_model, context, corpus).items():
             scores.setdefault(name, []).append(best["score"])
         if cfg.ffn == "moe":
-            scores.setdefault("routing_separation", []).append(routing_separation(untrained, context, corpus))
+            scores.setdefault("routing_separation", []).append(routing_separation(untrained_model, context, corpus))
     return {name: [min(values), max(values)] for name, values in scores.items()}
 
 

@@ -651,12 +651,4 @@ def random_router_specialisation(cfg, task: Mixed, batch: Batch, seeds=range(8))
     """routing_specialisation of untrained models of this config, one per seed: how far random routers
     already set digits and letters apart (a random router sends each token id its own way, so some
     separation comes for free). Experts specialise only where a trained model lies above all of these."""
-    from ..model import Transformer
-
-    figures = []
-    for seed in seeds:
-        with torch.random.fork_rng():
-            torch.manual_seed(seed)
-            untrained = Transformer(cfg, device="cpu").eval()
-        figures.append(routing_specialisation(untrained, task, batch))
-    return figures
+    return [routing_specialisation(language.untrained(cfg, seed), task, batch) for seed in seeds]
