@@ -151,5 +151,19 @@ def test_checkpoint_forward_smoke_times_a_language_checkpoint(capsys):
         torch.set_num_threads(threads)
     table = capsys.readouterr().out.splitlines()
     assert table[0].startswith("| checkpoint |") and len(table) == 3
-    forward_ms = float(table[2].split("|")[4].split()[0])
+    forward_ms = float(table[2].split("|")[5].split()[0])
     assert 0 < forward_ms < float("inf")
+
+
+def test_checkpoint_forward_reads_every_language_checkpoint_within_its_trained_context():
+    from benchmarks import checkpoint_forward
+
+    threads = torch.get_num_threads()
+    try:
+        rows = checkpoint_forward.measure([1], repeats=1)
+    finally:
+        torch.set_num_threads(threads)
+    by_name = {row["checkpoint"]: row for row in rows}
+    assert by_name["bert-language"]["characters"] == 64  # BERT's table ends at the 64 characters it trained on
+    assert by_name["llama2-language"]["characters"] == checkpoint_forward.TEXT_CHARS
+    assert all(row["forward_ms"] > 0 for row in rows)
