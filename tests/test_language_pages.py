@@ -130,3 +130,18 @@ def test_the_heads_a_page_names_are_those_above_their_random_init_control():
     said = heads_text({"figures": figures})
     assert said == "Its previous-token head L0H3 (0.91 on held-out text; random weights 0.04–0.09)."
     assert heads_text({"figures": {"previous_token_head": figures["previous_token_head"]}}) == ""  # no control, no claim
+
+
+def test_text_past_bert_s_position_table_says_how_long_it_may_be():
+    at = open_default("pages/playground.py")
+    at.sidebar.selectbox(key="preset").set_value("bert").run()
+    at.sidebar.text_area(key="text").set_value("The children walked to the river and sat down by the water, where the "
+                                               "old boat was tied up for the night.").run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and "65 rows, as many as the longest sequence it trained on" in errors[0], errors
+    assert "Shorten the text to 64 characters" in errors[0]
+    at.sidebar.text_area(key="text").set_value("The cat sat on the mat.").run()  # shortened, the page draws again
+    assert_clean(at)
+    assert at.get("plotly_chart")
+

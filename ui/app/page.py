@@ -42,6 +42,9 @@ def load_page(title: str, intro: str) -> PageContext:
     try:
         tokens = encode_text(state.text, state.config_json, state.weights)
         model = get_model(state.config_json, state.seed, state.weights)
+        if model.cfg.position == "learned" and len(tokens.ids) > model.cfg.max_len:
+            st.error(past_position_table(len(tokens.ids), model.cfg.max_len, info.trained_tokens))
+            st.stop()
         trace = get_trace(state.config_json, state.seed, tuple(tokens.ids), tuple(tokens.labels), state.weights)
     except (ValueError, MemoryError, OSError) as exc:
         st.error(str(exc))
@@ -51,6 +54,15 @@ def load_page(title: str, intro: str) -> PageContext:
     weights_banner(info, state.seed)
     past_trained_context(info, len(tokens.ids))
     return PageContext(state, model, tokens, trace)
+
+
+def past_position_table(n_tokens: int, rows: int, trained_tokens: int | None) -> str:
+    """Why a learned position table refuses this text, and what to do."""
+    why = ("as many as the longest sequence it trained on" if trained_tokens == rows else "its max_len")
+    return (f"This text is {n_tokens} tokens long, its start token included (a token is a character for the "
+            f"language models). This model's learned position table has {rows} rows, {why}, and no row for a "
+            f"position past them. Shorten the text to {rows - 1} characters, or pick a model whose positions are "
+            "computed (sinusoidal, RoPE, ALiBi), which can read on past their training.")
 
 
 def past_trained_context(info, n_tokens: int) -> None:
