@@ -54,6 +54,7 @@ def measure(entry) -> dict:
     batch = task.sample(256, seed=PATTERN_SEED)
     if entry.task == "mixed":
         row["experts"] = expert_usage(model, task, batch)
+        row["specialisation"] = [specialisation(usage) for usage in row["experts"]]  # per layer
         row["random_specialisation"] = random_router_specialisation(model.cfg, task, batch)
         return row
     scores = head_scores(model, task, batch)
@@ -134,11 +135,10 @@ def routing_table(row: dict) -> str:
     lines = [f"\nExpert routing of {row['name']} (share of each kind's top-k slots per expert):\n",
              "| layer | kind | " + " | ".join(f"expert {e}" for e in range(n_experts)) + " | specialisation |",
              "|---|---|" + "---|" * n_experts + "---|"]
-    for layer, usage in enumerate(row["experts"]):
-        spec = specialisation(usage)
+    for layer, (usage, spec) in enumerate(zip(row["experts"], row["specialisation"])):
         lines += [f"| {layer} | {kind} | " + " | ".join(f"{s:.2f}" for s in share.tolist()) + f" | {spec:.2f} |"
                   for kind, share in usage.items()]
-    chance, best = row["random_specialisation"], max(specialisation(usage) for usage in row["experts"])
+    chance, best = row["random_specialisation"], max(row["specialisation"])
     verdict = "above all of them ✓" if best > max(chance) else "within their range: no claim"
     lines.append(f"\nRandom-init routers of the same shape, {len(chance)} seeds: the largest layer specialisation "
                  f"{min(chance):.2f}–{max(chance):.2f}; trained {best:.2f}, {verdict}.")
@@ -151,7 +151,7 @@ def synthetic_summary(rows: list[dict]) -> str:
     for r in rows:
         if "experts" in r:
             chance = r["random_specialisation"]
-            layer, best = max(enumerate(specialisation(usage) for usage in r["experts"]), key=lambda pair: pair[1])
+            layer, best = max(enumerate(r["specialisation"]), key=lambda pair: pair[1])
             claim = (f"layer-{layer} router sends digits and letters to different experts: specialisation {best:.2f}, "
                      f"random routers {min(chance):.2f}–{max(chance):.2f}" if best > max(chance) else
                      f"routing no further apart than random routers ({best:.2f}; {min(chance):.2f}–{max(chance):.2f})")
