@@ -127,8 +127,8 @@ elif weights_info(state.config_json, state.weights).task == "language" and len(c
                                            else None, title="probability of each character, hidden in turn",
                                            x_title="the character hidden"), key="masked_each")
         st.caption("BERT reads the whole text at once, so a hidden character is guessed from the characters on "
-                   "both sides. In bert-language, L1H0 looks at the character before and L1H2 at the one after: "
-                   "switch them off and watch the guesses fall.")
+                   "both sides: switch off the heads that look at its neighbours and watch the guesses fall. "
+                   + weights_info(state.config_json, state.weights).heads)
 else:
     predict_col.caption("Next-token prediction needs a decoder; this model reads the whole text at once.")
 

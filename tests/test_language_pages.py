@@ -92,6 +92,7 @@ def test_bert_fills_in_a_hidden_character_on_the_playground():
     assert len(values(charts["masked_each"]["data"][0]["y"])) == len("The cat sat on the mat.")
     figures = read_meta(find_checkpoint(PRESETS["bert"]))[0]["figures"]
     neighbours = [f"L{figures[key]['layer']}H{figures[key]['head']}" for key in ("previous_token_head", "next_token_head")]
+    assert any(all(head in c.value for head in neighbours) for c in at.caption)  # the page names them, from the JSON
     at.multiselect(key="switched_off").set_value(neighbours).run()  # the heads on both neighbours
     assert_clean(at)
     lines = {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}["masked_each"]["data"]
