@@ -141,7 +141,7 @@ def test_text_past_bert_s_position_table_says_how_long_it_may_be():
     assert not at.exception
     errors = [e.value for e in at.error]
     assert len(errors) == 1 and "65 rows, as many as the longest sequence it trained on" in errors[0], errors
-    assert "Shorten the text to 64 characters" in errors[0]
+    assert "Shorten the text to 64 tokens" in errors[0]
     at.sidebar.text_area(key="text").set_value("The cat sat on the mat.").run()  # shortened, the page draws again
     assert_clean(at)
     assert at.get("plotly_chart")

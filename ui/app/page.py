@@ -59,10 +59,11 @@ def load_page(title: str, intro: str) -> PageContext:
 def past_position_table(n_tokens: int, rows: int, trained_tokens: int | None) -> str:
     """Why a learned position table refuses this text, and what to do."""
     why = ("as many as the longest sequence it trained on" if trained_tokens == rows else "its max_len")
-    return (f"This text is {n_tokens} tokens long, its start token included (a token is a character for the "
-            f"language models). This model's learned position table has {rows} rows, {why}, and no row for a "
-            f"position past them. Shorten the text to {rows - 1} characters, or pick a model whose positions are "
-            "computed (sinusoidal, RoPE, ALiBi), which can read on past their training.")
+    return (f"This text is {n_tokens} tokens long, its start token included (for the language models a token is "
+            f"a character, or one byte of a character outside their table, such as an emoji). This model's learned "
+            f"position table has {rows} rows, {why}, and no row for a position past them. Shorten the text to "
+            f"{rows - 1} tokens, or pick a model whose positions are computed (sinusoidal, RoPE, ALiBi), which can "
+            "read on past their training.")
 
 
 def past_trained_context(info, n_tokens: int) -> None:
