@@ -226,6 +226,18 @@ def test_playground_controls_draw_the_library_numbers():
         assert np.allclose(entropy, -(p * np.log(p)).sum(-1), atol=1e-5)
 
 
+def test_playground_says_when_the_sliding_window_covers_the_whole_text():
+    at = open_page("pages/playground.py", text="hello world", sliding_window=16)
+    assert_clean(at)
+    said = [c.value for c in at.caption if "sliding window is 16 tokens" in c.value]
+    assert said and "11-token text" in said[0] and "more than 16 tokens" in said[0]
+    at.sidebar.number_input(key="sliding_window").set_value(4).run()  # now the band shows: no caption
+    assert_clean(at)
+    assert not [c.value for c in at.caption if "sliding window is" in c.value]
+    mask = charts(at)["head_grid"]["data"][0]["z"]
+    assert np.isnan(values(mask)[10, 0])  # the last query cannot see the first key through a window of 4
+
+
 def test_playground_encoder_decoder_kinds_label_their_axes():
     at = open_page("pages/playground.py", preset="original")
     assert_clean(at)
