@@ -72,7 +72,7 @@ RECIPES = [
     Recipe("falcon", "language", lr=3e-3, **ENGLISH, changes=dict(WIDER, n_kv_heads=1)),
     Recipe("palm", "language", lr=3e-3, **ENGLISH, changes=dict(WIDER, **SWIGLU_WIDTH, n_kv_heads=1)),
     Recipe("mixtral", "language", lr=3e-3, **ENGLISH, changes=dict(WIDER, **SWIGLU_WIDTH, n_kv_heads=2)),
-    Recipe("gpt2", "language", lr=2e-3, **ENGLISH, changes=dict(WIDER, position="sinusoidal"), variant="sinusoidal"),
+    Recipe("gpt2", "language", lr=3e-3, **ENGLISH, changes=dict(WIDER, position="sinusoidal"), variant="sinusoidal"),
     # BERT reads masked characters with the encoder's own curriculum: 8-, 16- and 32-character crops, then 64.
     # Post-norm at 4 layers of 128: at lr 3e-3 it stayed on the unigram whatever the curriculum
     Recipe("bert", "language", steps=8000, lr=1e-3, batch_size=32, corpus="english", changes=WIDER),
