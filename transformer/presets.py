@@ -82,9 +82,10 @@ _CARDS = [
           {**_FALCON, "n_kv_heads": 1, **ENGLISH_SIZE},
           {"7B": dict(vocab_size=65024, d_model=4544, n_heads=71, n_kv_heads=1, n_layers=32, d_ff=18176, max_len=2048)},
           {"7B": 6.92e9}),
-    # 8 heads: ALiBi's steepest slope is then 1/2 (1/4 with 4 heads), steep enough for a previous-token head
+    # 10 heads of 16: ALiBi's steepest slope is then 2^-0.5 (1/2 with 8 heads, 1/4 with 4), steep enough for a
+    # previous-token head; d_model 160 keeps d_head at 16
     _card("bloom", "BLOOM", 2022, "decoder · MHA · ALiBi · pre-LayerNorm (+ embedding norm) · GELU",
-          {**_BLOOM, **ENGLISH_SIZE, "n_heads": 8},
+          {**_BLOOM, **ENGLISH_SIZE, "d_model": 160, "n_heads": 10},
           {"560M": dict(vocab_size=250880, d_model=1024, n_heads=16, n_layers=24, d_ff=4096, max_len=2048),
            "176B": dict(vocab_size=250880, d_model=14336, n_heads=112, n_layers=70, d_ff=57344, max_len=2048)},
           {"560M": 559e6, "176B": 176e9}),
