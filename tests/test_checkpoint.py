@@ -1,6 +1,7 @@
 """Checkpoints: exact round trips (tied weights, encoder-decoder, MoE), a clear error for every broken file,
 and the shipped checkpoints, which must load and still do their task."""
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -189,3 +190,9 @@ def test_load_reads_every_checkpoint_file_in_assets():
     for path in found:
         model, meta = load(path)
         assert meta["config"] == model.cfg.to_dict() and not model.training, path.name
+
+
+def test_everything_shipped_in_assets_stays_under_60_mb():
+    assets = Path(__file__).resolve().parent.parent / "assets"
+    total = sum(f.stat().st_size for f in assets.rglob("*") if f.is_file())
+    assert 0 < total < 60e6, f"assets/ holds {total / 1e6:.1f} MB"

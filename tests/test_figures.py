@@ -216,7 +216,7 @@ def test_rope_figure_draws_cos_of_position_times_frequency():
 @pytest.mark.parametrize("preset", ["gpt2", "llama2", "mixtral", "original", "bloom", "falcon", "bert"])
 def test_every_step_has_words_a_formula_a_source_line_and_a_node(preset):
     torch.manual_seed(0)
-    cfg = PRESETS[preset].replace(d_model=16, n_layers=1, max_len=16)
+    cfg = PRESETS[preset].replace(d_model=4 * PRESETS[preset].n_heads, n_layers=1, max_len=16)  # d_head 4
     model = Transformer(cfg, device="cpu").eval()
     ids = torch.tensor([[1, 2, 3]])
     _, trace = model.run_with_trace(*((ids, ids) if cfg.arch == "encoder-decoder" else (ids,)))
