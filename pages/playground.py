@@ -162,8 +162,8 @@ if cfg.attention_kind == "GQA":
 st.caption(f"Softmax weights of all {cfg.n_heads} heads ({cfg.attention_kind}: {sharing}). "
            f"Rows: {view.y_title}; columns: {view.x_title}. Blank cells are masked.")
 if cfg.sliding_window and len(key_labels) <= cfg.sliding_window:
-    st.caption(f"The sliding window is {cfg.sliding_window} tokens, longer than this {len(key_labels)}-token text: "
-               f"every earlier key is inside it, so the mask is plain causal here. A text of more than "
+    st.caption(f"The sliding window is {cfg.sliding_window} tokens, so it covers this whole {len(key_labels)}-token "
+               f"text: every earlier key is inside it, and the mask is plain causal here. A text of more than "
                f"{cfg.sliding_window} tokens shows the band; the Masks page draws it at any size.")
 layer_mask = trace.arrays[view.hook(layer, "hook_mask")][0]  # (1 or H, T_q, T_kv)
 st.plotly_chart(layer_grid(patterns, layer_mask, tuple(key_labels), tuple(query_labels), cfg.n_kv_heads), key="head_grid")

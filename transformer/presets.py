@@ -82,8 +82,8 @@ _CARDS = [
           {**_FALCON, "n_kv_heads": 1, **ENGLISH_SIZE},
           {"7B": dict(vocab_size=65024, d_model=4544, n_heads=71, n_kv_heads=1, n_layers=32, d_ff=18176, max_len=2048)},
           {"7B": 6.92e9}),
-    # 10 heads of 16: ALiBi's steepest slope is then 2^-0.5 (1/2 with 8 heads, 1/4 with 4), steep enough for a
-    # previous-token head; d_model 160 keeps d_head at 16
+    # 10 heads of 16 at d_model 160: at 8 heads of 16 in 128 its English model's best previous-token head put 0.44
+    # on the character before, at this size 0.65 (docs/checkpoints.md)
     _card("bloom", "BLOOM", 2022, "decoder · MHA · ALiBi · pre-LayerNorm (+ embedding norm) · GELU",
           {**_BLOOM, **ENGLISH_SIZE, "d_model": 160, "n_heads": 10},
           {"560M": dict(vocab_size=250880, d_model=1024, n_heads=16, n_layers=24, d_ff=4096, max_len=2048),
