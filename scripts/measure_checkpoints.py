@@ -268,9 +268,13 @@ def regenerated(text: str, blocks: dict[str, str]) -> str:
                      if m.group("name") in blocks else m.group(0), text)
 
 
-def write_docs() -> None:
+def synthetic_blocks() -> dict[str, str]:
     rows = synthetic_rows()
-    blocks = {**english_blocks(), "synthetic-models": synthetic_table(rows), "synthetic-summary": synthetic_summary(rows)}
+    return {"synthetic-models": synthetic_table(rows), "synthetic-summary": synthetic_summary(rows)}
+
+
+def write_docs() -> None:
+    blocks = {**english_blocks(), **synthetic_blocks()}
     for path in DOCS:
         path.write_text(regenerated(path.read_text(encoding="utf-8"), blocks), encoding="utf-8")
         print(f"wrote the figures in {path.relative_to(ROOT)}")

@@ -95,9 +95,7 @@ def test_the_published_figures_are_the_measured_json():
 
 def test_the_published_synthetic_figures_are_measured_afresh():
     """The synthetic checkpoints' tables (README.md, docs/checkpoints.md) are what measuring the weights gives now."""
-    rows = measure_checkpoints.synthetic_rows()
-    blocks = {"synthetic-models": measure_checkpoints.synthetic_table(rows),
-              "synthetic-summary": measure_checkpoints.synthetic_summary(rows)}
+    blocks = measure_checkpoints.synthetic_blocks()
     for path in measure_checkpoints.DOCS:
         text = path.read_text(encoding="utf-8")
         assert measure_checkpoints.regenerated(text, blocks) == text, f"run scripts/measure_checkpoints.py --write-docs ({path.name})"
