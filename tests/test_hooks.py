@@ -29,6 +29,7 @@ CROSS_BLOCK_NAMES = ["ln_cross.hook_normalized", "cross_attn.hook_q", "cross_att
                      "cross_attn.hook_pattern", "cross_attn.hook_z", "hook_cross_attn_out", "hook_resid_cross"]
 FFN_NAMES = {"relu": ["mlp.hook_pre", "mlp.hook_post"], "gelu": ["mlp.hook_pre", "mlp.hook_post"],
              "swiglu": ["mlp.hook_gate", "mlp.hook_up", "mlp.hook_post"],
+             "geglu": ["mlp.hook_gate", "mlp.hook_up", "mlp.hook_post"],
              "moe": ["mlp.hook_router_logits", "mlp.hook_router_probs", "mlp.hook_expert_indices",
                      "mlp.hook_expert_weights", "mlp.hook_expert_load", "mlp.hook_aux_loss"]}
 POSITION_NAMES = {"learned": ["hook_pos_embed"], "sinusoidal": ["hook_pos_embed"], "none": [], "rope": [], "alibi": []}
@@ -115,7 +116,7 @@ def test_recorded_shapes_match_their_named_dims(arch, position, tiny_model):
         masks["tgt_attention_mask"] = torch.ones(B, T, dtype=torch.long)
     _, trace = model.run_with_trace(*inputs(arch, B, S, T), **masks)
     cfg = model.cfg
-    sizes = {"B": B, "H": 4, "G": 2, "d_head": 4, "d_head/2": 2, "d_model": 16, "E": cfg.n_experts,
+    sizes = {"B": B, "H": 4, "G": 2, "d_head": 4, "d_v": 4, "d_rope/2": 2, "d_model": 16, "E": cfg.n_experts,
              "k": cfg.top_k, "vocab": 32, "1": 1, "S": S}
     broadcast_over_batch = ("hook_rope_angles", "hook_alibi_bias")  # positions shared by every row: B is 1
     for event in trace.events:
@@ -288,6 +289,8 @@ def test_zeroing_one_heads_pattern_zeroes_only_that_heads_output(head, tiny_mode
 DOC_CONFIGS = [dict(arch=arch, position=position, ffn=ffn)
                for arch, position, ffn in itertools.product(choices("arch"), choices("position"), choices("ffn"))]
 DOC_CONFIGS += [dict(parallel_block=True), dict(embed_norm=True, head_transform=True, head_bias=True),
+                dict(qk_norm="head", attn_softcap=30.0, sinks=True, attn_gate=True, norm_position="sandwich"),
+                dict(kv_rank=8, rope_dim=2, head_dim=6), dict(arch="encoder-decoder", norm_position="after"),
                 dict(norm_position="post", final_norm=True),
                 dict(arch="encoder", embed_norm=True, head_transform=True)]
 

@@ -108,7 +108,7 @@ def normalize(x: torch.Tensor, kind: str, eps: float = 1e-5) -> torch.Tensor:
     if kind not in NORMS:
         raise ValueError(f"norm={kind!r} is not one of {', '.join(NORMS)}")
     with torch.no_grad():
-        return NORMS[kind](x.shape[-1], eps)(x.float())
+        return NORMS[kind].module(x.shape[-1], eps)(x.float())
 
 
 def _variance_preserving(model: Transformer) -> None:

@@ -1,7 +1,10 @@
 """Attention: project -> position -> (repeat kv) -> the five lines | fused SDPA.
 
 One module covers MHA, GQA and MQA: queries get H heads, keys and values get
-G = n_kv_heads heads, and query head h reads kv head h // (H / G).
+G = n_kv_heads heads, and query head h reads kv head h // (H / G). ``LatentAttention``
+(MLA) rebuilds every head's key and value from a small latent. The switches of 2024-2026
+sit around the five lines: QK-norm before RoPE, soft-capping and sinks inside them, an
+output gate after them.
 """
 from __future__ import annotations
 
@@ -15,7 +18,8 @@ from torch import nn
 from . import masks
 from .config import TransformerConfig
 from .hooks import HookPoint, name_hook_points, wants_any
-from .positions import apply_rope
+from .norms import RMSNorm
+from .positions import apply_partial_rope, apply_rope
 
 
 @dataclass
@@ -59,21 +63,39 @@ def merge_heads(z: torch.Tensor) -> torch.Tensor:
 
 
 class Attention(nn.Module):
-    """project -> position -> (cache) -> attend. ``projections=False`` builds the core alone, for
-    q, k, v made elsewhere (see ``attend``): no W_q, W_k, W_v, and W_o is the identity."""
+    """project -> (QK-norm) -> position -> (cache) -> attend -> (gate) -> W_o.
+
+    ``projections=False`` builds the core alone, for q, k, v made elsewhere (see ``attend``): no W_q,
+    W_k, W_v, and W_o is the identity.
+    """
 
     def __init__(self, cfg: TransformerConfig, cross: bool = False, projections: bool = True):
         super().__init__()
-        self.n_heads, self.n_kv_heads, self.d_head = cfg.n_heads, cfg.n_kv_heads, cfg.d_head
+        H, G, d_head, d_v = cfg.n_heads, cfg.n_kv_heads, cfg.d_head, cfg.d_v
+        self.n_heads, self.n_kv_heads, self.d_head = H, G, d_head
+        self.scale = cfg.score_scale if cfg.score_scale is not None else 1 / math.sqrt(d_head)
+        self.softcap = cfg.attn_softcap
         self.cross = cross  # queries from the decoder, keys and values from the encoder
         self.fused = True  # default fast path; recording switches to the explicit one
         if projections:
-            self.q_proj = nn.Linear(cfg.d_model, cfg.n_heads * cfg.d_head, bias=cfg.bias)
-            self.k_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * cfg.d_head, bias=cfg.bias)
-            self.v_proj = nn.Linear(cfg.d_model, cfg.n_kv_heads * cfg.d_head, bias=cfg.bias)
-            self.o_proj = nn.Linear(cfg.n_heads * cfg.d_head, cfg.d_model, bias=cfg.bias)
+            self.q_proj = nn.Linear(cfg.d_model, H * d_head, bias=cfg.has_qkv_bias)
+            self.k_proj = nn.Linear(cfg.d_model, G * d_head, bias=cfg.has_qkv_bias)
+            self.v_proj = nn.Linear(cfg.d_model, G * d_v, bias=cfg.has_qkv_bias)
+            self.o_proj = nn.Linear(H * d_v, cfg.d_model, bias=cfg.bias)
         else:
             self.o_proj = nn.Identity()  # concat(heads) comes out as it is
+        if projections and cfg.attn_gate:
+            self.gate_proj = nn.Linear(cfg.d_model, H * d_v, bias=cfg.bias)
+            self.hook_attn_gate = HookPoint("hook_attn_gate")
+        self.qk_norm_per_head = cfg.qk_norm == "head"
+        if projections and cfg.qk_norm != "none":  # always an RMSNorm: per head (width d_head) or over all heads
+            self.q_norm = RMSNorm(d_head if self.qk_norm_per_head else H * d_head, cfg.norm_eps, cfg.norm_plus_one, False)
+            self.k_norm = RMSNorm(d_head if self.qk_norm_per_head else G * d_head, cfg.norm_eps, cfg.norm_plus_one, False)
+            self.hook_q_norm = HookPoint("hook_q_norm")
+            self.hook_k_norm = HookPoint("hook_k_norm")
+        if cfg.sinks and not cross:
+            self.sinks = nn.Parameter(torch.zeros(H))  # (H,) one learned logit per head
+            self.hook_sink_share = HookPoint("hook_sink_share")
         self.dropout = cfg.dropout
         keys = {"T_kv": "S"} if cross else {}  # cross-attention's keys are the encoder's S positions
         self.hook_q = HookPoint("hook_q")
@@ -85,6 +107,8 @@ class Attention(nn.Module):
             self.hook_rot_k = HookPoint("hook_rot_k")
             self.hook_alibi_bias = HookPoint("hook_alibi_bias")
         self.hook_raw_scores = HookPoint("hook_raw_scores", **keys)
+        if self.softcap is not None:
+            self.hook_capped_scores = HookPoint("hook_capped_scores", **keys)
         self.hook_mask = HookPoint("hook_mask", **keys)
         self.hook_attn_scores = HookPoint("hook_attn_scores", **keys)
         self.hook_pattern = HookPoint("hook_pattern", **keys)
@@ -92,41 +116,68 @@ class Attention(nn.Module):
 
     def forward(self, x: torch.Tensor, inputs: AttentionInputs, context: torch.Tensor | None = None,
                 cache: "dict | None" = None) -> torch.Tensor:
+        q, k, v = self.project(x, inputs, context, cache)
+        gate = self.hook_attn_gate(torch.sigmoid(self.gate_proj(x))) if hasattr(self, "gate_proj") else None
+        return self.attend(q, k, v, inputs, gate=gate)
+
+    def project(self, x: torch.Tensor, inputs: AttentionInputs, context: torch.Tensor | None,
+                cache: "dict | None") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """q (B, H, T_q, d_head); k (B, G, T_kv, d_head) and v (B, G, T_kv, d_v), cached ones first."""
         q = self.hook_q(split_heads(self.q_proj(x), self.n_heads))  # (B, H, T_q, d_head)
+        if hasattr(self, "q_norm"):
+            q = self.hook_q_norm(self.normalize(q, self.q_norm))
         if self.cross and cache is not None and self in cache:
             k, v = cache[self]  # the encoder's keys and values, computed at the first step
-        else:
-            source = x if context is None else context  # cross-attention reads the encoder output
-            k = self.hook_k(split_heads(self.k_proj(source), self.n_kv_heads))  # (B, G, T_kv, d_head)
-            v = self.hook_v(split_heads(self.v_proj(source), self.n_kv_heads))  # (B, G, T_kv, d_head)
-            if inputs.rope is not None and not self.cross:
-                cos, sin, angles = inputs.rope
-                self.hook_rope_angles(angles)
-                q = self.hook_rot_q(apply_rope(q, cos, sin))  # (B, H, T_q, d_head)
-                k = self.hook_rot_k(apply_rope(k, cos, sin))  # (B, G, T_q, d_head)
-            if cache is not None:
-                if not self.cross and self in cache:
-                    past_k, past_v = cache[self]
-                    k = torch.cat((past_k, k), dim=2)  # (B, G, T_past + T_q, d_head)
-                    v = torch.cat((past_v, v), dim=2)
-                cache[self] = (k, v)
+            return q, k, v
+        source = x if context is None else context  # cross-attention reads the encoder output
+        k = self.hook_k(split_heads(self.k_proj(source), self.n_kv_heads))  # (B, G, T_kv, d_head)
+        v = self.hook_v(split_heads(self.v_proj(source), self.n_kv_heads))  # (B, G, T_kv, d_v)
+        if hasattr(self, "k_norm"):
+            k = self.hook_k_norm(self.normalize(k, self.k_norm))
+        if inputs.rope is not None and not self.cross:
+            q, k = self.rotate(q, k, inputs)
+        if cache is not None:
+            if not self.cross and self in cache:
+                past_k, past_v = cache[self]
+                k = torch.cat((past_k, k), dim=2)  # (B, G, T_past + T_q, d_head)
+                v = torch.cat((past_v, v), dim=2)
+            cache[self] = (k, v)
+        return q, k, v
 
-        return self.attend(q, k, v, inputs)
+    def normalize(self, t: torch.Tensor, norm: nn.Module) -> torch.Tensor:
+        """QK-norm: per head (Qwen3, Gemma 3), or over all heads at once (OLMo 2)."""
+        if self.qk_norm_per_head:
+            return norm(t)  # (B, heads, T, d_head)
+        B, n, T, d = t.shape
+        return norm(t.transpose(1, 2).reshape(B, T, n * d)).view(B, T, n, d).transpose(1, 2)
+
+    def rotate(self, q: torch.Tensor, k: torch.Tensor, inputs: AttentionInputs) -> tuple[torch.Tensor, torch.Tensor]:
+        """RoPE on the first d_rope dimensions of every q and k head."""
+        cos, sin, angles = inputs.rope
+        self.hook_rope_angles(angles)
+        q = self.hook_rot_q(apply_partial_rope(q, cos, sin))  # (B, H, T_q, d_head)
+        k = self.hook_rot_k(apply_partial_rope(k, cos, sin))  # (B, G, T_q, d_head)
+        return q, k
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, inputs: AttentionInputs,
-               fused: bool | None = None) -> torch.Tensor:
-        """concat(heads) @ W_o for q (B, H, T_q, d_head) and k, v (B, G, T_kv, d_head): (B, T_q, d_model).
+               fused: bool | None = None, gate: torch.Tensor | None = None) -> torch.Tensor:
+        """concat(heads) (* gate) @ W_o for q (B, H, T_q, d_head) and k, v (B, G, T_kv, d): (B, T_q, d_model).
 
         The five lines when fused is False or one of their hooks is recorded, else one SDPA kernel;
-        fused=None follows the module's own setting (``Transformer.set_fused``).
+        fused=None follows the module's own setting (``Transformer.set_fused``). Soft-capped scores
+        have no SDPA kernel: they always take the five lines (recording nothing unless asked).
         """
         fused = self.fused if fused is None else fused
-        explicit = not fused or wants_any(
+        explicit = not fused or self.softcap is not None or wants_any(
             self.hook_raw_scores, self.hook_mask, self.hook_attn_scores, self.hook_pattern,
-            *(() if self.cross else (self.hook_alibi_bias,)))
+            *(() if self.cross else (self.hook_alibi_bias,)), *((self.hook_sink_share,) if self.has_sinks else ()))
         if explicit:
-            return self.explicit_attention(q, k, v, inputs)
-        return self.fused_attention(q, k, v, inputs)
+            return self.explicit_attention(q, k, v, inputs, gate)
+        return self.fused_attention(q, k, v, inputs, gate)
+
+    @property
+    def has_sinks(self) -> bool:
+        return hasattr(self, "sinks")
 
     def position_bias(self, inputs: AttentionInputs) -> torch.Tensor:
         """The additive mask, plus ALiBi's distance penalty when it is used."""
@@ -135,28 +186,134 @@ class Attention(nn.Module):
             bias = bias + self.hook_alibi_bias(inputs.alibi)  # (B or 1, H, T_q, T_kv)
         return bias
 
-    def explicit_attention(self, q, k, v, inputs: AttentionInputs) -> torch.Tensor:
-        k, v = self.repeat_kv(k), self.repeat_kv(v)  # (B, H, T_kv, d_head): each group shares its kv head
-        # --- the five lines of attention ---
-        scores = self.hook_raw_scores(q @ k.transpose(-2, -1) / math.sqrt(self.d_head))  # (B, H, T_q, T_kv)
-        scores = self.hook_attn_scores(scores + self.position_bias(inputs))  # + mask (+ ALiBi)
-        weights = self.hook_pattern(scores.softmax(dim=-1))  # (B, H, T_q, T_kv)
-        z = self.hook_z(F.dropout(weights, self.dropout, self.training) @ v)  # (B, H, T_q, d_head)
-        return self.o_proj(merge_heads(z))  # concat(heads) @ W_o: (B, T_q, d_model)
+    def soft_cap(self, scores: torch.Tensor) -> torch.Tensor:
+        """Gemma 2: c * tanh(scores / c) keeps every score inside (-c, c) before the mask."""
+        if self.softcap is None:
+            return scores
+        return self.hook_capped_scores(self.softcap * torch.tanh(scores / self.softcap))  # (B, H, T_q, T_kv)
 
-    def fused_attention(self, q, k, v, inputs: AttentionInputs) -> torch.Tensor:
+    def softmax(self, scores: torch.Tensor) -> torch.Tensor:
+        """softmax over the keys; with sinks, each head's sink logit joins the row and its share is dropped."""
+        if not self.has_sinks:
+            return scores.softmax(dim=-1)
+        B, H, T_q, _ = scores.shape
+        sink = self.sinks.to(scores.dtype).view(1, H, 1, 1).expand(B, H, T_q, 1)  # (B, H, T_q, 1)
+        weights = torch.cat((scores, sink), dim=-1).softmax(dim=-1)  # (B, H, T_q, T_kv + 1)
+        self.hook_sink_share(weights[..., -1])  # (B, H, T_q): what the sink took from each row
+        return weights[..., :-1]  # (B, H, T_q, T_kv): rows sum to 1 - the sink's share
+
+    def output(self, z: torch.Tensor, gate: torch.Tensor | None) -> torch.Tensor:
+        """concat(heads) @ W_o; gated attention first multiplies it by sigmoid(x W_gate)."""
+        heads = merge_heads(z)  # (B, T_q, H * d_v)
+        return self.o_proj(heads if gate is None else heads * gate)  # (B, T_q, d_model)
+
+    def explicit_attention(self, q, k, v, inputs: AttentionInputs, gate=None) -> torch.Tensor:
+        k, v = self.repeat_kv(k), self.repeat_kv(v)  # (B, H, T_kv, d): each group shares its kv head
+        # --- the five lines of attention ---
+        scores = self.hook_raw_scores(q @ k.transpose(-2, -1) * self.scale)  # (B, H, T_q, T_kv), scale = 1/sqrt(d_head)
+        scores = self.hook_attn_scores(self.soft_cap(scores) + self.position_bias(inputs))  # + mask (+ ALiBi)
+        weights = self.hook_pattern(self.softmax(scores))  # (B, H, T_q, T_kv)
+        z = self.hook_z(F.dropout(weights, self.dropout, self.training) @ v)  # (B, H, T_q, d_v)
+        return self.output(z, gate)  # concat(heads) @ W_o: (B, T_q, d_model)
+
+    def fused_attention(self, q, k, v, inputs: AttentionInputs, gate=None) -> torch.Tensor:
         # The same computation in one kernel that never stores the T_q x T_kv weights.
-        use_is_causal = inputs.plain_causal
-        bias = None if use_is_causal or inputs.no_mask else inputs.fused_bias
+        use_is_causal = inputs.plain_causal and not self.has_sinks
+        bias = None if use_is_causal or (inputs.no_mask and not self.has_sinks) else inputs.fused_bias
+        if self.has_sinks:  # the sink as one more key: q . 0 = 0, plus a bias of the sink's logit, and a zero value
+            B, G, _, _ = k.shape
+            T_q = q.shape[2]
+            k = torch.cat((k, k.new_zeros(B, G, 1, k.shape[-1])), dim=2)  # (B, G, T_kv + 1, d_head)
+            v = torch.cat((v, v.new_zeros(B, G, 1, v.shape[-1])), dim=2)
+            bias = inputs.fused_bias.expand(B, self.n_heads, T_q, -1)
+            sink = self.sinks.to(bias.dtype).view(1, -1, 1, 1).expand(B, -1, T_q, 1)
+            bias = torch.cat((bias, sink), dim=-1)  # (B, H, T_q, T_kv + 1)
         z = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=bias, is_causal=use_is_causal,
+            q, k, v, attn_mask=bias, is_causal=use_is_causal, scale=self.scale,
             dropout_p=self.dropout if self.training else 0.0,
-            enable_gqa=self.n_kv_heads != self.n_heads)  # (B, H, T_q, d_head)
-        return self.o_proj(merge_heads(self.hook_z(z)))  # (B, T_q, d_model)
+            enable_gqa=self.n_kv_heads != self.n_heads)  # (B, H, T_q, d_v)
+        return self.output(self.hook_z(z), gate)  # (B, T_q, d_model)
 
     def repeat_kv(self, kv: torch.Tensor) -> torch.Tensor:
-        """(B, G, T, d_head) -> (B, H, T, d_head): kv head g serves query heads g*H/G ... (g+1)*H/G - 1."""
-        return kv.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
+        """(B, G, T, d) -> (B, H, T, d): kv head g serves query heads g*H/G ... (g+1)*H/G - 1."""
+        return kv.repeat_interleave(self.n_heads // kv.shape[1], dim=1)
+
+
+class LatentAttention(Attention):
+    """Multi-head latent attention (DeepSeek-V2/V3): keys and values rebuilt per head from a latent.
+
+    Each token is compressed into a latent c = norm(x W_down) of kv_rank numbers; k_h = c W_uk,h and
+    v_h = c W_uv,h. RoPE would not survive that compression, so every key gets one extra rotated part
+    x W_rope of d_rope numbers, shared by all heads. The cache holds only c and that rotated part.
+    Layout of a q and k head here: its d_rope rotated dimensions first, then the d_head - d_rope others.
+    """
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__(cfg, projections=False)
+        H, d_v = cfg.n_heads, cfg.d_v
+        self.d_rope, self.d_nope, self.kv_rank = cfg.d_rope, cfg.d_head - cfg.d_rope, cfg.kv_rank
+        if cfg.q_rank is not None:  # q from its own latent (DeepSeek-V3)
+            self.q_down = nn.Linear(cfg.d_model, cfg.q_rank, bias=False)
+            self.q_down_norm = RMSNorm(cfg.q_rank, cfg.norm_eps, cfg.norm_plus_one, False)
+            self.q_up = nn.Linear(cfg.q_rank, H * cfg.d_head, bias=False)
+        else:
+            self.q_proj = nn.Linear(cfg.d_model, H * cfg.d_head, bias=cfg.has_qkv_bias)
+        self.kv_down = nn.Linear(cfg.d_model, cfg.kv_rank, bias=cfg.has_qkv_bias)
+        self.kv_norm = RMSNorm(cfg.kv_rank, cfg.norm_eps, cfg.norm_plus_one, False)
+        if self.d_rope:
+            self.k_rope = nn.Linear(cfg.d_model, self.d_rope, bias=cfg.has_qkv_bias)
+        self.k_up = nn.Linear(cfg.kv_rank, H * self.d_nope, bias=False)
+        self.v_up = nn.Linear(cfg.kv_rank, H * d_v, bias=False)
+        self.o_proj = nn.Linear(H * d_v, cfg.d_model, bias=cfg.bias)
+        self.hook_latent = HookPoint("hook_latent")
+        self.hook_k_rope = HookPoint("hook_k_rope")
+        del self.hook_rot_k  # the rotated key is hook_k_rope, one for all heads
+
+    def rotate(self, q, k_rope, inputs):
+        cos, sin, angles = inputs.rope
+        self.hook_rope_angles(angles)
+        q = self.hook_rot_q(apply_partial_rope(q, cos, sin))  # (B, H, T_q, d_head): its first d_rope dims turn
+        return q, self.hook_k_rope(apply_rope(k_rope, cos, sin))  # (B, 1, T_q, d_rope)
+
+    def queries(self, x: torch.Tensor) -> torch.Tensor:
+        if hasattr(self, "q_down"):
+            return self.q_up(self.q_down_norm(self.q_down(x)))  # (B, T, H * d_head)
+        return self.q_proj(x)
+
+    def project(self, x, inputs, context, cache):
+        q = self.hook_q(split_heads(self.queries(x), self.n_heads))  # (B, H, T_q, d_head)
+        latent = self.hook_latent(self.kv_norm(self.kv_down(x)))  # (B, T_q, kv_rank): what the cache keeps
+        k_rope = self.k_rope(x)[:, None] if self.d_rope else x.new_zeros(*x.shape[:2], 0)[:, None]  # (B, 1, T_q, d_rope)
+        if inputs.rope is not None:
+            q, k_rope = self.rotate(q, k_rope, inputs)
+        if cache is not None:
+            if self in cache:
+                past_latent, past_rope = cache[self]
+                latent = torch.cat((past_latent, latent), dim=1)  # (B, T_kv, kv_rank)
+                k_rope = torch.cat((past_rope, k_rope), dim=2)  # (B, 1, T_kv, d_rope)
+            cache[self] = (latent, k_rope)
+        k_nope = split_heads(self.k_up(latent), self.n_heads)  # (B, H, T_kv, d_head - d_rope)
+        k = torch.cat((k_rope.expand(-1, self.n_heads, -1, -1), k_nope), dim=-1)  # (B, H, T_kv, d_head)
+        v = split_heads(self.v_up(latent), self.n_heads)  # (B, H, T_kv, d_v)
+        return q, self.hook_k(k), self.hook_v(v)
+
+    def absorbed_weights(self, q: torch.Tensor, latent: torch.Tensor, k_rope: torch.Tensor,
+                         inputs: AttentionInputs) -> torch.Tensor:
+        """The same softmax weights without ever building a key: W_uk folds into the query (inference form).
+
+        q (B, H, T_q, d_head) rotated; latent (B, T_kv, kv_rank); k_rope (B, 1, T_kv, d_rope) rotated.
+        q_h . k_h = q_rope . k_rope + q_nope,h . (c W_uk,h) = q_rope . k_rope + (q_nope,h W_uk,h^T) . c
+        """
+        q_rope, q_nope = q.split((self.d_rope, self.d_nope), dim=-1)
+        w_uk = self.k_up.weight.view(self.n_heads, self.d_nope, self.kv_rank)  # (H, d_nope, kv_rank)
+        q_latent = torch.einsum("bhtd,hdr->bhtr", q_nope, w_uk)  # (B, H, T_q, kv_rank): a query in latent space
+        scores = (q_latent @ latent[:, None].transpose(-2, -1) + q_rope @ k_rope.transpose(-2, -1)) * self.scale
+        return self.softmax(self.soft_cap(scores) + self.position_bias(inputs))  # (B, H, T_q, T_kv)
+
+
+# the attention module for each KV-heads kind (cfg.attention_kind)
+ATTENTION_KINDS: dict[str, type[Attention]] = {"MHA": Attention, "GQA": Attention, "MQA": Attention,
+                                               "MLA": LatentAttention}
 
 
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, inputs: AttentionInputs, *,

@@ -44,8 +44,13 @@ AXES: dict[str, Axis] = {
                       "Shrinks the KV cache by H/G with little loss.", "LLaMA 2 70B, Mistral"),
         "MQA": Choice("MQA", "all heads read one shared K and V",
                       "The smallest KV cache: H times smaller than MHA.", "PaLM, Falcon"),
+        "MLA": Choice("MLA (latent)", "every head's K and V are rebuilt from one small latent per token, plus one "
+                      "RoPE key all heads share",
+                      "A cache as small as MQA's that still gives every head keys and values of its own.",
+                      "DeepSeek-V2, DeepSeek-V3"),
     }, problem="At generation time every past token's keys and values sit in memory. Sharing one K/V head among "
-               "several query heads (GQA, MQA) shrinks that cache by H/G with little loss."),
+               "several query heads (GQA, MQA) shrinks that cache by H/G with little loss; a latent (MLA) shrinks it "
+               "further and keeps a key per head."),
     "mask": Axis("Mask", {
         "none": Choice("none (bidirectional)", "every query sees every key, before and after it",
                        "An encoder reads the whole text at once.", "BERT"),
@@ -88,6 +93,29 @@ AXES: dict[str, Axis] = {
     }, problem="Attention is blind to order. Add position vectors (sinusoidal, learned), rotate q and k by position "
                "(RoPE: scores depend on distance only), or penalise distance directly (ALiBi: extrapolates to longer "
                "inputs)."),
+    "rope_scaling": Axis("RoPE scaling", {
+        "none": Choice("none", "RoPE's frequencies as trained", "Reads as far as it was trained, no further."),
+        "linear": Choice("linear (position interpolation)", "every frequency divided by the factor",
+                         "A model reads s times its context: position s·p turns as p did in training.",
+                         "Code LLaMA, Gemma 3"),
+        "dynamic": Choice("dynamic NTK", "past the trained length, a larger base slows the low frequencies most",
+                          "Nothing changes inside the trained context; beyond it, the base grows with the text.",
+                          "Qwen (early)"),
+        "yarn": Choice("YaRN", "fast dimensions kept, slow ones interpolated, a ramp between; cos and sin scaled up",
+                       "Reads far past the context while short-range attention stays as sharp as trained.",
+                       "DeepSeek-V3, gpt-oss, Qwen3"),
+        "llama3": Choice("LLaMA 3", "long wavelengths interpolated, short ones kept, a smooth band between",
+                         "Stretches LLaMA 3 from 8k to 128k tokens with little loss at short range.", "LLaMA 3.1"),
+    }, problem="A RoPE model fails past the length it trained on: its slow dimensions reach angles it never saw. "
+               "Scaling slows those dimensions so long texts land on familiar angles."),
+    "qk_norm": Axis("QK-norm", {
+        "none": Choice("none", "q and k as projected", "The plain recipe."),
+        "head": Choice("per head", "an RMSNorm on each head's q and k, before RoPE",
+                       "Scores cannot grow without bound, so training survives higher learning rates.",
+                       "Qwen3, Gemma 3"),
+        "full": Choice("over the projection", "an RMSNorm on all of q (and all of k) at once, before RoPE",
+                       "The same bound, one norm across the heads.", "OLMo 2"),
+    }, problem="Large q·k scores saturate softmax and make training unstable; normalising q and k bounds them."),
     "norm": Axis("Norm", {
         "layernorm": Choice("LayerNorm", "subtracts each vector's mean, divides by its standard deviation, scales and shifts",
                             "Keeps every token's vector at a steady scale, so deep stacks neither blow up nor vanish.",
@@ -101,6 +129,12 @@ AXES: dict[str, Axis] = {
                       "Keeps a clean residual path, so deep models train without warm-up tricks.", "GPT-2, LLaMA"),
         "post": Choice("post", "the norm follows each residual addition",
                        "Keeps the residual stream itself normalised after every sublayer.", "2017, BERT"),
+        "sandwich": Choice("sandwich", "a norm on each sublayer's input and another on its output, before the add",
+                           "Pre-norm's clean residual path, with each sublayer's contribution kept at a steady scale.",
+                           "Gemma 2, Gemma 3"),
+        "after": Choice("after the sublayer", "the norm reads each sublayer's output, before the residual add",
+                        "A clean residual path and bounded updates, with the sublayer reading the raw stream.",
+                        "OLMo 2"),
     }),
     "block": Axis("Block", {
         "sequential": Choice("sequential", "the FFN reads the residual stream after attention has added to it",
@@ -116,11 +150,44 @@ AXES: dict[str, Axis] = {
         "gelu": Choice("GELU", "smooth MLP", "No hard corner at 0: small negative inputs still pass a gradient.",
                        "GPT-2, BERT"),
         "swiglu": Choice("SwiGLU", "gated linear unit", "Gates train better per parameter.", "LLaMA, PaLM"),
+        "geglu": Choice("GeGLU", "gated linear unit with a GELU gate", "The same gate with GELU's smooth curve.",
+                        "Gemma"),
         "moe": Choice("MoE", "router picks top-k experts per token",
                       "Adds parameters while each token pays for only top-k of them.", "Mixtral"),
     }, problem="The per-token computation. Gates (SwiGLU) train better per parameter; a mixture of experts adds "
                "parameters while each token pays for only top-k of them."),
+    "router": Axis("Router", {
+        "softmax": Choice("softmax", "one softmax over all experts; the top-k probabilities weigh the chosen ones",
+                          "Experts compete for each token.", "Mixtral, gpt-oss"),
+        "sigmoid": Choice("sigmoid", "a sigmoid per expert; a bias used only for choosing keeps the load even",
+                          "Balances experts without a loss term pulling against quality.", "DeepSeek-V3"),
+    }),
+    "expert_activation": Axis("Expert activation", {
+        "swiglu": Choice("SwiGLU", "each expert is a SwiGLU", "The dense FFN's recipe, per expert.", "Mixtral"),
+        "geglu": Choice("GeGLU", "each expert is a GeGLU", "A GELU gate per expert."),
+        "clamped-swiglu": Choice("clamped SwiGLU", "gate and up clamped to ±7, then (up + 1)·gate·σ(1.702·gate)",
+                                 "Bounded activations keep low-precision experts stable.", "gpt-oss"),
+    }),
+    "scores": Axis("Scores", {
+        "plain": Choice("plain", "softmax of the scaled, masked scores", "The 2017 recipe.", "2017, LLaMA"),
+        "softcap": Choice("soft-capped", "scores squeezed into (-c, c) by c·tanh(s/c) before the mask",
+                          "No score can grow large enough to take all of a row's weight.", "Gemma 2"),
+        "sinks": Choice("with a sink", "a learned logit per head joins each row's softmax and is dropped",
+                        "A head can attend to nothing: the sink takes the weight it does not want to spend.",
+                        "gpt-oss"),
+        "gate": Choice("gated output", "each head's output times sigmoid(x W_gate) before W_o",
+                       "A head can switch itself off per token, without parking its weight on a token.",
+                       "Qwen3-Next"),
+    }, problem="What happens between the scores and the output: capping them, letting a row attend to nothing, or "
+               "gating what a head returns."),
 }
+
+
+def scores_choices(cfg) -> list[str]:
+    """The keys of the "scores" axis a config switches on (["plain"] when none)."""
+    on = [key for key, active in (("softcap", cfg.attn_softcap is not None), ("sinks", cfg.sinks),
+                                  ("gate", cfg.attn_gate)) if active]
+    return on or ["plain"]
 
 
 def label(axis: str, choice: str) -> str:

@@ -1,27 +1,40 @@
-"""The feed-forward sublayer: an MLP (ReLU/GELU), SwiGLU, or a routed mixture of experts."""
+"""The feed-forward sublayer: an MLP (ReLU/GELU), a gated one (SwiGLU, GeGLU), or a routed mixture of experts.
+
+``FFN_KINDS`` has one row per kind: its module, its weight matrices, whether it is gated and whether
+it routes. Costs, pages and the block ask the row, never the name.
+"""
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .config import TransformerConfig
 from .hooks import HookPoint
+
+if TYPE_CHECKING:
+    from .config import TransformerConfig
+
+
+def _gelu(cfg: "TransformerConfig") -> Callable[[torch.Tensor], torch.Tensor]:
+    approximate = cfg.gelu_approximate
+    return lambda x: F.gelu(x, approximate=approximate)
 
 
 class MLP(nn.Module):
     """act(x W_in + b_in) W_out + b_out, with act = ReLU or GELU."""
 
-    def __init__(self, cfg: TransformerConfig):
+    def __init__(self, cfg: "TransformerConfig", layer: int = 0):
         super().__init__()
         self.up = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.bias)
         self.down = nn.Linear(cfg.d_ff, cfg.d_model, bias=cfg.bias)
         if cfg.ffn == "relu":
             self.act, activation = F.relu, "relu"
         else:
-            approximate = cfg.gelu_approximate
-            self.act = lambda x: F.gelu(x, approximate=approximate)
-            activation = "gelu" if approximate == "none" else "gelu-tanh"
+            self.act = _gelu(cfg)
+            activation = "gelu" if cfg.gelu_approximate == "none" else "gelu-tanh"
         self.hook_pre = HookPoint("hook_pre")
         self.hook_post = HookPoint("hook_post", activation)
 
@@ -31,41 +44,81 @@ class MLP(nn.Module):
         return self.down(post)  # (B, T, d_model)
 
 
-class SwiGLU(nn.Module):
-    """(SiLU(x W_gate) * x W_up) W_down: a gate decides, per hidden unit, how much passes."""
+# the gate's nonlinearity, by the gated kind's name
+GATES: dict[str, Callable[["TransformerConfig"], Callable]] = {"swiglu": lambda cfg: F.silu, "geglu": _gelu}
 
-    def __init__(self, cfg: TransformerConfig, d_ff: int | None = None, hooks: bool = True):
+
+class GatedFFN(nn.Module):
+    """(act(x W_gate) * x W_up) W_down: a gate decides, per hidden unit, how much passes.
+
+    act = SiLU is SwiGLU (LLaMA), act = GELU is GeGLU (Gemma).
+    """
+
+    def __init__(self, cfg: "TransformerConfig", d_ff: int | None = None, hooks: bool = True, kind: str = "swiglu"):
         super().__init__()
         d_ff = d_ff or cfg.d_ff
         self.gate = nn.Linear(cfg.d_model, d_ff, bias=cfg.bias)
         self.up = nn.Linear(cfg.d_model, d_ff, bias=cfg.bias)
         self.down = nn.Linear(d_ff, cfg.d_model, bias=cfg.bias)
+        self.act = GATES[kind](cfg)
         self.hooks = hooks
         if hooks:
-            self.hook_gate = HookPoint("hook_gate")
+            self.hook_gate = HookPoint("hook_gate", kind)
             self.hook_up = HookPoint("hook_up")
-            self.hook_post = HookPoint("hook_post", "swiglu")
+            self.hook_post = HookPoint("hook_post", kind)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.hooks:  # a MoE expert: its tensors have a ragged token count
-            return self.down(F.silu(self.gate(x)) * self.up(x))
-        gate = self.hook_gate(F.silu(self.gate(x)))  # (B, T, d_ff)
+            return self.down(self.act(self.gate(x)) * self.up(x))
+        gate = self.hook_gate(self.act(self.gate(x)))  # (B, T, d_ff)
         up = self.hook_up(self.up(x))  # (B, T, d_ff)
         return self.down(self.hook_post(gate * up))  # (B, T, d_model)
 
 
-class MoE(nn.Module):
-    """Router -> softmax -> top-k -> renormalised weights -> the chosen SwiGLU experts.
+SwiGLU = GatedFFN  # the name most readers know
 
-    Each token goes to exactly top_k experts. The loop runs over experts (a handful),
-    never over tokens: each expert processes all of its tokens in one batch.
+
+class ClampedSwiGLU(GatedFFN):
+    """gpt-oss's expert: the gate clamped above at 7, up clamped to [-7, 7], then (up + 1) * gate * sigmoid(1.702 gate)."""
+
+    alpha, limit = 1.702, 7.0  # gpt-oss's published constants
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate = self.gate(x).clamp(max=self.limit)  # (N, d_expert)
+        up = self.up(x).clamp(-self.limit, self.limit)
+        return self.down((up + 1) * gate * torch.sigmoid(gate * self.alpha))  # (N, d_model)
+
+
+EXPERTS: dict[str, Callable[["TransformerConfig", int], nn.Module]] = {
+    "swiglu": lambda cfg, width: GatedFFN(cfg, width, hooks=False, kind="swiglu"),
+    "geglu": lambda cfg, width: GatedFFN(cfg, width, hooks=False, kind="geglu"),
+    "clamped-swiglu": lambda cfg, width: ClampedSwiGLU(cfg, width, hooks=False),
+}
+
+
+class MoE(nn.Module):
+    """Router -> probabilities -> top-k -> weights -> the chosen experts (+ shared experts every token uses).
+
+    softmax router (Mixtral, gpt-oss): weights are the chosen softmax probabilities, renormalised.
+    sigmoid router (DeepSeek-V3): a sigmoid per expert; a bias used only for choosing (never for the
+    weights) keeps the load even; experts sit in groups and a token first picks its top groups.
+    Each token goes to exactly top_k experts. The loop runs over experts (a handful), never over
+    tokens: each expert processes all of its tokens in one batch.
     """
 
-    def __init__(self, cfg: TransformerConfig):
+    def __init__(self, cfg: "TransformerConfig", layer: int = 0):
         super().__init__()
         self.n_experts, self.top_k = cfg.n_experts, cfg.top_k
-        self.router = nn.Linear(cfg.d_model, cfg.n_experts, bias=False)
-        self.experts = nn.ModuleList(SwiGLU(cfg, hooks=False) for _ in range(cfg.n_experts))
+        self.sigmoid = cfg.router == "sigmoid"
+        self.renormalise, self.routed_scale = cfg.router_norm, cfg.routed_scale
+        self.n_groups, self.top_groups = cfg.n_expert_groups, cfg.top_groups
+        width = cfg.d_expert or cfg.d_ff
+        self.router = nn.Linear(cfg.d_model, cfg.n_experts, bias=cfg.bias)
+        if self.sigmoid:
+            self.register_buffer("choice_bias", torch.zeros(cfg.n_experts))  # (E,) shifts the choice, not the weights
+        self.experts = nn.ModuleList(EXPERTS[cfg.expert_activation](cfg, width) for _ in range(cfg.n_experts))
+        if cfg.n_shared_experts:
+            self.shared = EXPERTS[cfg.expert_activation](cfg, cfg.n_shared_experts * width)
         self.hook_router_logits = HookPoint("hook_router_logits")
         self.hook_router_probs = HookPoint("hook_router_probs")
         self.hook_expert_indices = HookPoint("hook_expert_indices")
@@ -74,13 +127,27 @@ class MoE(nn.Module):
         self.hook_aux_loss = HookPoint("hook_aux_loss")
         self.aux_loss = torch.zeros(())
 
+    def choose(self, probs: torch.Tensor) -> torch.Tensor:
+        """(B, T, k) the experts each token picks: top-k of the probabilities (+ choice bias), in its top groups."""
+        choice = probs + self.choice_bias if self.sigmoid else probs  # (B, T, E)
+        if self.n_groups > 1:
+            grouped = choice.unflatten(-1, (self.n_groups, -1))  # (B, T, groups, E / groups)
+            group_score = grouped.topk(min(2, grouped.shape[-1]), dim=-1).values.sum(-1)  # (B, T, groups)
+            best = group_score.topk(self.top_groups, dim=-1).indices  # (B, T, top_groups)
+            keep = torch.zeros_like(group_score, dtype=torch.bool).scatter_(-1, best, True)
+            choice = grouped.masked_fill(~keep[..., None], 0.0).flatten(-2)  # (B, T, E)
+        return choice.topk(self.top_k, dim=-1).indices
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, D = x.shape
         logits = self.hook_router_logits(self.router(x))  # (B, T, E)
-        probs = self.hook_router_probs(logits.float().softmax(dim=-1))  # (B, T, E)
-        top_p, top_i = probs.topk(self.top_k, dim=-1)  # (B, T, k)
-        top_i = self.hook_expert_indices(top_i)
-        weights = self.hook_expert_weights(top_p / top_p.sum(-1, keepdim=True)).to(x.dtype)  # (B, T, k)
+        probs = logits.float().sigmoid() if self.sigmoid else logits.float().softmax(dim=-1)
+        probs = self.hook_router_probs(probs)  # (B, T, E)
+        top_i = self.hook_expert_indices(self.choose(probs))  # (B, T, k)
+        top_p = probs.gather(-1, top_i)  # (B, T, k)
+        if self.renormalise:
+            top_p = top_p / (top_p.sum(-1, keepdim=True) + (1e-20 if self.sigmoid else 0.0))
+        weights = self.hook_expert_weights(top_p * self.routed_scale).to(x.dtype)  # (B, T, k)
 
         flat_x = x.reshape(-1, D)  # (N, D), N = B*T
         flat_i, flat_w = top_i.reshape(-1, self.top_k), weights.reshape(-1, self.top_k)  # (N, k)
@@ -90,6 +157,8 @@ class MoE(nn.Module):
             if token.numel():  # each (token, slot) pair belongs to one expert: plain writes, no accumulation
                 slots[token, slot] = expert(flat_x[token]) * flat_w[token, slot, None]
         out = slots.sum(dim=1)  # (N, D)
+        if hasattr(self, "shared"):
+            out = out + self.shared(flat_x)  # every token's shared experts
 
         # Switch-Transformer load balancing: smallest when load and probability are uniform
         load = torch.bincount(top_i.reshape(-1), minlength=self.n_experts).float() / top_i.numel()  # (E,)
@@ -98,4 +167,30 @@ class MoE(nn.Module):
         return out.reshape(B, T, D)
 
 
-FFNS = {"relu": MLP, "gelu": MLP, "swiglu": SwiGLU, "moe": MoE}
+@dataclass(frozen=True)
+class FFNKind:
+    """What an FFN kind is, as data."""
+
+    module: Callable[["TransformerConfig", int], nn.Module]  # (cfg, layer index) -> the sublayer
+    matrices: tuple[str, ...]  # its weight matrices, by our parameter names
+    gated: bool  # a third matrix gates the hidden layer (so the default d_ff is about 8/3 d_model)
+    routed: bool = False  # a router sends each token to top_k experts
+    activation: str = ""  # the hidden layer's nonlinearity, in words
+
+
+FFN_KINDS: dict[str, FFNKind] = {
+    "relu": FFNKind(MLP, ("up", "down"), gated=False, activation="ReLU"),
+    "gelu": FFNKind(MLP, ("up", "down"), gated=False, activation="GELU"),
+    "swiglu": FFNKind(lambda cfg, layer: GatedFFN(cfg, kind="swiglu"), ("gate", "up", "down"), gated=True,
+                      activation="SiLU gate"),
+    "geglu": FFNKind(lambda cfg, layer: GatedFFN(cfg, kind="geglu"), ("gate", "up", "down"), gated=True,
+                     activation="GELU gate"),
+    "moe": FFNKind(MoE, ("router", "gate", "up", "down"), gated=True, routed=True, activation="experts"),
+}
+
+
+def make_ffn(cfg: "TransformerConfig", layer: int) -> nn.Module:
+    """Layer `layer`'s FFN: the config's kind, or a dense gated FFN in a routed model's first dense layers."""
+    if FFN_KINDS[cfg.ffn].routed and not cfg.layer_is_moe(layer):
+        return GatedFFN(cfg, kind="geglu" if cfg.expert_activation == "geglu" else "swiglu")
+    return FFN_KINDS[cfg.ffn].module(cfg, layer)

@@ -93,7 +93,9 @@ SITES: dict[str, HookSite] = {
         RESID, "residual after attention",
         "The residual stream after the attention sublayer.",
         ByAxis("block", {"pre": r"x \leftarrow x + \mathrm{Attn}(\mathrm{Norm}(x))",
-                         "post": r"x \leftarrow \mathrm{Norm}(x + \mathrm{Attn}(x))"}),
+                         "post": r"x \leftarrow \mathrm{Norm}(x + \mathrm{Attn}(x))",
+                         "sandwich": r"x \leftarrow x + \mathrm{Norm}_{post}(\mathrm{Attn}(\mathrm{Norm}(x)))",
+                         "after": r"x \leftarrow x + \mathrm{Norm}(\mathrm{Attn}(x))"}),
         node="attn"),
     "hook_cross_attn_out": HookSite(
         RESID, "cross-attention output",
@@ -111,6 +113,7 @@ SITES: dict[str, HookSite] = {
         "The FFN sublayer's output.",
         ByAxis("ffn", {"moe": r"\mathrm{FFN}(x_t) = \sum_{e \in \mathcal{E}_t} g_{t,e}\, \mathrm{SwiGLU}_e(x_t)",
                        "swiglu": r"\mathrm{FFN}(x) = \left(\mathrm{SiLU}(x W_{gate}) \odot x W_{up}\right) W_{down}",
+                       "geglu": r"\mathrm{FFN}(x) = \left(\mathrm{GELU}(x W_{gate}) \odot x W_{up}\right) W_{down}",
                        "*": r"\mathrm{FFN}(x) = \mathrm{act}(x W_{in} + b_{in})\, W_{out} + b_{out}"}),
         reads=(("mlp.hook_post", "mlp.hook_expert_weights"),),  # MoE: the weights that mix the experts
         node="ffn"),
@@ -119,6 +122,8 @@ SITES: dict[str, HookSite] = {
         "The residual stream leaving the block.",
         ByAxis("block", {"pre": r"x \leftarrow x + \mathrm{FFN}(\mathrm{Norm}(x))",
                          "post": r"x \leftarrow \mathrm{Norm}(x + \mathrm{FFN}(x))",
+                         "sandwich": r"x \leftarrow x + \mathrm{Norm}_{post}(\mathrm{FFN}(\mathrm{Norm}(x)))",
+                         "after": r"x \leftarrow x + \mathrm{Norm}(\mathrm{FFN}(x))",
                          "parallel": r"x \leftarrow x + \mathrm{Attn}(\mathrm{Norm}(x)) + \mathrm{FFN}(\mathrm{Norm}(x))"}),
         node="ffn"),
     # --- attention (attn, cross_attn), in forward order ---
@@ -133,12 +138,27 @@ SITES: dict[str, HookSite] = {
         r"K = x\,W_K \quad \text{split into } G \text{ kv heads}",
         reads=("<input>",)),
     "hook_v": HookSite(
-        ("B", "G", "T_kv", "d_head"), "x W_v, split into G kv heads",
+        ("B", "G", "T_kv", "d_v"), "x W_v, split into G kv heads",
         "Values: what each token hands over when it is attended to, one vector per kv head.",
         r"V = x\,W_V \quad \text{split into } G \text{ kv heads}",
         reads=("<input>",)),
+    "hook_q_norm": HookSite(
+        ("B", "H", "T_q", "d_head"), "RMSNorm(q)",
+        "QK-norm: each query normalised (per head, or over all heads) so scores cannot grow without bound.",
+        r"q \leftarrow \frac{q}{\mathrm{rms}(q)} \odot w_q",
+        reads=("hook_q",)),
+    "hook_k_norm": HookSite(
+        ("B", "G", "T_kv", "d_head"), "RMSNorm(k)",
+        "QK-norm on the keys: with both normalised, a score is bounded by the norms' weights.",
+        r"k \leftarrow \frac{k}{\mathrm{rms}(k)} \odot w_k",
+        reads=("hook_k",)),
+    "hook_latent": HookSite(
+        ("B", "T_q", "kv_rank"), "RMSNorm(x W_down)",
+        "MLA's latent: each token squeezed into kv_rank numbers; the cache keeps only this and the RoPE key.",
+        r"c_t = \mathrm{RMSNorm}(x_t W_{down})",
+        reads=("<input>",)),
     "hook_rope_angles": HookSite(
-        ("B", "T_q", "d_head/2"), "position * theta^(-2i/d_head)",
+        ("B", "T_q", "d_rope/2"), "position * theta^(-2i/d_head)",
         "RoPE's angles: position times a frequency per pair of dimensions.",
         r"\phi_{t,i} = t \cdot \theta^{-2i/d_{head}}",
         reads="the position ids and the frequencies θ_i"),
@@ -152,11 +172,21 @@ SITES: dict[str, HookSite] = {
         "Keys rotated by their position (RoPE): q·k now depends on the distance only.",
         r"k'_t = k_t \cos\phi_t + \mathrm{rotate\_half}(k_t) \sin\phi_t",
         reads=("hook_k", "hook_rope_angles")),
+    "hook_k_rope": HookSite(
+        ("B", "1", "T_q", "d_rope"), "x W_rope, rotated",
+        "MLA's decoupled RoPE key: one rotated key part per token that every head shares.",
+        r"k^{R}_t = \mathrm{RoPE}(x_t W_{rope})",
+        reads=("<input>", "hook_rope_angles")),
     "hook_raw_scores": HookSite(
         SCORES, "Q K^T / sqrt(d_head)",
         "Line 1: every query is compared with every key; scaled so the scores keep unit variance.",
         r"S = \frac{Q K^\top}{\sqrt{d_{head}}}",
         reads=(("hook_rot_q", "hook_q"), ("hook_rot_k", "hook_k"))),
+    "hook_capped_scores": HookSite(
+        SCORES, "c * tanh(scores / c)",
+        "Soft-capping: every score squeezed smoothly into (-c, c), so no single key can take all the weight.",
+        r"S \leftarrow c \tanh(S / c)",
+        reads=("hook_raw_scores",)),
     "hook_mask": HookSite(
         ("B", "1", "T_q", "T_kv"), "0 where allowed, -inf (most negative float) where masked",
         "Who may see whom: 0 where attention is allowed, the most negative number where it is not.",
@@ -171,25 +201,35 @@ SITES: dict[str, HookSite] = {
         SCORES, "scores + mask + position bias",
         "Line 2: the scores softmax sees, with the mask (and any position bias) added.",
         ByAxis("position", {"alibi": r"S' = S + M + A", "*": r"S' = S + M"}),
-        reads=("hook_raw_scores", "hook_mask", "hook_alibi_bias")),
+        reads=(("hook_capped_scores", "hook_raw_scores"), "hook_mask", "hook_alibi_bias")),
     "hook_pattern": HookSite(
         SCORES, "softmax(scores)",
         "Line 3: softmax turns each query's scores into weights that sum to 1.",
         r"W_{ij} = \mathrm{softmax}(S')_{ij} = \frac{e^{S'_{ij}}}{\sum_k e^{S'_{ik}}}",
         reads=("hook_attn_scores",)),
+    "hook_sink_share": HookSite(
+        ("B", "H", "T_q"), "softmax([scores, sink])[sink]",
+        "The sink's share: a learned logit per head joins each row's softmax and takes this much weight away.",
+        r"s_{h,i} = \frac{e^{\sigma_h}}{e^{\sigma_h} + \sum_j e^{S'_{h,ij}}}",
+        reads=("hook_attn_scores",)),
     "hook_z": HookSite(
-        ("B", "H", "T_q", "d_head"), "weights @ V",
+        ("B", "H", "T_q", "d_v"), "weights @ V",
         "Line 4: each query's output is the weighted average of the values it attends to.",
         r"Z = W\,V",
         reads=("hook_pattern", "hook_v")),
-    # --- the FFN (mlp): MLP, SwiGLU, MoE router ---
+    "hook_attn_gate": HookSite(
+        ("B", "T_q", "H*d_v"), "sigmoid(x W_gate)",
+        "Gated attention: a sigmoid per output number decides how much of each head's result passes to W_o.",
+        r"g = \sigma(x W_{gate}), \quad \mathrm{out} = (\mathrm{concat}(Z) \odot g)\, W_O",
+        reads=("<input>",)),
+    # --- the FFN (mlp): MLP, SwiGLU, GeGLU, MoE router ---
     "hook_pre": HookSite(
         HIDDEN, "x W_in + b_in",
         "The MLP's first projection, up to d_ff.",
         r"h = x\,W_{in} + b_{in}",
         reads=("<input>",)),
     "hook_gate": HookSite(
-        HIDDEN, "SiLU(x W_gate)",
+        HIDDEN, {"swiglu": "SiLU(x W_gate)", "geglu": "GELU(x W_gate)"},
         "SwiGLU's gate: SiLU of one projection decides, per hidden unit, how much passes.",
         r"\mathrm{SiLU}(x W_{gate}) = x W_{gate}\; \sigma(x W_{gate})",
         reads=("<input>",)),
@@ -200,10 +240,11 @@ SITES: dict[str, HookSite] = {
         reads=("<input>",)),
     "hook_post": HookSite(
         HIDDEN, {"relu": "max(0, x)", "gelu": "x * Phi(x)", "gelu-tanh": "GELU, tanh approximation",
-                 "swiglu": "SiLU(x W_gate) * x W_up"},
+                 "swiglu": "SiLU(x W_gate) * x W_up", "geglu": "GELU(x W_gate) * x W_up"},
         "The activation in the FFN's hidden layer.",
         ByAxis("ffn", {"relu": r"\max(0, h)", "gelu": r"\mathrm{GELU}(h) = h\,\Phi(h)",
-                       "swiglu": r"\mathrm{SiLU}(x W_{gate}) \odot x W_{up}"}),
+                       "swiglu": r"\mathrm{SiLU}(x W_{gate}) \odot x W_{up}",
+                       "geglu": r"\mathrm{GELU}(x W_{gate}) \odot x W_{up}"}),
         reads=(("hook_gate", "hook_pre"), "hook_up")),
     "hook_router_logits": HookSite(
         ("B", "T", "E"), "x W_router",
@@ -252,5 +293,6 @@ SITES: dict[str, HookSite] = {
 # module of a block or a stack -> node of ui.figures.diagram.architecture_dot: where the sites inside it sit
 MODULE_NODES = {
     "ln1": "ln1", "attn": "attn", "ln_cross": "cross", "cross_attn": "cross", "ln2": "ln2", "mlp": "ffn",
+    "ln1_post": "attn", "ln_cross_post": "cross", "ln2_post": "ffn",
     "ln_final": "ln_final", "ln_embed": "embed", "head_norm": "head",
 }

@@ -20,8 +20,8 @@ from .block import Block
 from .config import TransformerConfig
 from .ffn import MoE
 from .hooks import DEFAULT_MAX_BYTES, HookPoint, Intervention, NameFilter, Trace, name_hook_points, recording
-from .norms import NORMS, LayerNorm
-from .positions import ADDITIVE_POSITIONS, alibi_bias, alibi_slopes, rope_angles, rope_inv_freq, rope_tables
+from .norms import LayerNorm, make_norm
+from .positions import POSITIONS, alibi_bias, alibi_slopes, rope_angles, rope_tables, scaled_inv_freq
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
@@ -74,15 +74,16 @@ def build_stack(owner: nn.Module, cfg: TransformerConfig, causal: bool, cross: b
     """Give `owner` the modules of one stack (a decoder-only model is its own stack)."""
     owner.cfg, owner.causal = cfg, causal
     owner.hook_embed = HookPoint("hook_embed")
-    if cfg.position in ADDITIVE_POSITIONS:
-        owner.pos = ADDITIVE_POSITIONS[cfg.position](cfg.max_len, cfg.d_model)
+    scheme = POSITIONS[cfg.position]
+    if scheme.embedding is not None:
+        owner.pos = scheme.embedding(cfg.max_len, cfg.d_model)
         owner.hook_pos_embed = HookPoint("hook_pos_embed", cfg.position)
     if cfg.embed_norm:
         owner.ln_embed = LayerNorm(cfg.d_model, cfg.norm_eps)
     owner.embed_dropout = nn.Dropout(cfg.dropout)
-    owner.blocks = nn.ModuleList(Block(cfg, cross=cross) for _ in range(cfg.n_layers))
-    if cfg.has_final_norm:  # by default pre-norm only: post-norm blocks already end on a norm
-        owner.ln_final = NORMS[cfg.norm](cfg.d_model, cfg.norm_eps)
+    owner.blocks = nn.ModuleList(Block(cfg, cross=cross, layer=i) for i in range(cfg.n_layers))
+    if cfg.has_final_norm:  # by default unless the blocks end on a norm (post-norm)
+        owner.ln_final = make_norm(cfg)
 
 
 def run_stack(owner, tok_emb, attention_mask, position_ids, cache, memory, memory_mask) -> torch.Tensor:
@@ -94,7 +95,8 @@ def run_stack(owner, tok_emb, attention_mask, position_ids, cache, memory, memor
     slots_k = torch.arange(0, past + T, device=device)  # every key, cached ones first
     if position_ids is None:
         position_ids = slots_q[None]  # (1, T)
-    if cfg.position in ADDITIVE_POSITIONS and int(position_ids.max()) >= cfg.max_len:
+    scheme = POSITIONS[cfg.position]
+    if scheme.bounds_length and int(position_ids.max()) >= cfg.max_len:
         raise ValueError(
             f"a sequence reaching position {int(position_ids.max())} is too long for {cfg.position} positions "
             f"with max_len={cfg.max_len}; shorten the input to at most {cfg.max_len} tokens or raise max_len")
@@ -103,22 +105,24 @@ def run_stack(owner, tok_emb, attention_mask, position_ids, cache, memory, memor
         batch = max(position_ids.shape[0], cache.position_ids.shape[0])
         k_position_ids = torch.cat((cache.position_ids.expand(batch, -1), position_ids.expand(batch, -1)), dim=1)
 
-    x = owner.hook_embed(tok_emb)  # (B, T, d_model)
-    if cfg.position in ADDITIVE_POSITIONS:
+    x = owner.hook_embed(tok_emb * _embedding_scale(cfg, tok_emb.dtype) if cfg.scale_embeddings else tok_emb)
+    if scheme.embedding is not None:
         x = x + owner.hook_pos_embed(owner.pos(position_ids))  # (B, T, d_model)
     if cfg.embed_norm:
         x = owner.ln_embed(x)
     x = owner.embed_dropout(x)
 
-    inputs = self_attention_inputs(cfg, owner.causal, slots_q, slots_k, position_ids, k_position_ids,
-                                   attention_mask, x.dtype, past)
+    # one set of attention inputs per kind of layer (global; local with window W), shared by its layers
+    inputs = {window: self_attention_inputs(cfg, owner.causal, slots_q, slots_k, position_ids, k_position_ids,
+                                            attention_mask, x.dtype, past, window)
+              for window in dict.fromkeys(block.window for block in owner.blocks)}
     cross_inputs = None
     if memory is not None:
         allowed = masks.cross(memory_mask, T, memory.shape[1], device)
         mask = masks.to_additive(allowed, x.dtype)
         cross_inputs = AttentionInputs(allowed, mask, plain_causal=False, no_mask=memory_mask is None, fused_bias=mask)
     for block in owner.blocks:
-        x = block(x, inputs, cross_inputs, memory, cache)  # (B, T, d_model)
+        x = block(x, inputs[block.window], cross_inputs, memory, cache)  # (B, T, d_model)
     if cache is not None:
         cache.position_ids, cache.length = k_position_ids, past + T
     if cfg.has_final_norm:
@@ -126,21 +130,31 @@ def run_stack(owner, tok_emb, attention_mask, position_ids, cache, memory, memor
     return x
 
 
-def self_attention_inputs(cfg, causal, slots_q, slots_k, position_ids, k_position_ids, attention_mask, dtype, past):
-    """Mask, RoPE tables and ALiBi bias: built once per forward pass, shared by every layer."""
-    allowed = masks.self_attention(slots_q, slots_k, is_causal=causal, window=cfg.sliding_window,
+def _embedding_scale(cfg: TransformerConfig, dtype: torch.dtype) -> torch.Tensor:
+    """Gemma's sqrt(d_model), rounded to the embeddings' dtype as Gemma rounds it."""
+    return torch.tensor(cfg.d_model ** 0.5, dtype=dtype)
+
+
+def self_attention_inputs(cfg, causal, slots_q, slots_k, position_ids, k_position_ids, attention_mask, dtype, past,
+                          window=None):
+    """Mask, RoPE tables and ALiBi bias for the layers with this window (None = global): built once per forward."""
+    allowed = masks.self_attention(slots_q, slots_k, is_causal=causal, window=window,
                                    attention_mask=attention_mask, pattern=cfg.attention_pattern,
                                    pattern_size=cfg.pattern_size, n_global=cfg.n_global)  # (B or 1, 1, T_q, T_kv)
     mask = masks.to_additive(allowed, dtype)
-    simple = (attention_mask is None and cfg.sliding_window is None and cfg.attention_pattern == "dense"
-              and cfg.position != "alibi")
+    scheme = POSITIONS[cfg.position]
+    simple = (attention_mask is None and window is None and cfg.attention_pattern == "dense"
+              and not scheme.score_bias)
     rope = alibi = None
-    if cfg.position == "rope":
-        inv_freq = rope_inv_freq(cfg.d_head, cfg.rope_theta).to(slots_q.device)
-        angles = rope_angles(position_ids, inv_freq)  # (B or 1, T, d_head/2)
-        rope = (*rope_tables(angles, dtype), angles)
+    if scheme.rotates_qk:
+        local = window is not None and cfg.rope_local_theta is not None  # Gemma 3: local layers keep a plain base
+        seq_len = int(k_position_ids.max()) + 1
+        inv_freq, scale = (scaled_inv_freq(cfg, seq_len, cfg.rope_local_theta, "none") if local
+                           else scaled_inv_freq(cfg, seq_len))
+        angles = rope_angles(position_ids, inv_freq.to(slots_q.device))  # (B or 1, T, d_rope/2)
+        rope = (*rope_tables(angles, dtype, scale), angles)
     fused_bias = mask
-    if cfg.position == "alibi":
+    if scheme.score_bias:
         slopes = alibi_slopes(cfg.n_heads).to(slots_q.device)
         alibi = alibi_bias(slopes, position_ids, k_position_ids).to(dtype)  # (B or 1, H, T_q, T_kv)
         fused_bias = mask + alibi
@@ -234,7 +248,9 @@ class Transformer(nn.Module):
     def head(self, h: torch.Tensor) -> torch.Tensor:
         if self.cfg.head_transform:
             h = self.head_norm(F.gelu(self.head_dense(h), approximate=self.cfg.gelu_approximate))
-        return self.unembed(h)  # (B, T, vocab)
+        logits = self.unembed(h)  # (B, T, vocab)
+        cap = self.cfg.logit_softcap
+        return logits if cap is None else cap * torch.tanh(logits / cap)  # Gemma 2: every logit inside (-cap, cap)
 
     def _check_ids(self, ids: torch.Tensor | None, what: str) -> None:
         if ids is None:
