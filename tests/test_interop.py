@@ -244,14 +244,16 @@ def test_unsupported_class_is_refused_by_name():
 
 
 def test_unsupported_settings_are_refused_with_the_reason():
-    falcon = tf.FalconConfig(vocab_size=V, hidden_size=32, num_attention_heads=4, num_hidden_layers=1,
-                             new_decoder_architecture=True, num_kv_heads=2, **COMMON)
-    with pytest.raises(ValueError, match="FalconForCausalLM with new_decoder_architecture=True is not supported"):
+    falcon = tf.FalconConfig(vocab_size=V, hidden_size=32, num_attention_heads=4, num_hidden_layers=1, alibi=True,
+                             **COMMON)
+    with pytest.raises(ValueError, match="FalconForCausalLM with alibi=True is not supported.*1/sqrt"):
         from_hf(tf.FalconForCausalLM(falcon))
-    scaled = llama_like(tf.LlamaConfig, hidden_size=32, intermediate_size=40, num_attention_heads=4, num_hidden_layers=1,
-                        rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 1e4})
-    with pytest.raises(ValueError, match="rope_type='linear'.*plain"):
-        from_hf(tf.LlamaForCausalLM(scaled))
+    phi3 = tf.Phi3Config(vocab_size=V, hidden_size=32, intermediate_size=40, num_attention_heads=4, num_hidden_layers=1,
+                         max_position_embeddings=64, original_max_position_embeddings=32, **COMMON,
+                         rope_parameters={"rope_type": "longrope", "rope_theta": 1e4, "short_factor": [1.0] * 4,
+                                          "long_factor": [2.0] * 4})
+    with pytest.raises(ValueError, match="rope_type='longrope'.*linear, dynamic, yarn and llama3"):
+        from_hf(tf.Phi3ForCausalLM(phi3))
 
 
 def test_loads_a_saved_directory_without_downloading(tmp_path):

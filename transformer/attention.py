@@ -253,7 +253,7 @@ class LatentAttention(Attention):
         H, d_v = cfg.n_heads, cfg.d_v
         self.d_rope, self.d_nope, self.kv_rank = cfg.d_rope, cfg.d_head - cfg.d_rope, cfg.kv_rank
         if cfg.q_rank is not None:  # q from its own latent (DeepSeek-V3)
-            self.q_down = nn.Linear(cfg.d_model, cfg.q_rank, bias=False)
+            self.q_down = nn.Linear(cfg.d_model, cfg.q_rank, bias=cfg.has_qkv_bias)
             self.q_down_norm = RMSNorm(cfg.q_rank, cfg.norm_eps, cfg.norm_plus_one, False)
             self.q_up = nn.Linear(cfg.q_rank, H * cfg.d_head, bias=False)
         else:

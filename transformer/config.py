@@ -118,6 +118,7 @@ class TransformerConfig:
     n_expert_groups: int = 1  # DeepSeek-V3: experts in groups, a token picks top_groups groups first
     top_groups: int = 1
     expert_activation: ExpertActivation = "swiglu"  # clamped-swiglu: gpt-oss's experts
+    expert_limit: float = 7.0  # clamped-swiglu: the clamp on the gate and the up projection (gpt-oss: 7)
     first_dense_layers: int = 0  # the first layers keep a dense SwiGLU of d_ff (DeepSeek-V3: 3)
 
     def __post_init__(self) -> None:
@@ -216,7 +217,8 @@ class TransformerConfig:
         if self.parallel_norms not in (1, 2):
             raise ValueError(f"parallel_norms={self.parallel_norms} must be 1 (one norm both sublayers read) or 2")
         if self.parallel_block and self.arch == "encoder-decoder":
-            raise ValueError("parallel_block=True is for decoder-only or encoder-only stacks; the encoder-decoder has a cross-attention step in between")
+            raise ValueError("parallel_block=True is for decoder-only or encoder-only stacks (the encoder-decoder has a "
+                             "cross-attention step in between): set arch='decoder' or 'encoder', or parallel_block=False")
         if self.norm_plus_one and self.norm != "rmsnorm":
             raise ValueError(f"norm_plus_one=True is Gemma's RMSNorm scale (1 + w); it needs norm='rmsnorm', not {self.norm!r}")
 

@@ -79,9 +79,13 @@ SwiGLU = GatedFFN  # the name most readers know
 
 
 class ClampedSwiGLU(GatedFFN):
-    """gpt-oss's expert: the gate clamped above at 7, up clamped to [-7, 7], then (up + 1) * gate * sigmoid(1.702 gate)."""
+    """gpt-oss's expert: the gate clamped above at the limit (7), up to [-7, 7], then (up + 1) * gate * sigmoid(1.702 gate)."""
 
-    alpha, limit = 1.702, 7.0  # gpt-oss's published constants
+    alpha = 1.702  # gpt-oss's published constant
+
+    def __init__(self, cfg: "TransformerConfig", d_ff: int | None = None, hooks: bool = False):
+        super().__init__(cfg, d_ff, hooks=hooks)
+        self.limit = cfg.expert_limit
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gate = self.gate(x).clamp(max=self.limit)  # (N, d_expert)

@@ -1,4 +1,5 @@
-"""Hugging Face models -> our Transformer: GPT-2, LLaMA, Mistral, Mixtral, BLOOM, Falcon and BERT.
+"""Hugging Face models -> our Transformer: GPT-2, LLaMA (3.1's RoPE too), Mistral, Mixtral, BLOOM, Falcon (its new
+decoder architecture too) and BERT here; the families of 2024-2026 in hf_modern.py.
 
 Each family is a ``Family``: how its config maps onto the axes, and how its weights are
 renamed to ours. ``transformers`` is imported only to load a path or a cached id.
@@ -6,31 +7,18 @@ renamed to ours. ``transformers`` is imported only to load a path or a cached id
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 from torch import nn
 
 from .. import axes
 from ..config import TransformerConfig
+from ..ffn import FFN_KINDS
 from ..model import Transformer
+from ..positions import POSITIONS
+from .family import Family, activation as _activation, head_dim, rope_fields, unsupported as _unsupported
+from .hf_modern import DEFAULT_MODERN_CLASS, MODERN_CLASSES, MODERN_FAMILIES
 from .weights import DTYPE_NAMES, Weights, from_linear, linear, norm_weights, split_interleaved
-
-# HF activation name -> (our ffn, our gelu_approximate)
-ACTIVATIONS = {
-    "gelu": ("gelu", "none"),
-    "gelu_new": ("gelu", "tanh"),
-    "gelu_pytorch_tanh": ("gelu", "tanh"),
-    "relu": ("relu", "none"),
-}
-
-
-@dataclass(frozen=True)
-class Family:
-    name: str
-    config: Callable  # (hf_config, class_name, has_head) -> TransformerConfig fields
-    weights: Callable  # (hf_model, cfg) -> Weights for everything but the output head
-    notes: tuple[str, ...]  # what the mapping had to do, in words
 
 
 @dataclass(frozen=True)
@@ -42,34 +30,6 @@ class HFMapping:
     config: TransformerConfig
     axes: dict[str, str]  # axis -> the choice this model makes, in words
     notes: tuple[str, ...]
-
-
-# --- small helpers ----------------------------------------------------------------
-
-def _unsupported(hf_class: str, setting: str, why: str) -> ValueError:
-    return ValueError(f"{hf_class} with {setting} is not supported: {why}")
-
-
-def _activation(hf_class: str, name: str) -> tuple[str, str]:
-    if name not in ACTIVATIONS:
-        raise _unsupported(hf_class, f"activation {name!r}", f"supported activations are {', '.join(ACTIVATIONS)}")
-    return ACTIVATIONS[name]
-
-
-def _rope_theta(hf_class: str, c) -> float:
-    """RoPE base frequency; only plain RoPE (no scaling schemes) maps onto ours."""
-    params = getattr(c, "rope_parameters", None) or {}
-    rope_type = params.get("rope_type", "default")
-    if rope_type != "default":
-        raise _unsupported(hf_class, f"rope_type={rope_type!r}", "only the plain (default) RoPE is implemented")
-    return float(params.get("rope_theta", getattr(c, "rope_theta", 10000.0)))
-
-
-def _check_head_dim(hf_class: str, c, d_model: int, n_heads: int) -> None:
-    head_dim = getattr(c, "head_dim", None)
-    if head_dim is not None and head_dim != d_model // n_heads:
-        raise _unsupported(hf_class, f"head_dim={head_dim}",
-                           f"our head size is d_model/n_heads = {d_model}/{n_heads} = {d_model // n_heads}")
 
 
 # --- GPT-2 ----------------------------------------------------------------------------
@@ -107,13 +67,12 @@ def _gpt2_weights(model, cfg: TransformerConfig) -> Weights:
 # --- LLaMA, Mistral, Mixtral -------------------------------------------------------
 
 def _llama_config(c, hf_class: str, has_head: bool) -> dict:
-    _check_head_dim(hf_class, c, c.hidden_size, c.num_attention_heads)
     if c.hidden_act != "silu":
         raise _unsupported(hf_class, f"hidden_act={c.hidden_act!r}", "SwiGLU's gate is SiLU")
     fields = dict(arch="decoder", vocab_size=c.vocab_size, d_model=c.hidden_size, n_heads=c.num_attention_heads,
                   n_kv_heads=c.num_key_value_heads or c.num_attention_heads, n_layers=c.num_hidden_layers,
-                  d_ff=c.intermediate_size, max_len=c.max_position_embeddings, position="rope",
-                  rope_theta=_rope_theta(hf_class, c), norm="rmsnorm", norm_position="pre", ffn="swiglu",
+                  d_ff=c.intermediate_size, max_len=c.max_position_embeddings, position="rope", head_dim=head_dim(c),
+                  **rope_fields(hf_class, c), norm="rmsnorm", norm_position="pre", ffn="swiglu",
                   norm_eps=c.rms_norm_eps, sliding_window=getattr(c, "sliding_window", None),
                   # one switch covers both; a zero bias stands in where only one of them has one
                   bias=bool(getattr(c, "attention_bias", False) or getattr(c, "mlp_bias", False)))
@@ -186,27 +145,36 @@ def _bloom_weights(model, cfg: TransformerConfig) -> Weights:
 # --- Falcon ------------------------------------------------------------------------------
 
 def _falcon_config(c, hf_class: str, has_head: bool) -> dict:
-    if c.new_decoder_architecture:
-        raise _unsupported(hf_class, "new_decoder_architecture=True",
-                           "its grouped qkv layout and two parallel norms are not mapped; use the original architecture")
     if c.alibi:
         raise _unsupported(hf_class, "alibi=True", "Falcon scales its ALiBi bias by 1/sqrt(d_head), ours is unscaled")
     ffn, approximate = _activation(hf_class, c.activation)
-    return dict(arch="decoder", vocab_size=c.vocab_size, d_model=c.hidden_size, n_heads=c.num_attention_heads,
-                n_kv_heads=1 if c.multi_query else c.num_attention_heads, n_layers=c.num_hidden_layers,
-                d_ff=c.ffn_hidden_size, max_len=c.max_position_embeddings, position="rope",
-                rope_theta=_rope_theta(hf_class, c), norm="layernorm", norm_position="pre", ffn=ffn,
-                gelu_approximate=approximate, parallel_block=c.parallel_attn, bias=bool(c.bias), norm_eps=c.layer_norm_epsilon)
+    fields = dict(arch="decoder", vocab_size=c.vocab_size, d_model=c.hidden_size, n_heads=c.num_attention_heads,
+                  n_kv_heads=1 if c.multi_query else c.num_attention_heads, n_layers=c.num_hidden_layers,
+                  d_ff=c.ffn_hidden_size, max_len=c.max_position_embeddings, position="rope",
+                  **rope_fields(hf_class, c), norm="layernorm", norm_position="pre", ffn=ffn,
+                  gelu_approximate=approximate, parallel_block=c.parallel_attn, bias=bool(c.bias), norm_eps=c.layer_norm_epsilon)
+    if c.new_decoder_architecture:  # grouped kv heads; ln_attn and ln_mlp, one norm per branch (unless told one)
+        if not c.parallel_attn:
+            raise _unsupported(hf_class, "new_decoder_architecture=True and parallel_attn=False",
+                               "the new architecture is a parallel block")
+        fields |= dict(n_kv_heads=c.num_kv_heads, parallel_norms=1 if c.num_ln_in_parallel_attn == 1 else 2)
+    return fields
 
 
 def _falcon_weights(model, cfg: TransformerConfig) -> Weights:
     body = model.base_model
     w = {"embed.weight": body.word_embeddings.weight, **norm_weights("ln_final", body.ln_f)}
-    H, d = cfg.n_heads, cfg.d_head
+    H, G, d = cfg.n_heads, cfg.n_kv_heads, cfg.d_head
+    new = model.config.new_decoder_architecture
     for i, layer in enumerate(body.h):
         b = f"blocks.{i}."
         fused = layer.self_attention.query_key_value
-        if cfg.n_kv_heads == 1:  # multi-query: all H query heads, then the one key head, then the one value head
+        if new:  # per kv group g: [q of its H/G heads, k_g, v_g]
+            def split(t, r=H // G):
+                groups = t.view(G, r + 2, d, *t.shape[1:])
+                return (groups[:, :r].reshape(H * d, *t.shape[1:]), groups[:, r].reshape(G * d, *t.shape[1:]),
+                        groups[:, r + 1].reshape(G * d, *t.shape[1:]))
+        elif cfg.n_kv_heads == 1:  # multi-query: all H query heads, then the one key head, then the one value head
             split = lambda t: t.split((H * d, d, d), dim=0)  # noqa: E731
         else:  # per head [q_h, k_h, v_h], as in BLOOM
             split = lambda t: split_interleaved(t, H, d)  # noqa: E731
@@ -216,6 +184,9 @@ def _falcon_weights(model, cfg: TransformerConfig) -> Weights:
         w |= from_linear(b + "attn.o_proj", layer.self_attention.dense, cfg.bias)
         w |= from_linear(b + "mlp.up", layer.mlp.dense_h_to_4h, cfg.bias)
         w |= from_linear(b + "mlp.down", layer.mlp.dense_4h_to_h, cfg.bias)
+        if new and cfg.parallel_norms == 2:
+            w |= norm_weights(b + "ln1", layer.ln_attn) | norm_weights(b + "ln2", layer.ln_mlp)
+            continue
         w |= norm_weights(b + "ln1", layer.input_layernorm)
         if not cfg.parallel_block:
             w |= norm_weights(b + "ln2", layer.post_attention_layernorm)
@@ -268,7 +239,8 @@ FAMILIES = {
         "the output head is tied to the token embedding")),
     "llama": Family("LLaMA", _llama_config, _llama_weights, (
         "RoPE uses the half-split rotate_half layout, the same as ours: q and k are copied unpermuted",
-        "num_key_value_heads becomes n_kv_heads (MHA, GQA or MQA)")),
+        "num_key_value_heads becomes n_kv_heads (MHA, GQA or MQA)",
+        "rope_type linear, dynamic, yarn or llama3 (LLaMA 3.1) becomes rope_scaling with its factor and bands")),
     "mistral": Family("Mistral", _llama_config, _llama_weights, (
         "as LLaMA, plus sliding_window: a query sees at most W keys, itself included (HF: key > query - W)",)),
     "mixtral": Family("Mixtral", _llama_config, _llama_weights, (
@@ -281,11 +253,14 @@ FAMILIES = {
         "word_embeddings_layernorm becomes the embedding LayerNorm")),
     "falcon": Family("Falcon", _falcon_config, _falcon_weights, (
         "multi_query: the fused query_key_value holds H query heads, then one key head and one value head",
-        "parallel_attn: attention and MLP read the same LayerNorm (parallel_block=True)")),
+        "parallel_attn: attention and MLP read the same LayerNorm (parallel_block=True)",
+        "new_decoder_architecture: the fused query_key_value runs kv group by kv group ([its q heads, k, v]); "
+        "ln_attn and ln_mlp, one norm per branch (parallel_norms=2)")),
     "bert": Family("BERT", _bert_config, _bert_weights, (
         "token type 0's vector is folded into the learned position table (every token gets type 0)",
         "post-LayerNorm blocks, LayerNorm after the embeddings",
         "masked-LM head: dense -> GELU -> LayerNorm -> tied decoder with its own bias; the pooler is not used")),
+    **MODERN_FAMILIES,
 }
 
 # HF class -> (family, whether it has an output head)
@@ -297,6 +272,7 @@ SUPPORTED_CLASSES = {
     "BloomForCausalLM": ("bloom", True), "BloomModel": ("bloom", False),
     "FalconForCausalLM": ("falcon", True), "FalconModel": ("falcon", False),
     "BertForMaskedLM": ("bert", True), "BertModel": ("bert", False),
+    **MODERN_CLASSES,
 }
 
 
@@ -371,31 +347,61 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
     """
     H, G = cfg.n_heads, cfg.n_kv_heads
     sizes = {"MHA": f"{H} query heads, {G} kv heads", "GQA": f"{H} query heads share {G} kv heads",
-             "MQA": f"{H} query heads share 1 kv head"}[cfg.attention_kind]
+             "MQA": f"{H} query heads share 1 kv head",
+             "MLA": f"{H} heads rebuilt from a latent of {cfg.kv_rank} and one shared RoPE key of {cfg.d_rope}"
+             }[cfg.attention_kind]
     kv = f"{axes.label('kv_heads', cfg.attention_kind)}: {sizes}"
+    if cfg.head_dim is not None:
+        kv += f", head_dim {cfg.d_head}"
     causal = axes.label("mask", "causal")
     mask = {"decoder": causal, "encoder": axes.label("mask", "none"),
             "encoder-decoder": f"{causal} decoder, {axes.label('mask', 'cross')}"}[cfg.arch]
-    if cfg.sliding_window is not None:
+    windows = cfg.layer_windows()
+    if all(w is not None for w in windows) and cfg.sliding_window is not None:
         mask += f", {axes.label('mask', 'sliding_window')} of {cfg.sliding_window} keys"
+    elif any(w is not None for w in windows):
+        local = sum(w is not None for w in windows)
+        mask += (f", {local} local layers ({axes.label('mask', 'sliding_window')} of {cfg.sliding_window} keys) and "
+                 f"{len(windows) - local} global ({cfg.layer_pattern})")
     position = axes.label("position", cfg.position)
-    if cfg.position == "learned":
+    scheme = POSITIONS[cfg.position]
+    if scheme.table_param_terms:
         position += f" table of {cfg.max_len} positions"
-    if cfg.position == "rope":
+    if scheme.rotates_qk:
         position += f", theta = {cfg.rope_theta:g}"
-    norm = f"{axes.label('norm_position', cfg.norm_position)}-{axes.label('norm', cfg.norm)}, eps = {cfg.norm_eps:g}"
+        if cfg.rope_local_theta is not None:
+            position += f" (local layers {cfg.rope_local_theta:g})"
+        if cfg.d_rope != cfg.d_head:
+            position += f", {cfg.d_rope} of {cfg.d_head} dimensions turn"
+        if cfg.rope_scaling != "none":
+            position += f", {axes.label('rope_scaling', cfg.rope_scaling)} scaling x{cfg.rope_factor:g}"
+    placement, kind = axes.label("norm_position", cfg.norm_position), axes.label("norm", cfg.norm)
+    norm = (f"{placement}-{kind}" if cfg.norm_position in ("pre", "post") else f"{kind}, {placement}") + \
+        f", eps = {cfg.norm_eps:g}"
+    if cfg.norm_plus_one:
+        norm += ", scale (1 + w)"
+    if cfg.qk_norm != "none":
+        norm += f", QK-norm {axes.label('qk_norm', cfg.qk_norm)}"
     if cfg.embed_norm:
         norm += f", plus a {axes.label('norm', 'layernorm')} after the embeddings"
     ffn = axes.label("ffn", cfg.ffn)
-    if cfg.ffn == "gelu" and cfg.gelu_approximate == "tanh":
+    if cfg.gelu_approximate == "tanh" and "GELU" in FFN_KINDS[cfg.ffn].activation:
         ffn += " (tanh approximation)"
-    if cfg.ffn == "moe":
-        ffn += f": {cfg.n_experts} {axes.label('ffn', 'swiglu')} experts, top-{cfg.top_k}"
+    if FFN_KINDS[cfg.ffn].routed:
+        ffn += (f": {cfg.n_experts} {axes.label('expert_activation', cfg.expert_activation)} experts, top-{cfg.top_k}"
+                + (f", {axes.label('router', cfg.router)} router" if cfg.router != "softmax" else "")
+                + (f", {cfg.n_shared_experts} shared" if cfg.n_shared_experts else "")
+                + (f", the first {cfg.first_dense_layers} layers dense" if cfg.first_dense_layers else ""))
+    scores = ", ".join(axes.label("scores", key) for key in axes.scores_choices(cfg))
+    if cfg.attn_softcap is not None:
+        scores += f" at {cfg.attn_softcap:g}"
     if not has_head:
         head = "none (hidden states only)"
     else:
         head = ("masked-LM transform, " if cfg.head_transform else "") + ("tied to the embedding" if cfg.tie_embeddings else "its own matrix")
-    return {"KV heads": kv, "mask": mask, "position": position, "norm": norm, "FFN": ffn,
+        if cfg.logit_softcap is not None:
+            head += f", logits soft-capped at {cfg.logit_softcap:g}"
+    return {"KV heads": kv, "mask": mask, "position": position, "norm": norm, "FFN": ffn, "scores": scores,
             "block": axes.label("block", "parallel" if cfg.parallel_block else "sequential"), "head": head}
 
 
@@ -403,7 +409,7 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
 
 DEFAULT_CLASS = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
                  "mixtral": "MixtralForCausalLM", "bloom": "BloomForCausalLM", "falcon": "FalconForCausalLM",
-                 "bert": "BertForMaskedLM"}  # model_type -> class, for a config that names no architecture
+                 "bert": "BertForMaskedLM", **DEFAULT_MODERN_CLASS}  # model_type -> class, for a config naming none
 
 
 def _transformers():
