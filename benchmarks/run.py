@@ -190,6 +190,31 @@ def hf_mixtral(s: Sizes):
         use_cache=False, attn_implementation="sdpa"))
 
 
+def hf_deepseek_mla(s: Sizes):
+    """DeepSeek-V3's multi-head latent attention with dense FFNs (every layer below first_k_dense_replace)."""
+    from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
+    d_head = s.d_model // s.n_heads
+    return DeepseekV3ForCausalLM(DeepseekV3Config(
+        vocab_size=s.vocab, hidden_size=s.d_model, intermediate_size=s.d_ff, num_hidden_layers=s.n_layers,
+        num_attention_heads=s.n_heads, num_key_value_heads=s.n_heads, kv_lora_rank=2 * d_head, q_lora_rank=None,
+        qk_rope_head_dim=d_head // 2, qk_nope_head_dim=d_head, v_head_dim=d_head, first_k_dense_replace=s.n_layers,
+        n_routed_experts=s.n_experts, num_experts_per_tok=s.top_k, n_group=1, topk_group=1,
+        max_position_embeddings=2 * s.seq, use_cache=False, attn_implementation="eager"))
+
+
+def hf_gpt_oss(s: Sizes):
+    """gpt-oss: attention sinks, alternating windows (a quarter of T), clamped SwiGLU experts."""
+    from transformers import GptOssConfig, GptOssForCausalLM
+    return GptOssForCausalLM(GptOssConfig(
+        vocab_size=s.vocab, hidden_size=s.d_model, intermediate_size=s.d_ff, num_hidden_layers=s.n_layers,
+        num_attention_heads=s.n_heads, num_key_value_heads=s.n_kv_heads, head_dim=s.d_model // s.n_heads,
+        num_local_experts=s.n_experts, num_experts_per_tok=s.top_k, sliding_window=max(1, s.seq // 4),
+        max_position_embeddings=2 * s.seq, use_cache=False, attn_implementation="eager",
+        rope_parameters={"rope_type": "yarn", "rope_theta": 150000.0, "factor": 4.0, "beta_fast": 32.0,
+                         "beta_slow": 1.0, "truncate": False, "original_max_position_embeddings": s.seq // 2},
+        experts_implementation="eager"))
+
+
 @dataclass(frozen=True)
 class Family:
     label: str
@@ -203,11 +228,16 @@ FAMILIES = {
     "gpt2": Family("GPT-2 (GPT2LMHeadModel)", hf_gpt2,
                    {"4.1": "plain", "4.2": "trace", "4.2.1": "trace_as_hf", "4.3": "overhead"}),
     "mixtral": Family("Mixtral (MixtralForCausalLM)", hf_mixtral, {"4.4": "plain"}),
+    "deepseek_mla": Family("MLA (DeepseekV3ForCausalLM, dense FFN)", hf_deepseek_mla,
+                           {"8.1": "plain_vs_eager", "8.2": "trace", "8.3": "overhead"}),
+    "gpt_oss": Family("sinks (GptOssForCausalLM)", hf_gpt_oss,
+                      {"9.1": "plain_vs_eager", "9.2": "trace", "9.3": "overhead"}),
 }
 
 # comparison -> (ours, reference, target, what): ours and reference name the timed functions below
 COMPARISONS = {
     "plain": ("ours_plain", "hf_sdpa", "<= 1.0", "our plain forward / HF (attn sdpa), same weights"),
+    "plain_vs_eager": ("ours_plain", "hf_sdpa", "<= 1.0", "our plain forward / HF as built (eager), same weights"),
     "trace": ("ours_trace", "hf_eager_outputs", "<= 1.0",
               "run_with_trace, every hook / HF eager with output_attentions and output_hidden_states"),
     "overhead": ("ours_trace", "ours_plain", "<= 1.5", "run_with_trace, every hook / our plain forward"),
@@ -236,7 +266,7 @@ def family_rows(name: str, s: Sizes, wanted: set[str], deadline: float) -> list[
         "hf_sdpa": lambda: hf(input_ids=ids, use_cache=False),
     }
     rows = {row: comparison for row, comparison in family.rows.items() if row in wanted}
-    if any(c in ("trace", "trace_as_hf") for c in rows.values()):
+    if any(c in ("trace", "trace_as_hf") for c in rows.values()):  # a model built eager stays eager
         hf_eager = copy.deepcopy(hf)
         hf_eager.set_attn_implementation("eager")  # the implementation that can return attention weights
         functions["hf_eager_outputs"] = lambda: hf_eager(input_ids=ids, use_cache=False, output_attentions=True,
