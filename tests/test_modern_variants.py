@@ -25,6 +25,7 @@ VARIANTS = {
     "sinks": dict(sinks=True),
     "MLA": dict(kv_rank=8, rope_dim=2, head_dim=6, v_head_dim=4),
     "MLA with a q latent": dict(kv_rank=8, q_rank=12, rope_dim=2, head_dim=6),
+    "MLA with values wider than keys": dict(kv_rank=8, rope_dim=2, head_dim=6, v_head_dim=10),
     "partial rotary": dict(rope_dim=2),
     "linear RoPE scaling": dict(rope_scaling="linear", rope_factor=2.0),
     "dynamic NTK": dict(rope_scaling="dynamic", rope_factor=2.0),

@@ -228,10 +228,14 @@ class Attention(nn.Module):
             bias = inputs.fused_bias.expand(B, self.n_heads, T_q, -1)
             sink = self.sinks.to(bias.dtype).view(1, -1, 1, 1).expand(B, -1, T_q, 1)
             bias = torch.cat((bias, sink), dim=-1)  # (B, H, T_q, T_kv + 1)
+        d_v, d_qk = v.shape[-1], q.shape[-1]
+        if d_v != d_qk:  # the fast kernels want one head size: zeros pad the narrower side (the scale is explicit)
+            width = max(d_v, d_qk)
+            q, k, v = (F.pad(t, (0, width - t.shape[-1])) for t in (q, k, v))  # (B, ., T, width)
         z = F.scaled_dot_product_attention(
             q, k, v, attn_mask=bias, is_causal=use_is_causal, scale=self.scale,
             dropout_p=self.dropout if self.training else 0.0,
-            enable_gqa=self.n_kv_heads != self.n_heads)  # (B, H, T_q, d_v)
+            enable_gqa=self.n_kv_heads != self.n_heads)[..., :d_v]  # (B, H, T_q, d_v)
         return self.output(self.hook_z(z), gate)  # (B, T_q, d_model)
 
     def repeat_kv(self, kv: torch.Tensor) -> torch.Tensor:
