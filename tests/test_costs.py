@@ -5,22 +5,58 @@ import fnmatch
 import itertools
 import json
 import math
+import re
 
 import numpy as np
 import pytest
 
-from transformer import MODEL_CARDS, PRESETS, Transformer, TransformerConfig, choices, param_counts
-from transformer import scaling
-from transformer.costs import (forward_flops_per_token, generation_bytes, kv_cache_bytes_per_token, memory_bytes,
-                               param_terms, training_bytes, training_flops, training_flops_per_token)
+import torch
+from torch.utils.flop_counter import FlopCounterMode
 
+from transformer import MODEL_CARDS, PRESETS, KVCache, Transformer, TransformerConfig, choices, param_counts
+from transformer import scaling
+from transformer.costs import (SYMBOLS, forward_flops, forward_flops_per_token, generation_bytes, keys_seen,
+                               keys_seen_by_layer, kv_cache_bytes, kv_cache_bytes_per_token, memory_bytes,
+                               multiplied_params, param_terms, training_bytes, training_flops,
+                               training_flops_per_token)
+
+TEST_SIZE = dict(vocab_size=40, d_model=16, n_heads=4, n_layers=2, max_len=24)
 MIXES = [dict(arch=a, position=p, ffn=f, norm=n, bias=b, n_kv_heads=g)
          for a, p, f, n, b, g in itertools.product(choices("arch"), ("learned", "rope"), choices("ffn"),
                                                    choices("norm"), (False, True), (1, 2))]
+# the fields of 2024-2026, each alone or with the ones it meets in a real model
+MODERN = {
+    "MLA with q_rank and qkv bias": dict(kv_rank=8, q_rank=8, head_dim=6, rope_dim=2, v_head_dim=4, bias=True,
+                                         qkv_bias=True),
+    "MLA without q_rank": dict(kv_rank=8, head_dim=6, rope_dim=2, bias=True),
+    "MLA without RoPE": dict(kv_rank=8, position="alibi", v_head_dim=3, qkv_bias=True),
+    "sinks, encoder-decoder": dict(arch="encoder-decoder", sinks=True, n_kv_heads=2),
+    "QK-norm per head, head_dim": dict(qk_norm="head", n_kv_heads=2, head_dim=6, norm="layernorm"),
+    "QK-norm full, gate, encoder-decoder": dict(arch="encoder-decoder", qk_norm="full", n_kv_heads=2, attn_gate=True,
+                                                bias=True, v_head_dim=3),
+    "output gate, head_dim and v_head_dim": dict(attn_gate=True, head_dim=8, v_head_dim=6),
+    "qkv bias without o bias": dict(qkv_bias=True, bias=False, n_kv_heads=1),
+    "o bias without qkv bias": dict(qkv_bias=False, bias=True, arch="encoder-decoder"),
+    "sandwich, encoder-decoder": dict(arch="encoder-decoder", norm_position="sandwich", norm="layernorm"),
+    "after": dict(norm_position="after", qk_norm="full"),
+    "after, encoder-decoder": dict(arch="encoder-decoder", norm_position="after", norm="layernorm"),
+    "parallel, two norms": dict(parallel_block=True, parallel_norms=2, norm="layernorm"),
+    "parallel, one norm": dict(parallel_block=True, parallel_norms=1),
+    "geglu with bias": dict(ffn="geglu", bias=True, gelu_approximate="tanh"),
+    "MoE: shared, sigmoid, dense first, d_expert, clamped, bias": dict(
+        ffn="moe", n_experts=4, top_k=2, n_shared_experts=2, router="sigmoid", first_dense_layers=1, d_expert=8,
+        expert_activation="clamped-swiglu", bias=True, n_expert_groups=2, top_groups=1, n_layers=3),
+    "MoE: every layer dense, geglu": dict(ffn="moe", first_dense_layers=2, expert_activation="geglu"),
+    "MoE: encoder-decoder, shared": dict(arch="encoder-decoder", ffn="moe", first_dense_layers=1, n_shared_experts=1),
+    "windows alternate, sinks": dict(layer_pattern="alternate", sliding_window=4, n_layers=4, sinks=True),
+    "Gemma-like": dict(norm_position="sandwich", norm_plus_one=True, scale_embeddings=True, ffn="geglu",
+                       qk_norm="head", layer_pattern="2:1", sliding_window=4, n_layers=3, logit_softcap=30.0,
+                       attn_softcap=50.0),
+}
 CONFIGS = {**{f"preset {k}": cfg for k, cfg in PRESETS.items()},
-           **{"-".join(str(v) for v in mix.values()): TransformerConfig(vocab_size=40, d_model=16, n_heads=4,
-                                                                         n_layers=2, max_len=24, **mix)
-              for mix in MIXES[::5]},
+           **{f"card {k}": card.config for k, card in MODEL_CARDS.items() if k not in PRESETS},
+           **{"-".join(str(v) for v in mix.values()): TransformerConfig(**TEST_SIZE, **mix) for mix in MIXES[::5]},
+           **{name: TransformerConfig(**{**TEST_SIZE, **changes}) for name, changes in MODERN.items()},
            "bert head": PRESETS["bert"].replace(tie_embeddings=False)}
 
 
@@ -37,6 +73,45 @@ def test_every_term_is_exactly_the_parameters_it_names(name):
             owners[n].append(term.name)
     assert all(len(terms) == 1 for terms in owners.values()), {n: t for n, t in owners.items() if len(t) != 1}
     assert param_counts(cfg)["total"] == sum(p.numel() for p in named.values())
+
+
+def test_every_formula_is_written_in_the_symbols():
+    for cfg in CONFIGS.values():
+        for term in param_terms(cfg):
+            letters = set(re.findall(r"[A-Za-z_]+", term.formula))
+            assert letters <= set(SYMBOLS), f"{term.name}: {term.formula} uses {letters - set(SYMBOLS)}"
+
+
+ROUTED = [name for name, cfg in CONFIGS.items() if cfg.ffn == "moe"]
+
+
+@pytest.mark.parametrize("name", ROUTED)
+def test_active_leaves_out_exactly_the_experts_a_token_skips(name):
+    """Active = total - (E - k) experts in every routed layer, the expert's size read off the live module; the
+    router, shared experts and the dense first layers are used by every token."""
+    cfg = CONFIGS[name]
+    model = Transformer(cfg, device="cpu")
+    skipped = 0
+    for module_name, module in model.named_modules():
+        if module_name.endswith("mlp") and hasattr(module, "experts"):
+            expert = sum(p.numel() for p in module.experts[0].parameters())
+            skipped += (cfg.n_experts - cfg.top_k) * expert
+    counts = param_counts(cfg)
+    assert counts["active"] == counts["total"] - skipped
+    assert "choice_bias" not in dict(model.named_parameters())  # the sigmoid router's bias is a buffer
+
+
+@pytest.mark.parametrize("name", [*MODERN, "preset mixtral", "preset bert", "card deepseek-v3", "card gpt-oss",
+                                  "card gemma3"])
+def test_forward_flops_equal_torch_flop_counter(name):
+    """The analytic count equals torch's own count of every matmul of the explicit path: MLA, narrower values,
+    gates, the top-k experts each token went to, both stacks of an encoder-decoder."""
+    cfg = CONFIGS[name]
+    model = Transformer(cfg, device="cpu").eval().set_fused(False)
+    ids = torch.randint(0, cfg.vocab_size, (2, 7), generator=torch.Generator().manual_seed(0))
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model(ids, ids) if cfg.arch == "encoder-decoder" else model(ids)
+    assert forward_flops(cfg, batch=2, seq=7) == counter.get_total_flops()
 
 
 def test_the_block_rule_of_thumb_is_twelve_d_squared():
@@ -91,6 +166,129 @@ def test_memory_by_hand_for_gpt2_small():
     assert generation_bytes(memory) == 2 * n + memory["kv_cache"]
     with pytest.raises(ValueError, match="context=0"):
         memory_bytes(cfg, 0)
+
+
+# --- KV cache: formulas against the caches generate() fills, and real models' local layers ------------------
+
+
+def filled_cache(cfg, prompt=5, new=4, batch=2):
+    """A float32 model of cfg and the KVCache its generate() filled: prompt + new - 1 tokens."""
+    torch.manual_seed(0)
+    model = Transformer(cfg, device="cpu").eval()
+    cache = KVCache()
+    ids = torch.randint(0, cfg.vocab_size, (batch, prompt), generator=torch.Generator().manual_seed(1))
+    model.generate(ids, new, cache=cache)
+    assert cache.length == prompt + new - 1
+    return model, cache
+
+
+@pytest.mark.parametrize("changes", [dict(), dict(n_kv_heads=2, head_dim=6, v_head_dim=3), dict(n_kv_heads=1)],
+                         ids=["MHA", "GQA, d_v < d_h", "MQA"])
+def test_the_cache_generate_fills_holds_the_formulas_bytes(changes):
+    cfg = TransformerConfig(**{**TEST_SIZE, **changes})
+    _, cache = filled_cache(cfg)
+    G = cfg.n_kv_heads
+    assert kv_cache_bytes_per_token(cfg, 4) == cfg.n_layers * (G * cfg.d_head + G * cfg.d_v) * 4  # K and V, float32
+    assert cache.nbytes == 2 * cache.length * kv_cache_bytes_per_token(cfg, 4)
+    held = kv_cache_bytes(cfg, cache.length, 4)
+    assert cache.nbytes == 2 * held["total"] and held["global layers"] == held["total"] and held["local layers"] == 0
+    assert held["keys"] + held["values"] == held["total"]
+    assert sum(k.numel() * 4 for k, _ in cache.layers.values()) == 2 * held["keys"]
+
+
+@pytest.mark.parametrize("q_rank", [None, 8])
+def test_mla_caches_its_latent_and_one_rope_key_per_layer(q_rank):
+    cfg = TransformerConfig(**TEST_SIZE, kv_rank=8, q_rank=q_rank, head_dim=6, rope_dim=2, v_head_dim=4)
+    by_hand = cfg.n_layers * (8 + 2)  # numbers per token: the latent (kv_rank) and the shared rope key (d_rope)
+    assert kv_cache_bytes_per_token(cfg, 4) == by_hand * 4
+    _, cache = filled_cache(cfg)
+    assert cache.nbytes == 2 * cache.length * by_hand * 4
+    held = kv_cache_bytes(cfg, cache.length, 4)
+    assert (held["latent"], held["rope keys"]) == (2 * 8 * cache.length * 4, 2 * 2 * cache.length * 4)
+    assert "keys" not in held and held["total"] == held["latent"] + held["rope keys"]
+    # a standard cache of the same heads would hold K and V of every head: 2 x 4 x 6 numbers against 8 + 2
+    assert kv_cache_bytes_per_token(cfg.replace(kv_rank=None, q_rank=None), 4) == cfg.n_layers * 4 * (6 + 4) * 4
+
+
+def test_deepseek_v3_caches_576_numbers_per_token_and_layer():
+    v3 = MODEL_CARDS["deepseek-v3"].real["671B"]
+    assert (v3.kv_rank, v3.d_rope, v3.n_layers) == (512, 64, 61)
+    assert kv_cache_bytes_per_token(v3) == 61 * (512 + 64) * 2 == 70_272
+    mha = v3.replace(kv_rank=None, q_rank=None)  # every head's K (192) and V (128) instead
+    assert kv_cache_bytes_per_token(mha) == 61 * 128 * (192 + 128) * 2
+    assert kv_cache_bytes_per_token(mha) / kv_cache_bytes_per_token(v3) > 70
+
+
+def test_local_layers_hold_their_window_global_layers_every_token():
+    """The library's KVCache keeps every token in every layer: its global layers hold exactly what
+    kv_cache_bytes counts for them; its local layers hold all T tokens where a windowed cache needs only W."""
+    cfg = TransformerConfig(**{**TEST_SIZE, "n_layers": 4}, layer_pattern="alternate", sliding_window=3, n_kv_heads=2)
+    model, cache = filled_cache(cfg)  # 8 tokens, window 3
+    T, W, per_layer_token = cache.length, 3, 2 * 2 * cfg.d_head * 4  # K and V of 2 kv heads, float32
+    live = {block.window: 0 for block in model.blocks}
+    for block in model.blocks:
+        live[block.window] += sum(t.numel() * t.element_size() for t in cache[block.attn])
+    held = kv_cache_bytes(cfg, T, 4)
+    assert held["per layer"] == (W * per_layer_token, T * per_layer_token) * 2  # local, global, local, global
+    assert live[None] == 2 * held["global layers"] == 2 * 2 * T * per_layer_token  # batch 2
+    assert held["local layers"] == 2 * W * per_layer_token
+    assert live[W] == 2 * 2 * T * per_layer_token  # the library keeps local layers' older tokens too
+    assert cache.nbytes == 2 * T * kv_cache_bytes_per_token(cfg, 4)  # context=None: every layer every token
+    assert kv_cache_bytes_per_token(cfg, 4, context=T) == held["total"] / T < kv_cache_bytes_per_token(cfg, 4)
+    assert kv_cache_bytes_per_token(cfg, 4, context=W) == kv_cache_bytes_per_token(cfg, 4)  # no window full yet
+
+
+def test_gemma3_27b_local_layers_at_4k_and_128k_tokens():
+    gemma = MODEL_CARDS["gemma3"].real["27B"]
+    windows = gemma.layer_windows()
+    assert windows.count(None) == 10 and windows.count(1024) == 52  # layers 5, 11, ..., 59 are global
+    per_layer_token = 2 * 16 * 128 * 2  # K and V of 16 kv heads of 128, bf16: 8 KiB
+    at_4k = kv_cache_bytes(gemma, 4096)
+    assert at_4k["global layers"] == 10 * 4096 * per_layer_token  # 320 MiB
+    assert at_4k["local layers"] == 52 * 1024 * per_layer_token  # 416 MiB: more than the global layers at 4k
+    at_128k = kv_cache_bytes(gemma, 131072)
+    assert at_128k["global layers"] == 10 * 131072 * per_layer_token == 10 * 2**30  # 10 GiB
+    assert at_128k["local layers"] == at_4k["local layers"]  # capped at the window
+    assert at_128k["total"] < 0.2 * 62 * 131072 * per_layer_token  # a sixth of a cache where every layer is global
+    assert kv_cache_bytes_per_token(gemma) == 62 * per_layer_token  # before any window fills
+    assert kv_cache_bytes_per_token(gemma, context=131072) == at_128k["total"] / 131072
+
+
+@pytest.mark.parametrize("size,layers", [("120b", 36), ("20b", 24)])
+def test_gpt_oss_windowed_layers_hold_128_tokens(size, layers):
+    cfg = MODEL_CARDS["gpt-oss"].real[size]
+    assert cfg.layer_windows() == (128, None) * (layers // 2)
+    per_layer_token = 2 * 8 * 64 * 2  # K and V of 8 kv heads of 64, bf16
+    held = kv_cache_bytes(cfg, 131072)
+    assert held["local layers"] == layers // 2 * 128 * per_layer_token
+    assert held["global layers"] == layers // 2 * 131072 * per_layer_token
+    assert held["keys"] == held["values"] == held["total"] // 2
+    assert memory_bytes(cfg, 131072, batch=3)["kv_cache"] == 3 * held["total"]
+
+
+# --- FLOPs per token: each layer its own keys ---------------------------------------------------------------
+
+
+def test_gemma3_flops_per_token_count_each_layers_keys():
+    gemma = MODEL_CARDS["gemma3"].real["27B"]
+    context = 131072
+    assert keys_seen_by_layer(gemma, context).count(1024) == 52
+    assert keys_seen(gemma, context) == context and keys_seen(gemma, context, layer=0) == 1024
+    attention = 2 * 32 * (128 + 128) * (10 * context + 52 * 1024)  # q.K and weights.V, each layer over its keys
+    assert forward_flops_per_token(gemma, context) == 2 * multiplied_params(gemma) + attention
+    all_global = gemma.replace(layer_pattern="global")
+    assert forward_flops_per_token(all_global, context) - forward_flops_per_token(gemma, context) == \
+        2 * 32 * 256 * 52 * (context - 1024)
+
+
+def test_moe_and_mla_flops_per_token_count_the_active_weights_and_the_value_width():
+    v3 = MODEL_CARDS["deepseek-v3"].real["671B"]
+    per_key = 2 * 128 * (192 + 128)  # q.K over d_h = 192, weights.V over d_v = 128, 128 heads
+    assert forward_flops_per_token(v3, 4096) == 2 * multiplied_params(v3) + 61 * per_key * 4096
+    assert multiplied_params(v3) == param_counts(v3)["active"] - param_counts(v3)["embedding"]  # untied
+    oss = MODEL_CARDS["gpt-oss"].real["120b"]
+    assert forward_flops_per_token(oss, 100) == 2 * multiplied_params(oss) + 2 * 64 * 128 * 36 * 100  # within 128
+    assert 2 * multiplied_params(oss) < 0.05 * 2 * param_counts(oss)["total"]  # 4 of 128 experts
 
 
 # --- how models grow ---------------------------------------------------------------------------------

@@ -3,11 +3,15 @@ and the memory of training and of generation.
 
     param_terms(cfg) -> [ParamTerm]          every weight matrix, bias and norm, with its formula
     param_counts(cfg) -> {"total", "active", "embedding", "attention", "ffn", "norms", "head"}
-    kv_cache_bytes_per_token(cfg, bytes_per_value=2)
-    forward_flops_per_token(cfg, context)     one token attending to `context` keys
+    multiplied_params(cfg)                    the active parameters a token multiplies by (no embedding lookup)
+    kv_cache_bytes_per_token(cfg, bytes_per_value=2, context=None)   growth per token, or the average at a context
+    kv_cache_bytes(cfg, context, bytes_per_value=2)   a cache of `context` tokens: global and local layers, tensors
+    forward_flops_per_token(cfg, context)     one token attending to `context` keys (each layer its own keys)
+    keys_seen_by_layer(cfg, context)          the keys the last token sees in each layer
     training_flops_per_token(cfg, context)    forward + backward: 3x the forward
     training_flops(n_params, n_tokens)        6 N D, the budget of a whole training run
     forward_flops(cfg, batch, seq)            one whole forward pass, as torch's FLOP counter counts it
+    matmul_weights_per_token(cfg)             the weights in the matrix products one token goes through
     memory_bytes(cfg, context, batch)         weights, gradients, optimiser state, activations, KV cache
     full_attention_bytes(B, H, T, dtype_bytes, T_kv=None)   the five lines' T x T scores and weights
     tiled_attention_bytes(B, H, T, block_q, block_k, d_head, acc_bytes=4)   flash attention's running state
@@ -19,14 +23,24 @@ from dataclasses import dataclass
 import torch
 
 from . import masks
+from .block import NORM_PLACEMENTS
 from .config import TransformerConfig
+from .ffn import FFN_KINDS
 from .hooks import attention_stacks
+from .norms import NORMS
+from .positions import POSITIONS
 
 # --- parameters, term by term ------------------------------------------------------
 
 # the letters the formulas are written in
 SYMBOLS = {"V": "vocabulary size", "D": "d_model", "L": "layers", "H": "query heads", "G": "kv heads",
-           "d_h": "d_head = D / H", "F": "d_ff (the FFN's hidden width)", "E": "experts", "k": "experts per token",
+           "d_h": "d_head: a head's q and k width (head_dim, else D / H)",
+           "d_v": "a head's value width (v_head_dim, else d_h)",
+           "F": "d_ff (the FFN's hidden width)", "E": "experts", "k": "experts per token",
+           "F_e": "d_expert (an expert's hidden width, else F)", "S": "shared experts (every token uses them)",
+           "r_kv": "kv_rank (MLA: the latent K and V are rebuilt from)",
+           "r_q": "q_rank (MLA: the latent q is rebuilt from)",
+           "d_r": "d_rope (MLA: the rotated part of each key, shared by all heads)",
            "P": "max_len (positions in the learned table)"}
 PARTS = ("embedding", "attention", "ffn", "norms", "head")
 
@@ -56,46 +70,44 @@ def _with_bias(formula: str, bias: str, has_bias: bool) -> str:
     return f"{formula} + {bias}" if has_bias else formula
 
 
+def _times(n: int, formula: str) -> str:
+    """'2·D' for n = 2, 'D' for n = 1."""
+    return formula if n == 1 else f"{n}·{formula}"
+
+
 def param_terms(cfg: TransformerConfig) -> list[ParamTerm]:
     """Every parameter of ``Transformer(cfg)``, grouped into terms with their formulas.
 
     The terms add up to the built model's parameter count (tied weights once), and each term's
     ``where`` names exactly the parameters it counts, so a test can hold every formula against the
-    live model.
+    live model. Each choice is read off its row (``FFN_KINDS``, ``NORMS``, ``NORM_PLACEMENTS``,
+    ``POSITIONS``), never off its name. Buffers (the sigmoid router's choice bias, RoPE and
+    sinusoidal tables) are no parameters and count nowhere.
     """
     d, V, L = cfg.d_model, cfg.vocab_size, cfg.n_layers
-    b = 1 if cfg.bias else 0
-    q_out, kv_out = cfg.n_heads * cfg.d_head, cfg.n_kv_heads * cfg.d_head
     n_stacks = 2 if cfg.arch == "encoder-decoder" else 1
-    blocks = n_stacks * L
-    layernorm = cfg.norm == "layernorm"
-    norm, norm_formula = (2 * d, "2·D") if layernorm else (d, "D")  # LayerNorm: a scale and a shift per dimension
-    block = "*blocks.*."
+    blocks = n_stacks * L  # blocks with self-attention and an FFN
+    cross_layers = L if cfg.arch == "encoder-decoder" else 0  # decoder blocks that also cross-attend
+    norm, norm_formula = (2 * d, "2·D") if NORMS[cfg.norm].centres else (d, "D")  # LayerNorm: a scale and a shift
     terms = [ParamTerm("embedding", "token embedding", "V·D", V * d, 1, ("embed.weight",))]
-    if cfg.position == "learned":
+    if POSITIONS[cfg.position].table_param_terms:
         terms.append(ParamTerm("embedding", "position table", "P·D", cfg.max_len * d, n_stacks,
                                ("*pos.table.weight",)))
-    if cfg.embed_norm:
+    if cfg.embed_norm:  # always a LayerNorm (BERT, BLOOM)
         terms.append(ParamTerm("norms", "embedding LayerNorm", "2·D", 2 * d, n_stacks, ("*ln_embed.*",)))
-    terms += [
-        ParamTerm("attention", "W_q", _with_bias("D·H·d_h", "H·d_h", b), d * q_out + b * q_out, blocks,
-                  (block + "attn.q_proj.*",)),
-        ParamTerm("attention", "W_k and W_v", _with_bias("2·D·G·d_h", "2·G·d_h", b), 2 * (d * kv_out + b * kv_out),
-                  blocks, (block + "attn.k_proj.*", block + "attn.v_proj.*")),
-        ParamTerm("attention", "W_o", _with_bias("H·d_h·D", "D", b), q_out * d + b * d, blocks,
-                  (block + "attn.o_proj.*",)),
-    ]
+    terms += _latent_attention_terms(cfg, blocks) if cfg.kv_rank is not None else _attention_terms(cfg, blocks)
     if cfg.arch == "encoder-decoder":  # the decoder's blocks read the encoder through a second attention
-        cross = d * q_out + 2 * d * kv_out + q_out * d + b * (q_out + 2 * kv_out + d)
-        terms.append(ParamTerm("attention", "cross-attention W_q, W_k, W_v, W_o",
-                               _with_bias("2·D·H·d_h + 2·D·G·d_h", "H·d_h + 2·G·d_h + D", b), cross, L,
-                               ("*blocks.*.cross_attn.*",)))
-    norms_per_block = 1 if cfg.parallel_block else 2
-    terms.append(ParamTerm("norms", "block norms", f"{norms_per_block}·{norm_formula}" if norms_per_block > 1
-                           else norm_formula, norms_per_block * norm, blocks, (block + "ln1.*", block + "ln2.*")))
-    if cfg.arch == "encoder-decoder":
-        terms.append(ParamTerm("norms", "cross-attention norm", norm_formula, norm, L, (block + "ln_cross.*",)))
-    terms += _ffn_terms(cfg, blocks, b)
+        terms += _cross_attention_terms(cfg, cross_layers)
+    if cfg.qk_norm != "none":  # always an RMSNorm, in self- and cross-attention alike
+        per_head = cfg.qk_norm == "head"
+        width = 2 * cfg.d_head if per_head else (cfg.n_heads + cfg.n_kv_heads) * cfg.d_head
+        formula = "2·d_h" if per_head else "H·d_h + G·d_h"
+        terms.append(ParamTerm("norms", f"QK-norm ({cfg.qk_norm}: q_norm and k_norm)", formula, width,
+                               blocks + cross_layers,
+                               tuple(f"*blocks.*.{attention}.{n}.*" for attention in ("attn", "cross_attn")
+                                     for n in ("q_norm", "k_norm"))))
+    terms += _block_norm_terms(cfg, blocks, cross_layers, norm, norm_formula)
+    terms += _ffn_terms(cfg, n_stacks)
     if cfg.has_final_norm:
         terms.append(ParamTerm("norms", "final norm", norm_formula, norm, n_stacks, ("*ln_final.*",)))
     if cfg.head_transform:  # BERT's masked-LM head: dense -> GELU -> LayerNorm before the unembedding
@@ -108,39 +120,229 @@ def param_terms(cfg: TransformerConfig) -> list[ParamTerm]:
     return terms
 
 
-def _ffn_terms(cfg: TransformerConfig, blocks: int, b: int) -> list[ParamTerm]:
-    d, f, E = cfg.d_model, cfg.d_ff, cfg.n_experts
+def _attention_terms(cfg: TransformerConfig, blocks: int) -> list[ParamTerm]:
+    """MHA, GQA, MQA: W_q, W_k, W_v, W_o (q, k, v biases with has_qkv_bias; W_o's with bias), gate and sinks."""
+    d, H, G, dh, dv = cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.d_head, cfg.d_v
+    qkv_b, b = int(cfg.has_qkv_bias), int(cfg.bias)
+    v = _value_width(cfg)
+    kv, kv_bias = ("2·D·G·d_h", "2·G·d_h") if v == "d_h" else ("D·G·d_h + D·G·d_v", "G·d_h + G·d_v")
+    attn = "*blocks.*.attn."
+    terms = [
+        ParamTerm("attention", "W_q", _with_bias("D·H·d_h", "H·d_h", qkv_b), d * H * dh + qkv_b * H * dh, blocks,
+                  (attn + "q_proj.*",)),
+        ParamTerm("attention", "W_k and W_v", _with_bias(kv, kv_bias, qkv_b),
+                  d * G * (dh + dv) + qkv_b * G * (dh + dv), blocks, (attn + "k_proj.*", attn + "v_proj.*")),
+        ParamTerm("attention", "W_o", _with_bias(f"H·{v}·D", "D", b), H * dv * d + b * d, blocks,
+                  (attn + "o_proj.*",)),
+    ]
+    if cfg.attn_gate:  # gated attention: concat(heads) * sigmoid(x W_gate)
+        terms.append(ParamTerm("attention", "W_gate (output gate)", _with_bias(f"D·H·{v}", f"H·{v}", b),
+                               d * H * dv + b * H * dv, blocks, (attn + "gate_proj.*",)))
+    return terms + _sink_terms(cfg, blocks)
+
+
+def _value_width(cfg: TransformerConfig) -> str:
+    """The letter of a head's value width in the formulas: d_v only where it differs from d_h."""
+    return "d_h" if cfg.d_v == cfg.d_head else "d_v"
+
+
+def _sink_terms(cfg: TransformerConfig, blocks: int) -> list[ParamTerm]:
+    if not cfg.sinks:  # self-attention only: cross-attention has no sinks
+        return []
+    return [ParamTerm("attention", "attention sinks", "H", cfg.n_heads, blocks, ("*blocks.*.attn.sinks",))]
+
+
+def _latent_attention_terms(cfg: TransformerConfig, blocks: int) -> list[ParamTerm]:
+    """MLA: q (full, or down -> norm -> up), the latent kv_down, the shared rope key, k_up and v_up, W_o."""
+    d, H, dh, dv, r, dr = cfg.d_model, cfg.n_heads, cfg.d_head, cfg.d_v, cfg.kv_rank, cfg.d_rope
+    qkv_b, b = int(cfg.has_qkv_bias), int(cfg.bias)
+    attn = "*blocks.*.attn."
+    if cfg.q_rank is not None:
+        rq = cfg.q_rank
+        terms = [ParamTerm("attention", "W_q down and up (MLA)", _with_bias("D·r_q + r_q·H·d_h", "r_q", qkv_b),
+                           d * rq + qkv_b * rq + rq * H * dh, blocks, (attn + "q_down.*", attn + "q_up.*"))]
+    else:
+        terms = [ParamTerm("attention", "W_q", _with_bias("D·H·d_h", "H·d_h", qkv_b), d * H * dh + qkv_b * H * dh,
+                           blocks, (attn + "q_proj.*",))]
+    terms.append(ParamTerm("attention", "W_kv down (MLA: the latent the cache keeps)",
+                           _with_bias("D·r_kv", "r_kv", qkv_b), d * r + qkv_b * r, blocks, (attn + "kv_down.*",)))
+    if dr:
+        terms.append(ParamTerm("attention", "W_k rope (MLA: one rotated key for all heads)",
+                               _with_bias("D·d_r", "d_r", qkv_b), d * dr + qkv_b * dr, blocks, (attn + "k_rope.*",)))
+    terms += [
+        ParamTerm("attention", "W_k up and W_v up (MLA)",
+                  "r_kv·H·(d_h - d_r) + r_kv·H·d_v" if dr else "r_kv·H·d_h + r_kv·H·d_v",
+                  r * H * (dh - dr) + r * H * dv, blocks, (attn + "k_up.*", attn + "v_up.*")),
+        ParamTerm("attention", "W_o", _with_bias(f"H·{_value_width(cfg)}·D", "D", b), H * dv * d + b * d, blocks,
+                  (attn + "o_proj.*",)),
+        ParamTerm("norms", "MLA latent norms", "r_kv + r_q" if cfg.q_rank is not None else "r_kv",
+                  r + (cfg.q_rank or 0), blocks, (attn + "kv_norm.*", attn + "q_down_norm.*")),
+    ]
+    return terms + _sink_terms(cfg, blocks)
+
+
+def _cross_attention_terms(cfg: TransformerConfig, layers: int) -> list[ParamTerm]:
+    d, H, G, dh, dv = cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.d_head, cfg.d_v
+    qkv_b, b = int(cfg.has_qkv_bias), int(cfg.bias)
+    gate = int(cfg.attn_gate)
+    weights = d * H * dh + d * G * (dh + dv) + H * dv * d + gate * d * H * dv
+    biases = qkv_b * (H * dh + G * (dh + dv)) + b * (d + gate * H * dv)
+    v = _value_width(cfg)
+    kv, kv_bias = ("2·D·G·d_h", "2·G·d_h") if v == "d_h" else ("D·G·d_h + D·G·d_v", "G·d_h + G·d_v")
+    formula = f"D·H·d_h + {kv} + H·{v}·D" + (f" + D·H·{v}" if gate else "")
+    bias_formula = " + ".join([*([f"H·d_h + {kv_bias}"] if qkv_b else []), *(["D"] if b else []),
+                               *([f"H·{v}"] if b and gate else [])])
+    name = "cross-attention W_q, W_k, W_v, W_o" + (" and W_gate" if gate else "")
+    cross = "*blocks.*.cross_attn."
+    return [ParamTerm("attention", name, f"{formula} + {bias_formula}" if bias_formula else formula,
+                      weights + biases, layers,
+                      tuple(cross + m + ".*" for m in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj")))]
+
+
+def _block_norm_terms(cfg: TransformerConfig, blocks: int, cross_layers: int, norm: int, norm_formula: str
+                      ) -> list[ParamTerm]:
+    """The norms around each sublayer, as NORM_PLACEMENTS says: before it (or on the sum) and after it."""
+    block = "*blocks.*."
+    if cfg.parallel_block:  # one norm both sublayers read, or one each (parallel_norms = 2)
+        n = cfg.parallel_norms
+        return [ParamTerm("norms", "block norms (parallel)", _times(n, norm_formula), n * norm, blocks,
+                          (block + "ln1.*", block + "ln2.*"))]
+    placement = NORM_PLACEMENTS[cfg.norm_position]
+    per_sublayer = int(placement.before or placement.on_sum) + int(placement.after)
+    terms = [ParamTerm("norms", "block norms", _times(2 * per_sublayer, norm_formula), 2 * per_sublayer * norm, blocks,
+                       (block + "ln1.*", block + "ln2.*", block + "ln1_post.*", block + "ln2_post.*"))]
+    if cross_layers:
+        terms.append(ParamTerm("norms", "cross-attention norms", _times(per_sublayer, norm_formula),
+                               per_sublayer * norm, cross_layers, (block + "ln_cross.*", block + "ln_cross_post.*")))
+    return terms
+
+
+def _ffn_terms(cfg: TransformerConfig, n_stacks: int) -> list[ParamTerm]:
+    """The FFN of every block, read off its FFN_KINDS row: one term per matrix of an MLP, one for a gated
+    FFN's three; a routed kind's router, experts and shared experts, and its dense first layers."""
+    d, f = cfg.d_model, cfg.d_ff
+    b = int(cfg.bias)
+    row = FFN_KINDS[cfg.ffn]
     mlp = "*blocks.*.mlp."
-    if cfg.ffn in ("relu", "gelu"):
-        return [ParamTerm("ffn", "W_up", _with_bias("D·F", "F", b), d * f + b * f, blocks, (mlp + "up.*",)),
-                ParamTerm("ffn", "W_down", _with_bias("F·D", "D", b), f * d + b * d, blocks, (mlp + "down.*",))]
-    swiglu = 3 * d * f + b * (2 * f + d)
-    swiglu_formula = _with_bias("3·D·F", "2·F + D", b)
-    if cfg.ffn == "swiglu":
-        return [ParamTerm("ffn", "W_gate, W_up and W_down (SwiGLU)", swiglu_formula, swiglu, blocks,
-                          (mlp + "gate.*", mlp + "up.*", mlp + "down.*"))]
-    return [ParamTerm("ffn", "router", "D·E", d * E, blocks, (mlp + "router.*",)),
-            ParamTerm("ffn", "experts (each a SwiGLU)", f"E·({swiglu_formula})", E * swiglu, blocks,
-                      (mlp + "experts.*",), active_per_copy=cfg.top_k * swiglu)]
+    if not row.routed:
+        blocks = n_stacks * cfg.n_layers
+        if row.gated:
+            return [_gated_term(f"W_{', W_'.join(row.matrices[:-1])} and W_{row.matrices[-1]} ({row.activation})",
+                                d, f, "F", b, blocks, mlp, n=len(row.matrices))]
+        # an MLP: every matrix but the last widens D -> F, the last narrows F -> D
+        *widen, narrow = row.matrices
+        return [*(ParamTerm("ffn", f"W_{m}", _with_bias("D·F", "F", b), d * f + b * f, blocks, (mlp + m + ".*",))
+                  for m in widen),
+                ParamTerm("ffn", f"W_{narrow}", _with_bias("F·D", "D", b), f * d + b * d, blocks,
+                          (mlp + narrow + ".*",))]
+    # routed: the first layers may keep a dense gated FFN of width F; the others route
+    dense_layers = n_stacks * min(cfg.first_dense_layers, cfg.n_layers)
+    routed_layers = n_stacks * cfg.n_layers - dense_layers
+    E, k, fe, S = cfg.n_experts, cfg.top_k, cfg.d_expert or cfg.d_ff, cfg.n_shared_experts
+    n = _expert_matrices(row)  # each expert is a gated FFN (SwiGLU, GeGLU or gpt-oss's clamped SwiGLU)
+    expert = n * d * fe + b * ((n - 1) * fe + d)
+    expert_formula = _with_bias(f"{n}·D·F_e", f"{n - 1}·F_e + D", b)
+    terms = []
+    if dense_layers:  # a dense gated FFN, built as an expert is
+        terms.append(_gated_term(f"dense FFN of the first {cfg.first_dense_layers} layers (W_gate, W_up, W_down)",
+                                 d, f, "F", b, dense_layers, mlp, n=n))
+    if routed_layers:
+        terms += [
+            ParamTerm("ffn", "router", _with_bias("D·E", "E", b), d * E + b * E, routed_layers, (mlp + "router.*",)),
+            ParamTerm("ffn", f"experts (each a gated FFN: {cfg.expert_activation})", f"E·({expert_formula})",
+                      E * expert, routed_layers, (mlp + "experts.*",), active_per_copy=k * expert),
+        ]
+        if S:  # one gated FFN S experts wide that every token passes through
+            terms.append(_gated_term("shared experts", d, S * fe, "S·F_e", b, routed_layers, mlp + "shared.",
+                                     where=(mlp + "shared.*",), n=n))
+    return terms
+
+
+def _expert_matrices(row) -> int:
+    """A routed kind's row lists its router, then the matrices of each expert."""
+    return len(row.matrices) - 1
+
+
+def _gated_term(name: str, d: int, width: int, width_formula: str, b: int, copies: int, prefix: str,
+                where: tuple[str, ...] | None = None, n: int = 3) -> ParamTerm:
+    """A gated FFN's n = 3 matrices: W_gate, W_up (D -> width) and W_down (width -> D), with their biases."""
+    w = width_formula if width_formula.isalpha() else f"({width_formula})"
+    formula = _with_bias(f"{n}·D·{w}", f"{n - 1}·{w} + D", b)
+    return ParamTerm("ffn", name, formula, n * d * width + b * ((n - 1) * width + d), copies,
+                     where or (prefix + "gate.*", prefix + "up.*", prefix + "down.*"))
 
 
 def param_counts(cfg: TransformerConfig) -> dict[str, int]:
     """Parameters by part, the sums of ``param_terms`` (no model is built).
 
-    'total' counts every weight; 'active' the ones one token uses (MoE: top_k of the experts).
+    'total' counts every weight; 'active' the ones one token uses (MoE: top_k of the routed experts,
+    every shared expert and dense layer).
     """
     terms = param_terms(cfg)
     return {"total": sum(t.count for t in terms), "active": sum(t.active for t in terms),
             **{part: sum(t.count for t in terms if t.part == part) for part in PARTS}}
 
 
+def multiplied_params(cfg: TransformerConfig) -> int:
+    """The active parameters a token multiplies by: the embedding table is looked up, not multiplied, so it is
+    left out, except that a tied output head multiplies by the same matrix. 2 x this is the weights' share of
+    a token's forward FLOPs; some publishers count "active parameters" this way (gpt-oss)."""
+    counts = param_counts(cfg)
+    tied_head = cfg.vocab_size * cfg.d_model if cfg.tie_embeddings else 0
+    return counts["active"] - counts["embedding"] + tied_head
+
+
 # --- KV cache ---------------------------------------------------------------------
 
 
-def kv_cache_bytes_per_token(cfg: TransformerConfig, bytes_per_value: int = 2) -> int:
-    """Bytes the KV cache grows by per token: K and V, every layer, G kv heads of d_head (fp16 by default)."""
+def _cache_width(cfg: TransformerConfig) -> dict[str, int]:
+    """Numbers one layer caches per token, by tensor: K (G·d_h) and V (G·d_v); MLA its latent and one rope key."""
+    if cfg.kv_rank is not None:
+        return {"latent": cfg.kv_rank, "rope keys": cfg.d_rope}
+    return {"keys": cfg.n_kv_heads * cfg.d_head, "values": cfg.n_kv_heads * cfg.d_v}
+
+
+def kv_cache_bytes(cfg: TransformerConfig, context: int, bytes_per_value: int = 2) -> dict:
+    """Bytes the KV cache of one sequence of `context` tokens holds, and where they sit.
+
+    A global layer holds every token; a local layer (window W, ``cfg.layer_windows()``) needs only the last
+    W, so it holds min(context, W) -- what a serving stack that drops older keys keeps. (This library's own
+    ``KVCache`` keeps every token in every layer, and so matches this only for global layers.) Per layer and
+    token: K and V, G·d_h + G·d_v numbers; MLA caches its latent and one rotated key shared by the heads,
+    r_kv + d_r numbers. Self-attention only: an encoder-decoder's cross-attention keys are computed once
+    from the source.
+
+    Returns {"total", "global layers", "local layers", and by tensor "keys" and "values" (or MLA's "latent"
+    and "rope keys"): bytes; "per layer": a tuple of each layer's bytes}.
+    """
+    if context < 1:
+        raise ValueError(f"context={context} must be at least 1 token")
+    width = _cache_width(cfg)
+    per_token = sum(width.values()) * bytes_per_value
+    held = [context if w is None else min(context, w) for w in cfg.layer_windows()]  # tokens each layer holds
+    windows = cfg.layer_windows()
+    per_layer = tuple(n * per_token for n in held)
+    return {"total": sum(per_layer),
+            "global layers": sum(b for b, w in zip(per_layer, windows) if w is None),
+            "local layers": sum(b for b, w in zip(per_layer, windows) if w is not None),
+            **{tensor: n * bytes_per_value * sum(held) for tensor, n in width.items()},
+            "per layer": per_layer}
+
+
+def kv_cache_bytes_per_token(cfg: TransformerConfig, bytes_per_value: int = 2, context: int | None = None):
+    """Bytes of KV cache per token (fp16 by default).
+
+    context=None: what one more token adds while every layer still holds every token -- K and V of G kv heads
+    in every layer, 2·L·G·d_h (G·d_h + G·d_v when values are narrower), MLA L·(r_kv + d_r). That is the growth
+    before any window is full, the growth of this library's ``KVCache`` at any length (it keeps local layers'
+    old tokens too), and an upper bound; an int.
+    context=T: the average per token of a cache of T tokens whose local layers hold only their window,
+    ``kv_cache_bytes(cfg, T)["total"] / T``; a float, which falls as T passes the windows.
+    """
+    if context is not None:
+        return kv_cache_bytes(cfg, context, bytes_per_value)["total"] / context
     n_self_attention_layers = cfg.n_layers  # the decoder's layers in an encoder-decoder
-    return 2 * n_self_attention_layers * cfg.n_kv_heads * cfg.d_head * bytes_per_value
+    return n_self_attention_layers * sum(_cache_width(cfg).values()) * bytes_per_value
 
 
 # --- FLOPs ------------------------------------------------------------------------
@@ -156,34 +358,45 @@ def attention_layers(cfg: TransformerConfig) -> int:
 def forward_flops_per_token(cfg: TransformerConfig, context: int) -> int:
     """Forward-pass FLOPs for one token that attends to `context` keys.
 
-        2 x (parameters the token multiplies by)  +  4 x (keys seen) x d_attn per attention layer
+        2 x (parameters the token multiplies by)  +  2 x (keys seen) x H x (d_h + d_v) per attention layer
 
     A multiply-add is 2 FLOPs, so every weight a token goes through costs 2 (MoE: only the
-    top-k experts count). Embedding tables are read, not multiplied, so they are left out,
-    except that a tied output head still multiplies by the embedding matrix. Attention adds
-    two matrix products that grow with the context: q @ K^T and weights @ V, each
-    2 x keys x d_attn (d_attn = n_heads x d_head); a sliding window caps the keys at W, a
-    sparse pattern at the keys it allows (``keys_seen``).
+    top-k experts count, with the router and any shared experts). Embedding tables are read, not
+    multiplied, so they are left out, except that a tied output head still multiplies by the embedding
+    matrix (``multiplied_params``). Attention adds two matrix products that grow with the context:
+    q @ K^T, 2 x keys x H x d_h, and weights @ V, 2 x keys x H x d_v. Each layer sees its own keys
+    (``keys_seen_by_layer``): a local layer at most its window W, a sparse pattern the keys it allows.
+    MLA counts as it trains: each token's latent is expanded to its keys and values once (k_up and v_up
+    are among its parameters), and attention then runs over H heads of d_h and d_v.
     For an encoder-decoder this is one source token through the encoder plus one target
     token through the decoder (its cross-attention reads `context` encoder outputs).
     """
-    counts = param_counts(cfg)
-    tied_head = cfg.vocab_size * cfg.d_model if cfg.tie_embeddings else 0
-    multiplied = counts["active"] - counts["embedding"] + tied_head
-    d_attn = cfg.n_heads * cfg.d_head
-    return 2 * multiplied + attention_layers(cfg) * 2 * 2 * keys_seen(cfg, context) * d_attn
+    per_key = 2 * cfg.n_heads * (cfg.d_head + cfg.d_v)
+    stacks = attention_stacks(cfg.arch)
+    self_keys = len(stacks.self_attention) * sum(keys_seen_by_layer(cfg, context))
+    cross_keys = len(stacks.cross_attention) * cfg.n_layers * context  # cross-attention has no window
+    return 2 * multiplied_params(cfg) + per_key * (self_keys + cross_keys)
 
 
-def keys_seen(cfg: TransformerConfig, context: int) -> int:
-    """How many keys the token at position context - 1 attends to: all of them, at most W with a sliding
-    window, and with a sparse pattern the ones its causal form allows (counted from the mask itself)."""
+def keys_seen_by_layer(cfg: TransformerConfig, context: int) -> tuple[int, ...]:
+    """Keys the token at position context - 1 attends to in each layer of a stack: all of them in a global
+    layer, at most W in a local one (``cfg.layer_windows()``), and with a sparse pattern the ones its causal
+    form allows (counted from the mask itself)."""
     if context < 1:
         raise ValueError(f"context={context} must be at least 1 (a token always sees itself)")
-    if cfg.attention_pattern == "dense":
-        return min(context, cfg.sliding_window) if cfg.sliding_window else context
-    last = torch.tensor([context - 1])
-    allowed = masks.sparse(cfg.attention_pattern, last, torch.arange(context), cfg.pattern_size, True, cfg.n_global)
-    return int(allowed.sum())
+    if cfg.attention_pattern != "dense":  # a pattern is the same in every layer
+        last = torch.tensor([context - 1])
+        allowed = masks.sparse(cfg.attention_pattern, last, torch.arange(context), cfg.pattern_size, True,
+                               cfg.n_global)
+        return (int(allowed.sum()),) * cfg.n_layers
+    return tuple(context if w is None else min(context, w) for w in cfg.layer_windows())
+
+
+def keys_seen(cfg: TransformerConfig, context: int, layer: int | None = None) -> int:
+    """How many keys the token at position context - 1 attends to in layer `layer`, or with layer=None in the
+    layer that sees the most (a global one if there is one; every layer alike without per-layer windows)."""
+    by_layer = keys_seen_by_layer(cfg, context)
+    return max(by_layer) if layer is None else by_layer[layer]
 
 
 BACKWARD_PER_FORWARD = 2  # the backward pass multiplies by every weight twice: once for the input's gradient,
@@ -203,24 +416,53 @@ def training_flops(n_params: float, n_tokens: float) -> float:
     return 2 * (1 + BACKWARD_PER_FORWARD) * n_params * n_tokens
 
 
-FFN_MATRICES = {"relu": 2, "gelu": 2, "swiglu": 3}  # weight matrices in one FFN
+# weight matrices in one FFN of each kind, from its row (a routed kind: the router, then each expert's)
+FFN_MATRICES = {name: len(row.matrices) for name, row in FFN_KINDS.items()}
+
+
+def matmul_weights_per_token(cfg: TransformerConfig) -> int:
+    """Weights in the matrix products one token goes through (biases, norms and lookups left out): every
+    attention and FFN projection of every stack, MoE's router and its top-k experts only, and the unembedding."""
+    d, H, G, dh, dv = cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.d_head, cfg.d_v
+    if cfg.kv_rank is not None:
+        r, dr = cfg.kv_rank, cfg.d_rope
+        q = d * cfg.q_rank + cfg.q_rank * H * dh if cfg.q_rank is not None else d * H * dh
+        self_attention = q + d * r + d * dr + r * H * (dh - dr) + r * H * dv + H * dv * d
+    else:
+        self_attention = d * H * dh + d * G * (dh + dv) + H * dv * d + int(cfg.attn_gate) * d * H * dv
+    cross_attention = d * H * dh + d * G * (dh + dv) + H * dv * d + int(cfg.attn_gate) * d * H * dv
+    row = FFN_KINDS[cfg.ffn]
+    ffn = 0
+    for layer in range(cfg.n_layers):
+        if not row.routed:
+            ffn += len(row.matrices) * d * cfg.d_ff
+        elif not cfg.layer_is_moe(layer):
+            ffn += _expert_matrices(row) * d * cfg.d_ff  # a dense gated FFN, built as an expert is
+        else:
+            fe = cfg.d_expert or cfg.d_ff
+            ffn += d * cfg.n_experts + _expert_matrices(row) * d * fe * (cfg.top_k + cfg.n_shared_experts)
+    stacks = attention_stacks(cfg.arch)
+    head = d * cfg.vocab_size + (d * d if cfg.head_transform else 0)
+    return (len(stacks.self_attention) * (cfg.n_layers * self_attention + ffn)
+            + len(stacks.cross_attention) * cfg.n_layers * cross_attention + head)
 
 
 def forward_flops(cfg: TransformerConfig, batch: int, seq: int) -> int:
-    """FLOPs of one forward pass, counted analytically.
+    """FLOPs of one forward pass, counted analytically as torch's FLOP counter counts the explicit path.
 
-    2 x (weights in matrix multiplies) x tokens   -- each weight is one multiply and one add per token
-    + 4 x T^2 x d_model per layer                  -- Q K^T and weights @ V, 2 T^2 d_head per head each
-    The attention term counts the full T x T square, causal or not (the usual convention).
-    Norms, activations, softmax and the embedding lookup are left out.
+    2 x (weights in matrix multiplies) x tokens          -- each weight is one multiply and one add per token
+    + 2 x T^2 x H x (d_h + d_v) per attention layer        -- Q K^T and weights @ V over every pair
+    The attention term counts the full T x T square, causal, windowed or not: the explicit five lines
+    compute every score and mask it afterwards (the usual convention; ``forward_flops_per_token`` counts
+    only the keys each layer sees). MoE counts the router and the top-k experts each token goes to.
+    Norms, activations, softmax and the embedding lookup are left out. An encoder-decoder runs `seq`
+    source tokens through the encoder and `seq` target tokens through the decoder.
     """
-    if cfg.ffn not in FFN_MATRICES:
-        raise ValueError(f"forward_flops counts ffn in {sorted(FFN_MATRICES)}, not {cfg.ffn!r}")
-    d, kv_width = cfg.d_model, cfg.n_kv_heads * cfg.d_head
-    attention = 2 * d * d + 2 * d * kv_width  # W_q and W_o, W_k and W_v
-    ffn = FFN_MATRICES[cfg.ffn] * d * cfg.d_ff
-    matmul_weights = cfg.n_layers * (attention + ffn) + d * cfg.vocab_size  # + the unembedding
-    return 2 * matmul_weights * batch * seq + cfg.n_layers * 4 * batch * seq**2 * d
+    tokens = batch * seq
+    stacks = attention_stacks(cfg.arch)
+    n_attention = len(stacks.self_attention) + len(stacks.cross_attention)
+    scores = n_attention * cfg.n_layers * 2 * batch * seq**2 * cfg.n_heads * (cfg.d_head + cfg.d_v)
+    return 2 * matmul_weights_per_token(cfg) * tokens + scores
 
 
 # --- memory -----------------------------------------------------------------------
@@ -241,7 +483,8 @@ def memory_bytes(cfg: TransformerConfig, context: int, batch: int = 1, fused_att
     s·b·D·(34 + 5·H·s/D) bytes in Korthikanti et al.'s count for a GPT block (2022, "Reducing
     Activation Recomputation in Large Transformer Models", eq. 1); a fused attention kernel keeps no
     s x s matrix, which drops the 5·H·s/D term (fused_attention=True, the library's default path).
-    Generation: 16-bit weights and the KV cache of `context` tokens per sequence.
+    Generation: 16-bit weights and the KV cache of `context` tokens per sequence (``kv_cache_bytes``: local
+    layers hold only their window).
     """
     if context < 1 or batch < 1:
         raise ValueError(f"context={context} and batch={batch} must both be at least 1")
@@ -251,7 +494,7 @@ def memory_bytes(cfg: TransformerConfig, context: int, batch: int = 1, fused_att
     per_layer = ACTIVATION_BYTES_PER_LAYER * tokens * cfg.d_model + attention_matrices
     return {**{part: n * n_params for part, n in TRAINING_BYTES_PER_PARAM.items()},
             "activations": cfg.n_layers * len(attention_stacks(cfg.arch).self_attention) * per_layer,  # every block
-            "kv_cache": kv_cache_bytes_per_token(cfg) * tokens}
+            "kv_cache": kv_cache_bytes(cfg, context)["total"] * batch}
 
 
 def training_bytes(memory: dict[str, int]) -> int:

@@ -1,13 +1,20 @@
 """Real models as choices along the five axes: classroom-size presets with their real sizes alongside.
 
-``PRESETS[name]`` is a small config with the family's axes; ``MODEL_CARDS[name]`` adds the
-real-size configs (for parameter and KV-cache arithmetic) and the published parameter counts.
+``MODEL_CARDS[name]`` holds a small config with the family's axes, the real-size configs (for parameter
+and KV-cache arithmetic) and the published parameter counts; ``PRESETS[name]`` is the small config of
+the families that ship trained checkpoints (the models of 2024-2026 are cards only, for now).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from .config import TransformerConfig
+from .costs import multiplied_params, param_counts
+
+# how a publisher counted "active parameters": every parameter one token uses, the embedding table included
+# (Mixtral, DeepSeek-V3, Qwen3), or only those it multiplies by, the embedding lookup left out (gpt-oss)
+ACTIVE_COUNTS = {"used": lambda cfg: param_counts(cfg)["active"], "multiplied": multiplied_params}
 
 
 @dataclass(frozen=True)
@@ -20,6 +27,12 @@ class ModelCard:
     real: dict[str, TransformerConfig] = field(default_factory=dict)  # size name -> real dimensions
     published_params: dict[str, float] = field(default_factory=dict)  # size name -> published total parameters
     published_active: dict[str, float] = field(default_factory=dict)  # MoE: parameters used per token
+    active_counts: str = "used"  # how its publisher counted the active parameters: a key of ACTIVE_COUNTS
+
+    def counted(self, size: str) -> dict[str, int]:
+        """A real size's total and active parameters, counted as its publisher counted them."""
+        cfg = self.real[size]
+        return {"total": param_counts(cfg)["total"], "active": ACTIVE_COUNTS[self.active_counts](cfg)}
 
 
 CLASSROOM = dict(vocab_size=128, d_model=64, n_heads=4, n_layers=2, max_len=256)  # sizes a laptop trains in minutes
@@ -28,10 +41,12 @@ CLASSROOM = dict(vocab_size=128, d_model=64, n_heads=4, n_layers=2, max_len=256)
 ENGLISH_SIZE = dict(d_model=128, n_layers=4)
 
 
-def _card(key, name, year, summary, axes: dict, real: dict[str, dict], published=None, active=None) -> ModelCard:
-    classroom = TransformerConfig(**{**CLASSROOM, **axes})
+def _card(key, name, year, summary, axes: dict, real: dict[str, dict], published=None, active=None,
+          classroom: dict | None = None, active_counts: str = "used") -> ModelCard:
+    """`axes` hold for every size; `classroom` adds what only the classroom size sets (its own small widths)."""
+    small = TransformerConfig(**{**CLASSROOM, **axes, **(classroom or {})})
     real_cfgs = {size: TransformerConfig(**{**axes, **dims}) for size, dims in real.items()}
-    return ModelCard(key, name, year, summary, classroom, real_cfgs, published or {}, active or {})
+    return ModelCard(key, name, year, summary, small, real_cfgs, published or {}, active or {}, active_counts)
 
 
 _ORIGINAL = dict(arch="encoder-decoder", position="sinusoidal", norm="layernorm", norm_position="post", ffn="relu", bias=True)
@@ -91,5 +106,78 @@ _CARDS = [
           {"560M": 559e6, "176B": 176e9}),
 ]
 
-MODEL_CARDS: dict[str, ModelCard] = {c.key: c for c in _CARDS}
+# --- the models of 2024-2026 -----------------------------------------------------------------------------
+# Real sizes from each model's published config (Hugging Face config.json and the technical reports); the totals
+# they publish are matched within 2% by param_counts. Their classroom configs build and run, but ship no trained
+# checkpoint yet, so they are model cards and not PRESETS (every preset ships a language model, see
+# docs/checkpoints.md): the sidebar's presets stay the families above.
+
+_LLAMA3 = dict(_LLAMA, rope_theta=500000.0)
+_LLAMA31_LONG = dict(max_len=131072, rope_scaling="llama3", rope_factor=8.0, rope_original_max_len=8192)
+_OLMO2 = dict(_LLAMA, norm_position="after", qk_norm="full", rope_theta=500000.0, norm_eps=1e-6)
+_QWEN3 = dict(_LLAMA, qk_norm="head", rope_theta=1e6, norm_eps=1e-6)
+_GEMMA3 = dict(arch="decoder", position="rope", norm="rmsnorm", norm_position="sandwich", norm_plus_one=True,
+               ffn="geglu", gelu_approximate="tanh", qk_norm="head", scale_embeddings=True, tie_embeddings=True,
+               layer_pattern="5:1", rope_theta=1e6, rope_local_theta=10000.0, norm_eps=1e-6)
+_DEEPSEEK_V3 = dict(_LLAMA, ffn="moe", router="sigmoid", routed_scale=2.5, n_shared_experts=1, norm_eps=1e-6)
+_GPT_OSS = dict(_LLAMA, ffn="moe", expert_activation="clamped-swiglu", bias=True, sinks=True, layer_pattern="alternate",
+                norm_eps=1e-5)
+_GPT_OSS_REAL = dict(vocab_size=201088, d_model=2880, n_heads=64, head_dim=64, n_kv_heads=8, d_ff=2880, d_expert=2880,
+                     top_k=4, sliding_window=128, max_len=131072, rope_theta=150000.0, rope_scaling="yarn",
+                     rope_factor=32.0, rope_original_max_len=4096, yarn_truncate=False)
+_DEEPSEEK_YARN_MSCALE = 0.1 * math.log(40) + 1  # DeepSeek-V3 scales the scores, not cos and sin, by YaRN's factor
+
+_RECENT_CARDS = [
+    _card("llama3", "LLaMA 3.1", 2024, "decoder · GQA · RoPE (llama3 scaling to 128k) · pre-RMSNorm · SwiGLU",
+          _LLAMA3,
+          {"8B": dict(vocab_size=128256, d_model=4096, n_heads=32, n_kv_heads=8, n_layers=32, d_ff=14336, **_LLAMA31_LONG),
+           "70B": dict(vocab_size=128256, d_model=8192, n_heads=64, n_kv_heads=8, n_layers=80, d_ff=28672,
+                       **_LLAMA31_LONG),
+           "405B": dict(vocab_size=128256, d_model=16384, n_heads=128, n_kv_heads=8, n_layers=126, d_ff=53248,
+                        **_LLAMA31_LONG)},
+          {"8B": 8.03e9, "70B": 70.6e9, "405B": 405e9}, classroom=dict(n_kv_heads=2)),
+    # OLMo 2 normalises each sublayer's output (no norm before it) and q, k over all heads at once
+    _card("olmo2", "OLMo 2", 2024, "decoder · MHA · RoPE · RMSNorm after each sublayer · QK-norm (full) · SwiGLU",
+          _OLMO2,
+          {"7B": dict(vocab_size=100352, d_model=4096, n_heads=32, n_layers=32, d_ff=11008, max_len=4096),
+           "13B": dict(vocab_size=100352, d_model=5120, n_heads=40, n_layers=40, d_ff=13824, max_len=4096)},
+          {"7B": 7.30e9, "13B": 13.7e9}),
+    # head_dim 128 is chosen on its own: 32 x 128 = 4,096 = d_model at 8B, but 64 x 128 = 8,192 at 235B
+    _card("qwen3", "Qwen3", 2025, "decoder · GQA · RoPE · QK-norm (per head) · pre-RMSNorm · SwiGLU, or MoE "
+          "(128 experts, top-8)", _QWEN3,
+          {"8B": dict(vocab_size=151936, d_model=4096, n_heads=32, n_kv_heads=8, head_dim=128, n_layers=36, d_ff=12288,
+                      max_len=40960),
+           "235B-A22B": dict(vocab_size=151936, d_model=4096, n_heads=64, n_kv_heads=4, head_dim=128, n_layers=94,
+                             ffn="moe", d_ff=12288, d_expert=1536, n_experts=128, top_k=8, max_len=40960)},
+          {"8B": 8.2e9, "235B-A22B": 235e9}, {"235B-A22B": 22e9}, classroom=dict(n_kv_heads=2, head_dim=32)),
+    # the language model: 1,416M embedding + 25,600M other parameters (Gemma 3 report, Table 1); the 417M of its
+    # SigLIP vision encoder are left out. Five local layers (window 1,024, RoPE base 10k) to one global (1M, x8)
+    _card("gemma3", "Gemma 3", 2025, "decoder · GQA · RoPE · 5 local : 1 global layers · sandwich RMSNorm (1 + w) · "
+          "QK-norm · GeGLU", _GEMMA3,
+          {"27B": dict(vocab_size=262208, d_model=5376, n_heads=32, n_kv_heads=16, head_dim=128, n_layers=62,
+                       d_ff=21504, max_len=131072, sliding_window=1024, score_scale=168 ** -0.5,
+                       rope_scaling="linear", rope_factor=8.0)},
+          {"27B": 27.0e9}, classroom=dict(n_layers=6, n_kv_heads=2, head_dim=32, sliding_window=64)),
+    # 671B and 37B active as published: the main model, without its 14B multi-token-prediction module
+    # (the Hugging Face checkpoint's 685B include it)
+    _card("deepseek-v3", "DeepSeek-V3", 2024, "decoder · MLA · RoPE (decoupled, YaRN) · pre-RMSNorm · MoE (256 "
+          "experts, sigmoid router, top-8 + 1 shared, first 3 layers dense)", _DEEPSEEK_V3,
+          {"671B": dict(vocab_size=129280, d_model=7168, n_heads=128, head_dim=192, rope_dim=64, v_head_dim=128,
+                        kv_rank=512, q_rank=1536, n_layers=61, d_ff=18432, d_expert=2048, n_experts=256, top_k=8,
+                        n_expert_groups=8, top_groups=4, first_dense_layers=3, max_len=163840, rope_scaling="yarn",
+                        rope_factor=40.0, rope_original_max_len=4096, yarn_attention_factor=1.0,
+                        score_scale=_DEEPSEEK_YARN_MSCALE ** 2 / math.sqrt(192))},
+          {"671B": 671e9}, {"671B": 37e9},
+          classroom=dict(head_dim=24, rope_dim=8, v_head_dim=16, kv_rank=32, q_rank=48, n_experts=8, top_k=2,
+                         n_expert_groups=4, top_groups=2, d_expert=32, first_dense_layers=1)),
+    # OpenAI's model card counts the active parameters a token multiplies by: the unembedding, not the embedding
+    _card("gpt-oss", "gpt-oss", 2025, "decoder · GQA · RoPE (YaRN) · alternating 128-token windows · sinks · "
+          "pre-RMSNorm · MoE (clamped SwiGLU experts, top-4) · biases", _GPT_OSS,
+          {"120b": dict(_GPT_OSS_REAL, n_layers=36, n_experts=128), "20b": dict(_GPT_OSS_REAL, n_layers=24, n_experts=32)},
+          {"120b": 116.83e9, "20b": 20.91e9}, {"120b": 5.13e9, "20b": 3.61e9},
+          classroom=dict(n_heads=8, head_dim=16, n_kv_heads=2, sliding_window=64, d_expert=64), active_counts="multiplied"),
+]
+
+# the families that ship trained checkpoints: the app's presets
 PRESETS: dict[str, TransformerConfig] = {c.key: c.config for c in _CARDS}
+MODEL_CARDS: dict[str, ModelCard] = {c.key: c for c in [*_CARDS, *_RECENT_CARDS]}
