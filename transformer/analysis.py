@@ -327,3 +327,42 @@ def cross_attention(model: Transformer, src_ids: torch.Tensor, tgt_ids: torch.Te
     with torch.no_grad(), recording(names) as recorder:
         model(src_ids, tgt_ids, attention_mask=src_attention_mask)
     return recorder.trace[names[0]], recorder.trace[names[1]]
+
+
+# --- the attention of 2024-2026 ------------------------------------------------------------
+
+
+def rope_wavelengths(cfg: TransformerConfig, factor: float, original: int,
+                     scalings: tuple[str, ...] = ("none", "linear", "dynamic", "yarn", "llama3")) -> dict[str, torch.Tensor]:
+    """(d_rope/2,) tokens per full turn of each RoPE frequency, plain and under each scaling stretched `factor`
+    times past `original` tokens (dynamic NTK read at factor x original, where it has grown)."""
+    from .positions import scaled_inv_freq
+
+    out = {}
+    for name in scalings:
+        scaled = cfg.replace(rope_scaling=name, rope_factor=factor if name != "none" else 1.0,
+                             rope_original_max_len=original, max_len=max(cfg.max_len, int(factor * original)))
+        inv_freq, _ = scaled_inv_freq(scaled, int(factor * original))
+        out[name] = 2 * math.pi / inv_freq
+    return out
+
+
+def qk_norm_entropy(d_head: int, scales: list[float], n_keys: int = 64, n_queries: int = 256,
+                    seed: int = 0) -> dict[str, torch.Tensor]:
+    """Mean softmax entropy (bits) of q.k/sqrt(d) over n_keys random keys as q and k grow by `scales`, without and
+    with QK-norm (q and k divided by their RMS first, as an RMSNorm with unit weight does).
+
+    Without the norm the scores grow with the square of the scale and softmax collapses onto one key; with it
+    nothing depends on the scale."""
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(n_queries, d_head, generator=g)  # (N, d)
+    k = torch.randn(n_keys, d_head, generator=g)  # (K, d)
+
+    def entropy(q: torch.Tensor, k: torch.Tensor) -> float:
+        p = (q @ k.T / math.sqrt(d_head)).softmax(-1)  # (N, K)
+        return float(-(p * p.clamp_min(1e-30).log2()).sum(-1).mean())
+
+    rms = lambda t: t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + 1e-6)  # noqa: E731
+    plain = torch.tensor([entropy(s * q, s * k) for s in scales])
+    normed = torch.tensor([entropy(rms(s * q), rms(s * k)) for s in scales])
+    return {"without QK-norm": plain, "with QK-norm": normed}

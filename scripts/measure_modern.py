@@ -1,0 +1,118 @@
+"""Measure what the attention of 2024-2026 does on the shipped English checkpoints; write the JSON the pages draw.
+
+    python -m scripts.measure_modern            # writes assets/measurements/modern-variants.json
+
+1. RoPE scaling at inference, no retraining: the trained RoPE checkpoints read held-out English at 1x, 2x and 4x
+   their trained context, plain and with each scaling (linear, dynamic NTK, YaRN, LLaMA 3) at factors 2 and 4.
+2. Where models without sinks put weight they do not need: per layer and head, the share of attention on the
+   first position (<bos>) and on spaces, on held-out English, beside the same on random-init weights of each
+   checkpoint's shape (the measure a sink is meant to replace).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from transformer.checkpoint import load, shipped, trained_tokens
+from transformer.positions import POSITIONS, ROPE_SCALINGS
+from transformer.training import language
+from transformer.training.language import encode_chars, untrained
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "assets" / "measurements" / "modern-variants.json"
+CORPUS = "english"
+MULTIPLES = (1, 2, 4)
+FACTORS = (2.0, 4.0)
+SPARE_WINDOWS, SPARE_CONTEXT = 16, 256
+RANDOM_SEEDS = (0, 1, 2)
+
+
+def scaled(model, scaling: str, factor: float, context: int):
+    """The same weights read with RoPE scaled: scaling has no parameters, so the state dict carries over."""
+    cfg = model.cfg.replace(rope_scaling=scaling, rope_factor=factor, rope_original_max_len=context,
+                            max_len=max(model.cfg.max_len, int(context * max(MULTIPLES))))
+    twin = type(model)(cfg, device="cpu").eval()
+    twin.load_state_dict(model.state_dict())
+    return twin
+
+
+def rope_scaling_rows(model, context: int) -> list[dict]:
+    """Held-out bits per character at each multiple of the trained context, plain and with each scaling."""
+    rows = [{"scaling": "none", "factor": 1.0}]
+    rows += [{"scaling": name, "factor": f} for name in ROPE_SCALINGS if name != "none" for f in FACTORS]
+    for row in rows:
+        reader = model if row["scaling"] == "none" else scaled(model, row["scaling"], row["factor"], context)
+        row["bits_per_char"] = {
+            f"{m}x": round(language.bits_per_char(reader, m * context, limit=8 * 4 // m, corpus=CORPUS), 3)
+            for m in MULTIPLES}
+    return rows
+
+
+def windows_of_text(context: int, n: int) -> torch.Tensor:
+    return language.held_out_windows(context, limit=n, corpus=CORPUS)[:, :-1]  # (N, 1 + context): <bos> first
+
+
+@torch.no_grad()
+def spare_weight(model, ids: torch.Tensor) -> dict:
+    """Per layer and head: mean attention on position 0 (<bos>), on space keys, and spaces' share of the keys."""
+    _, trace = model.run_with_trace(ids, names="blocks.*.attn.hook_pattern")
+    space = ids == encode_chars(" ")[0]  # (N, T)
+    causal_keys = torch.tril(torch.ones(ids.shape[1], ids.shape[1]))  # (T, T): the keys each query may see
+    space_share = ((causal_keys[None] * space[:, None].float()).sum(-1) / causal_keys.sum(-1)).mean().item()
+    first, spaces = [], []
+    for layer in range(model.cfg.n_layers):
+        pattern = trace[f"blocks.{layer}.attn.hook_pattern"][:, :, 1:]  # (N, H, T-1, T): queries after <bos>
+        first.append([round(v, 4) for v in pattern[..., 0].mean((0, 2)).tolist()])
+        spaces.append([round(v, 4) for v in (pattern * space[:, None, None].float()).sum(-1).mean((0, 2)).tolist()])
+    return {"first_position": first, "spaces": spaces, "space_key_share": round(space_share, 4)}
+
+
+def spare_weight_rows() -> list[dict]:
+    ids = windows_of_text(SPARE_CONTEXT, SPARE_WINDOWS)
+    rows = []
+    for entry in shipped():
+        if entry.task != "language":
+            continue
+        model, meta = load(entry.path, device="cpu")
+        if model.cfg.arch != "decoder" or model.cfg.sinks:
+            continue
+        trained = spare_weight(model, ids)
+        controls = [spare_weight(untrained(model.cfg, seed), ids) for seed in RANDOM_SEEDS]
+        rows.append({"model": entry.name, "preset": entry.preset, **trained,
+                     "random_init": {"seeds": list(RANDOM_SEEDS),
+                                     "first_position_max": max(max(map(max, c["first_position"])) for c in controls),
+                                     "spaces_max": max(max(map(max, c["spaces"])) for c in controls)}})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(OUT))
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    started, cpu_started = time.perf_counter(), time.process_time()
+    rope = []
+    for entry in shipped():
+        if entry.task != "language":
+            continue
+        model, meta = load(entry.path, device="cpu")
+        if model.cfg.arch != "decoder" or not POSITIONS[model.cfg.position].rotates_qk:
+            continue
+        context = trained_tokens(meta) - 1  # characters after <bos>
+        rope.append({"model": entry.name, "preset": entry.preset, "context": context,
+                     "rows": rope_scaling_rows(model, context)})
+        print(f"{entry.name}: RoPE scalings measured", flush=True)
+    result = {"corpus": CORPUS, "rope_scaling": rope, "spare_weight": spare_weight_rows(),
+              "seconds": round(time.perf_counter() - started, 1), "cpu_seconds": round(time.process_time() - cpu_started, 1),
+              "command": "python -m scripts.measure_modern"}
+    Path(args.out).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""The views of the attention of 2024-2026: figure builders (numpy in, plotly out) and the measurements they draw."""
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from transformer import TransformerConfig
+from transformer.analysis import qk_norm_entropy, rope_wavelengths
+from ui.figures import modern
+
+MEASURED = Path(__file__).resolve().parent.parent / "assets" / "measurements" / "modern-variants.json"
+
+
+def test_layer_strip_colours_each_layer_by_its_kind():
+    windows = TransformerConfig(n_layers=6, layer_pattern="5:1", sliding_window=4).layer_windows()
+    fig = modern.layer_strip(list(windows))
+    bar = fig.data[0]
+    assert list(bar.text) == ["local 4"] * 5 + ["global"]
+    assert list(bar.marker.color) == [modern.LOCAL] * 5 + [modern.GLOBAL]
+
+
+def test_rope_wavelengths_under_each_scaling_follow_its_rule():
+    cfg = TransformerConfig(head_dim=32)
+    waves = rope_wavelengths(cfg, factor=4.0, original=512)
+    plain = waves["none"]
+    torch.testing.assert_close(waves["linear"], plain * 4)  # every wavelength stretched
+    assert waves["yarn"][0] == plain[0] and torch.isclose(waves["yarn"][-1], plain[-1] * 4)  # fast kept, slow stretched
+    assert waves["llama3"][0] == plain[0] and torch.isclose(waves["llama3"][-1], plain[-1] * 4)
+    assert waves["dynamic"][0] == plain[0] and (waves["dynamic"][1:] > plain[1:]).all()  # a larger base
+    fig = modern.rope_wavelengths({k: v.numpy() for k, v in waves.items()}, 512)
+    assert [t.name for t in fig.data] == list(waves)
+    np.testing.assert_allclose(fig.data[1].y, waves["linear"].numpy())
+    assert fig.layout.yaxis.type == "log" and fig.layout.xaxis.title.text
+
+
+def test_qk_norm_keeps_softmax_entropy_whatever_the_scale_of_q_and_k():
+    scales = [1.0, 2.0, 4.0, 8.0]
+    entropy = qk_norm_entropy(64, scales)
+    plain, normed = entropy["without QK-norm"], entropy["with QK-norm"]
+    assert (plain[1:] < plain[:-1]).all() and plain[-1] < 0.5  # softmax collapses onto one key
+    torch.testing.assert_close(normed, torch.full_like(normed, float(normed[0])))
+    assert normed[0] > 0.8 * math.log2(64)
+    fig = modern.entropy_by_scale(np.array(scales), {k: v.numpy() for k, v in entropy.items()}, math.log2(64))
+    np.testing.assert_allclose(fig.data[0].y, plain.numpy())
+
+
+def test_softcap_curve_keeps_every_score_inside_the_cap():
+    raw = np.linspace(-40, 40, 81)
+    fig = modern.softcap_curve(raw, 5.0)
+    capped = fig.data[2].y
+    assert np.abs(capped).max() < 5.0 and np.allclose(capped, 5 * np.tanh(raw / 5))
+
+
+def test_sink_share_heatmap_has_one_row_per_head():
+    share = np.random.default_rng(0).uniform(0, 1, (4, 7))
+    fig = modern.sink_share(share, list("abcdefg"))
+    np.testing.assert_allclose(fig.data[0].z, share)
+    assert (fig.data[0].zmin, fig.data[0].zmax) == (0.0, 1.0)
+
+
+def test_kv_cache_by_context_is_in_gib():
+    fig = modern.kv_cache_by_context([4096, 131072], {"a": [2 ** 30, 2 ** 32]})
+    assert list(fig.data[0].y) == [1.0, 4.0] and fig.layout.xaxis.type == "log"
+
+
+def test_the_shipped_measurements_are_what_the_figures_draw():
+    measured = json.loads(MEASURED.read_text())
+    assert measured["rope_scaling"], "no trained RoPE checkpoint was measured"
+    for model in measured["rope_scaling"]:
+        rows = model["rows"]
+        assert {r["scaling"] for r in rows} == {"none", "linear", "dynamic", "yarn", "llama3"}
+        fig = modern.scaling_length_test(rows)
+        for trace, row in zip(fig.data, rows):
+            assert list(trace.y) == list(row["bits_per_char"].values())
+        plain = next(r for r in rows if r["scaling"] == "none")["bits_per_char"]
+        for row in rows:  # dynamic NTK changes nothing inside the trained context: the same model exactly
+            if row["scaling"] == "dynamic":
+                assert row["bits_per_char"]["1x"] == plain["1x"]
+    spare = measured["spare_weight"]
+    assert spare and all(len(r["first_position"]) >= 1 for r in spare)
+    fig = modern.spare_weight(spare)
+    assert list(fig.data[0].y) == [max(map(max, r["first_position"])) for r in spare]
+    assert list(fig.data[1].y) == [r["random_init"]["first_position_max"] for r in spare]

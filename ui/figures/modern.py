@@ -1,0 +1,148 @@
+"""Figure builders for the attention of 2024-2026: numpy (or the measurements' JSON rows) in, plotly Figure out.
+
+Local and global layers, RoPE scaling, QK-norm, soft-capping, sinks and the latent cache. The same look,
+Okabe-Ito lines and Viridis / blue-orange matrices as ui/figures/axes.py.
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ui.figures.axes import OKABE_ITO, layout
+from ui.figures.base import heatmap
+
+LOCAL, GLOBAL = OKABE_ITO[1], OKABE_ITO[0]
+
+
+def layer_strip(windows: list[int | None]) -> go.Figure:
+    """One cell per layer, coloured local (with its window) or global: the stack's pattern at a glance."""
+    fig = go.Figure(go.Bar(
+        x=[f"L{i}" for i in range(len(windows))], y=[1] * len(windows),
+        marker_color=[GLOBAL if w is None else LOCAL for w in windows],
+        text=["global" if w is None else f"local {w}" for w in windows], textposition="inside",
+        hovertemplate="layer %{x}: %{text}<extra></extra>"))
+    fig = layout(fig, "which layers are local and which global", 170, "layer", "")
+    fig.update_yaxes(visible=False)
+    return fig
+
+
+def kv_cache_by_context(contexts: list[int], bytes_by_model: dict[str, list[float]]) -> go.Figure:
+    """KV-cache GiB at each context length (log x), one line per model or layer pattern."""
+    fig = go.Figure()
+    for i, (name, values) in enumerate(bytes_by_model.items()):
+        fig.add_trace(go.Scatter(x=contexts, y=np.asarray(values) / 2 ** 30, mode="lines+markers", name=name,
+                                 line=dict(color=OKABE_ITO[i % len(OKABE_ITO)], width=3),
+                                 hovertemplate=f"{name}<br>%{{x:,}} tokens: %{{y:.2f}} GiB<extra></extra>"))
+    fig = layout(fig, "KV cache for one sequence (16-bit)", 360, "context (tokens)", "GiB")
+    fig.update_xaxes(type="log")
+    return fig
+
+
+def rope_wavelengths(wavelengths: dict[str, np.ndarray], trained: int) -> go.Figure:
+    """Each frequency pair's wavelength (tokens per full turn, log y) under each scaling, and the trained context."""
+    fig = go.Figure()
+    for i, (name, values) in enumerate(wavelengths.items()):
+        fig.add_trace(go.Scatter(x=np.arange(len(values)), y=values, mode="lines+markers", name=name,
+                                 line=dict(color=OKABE_ITO[i % len(OKABE_ITO)], width=3),
+                                 hovertemplate=f"{name}<br>pair %{{x}}: a turn every %{{y:,.0f}} tokens<extra></extra>"))
+    fig.add_hline(y=trained, line_dash="dash", annotation_text=f"trained context ({trained:,})")
+    fig = layout(fig, "wavelength of each RoPE frequency, before and after scaling", 380,
+                 "frequency pair i (fast to slow)", "tokens per turn")
+    fig.update_yaxes(type="log")
+    return fig
+
+
+def scaling_length_test(rows: list[dict]) -> go.Figure:
+    """Held-out bits per character at 1x, 2x, 4x the trained context, one line per scaling and factor.
+    rows: {"scaling", "factor", "bits_per_char": {"1x": bpc, ...}} as scripts/measure_modern.py writes them."""
+    fig = go.Figure()
+    for i, row in enumerate(rows):
+        name = "no scaling" if row["scaling"] == "none" else f"{row['scaling']} ×{row['factor']:g}"
+        multiples = list(row["bits_per_char"])
+        fig.add_trace(go.Scatter(x=multiples, y=[row["bits_per_char"][m] for m in multiples], mode="lines+markers",
+                                 name=name, line=dict(color=OKABE_ITO[i % len(OKABE_ITO)], width=3,
+                                                      dash="solid" if row["factor"] <= 2 else "dot"),
+                                 hovertemplate=f"{name}<br>%{{x}}: %{{y:.2f}} bits per character<extra></extra>"))
+    return layout(fig, "the trained RoPE model read past its context, with each scaling (no retraining)", 400,
+                  "input length (× the trained context)", "bits per character (lower is better)")
+
+
+def score_histograms(scores: dict[str, np.ndarray], bins: int = 60) -> go.Figure:
+    """Overlaid histograms of attention scores (e.g. with and without QK-norm)."""
+    fig = go.Figure()
+    for i, (name, values) in enumerate(scores.items()):
+        fig.add_trace(go.Histogram(x=np.asarray(values).ravel(), nbinsx=bins, name=name, opacity=0.6,
+                                   marker_color=OKABE_ITO[i % len(OKABE_ITO)]))
+    fig.update_layout(barmode="overlay")
+    return layout(fig, "scores q·k/√d, every head and pair", 340, "score", "count")
+
+
+def entropy_by_scale(scales: np.ndarray, entropy: dict[str, np.ndarray], uniform: float) -> go.Figure:
+    """Mean softmax entropy (bits) as q and k grow, with and without QK-norm; the uniform row's entropy dashed."""
+    fig = go.Figure()
+    for i, (name, values) in enumerate(entropy.items()):
+        fig.add_trace(go.Scatter(x=scales, y=values, mode="lines+markers", name=name,
+                                 line=dict(color=OKABE_ITO[i % len(OKABE_ITO)], width=3)))
+    fig.add_hline(y=uniform, line_dash="dash", annotation_text="uniform")
+    fig = layout(fig, "softmax entropy as q and k grow during training", 340, "scale of q and k (× their start)",
+                 "entropy (bits)")
+    fig.update_xaxes(type="log")
+    return fig
+
+
+def softcap_curve(raw: np.ndarray, cap: float) -> go.Figure:
+    """Scores before the cap against after it, over the curve c·tanh(s/c) and the identity."""
+    raw = np.asarray(raw, dtype=np.float64).ravel()
+    span = max(float(np.abs(raw).max()) if raw.size else 1.0, 2 * cap)
+    line = np.linspace(-span, span, 200)
+    fig = go.Figure([
+        go.Scatter(x=line, y=line, mode="lines", name="no cap", line=dict(color="#999999", dash="dash")),
+        go.Scatter(x=line, y=cap * np.tanh(line / cap), mode="lines", name=f"{cap:g}·tanh(s/{cap:g})",
+                   line=dict(color=OKABE_ITO[0], width=3)),
+        go.Scatter(x=raw, y=cap * np.tanh(raw / cap), mode="markers", name="this model's scores",
+                   marker=dict(color=OKABE_ITO[1], size=5, opacity=0.5))])
+    return layout(fig, "soft-capping: every score squeezed into (−c, c)", 360, "score before the cap", "after")
+
+
+def sink_share(share: np.ndarray, tokens: list[str]) -> go.Figure:
+    """(H, T) the share of each query's weight that each head's sink took."""
+    fig = heatmap(np.asarray(share), tokens, [f"head {h}" for h in range(share.shape[0])],
+                  "the sink's share of each query's weight", x_title="query", y_title="head", zmin=0.0, zmax=1.0,
+                  height=120 + 28 * share.shape[0])
+    fig.update_yaxes(autorange="reversed", type="category")
+    return fig
+
+
+def spare_weight(rows: list[dict]) -> go.Figure:
+    """Per checkpoint, the largest share any head puts on the first position and on spaces, beside random init."""
+    names = [row["model"] for row in rows]
+    first = [max(map(max, row["first_position"])) for row in rows]
+    spaces = [max(map(max, row["spaces"])) for row in rows]
+    fig = go.Figure([
+        go.Bar(x=names, y=first, name="first position (<bos>), trained", marker_color=OKABE_ITO[0]),
+        go.Bar(x=names, y=[row["random_init"]["first_position_max"] for row in rows],
+               name="first position, random init (highest of 3 seeds)", marker_color=OKABE_ITO[4]),
+        go.Bar(x=names, y=spaces, name="spaces, trained", marker_color=OKABE_ITO[1]),
+        go.Bar(x=names, y=[row["random_init"]["spaces_max"] for row in rows],
+               name="spaces, random init (highest of 3 seeds)", marker_color=OKABE_ITO[6])])
+    fig.update_layout(barmode="group")
+    return layout(fig, "where models without sinks park weight: the most any head puts there", 420,
+                  "checkpoint", "share of a query's weight")
+
+
+def cache_bytes_per_token(kinds: dict[str, float]) -> go.Figure:
+    """KV-cache bytes per token for each way of holding keys and values (one bar each, log-free)."""
+    names = list(kinds)
+    fig = go.Figure(go.Bar(x=names, y=[kinds[n] / 1024 for n in names],
+                           marker_color=[OKABE_ITO[i % len(OKABE_ITO)] for i in range(len(names))],
+                           text=[f"{kinds[n] / 1024:,.0f} KiB" for n in names], textposition="outside",
+                           hovertemplate="%{x}: %{y:,.1f} KiB per token<extra></extra>"))
+    return layout(fig, "KV cache per token (16-bit, every layer)", 380, "", "KiB per token")
+
+
+def latent_matrix(latent: np.ndarray, tokens: list[str]) -> go.Figure:
+    """(T, kv_rank) what MLA's cache holds for each token."""
+    fig = heatmap(np.asarray(latent), [str(i) for i in range(latent.shape[1])], tokens,
+                  "what the cache holds per token: the latent c", x_title="latent dimension", y_title="token",
+                  signed=True)
+    return fig
