@@ -21,7 +21,7 @@ import torch
 from transformer import Transformer, TransformerConfig, checkpoint
 from transformer.training import language
 from transformer.hooks import ablations, attention_stacks, hook_name
-from transformer.positions import ADDITIVE_POSITIONS
+from transformer.positions import POSITIONS
 from transformer.training.tasks import get_task
 
 MAX_TOKENS = 128  # heatmaps stay readable and each rerun's messages small
@@ -51,9 +51,11 @@ def char_label(ch: str) -> str:
     return ch
 
 
-def visible(tokens: list[str]) -> list[str]:
-    """Vocabulary entries as labels: one-character tokens made visible, the rest ('<bos>', '<0xF0>') as they are."""
-    return [char_label(t) if len(t) == 1 else t for t in tokens]
+def visible(tokens: list[str | None], ids=None) -> list[str]:
+    """Vocabulary entries as labels: one-character tokens made visible, the rest ('<bos>', '<0xF0>') as they are;
+    an id the tokenizer does not know (a model's vocabulary can be larger than its tokenizer's) as <id N>."""
+    return [f"<id {int(ids[i])}>" if t is None else char_label(t) if len(t) == 1 else t
+            for i, t in enumerate(tokens)]
 
 
 def tokenize(text: str, vocab_size: int, max_tokens: int = MAX_TOKENS) -> Tokens:
@@ -264,7 +266,7 @@ def encode_text(text: str, config_json: str, weights: str = "", max_tokens: int 
             ids = tokenizer(text)["input_ids"]
             truncated_from = len(ids) if len(ids) > max_tokens else None
             ids = ids[:max_tokens]
-            return Tokens(ids, visible(tokenizer.convert_ids_to_tokens(ids)), truncated_from)
+            return Tokens(ids, visible(tokenizer.convert_ids_to_tokens(ids), ids), truncated_from)
     return tokenize(text, vocab_size, max_tokens)
 
 
@@ -330,7 +332,7 @@ def token_labels(ids, config_json: str, weights: str = "") -> list[str]:
     if info.kind == "huggingface":
         tokenizer = hf_tokenizer(WeightsSource.parse(weights).path)
         if tokenizer is not None:
-            return visible(tokenizer.convert_ids_to_tokens(list(ids)))
+            return visible(tokenizer.convert_ids_to_tokens(list(ids)), list(ids))
     return [char_label(chr(int(i))) for i in ids]
 
 
@@ -356,7 +358,7 @@ def predict(config_json: str, seed: int, ids: tuple[int, ...], weights: str = ""
         logits = model(src)[0].float()  # (T, vocab)
         probs = (logits[-1] / (temperature if temperature > 0 else 1.0)).softmax(-1)  # (vocab,)
         top = probs.topk(min(top_k, probs.numel()))
-        if model.cfg.position in ADDITIVE_POSITIONS:  # a position table ends at max_len
+        if POSITIONS[model.cfg.position].bounds_length:  # a position table ends at max_len
             new_tokens = max(0, min(new_tokens, model.cfg.max_len - len(ids)))
         generator = torch.Generator(device=model.device).manual_seed(sample_seed)
         out = model.generate(src, max_new_tokens=new_tokens, temperature=temperature, top_k=top_k,
