@@ -5,6 +5,7 @@ import streamlit as st
 from transformer import AXES, MODEL_CARDS, PRESETS, choices, costs, kv_cache_bytes_per_token, param_counts
 from transformer.axes import label
 from transformer.hooks import attention_stacks
+from transformer.probes import with_position
 from ui.figures.block import per_position
 from ui.figures.base import heatmap
 from ui.compute.measure import output_comparison, to_json
@@ -37,9 +38,18 @@ st.selectbox("B starts from", ["A", *PRESETS], key="cmp_base", **KEEP,
              format_func=lambda k: "A (the sidebar's model)" if k == "A" else f"preset: {MODEL_CARDS[k].name}")
 base = cfg_a if st.session_state["cmp_base"] == "A" else PRESETS[st.session_state["cmp_base"]]
 columns = st.columns(len(FIELDS) + 1)
+
+
+def choice_words(field: str, value: str) -> str:
+    """How a B option reads: the axis's label for a choice, "= <A's label>" for "same" (anything else as it is)."""
+    if value == SAME:
+        return f"= {label(field, getattr(base, field))}"
+    return label(field, value) if value in AXES[field].choices else value
+
+
 for col, (key, field) in zip(columns, FIELDS.items()):
     col.selectbox(AXES[field].title, [SAME, *choices(field)], key=key, **KEEP,
-                  format_func=lambda v, f=field: f"= {getattr(base, f)}" if v == SAME else v)
+                  format_func=lambda v, f=field: choice_words(f, v))
 kv_options = [SAME, *(str(g) for g in range(1, base.n_heads + 1) if base.n_heads % g == 0)]
 keep_valid("cmp_kv", kv_options, SAME)
 columns[-1].selectbox(AXES["kv_heads"].title, kv_options, key="cmp_kv", **KEEP,
@@ -50,7 +60,8 @@ if st.session_state["cmp_kv"] != SAME:
 if changes.get("arch") == "encoder-decoder" or (base.arch == "encoder-decoder" and "arch" not in changes):
     changes["parallel_block"] = False  # a parallel block has no place for cross-attention
 try:
-    cfg_b = base.replace(**changes)
+    # a position scheme (or an architecture) B cannot keep drops what only fits the old one: RoPE's details, MLA
+    cfg_b = with_position(base, changes.pop("position", base.position), **changes)
     # the very same tokens when the vocabularies agree; otherwise the text encoded for B's vocabulary
     tokens_b = ctx.tokens if cfg_b.vocab_size == cfg_a.vocab_size else tokenize(ctx.state.text, cfg_b.vocab_size)
     trace_b = get_trace(to_json(cfg_b), ctx.state.seed, tuple(tokens_b.ids), tuple(tokens_b.labels))
@@ -94,9 +105,11 @@ for name, cfg in (("A", cfg_a), ("B", cfg_b)):
     counts = param_counts(cfg)
     rows[name] = {
         "axes": f"{label('arch', cfg.arch)} · {label('kv_heads', cfg.attention_kind)} "
-                f"({cfg.n_heads} q / {cfg.n_kv_heads} kv) · {label('position', cfg.position)} · "
-                f"{label('norm_position', cfg.norm_position)}-{label('norm', cfg.norm)} · "
-                f"{label('ffn', cfg.ffn)}",
+                + (f"({cfg.n_heads} q / latent {cfg.kv_rank}) · " if cfg.kv_rank is not None
+                   else f"({cfg.n_heads} q / {cfg.n_kv_heads} kv) · ")
+                + f"{label('position', cfg.position)} · {label('norm', cfg.norm)} "
+                  f"({label('block', 'parallel') if cfg.parallel_block else label('norm_position', cfg.norm_position)})"
+                  f" · {label('ffn', cfg.ffn)}",
         "parameters": f"{counts['total']:,}",
         "active parameters per token": f"{counts['active']:,}",
         f"forward FLOPs per token (context {context})": f"{costs.forward_flops_per_token(cfg, context):,}",

@@ -3,7 +3,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from transformer import MODEL_CARDS
+from transformer import MODEL_CARDS, axes
+from transformer.positions import POSITIONS
 from transformer.costs import full_attention_bytes, tiled_attention_bytes
 from transformer.flash import TiledAttention
 from ui.figures.flash import (GIB, MIB, memory_formula, measured_curves, rescale_and_output, result_comparison,
@@ -79,7 +80,8 @@ def live_inputs():
     t = min(len(tokens.ids), MAX_T)
     info = weights_info(state.config_json, state.weights)
     weights = f"untrained, seed {state.seed}" if info.kind == "random" else info.label
-    what = "rotated by RoPE" if cfg.position == "rope" else "with ALiBi's distance penalty" if slope else ""
+    scheme, label = POSITIONS[cfg.position], axes.label("position", cfg.position)
+    what = f"rotated by {label}" if scheme.rotates_qk else f"with {label}'s distance penalty" if slope is not None else ""
     note = (f"q, k, v of layer {layer}, head {head} of the sidebar's model ({weights}) on its {len(tokens.ids)}-token "
             f"input{', ' + what if what else ''}; the mask is the one chosen here, not the model's.")
     if info.kind == "random":

@@ -1,7 +1,8 @@
 """Home: the five lines, the five axes and the problem each choice solves, the real-model table."""
 import streamlit as st
 
-from transformer import AXES, MODEL_CARDS, kv_cache_bytes_per_token, param_counts
+from transformer import AXES, MODEL_CARDS, PRESETS, kv_cache_bytes_per_token, param_counts
+from transformer.ffn import FFN_KINDS
 from ui.app.page import start_page
 from ui.app.source import five_lines
 from ui.app.state import apply_preset
@@ -35,9 +36,13 @@ for key, card in MODEL_CARDS.items():
     row[0].write(card.name)
     row[1].write(str(card.year))
     row[2].write(card.summary)
-    active = f" ({counts['active'] / 1e9:.1f}B active)" if real.ffn == "moe" else ""
+    active = f" ({counts['active'] / 1e9:.1f}B active)" if FFN_KINDS[real.ffn].routed else ""
     row[3].write(f"{size}: {counts['total'] / 1e9:.2f}B{active}" if counts["total"] >= 1e9 else f"{size}: {counts['total'] / 1e6:.0f}M")
     row[4].write(f"{kv_cache_bytes_per_token(real) / 1024:.0f} KiB")
-    if row[5].button("Open", key=f"open_{key}", help=f"Load the {card.name} preset in the playground",
-                     on_click=apply_preset, args=(key,)):
+    if key not in PRESETS:  # a card with real sizes only: no preset (and no trained checkpoint) to load yet
+        row[5].button("Open", key=f"open_{key}", disabled=True,
+                      help=f"{card.name} has no classroom preset in the playground yet; its real sizes are on "
+                           "What a model costs and KV heads")
+    elif row[5].button("Open", key=f"open_{key}", help=f"Load the {card.name} preset in the playground",
+                       on_click=apply_preset, args=(key,)):
         st.switch_page("pages/playground.py")

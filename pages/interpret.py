@@ -78,9 +78,11 @@ try:
 except ValueError as exc:  # a post-norm model has no linear path from a part to the logit
     st.info(str(exc))
 else:
+    logit_words = (f"logit {parts.logit:.2f} = the sum of the bars" if parts.capped_logit is None else
+                   f"logit before the soft cap {parts.logit:.2f} = the sum of the bars; {parts.capped_logit:.2f} after it")
     st.plotly_chart(attribution_bars(parts.labels, parts.values,
                                      f"direct effect on the logit of {token_label!r} after the last token "
-                                     f"(logit {parts.logit:.2f} = the sum of the bars)"), key="attribution")
+                                     f"({logit_words})"), key="attribution")
     st.markdown("**What to look for.** Each bar is what one part wrote into the residual stream, read along the "
                 "unembedding row of the chosen token through the final norm's scale: orange pushes the token up, blue "
                 "down, and the bars add up to its logit. A tall head bar names the head that writes the answer; a "

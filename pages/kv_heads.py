@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from transformer import MODEL_CARDS, kv_cache_bytes_per_token, param_counts
+from transformer import MODEL_CARDS, axes, kv_cache_bytes_per_token, param_counts
 from transformer.hooks import attention_stacks, hook_name
 from ui.figures.axes import cache_bytes_by_step, kv_cache_growth, kv_sharing
 from ui.compute.measure import generation_steps
@@ -37,10 +37,19 @@ stack = attention_stacks(cfg.arch).output
 st.header("Who reads which K and V")
 st.plotly_chart(kv_sharing(cfg.n_heads, cfg.n_kv_heads))
 events = {e["name"]: e for e in ctx.trace.events}
-named = {site: named_shape(events[hook_name(0, f"attn.{site}", stack)]) for site in ("hook_q", "hook_k", "hook_v")}
-st.markdown(f"On the live model ({cfg.attention_kind}): `hook_q` {named['hook_q']} but `hook_k` {named['hook_k']} and "
-            f"`hook_v` {named['hook_v']} — only G = {cfg.n_kv_heads} heads of K and V are computed and cached. "
-            "Inside attention `repeat_kv` hands each kv head to its group of query heads.")
+sites = ("hook_q", "hook_k", "hook_v", "hook_latent", "hook_k_rope")
+named = {site: named_shape(events[name]) for site in sites if (name := hook_name(0, f"attn.{site}", stack)) in events}
+if "hook_latent" in named:  # multi-head latent attention: the cache keeps a latent, not K and V
+    rope_key = f" and the one rotated key all heads share, `hook_k_rope` {named['hook_k_rope']}" \
+        if "hook_k_rope" in named else ""
+    st.markdown(f"On the live model ({axes.label('kv_heads', cfg.attention_kind)}): `hook_q` {named['hook_q']}, and "
+                f"`hook_k` {named['hook_k']} and `hook_v` {named['hook_v']} for every head — but they are rebuilt "
+                f"from a latent of kv_rank = {cfg.kv_rank} numbers per token, `hook_latent` {named['hook_latent']}. "
+                f"The cache keeps only that latent{rope_key}.")
+else:
+    st.markdown(f"On the live model ({axes.label('kv_heads', cfg.attention_kind)}): `hook_q` {named['hook_q']} but "
+                f"`hook_k` {named['hook_k']} and `hook_v` {named['hook_v']} — only G = {cfg.n_kv_heads} heads of K and V "
+                "are computed and cached. Inside attention `repeat_kv` hands each kv head to its group of query heads.")
 live_counts = param_counts(cfg)
 st.caption(f"Attention parameters of the live model: {live_counts['attention']:,} "
            f"(q and o: 2 × d_model × H × d_head; k and v: 2 × d_model × G × d_head).")
@@ -73,8 +82,12 @@ card, size, real = REAL[st.session_state["kv_model"]]
 H = real.n_heads
 divisors = [g for g in range(2, H) if H % g == 0]
 gqa = real.n_kv_heads if 1 < real.n_kv_heads < H else min(divisors, key=lambda g: abs(g - H / 8), default=None)
-variants = {f"MHA (G={H})": H, **({f"GQA (G={gqa})": gqa} if gqa else {}), "MQA (G=1)": 1}
-variant_cfgs = {label: real.replace(n_kv_heads=g) for label, g in variants.items()}
+# a latent-attention model (MLA) is shown beside the same model with plain K and V heads
+plain = real.replace(kv_rank=None, q_rank=None) if real.kv_rank is not None else real
+variant_cfgs = {f"{axes.label('kv_heads', v.attention_kind)} (G={v.n_kv_heads})": v
+                for v in (plain.replace(n_kv_heads=g) for g in (H, *((gqa,) if gqa else ()), 1))}
+if real.kv_rank is not None:
+    variant_cfgs = {f"{axes.label('kv_heads', real.attention_kind)} (latent {real.kv_rank})": real, **variant_cfgs}
 per_token = {label: kv_cache_bytes_per_token(v, n_bytes) for label, v in variant_cfgs.items()}
 contexts = np.linspace(0, max(32_768, context), 200).astype(int)
 st.plotly_chart(kv_cache_growth(contexts, per_token, f"{card.name} {size}: KV cache for one sequence"))
@@ -103,8 +116,10 @@ else:
     step_rows = []
     for i, step in enumerate(steps):
         layer_shapes = "; ".join(f"{name}: {tuple(shape)}" for name, shape in step["cache_shapes"].items())
+        shape_column = ("cached latent shape per layer (B, T, kv_rank)" if cfg.kv_rank is not None
+                        else "cached K (= V) shape per layer (B, G, T, d_head)")
         step_rows.append({"step": i, "new token": char_label(chr(step["token_id"])), "id": step["token_id"],
-                          "cached K (= V) shape per layer (B, G, T, d_head)": layer_shapes,
+                          shape_column: layer_shapes,
                           "cache bytes": step["cache_nbytes"],
                           "max |logits cached − uncached|": f"{step['max_abs_diff']:.2e}"})
     st.dataframe(pd.DataFrame(step_rows), hide_index=True)

@@ -50,8 +50,10 @@ if cfg.arch == "encoder-decoder":
     st.caption("This is an encoder-decoder: the self-attention masks below are applied to its encoder.")
 
 
-def show(additive: np.ndarray, weights: np.ndarray, x_labels, y_labels, title: str, key: str) -> None:
-    """The figure and the proof: masked cells get weight 0.0 exactly, every row still sums to 1."""
+def show(additive: np.ndarray, weights: np.ndarray, x_labels, y_labels, title: str, key: str,
+         sink: bool = cfg.sinks) -> None:
+    """The figure and the proof: masked cells get weight 0.0 exactly, every row still sums to 1 (with a sink,
+    to 1 minus the share the sink takes)."""
     st.plotly_chart(mask_and_weights(additive, weights[head], x_labels, y_labels, title), key=key)
     masked = additive != 0  # (T_q, T_kv)
     seen_something = ~masked.all(-1)  # a row with nothing allowed falls back to uniform weights
@@ -60,7 +62,12 @@ def show(additive: np.ndarray, weights: np.ndarray, x_labels, y_labels, title: s
     col1.metric("masked cells", f"{int(masked.sum())} of {masked.size}")
     col2.metric("max weight on masked cells", repr(float(on_masked.max())) if on_masked.size else "—",
                 help="over every head of the layer; repr of the float32 value, not rounded")
-    col3.metric("rows sum to 1, worst error", f"{float(abs(weights.sum(-1) - 1).max()):.1e}")
+    if sink:  # a learned logit per head joins each row's softmax and is dropped: the rows keep the rest
+        sums = weights.sum(-1)
+        col3.metric("rows sum to 1 − the sink's share", f"{float(sums.min()):.3f} to {float(sums.max()):.3f}",
+                    help=f"{AXES['scores'].choices['sinks'].label}: {AXES['scores'].choices['sinks'].does}")
+    else:
+        col3.metric("rows sum to 1, worst error", f"{float(abs(weights.sum(-1) - 1).max()):.1e}")
 
 
 tabs = st.tabs(["none", "causal", "padding", "sliding window", "cross-attention", "strided", "block-local",
@@ -105,7 +112,9 @@ with tabs[4]:
     twin = cfg if cfg.arch == "encoder-decoder" else encoder_decoder_twin(cfg)
     if twin is not cfg:
         st.caption("The sidebar's model has no decoder reading an encoder, so this tab builds an encoder-decoder with "
-                   "the same axes, sizes and seed.")
+                   "the same axes, sizes and seed" + (" (multi-head latent attention is built for decoders alone: the "
+                                                      "twin's heads have keys and values of their own)."
+                                                      if cfg.kv_rank is not None else "."))
     try:
         target = tokenize(st.session_state["mask_text2"], cfg.vocab_size, MAX_SHOWN)
     except ValueError as exc:
@@ -119,7 +128,7 @@ with tabs[4]:
             keys = list(labels[: int(pad[row].sum())]) + ["<pad>"] * int((pad[row] == 0).sum())
             show(additive[row], weights[row], keys, target.labels,
                  f"source {row + 1}: T_q = {len(target.ids)} decoder queries × S = {pad.shape[1]} encoder keys",
-                 f"mask_cross_{row}")
+                 f"mask_cross_{row}", sink=False)  # cross-attention has no sink
 
 
 SPARSE_TEXT = {

@@ -1,10 +1,12 @@
-"""Norms: pre- vs post-norm placement, measured with depth, and LayerNorm vs RMSNorm on one vector."""
+"""Norms: where the norms sit (pre, post, sandwich, after), measured with depth, and LayerNorm vs RMSNorm on one vector."""
 import re
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
+from transformer import AXES, axes, choices
+from transformer.block import NORM_PLACEMENTS
 from ui.figures.block import depth_lines, norm_bars, norm_placement_dot
 from ui.compute.measure import NORM_DEPTH_BASE, depth_profile, normalized
 from ui.app.page import load_page
@@ -12,9 +14,8 @@ from ui.app.page_controls import KEEP, keep_valid, url_state
 
 INITS = {"variance-preserving": "every matrix N(0, 1/fan_in): the bare effect of the placement",
          "library": "the library's GPT-2 init: N(0, 0.02), residual projections ÷ √(2 · layers)"}
-VARIANTS = [(norm, placement) for placement in ("pre", "post") for norm in ("layernorm", "rmsnorm")]
-NORM_NAMES = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}
-MAX_TOKENS = 16  # a short input keeps the 4 x 24-layer measurement quick
+COMPARED = ("pre", "post")  # the two placements the measurement sets side by side, with both norms
+MAX_TOKENS = 16  # a short input keeps the 4 (or 5) x 24-layer measurement quick
 url_state("norm", norm_depth=12, norm_init="variance-preserving", norm_vec="1, 2, 3, 10")
 keep_valid("norm_depth", range(1, 25), 12)
 keep_valid("norm_init", list(INITS))
@@ -26,19 +27,33 @@ down — the original post-norm Transformer needed a learning-rate warm-up to tr
 
 **The idea.** Normalise where it helps. *Post-norm* (2017, BERT) normalises the sum, `norm(x + f(x))`; *pre-norm*
 (GPT-2, LLaMA) normalises only the sublayer's input, `x + f(norm(x))`, leaving a clean identity path from the output
-back to the embeddings. *RMSNorm* (LLaMA) drops LayerNorm's mean subtraction: cheaper, and it works as well.
+back to the embeddings. Newer models also normalise what each sublayer returns before it joins the stream:
+*sandwich* (Gemma 2 and 3) on both sides, `x + norm(f(norm(x)))`, and *after the sublayer* (OLMo 2),
+`x + norm(f(x))`. *RMSNorm* (LLaMA) drops LayerNorm's mean subtraction: cheaper, and it works as well.
 
 **What to look at.** The residual norm and gradient norm per layer of freshly initialised models of growing depth;
 what each norm does to one vector you type.
 """)
 cfg = ctx.state.config
 
+
+
+def variant_label(norm: str, placement: str) -> str:
+    return f"{axes.label('norm_position', placement)} · {axes.label('norm', norm)}"
+
+
 st.header("Where the norm sits")
-col1, col2 = st.columns(2)
-for col, placement in zip((col1, col2), ("pre", "post")):
-    col.graphviz_chart(norm_placement_dot(placement, cfg.norm))
-    used = " ← the sidebar's model" if cfg.norm_position == placement else ""
-    col.caption(f"{placement}-norm{used}")
+placements = choices("norm_position")
+for start in range(0, len(placements), 2):
+    for col, placement in zip(st.columns(2), placements[start:start + 2]):
+        col.graphviz_chart(norm_placement_dot(placement, cfg.norm))
+        choice = AXES["norm_position"].choices[placement]
+        used = " ← the sidebar's model" if cfg.norm_position == placement and not cfg.parallel_block else ""
+        col.caption(f"**{choice.label}**: {choice.does}" + (f" ({choice.examples})" if choice.examples else "")
+                    + f".{used}")
+if cfg.parallel_block:
+    st.caption(f"The sidebar's model is a {axes.label('block', 'parallel')} block: "
+               f"{AXES['block'].choices['parallel'].does}.")
 
 st.header("Residual and gradient norms with depth, at initialisation")
 col1, col2 = st.columns(2)
@@ -48,32 +63,37 @@ col2.selectbox("Initialisation", list(INITS), key="norm_init", **KEEP,
 depth, init = int(st.session_state["norm_depth"]), st.session_state["norm_init"]
 ids = tuple(ctx.tokens.ids[:MAX_TOKENS])
 base = NORM_DEPTH_BASE
-st.caption(f"Four fresh decoders (d_model = {base['d_model']}, {base['n_heads']} heads, the sidebar's "
-           f"{cfg.position} positions and {cfg.ffn} FFN), one per placement × norm, on the first {len(ids)} tokens of "
-           "the input; next-token cross-entropy, one backward pass.")
+variants = [(norm, placement) for placement in COMPARED for norm in choices("norm")]
+if cfg.norm_position not in COMPARED:  # the sidebar's placement joins the comparison, with the sidebar's norm
+    variants.append((cfg.norm, cfg.norm_position))
+st.caption(f"{len(variants)} fresh decoders (d_model = {base['d_model']}, {base['n_heads']} heads, the sidebar's "
+           f"{axes.label('position', cfg.position)} positions and {axes.label('ffn', cfg.ffn)} FFN), one per "
+           f"placement × norm, on the first {len(ids)} tokens of the input; next-token cross-entropy, one backward pass. "
+           "Dashed: the placements that normalise the residual stream itself after every sublayer.")
 if len(ids) < 2:
     st.error("The measurement predicts each next token, so it needs an input of at least 2 characters.")
 else:
     progress = st.progress(0.0, text="Measuring…")
     profiles = {}
-    for i, (norm, placement) in enumerate(VARIANTS):
-        label = f"{placement}-{NORM_NAMES[norm]}"
-        progress.progress(i / len(VARIANTS), text=f"Measuring {label} at depth {depth}…")
+    for i, (norm, placement) in enumerate(variants):
+        label = variant_label(norm, placement)
+        progress.progress(i / len(variants), text=f"Measuring {label} at depth {depth}…")
         profiles[label] = depth_profile(cfg.position, cfg.ffn, norm, placement, depth, init, ids)
     progress.empty()
+    dashed = {variant_label(n, p) for n, p in variants if NORM_PLACEMENTS[p].on_sum}
     col1, col2 = st.columns(2)
     col1.plotly_chart(depth_lines({k: p["resid_norms"] for k, p in profiles.items()},
-                                  "residual stream: mean ‖x‖ per token", "L2 norm of x", "after block (0 = embedding)"),
-                      key="norm_resid")
+                                  "residual stream: mean ‖x‖ per token", "L2 norm of x", "after block (0 = embedding)",
+                                  dashed=dashed), key="norm_resid")
     col2.plotly_chart(depth_lines({k: p["grad_norms"] for k, p in profiles.items()},
                                   "gradient norm of each block's weights", "L2 norm of the gradient (log scale)", "block",
-                                  log=True), key="norm_grad")
+                                  log=True, dashed=dashed), key="norm_grad")
     rows = [{"variant": label, "after_block": i, "resid_norm": r,
              "grad_norm_of_that_block": p["grad_norms"][i - 1] if i else None}
             for label, p in profiles.items() for i, r in enumerate(p["resid_norms"])]
     st.download_button("Download the measurements (CSV)", on_click="ignore", file_name=f"norms_depth{depth}_{init}.csv",
                        mime="text/csv", data=lambda: pd.DataFrame(rows).to_csv(index=False))
-    pre, post = profiles["pre-LayerNorm"], profiles["post-LayerNorm"]
+    pre, post = (profiles[variant_label("layernorm", placement)] for placement in COMPARED)
     growth = pre["resid_norms"][-1] / pre["resid_norms"][1]
     pre_grads, post_grads = (p["grad_norms"][-1] / p["grad_norms"][0] for p in (pre, post))
     col1, col2, col3, col4 = st.columns(4)
@@ -93,6 +113,15 @@ else:
 - With the **library** init, each block's output projection is shrunk by 1/√(2 · layers) (GPT-2's remedy), which keeps
   pre-norm's growth small: switch the initialisation to compare. Depth 1 has one block: nothing to compare yet.
 """)
+    if cfg.norm_position not in COMPARED:
+        own = profiles[variant_label(cfg.norm, cfg.norm_position)]
+        choice = AXES["norm_position"].choices[cfg.norm_position]
+        own_growth = own["resid_norms"][-1] / own["resid_norms"][1]
+        own_grads = own["grad_norms"][-1] / own["grad_norms"][0]
+        st.markdown(f"- **{choice.label}**, the sidebar's placement: {choice.does}. Every block still adds to the "
+                    f"stream, but what it adds has been normalised: here ‖x‖ grows {own_growth:.2f}× from the first "
+                    f"block to the last, and the last block's gradient is {own_grads:.2f}× the first's. "
+                    f"{choice.solves}")
 
 st.header("LayerNorm vs RMSNorm on one vector")
 st.text_input("A vector (numbers separated by commas or spaces)", key="norm_vec", **KEEP)

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from transformer import choices, probes
+from transformer import axes, choices, probes
 from ui.figures import probe as figs
 from ui.app.export import heatmaps_png
 from ui.app.page import load_page
@@ -61,7 +61,7 @@ if [ids[i] for i in perm.tolist()] == list(ids):
     st.warning("This shuffle only swaps equal tokens, so the shuffled text is the same text: try another seed or a "
                "text with more different characters.")
 st.info(f"Each model here has the sidebar's sizes and axes (d_model = {cfg.d_model}, {cfg.n_heads} heads, "
-        f"{cfg.n_layers} layers, {cfg.norm}, {cfg.ffn}) with its position scheme and mask replaced, and **random weights** "
+        f"{cfg.n_layers} layers, {axes.label('norm', cfg.norm)}, {axes.label('ffn', cfg.ffn)}) with its position scheme and mask replaced, and **random weights** "
         f"(seed {ctx.state.seed}, each matrix N(0, 1/fan_in) so the scores are of order 1) — trained weights belong to "
         "one position scheme only. Equivariance is a property of the architecture, not of the weights.", icon="🎲")
 

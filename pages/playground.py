@@ -3,8 +3,9 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from transformer import AXES
+from transformer import AXES, axes
 from transformer.attention import Attention
+from transformer.ffn import FFN_KINDS
 from transformer.positions import alibi_slopes
 from ui.figures.diagram import architecture_dot
 from ui.app.export import heatmaps_png, trace_npz
@@ -48,16 +49,18 @@ url_state("playground", attn=str, layer=int, head=int, query=int, off=str, tempe
           hide=int)
 
 # --- what the model predicts next, and parts switched off -------------------------------------------
+routed = FFN_KINDS[cfg.ffn].routed
 parts = {f"L{layer}H{head}": ("head", layer, head) for layer in range(cfg.n_layers) for head in range(cfg.n_heads)}
-if cfg.ffn == "moe":
-    parts |= {f"L{layer}E{e}": ("expert", layer, e) for layer in range(cfg.n_layers) for e in range(cfg.n_experts)}
+if routed:  # the experts of every routed layer (a model's first dense layers have none)
+    parts |= {f"L{layer}E{e}": ("expert", layer, e) for layer in range(cfg.n_layers) if cfg.layer_is_moe(layer)
+              for e in range(cfg.n_experts)}
 if "switched_off" not in st.session_state:
     st.session_state["switched_off"] = str(st.session_state.get("off", "")).split(",")
 st.session_state["switched_off"] = [p for p in st.session_state["switched_off"] if p in parts]
 predict_col, ablate_col = st.columns([1, 1])
 with ablate_col:
     st.subheader("Switch parts off")
-    st.multiselect("Heads (L1H2 = layer 1, head 2)" + (" and experts (L0E3 = layer 0, expert 3)" if cfg.ffn == "moe" else ""),
+    st.multiselect("Heads (L1H2 = layer 1, head 2)" + (" and experts (L0E3 = layer 0, expert 3)" if routed else ""),
                    list(parts), key="switched_off", **KEEP, placeholder="every part on",
                    help="A switched-off head adds nothing to the residual stream (its output z is zeroed); "
                         "a switched-off expert is never chosen (its router logit is −∞). Every view on this page "
@@ -65,7 +68,7 @@ with ablate_col:
     off = [parts[p] for p in st.session_state["switched_off"]]
     ablation = Ablation(heads=tuple((l, i) for kind, l, i in off if kind == "head"),
                         experts=tuple((l, i) for kind, l, i in off if kind == "expert"))
-    if cfg.ffn == "moe" and any(len([e for l, e in ablation.experts if l == layer]) > cfg.n_experts - cfg.top_k
+    if routed and any(len([e for l, e in ablation.experts if l == layer]) > cfg.n_experts - cfg.top_k
                                 for layer in range(cfg.n_layers)):
         st.error(f"Each token needs its top {cfg.top_k} experts: switch off at most {cfg.n_experts - cfg.top_k} "
                  "experts per layer.")
@@ -157,14 +160,23 @@ layer, head, query = st.session_state["layer"], st.session_state["head"], st.ses
 patterns = trace.arrays[view.hook(layer, "hook_pattern")][0]  # (H, T_q, T_kv)
 st.subheader(f"Layer {layer}: {view.label}")
 sharing = AXES["kv_heads"].choices[cfg.attention_kind].does
-if cfg.attention_kind == "GQA":
+if 1 < group < cfg.n_heads:  # query heads in groups: one group per row
     sharing += f"; here H/G = {group}, one group per row of the grid"
-st.caption(f"Softmax weights of all {cfg.n_heads} heads ({cfg.attention_kind}: {sharing}). "
+st.caption(f"Softmax weights of all {cfg.n_heads} heads ({axes.label('kv_heads', cfg.attention_kind)}: {sharing}). "
            f"Rows: {view.y_title}; columns: {view.x_title}. Blank cells are masked.")
-if cfg.sliding_window and len(key_labels) <= cfg.sliding_window:
-    st.caption(f"The sliding window is {cfg.sliding_window} tokens, so it covers this whole {len(key_labels)}-token "
+sink_name = view.hook(layer, "hook_sink_share")
+if sink_name in trace.arrays:  # a sink takes part of each row's weight: the rows sum to less than 1
+    taken = trace.arrays[sink_name][0]  # (H, T_q)
+    st.caption(f"This model's heads have a sink ({AXES['scores'].choices['sinks'].does}), so a row's weights sum to "
+               f"1 minus the sink's share: here the sink takes {taken.min():.0%}–{taken.max():.0%} of a row.")
+layer_window = cfg.layer_windows()[layer] if view.module == "attn" else None
+if layer_window and len(key_labels) <= layer_window:
+    st.caption(f"The sliding window is {layer_window} tokens, so it covers this whole {len(key_labels)}-token "
                f"text: every earlier key is inside it, and the mask is plain causal here. A text of more than "
-               f"{cfg.sliding_window} tokens shows the band; the Masks page draws it at any size.")
+               f"{layer_window} tokens shows the band; the Masks page draws it at any size.")
+elif cfg.sliding_window and view.module == "attn" and layer_window is None:
+    st.caption(f"Layer {layer} is a global layer: its queries see every earlier key. The local layers "
+               f"({cfg.layer_pattern!r}) keep a window of {cfg.sliding_window} tokens.")
 layer_mask = trace.arrays[view.hook(layer, "hook_mask")][0]  # (1 or H, T_q, T_kv)
 st.plotly_chart(layer_grid(patterns, layer_mask, tuple(key_labels), tuple(query_labels), cfg.n_kv_heads), key="head_grid")
 
@@ -206,11 +218,13 @@ with detail_col:
     alibi_name, rope_name = view.hook(layer, "hook_alibi_bias"), view.hook(layer, "hook_rope_angles")
     if rope_name in trace.arrays:
         st.plotly_chart(rope_figure(trace.arrays[rope_name][0], query_labels), key="rope")
-        st.caption("RoPE rotates each pair of q and k dimensions by position × θᵢ, so q·k depends on the "
-                   "distance between the tokens only.")
+        part = (f" (here the first {cfg.d_rope} of each head's {cfg.d_head} dimensions; the rest pass unturned)"
+                if cfg.d_rope < cfg.d_head else "")
+        st.caption(f"{axes.label('position', cfg.position)} rotates each pair of q and k dimensions by position × θᵢ"
+                   f"{part}, so q·k depends on the distance between the tokens only.")
     elif alibi_name in trace.arrays:
-        st.caption(f"ALiBi adds −m_h·|i−j| to the scores: see the bias panel above. Each head has its own slope; "
-                   f"head {head}'s is m = {float(alibi_slopes(cfg.n_heads)[head]):.4f}.")
+        st.caption(f"{axes.label('position', cfg.position)} adds −m_h·|i−j| to the scores: see the bias panel above. "
+                   f"Each head has its own slope; head {head}'s is m = {float(alibi_slopes(cfg.n_heads)[head]):.4f}.")
     elif view.module == "cross_attn":
         st.caption("Cross-attention adds no position term: the decoder and the encoder each placed their tokens "
                    "before this step.")

@@ -3,9 +3,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from transformer import analysis
+from transformer import analysis, axes
 from transformer.hooks import attention_stacks, hook_name
-from transformer.positions import rope_inv_freq
+from transformer.positions import POSITIONS, ROPE_SCALINGS, rope_inv_freq
+from transformer.probes import with_position
 from ui.figures import axes as figs
 from ui.compute.measure import (alibi, beyond_trained_length, cosine_similarity, learned_checkpoint, learned_table, length_extrapolation,
                         rope_geometry, sinusoidal, to_json)
@@ -31,12 +32,13 @@ and its diagonals, constant to float precision; ALiBi's straight-line biases, an
 than `max_len`.
 """)
 cfg = ctx.state.config
-st.caption(f"The sidebar's model uses **{cfg.position}** positions; this page shows all of them, "
+st.caption(f"The sidebar's model uses **{axes.label('position', cfg.position)}** positions; this page shows all of them, "
            f"at the sidebar's sizes (d_model = {cfg.d_model}, d_head = {cfg.d_head}, H = {cfg.n_heads}).")
 st.slider("Positions shown", min_value=8, max_value=256, key="pos_n", **KEEP)
 n_positions = int(st.session_state["pos_n"])
 
-sin_tab, learned_tab, rope_tab, alibi_tab = st.tabs(["sinusoidal", "learned", "RoPE", "ALiBi"])
+sin_tab, learned_tab, rope_tab, alibi_tab = st.tabs([axes.label("position", p)
+                                                      for p in ("sinusoidal", "learned", "rope", "alibi")])
 
 with sin_tab:
     st.markdown("PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(p / 10000^(2i/d)): each pair of dimensions is a "
@@ -57,7 +59,7 @@ with learned_tab:
         st.markdown(f"The position table of the trained checkpoint **{name}** (rows past the lengths it trained on stay "
                     "near their random start).")
     else:
-        learned_cfg = cfg if cfg.position == "learned" else cfg.replace(position="learned")
+        learned_cfg = cfg if POSITIONS[cfg.position].table_param_terms else with_position(cfg, "learned")
         table = learned_table(to_json(learned_cfg), ctx.state.seed)
         st.warning("No trained checkpoint with learned positions is available, so this is the table of the current "
                    "model's configuration with learned positions — **untrained: random numbers**. Training shapes it: "
@@ -70,19 +72,27 @@ with learned_tab:
                       key="learned_similarity")
 
 with rope_tab:
-    if cfg.d_head % 2:
+    # the dimensions RoPE turns: all of a head's, or the first d_rope of them (partial RoPE, MLA's decoupled part)
+    d_rot = cfg.d_rope or cfg.d_head
+    if d_rot % 2:
         st.error(f"RoPE rotates pairs of dimensions, but d_head = {cfg.d_head} is odd: choose d_model and heads that "
                  "give an even head dimension to see it.")
     else:
         stack = attention_stacks(cfg.arch).input
-        q = ctx.trace.arrays[hook_name(0, "attn.hook_q", stack)][0, 0, -1]  # (d_head,) last token, head 0, before RoPE
-        k = ctx.trace.arrays[hook_name(0, "attn.hook_k", stack)][0, 0, 0]  # (d_head,) first token, kv head 0
+        q = ctx.trace.arrays[hook_name(0, "attn.hook_q", stack)][0, 0, -1, :d_rot]  # last token, head 0, before RoPE
+        k = ctx.trace.arrays[hook_name(0, "attn.hook_k", stack)][0, 0, 0, :d_rot]  # first token, kv head 0
         geo = rope_geometry(tuple(map(float, q)), tuple(map(float, k)), n_positions, cfg.rope_theta)
-        st.markdown(f"RoPE splits each head's d_head = {cfg.d_head} dimensions into {cfg.d_head // 2} pairs "
-                    f"(dimension i with i + {cfg.d_head // 2}) and turns pair i by position × θ^(−2i/d_head), "
+        part = (f"the first {d_rot} of each head's d_head = {cfg.d_head} dimensions (the rest pass unturned)"
+                if d_rot < cfg.d_head else f"each head's d_head = {cfg.d_head} dimensions")
+        st.markdown(f"RoPE splits {part} into {d_rot // 2} pairs "
+                    f"(dimension i with i + {d_rot // 2}) and turns pair i by position × θ^(−2i/d), "
                     f"θ = {cfg.rope_theta:g}. The first pairs spin fast (local order), the last barely move "
                     "(long range).")
-        st.plotly_chart(figs.rope_angles(geo["angles"], rope_inv_freq(cfg.d_head, cfg.rope_theta).numpy()),
+        if ROPE_SCALINGS[cfg.rope_scaling].scale is not None:
+            st.caption(f"The sidebar's model stretches these frequencies with "
+                       f"{axes.label('rope_scaling', cfg.rope_scaling)} (factor {cfg.rope_factor:g}): "
+                       f"{axes.AXES['rope_scaling'].choices[cfg.rope_scaling].does}. Shown here as trained, unscaled.")
+        st.plotly_chart(figs.rope_angles(geo["angles"], rope_inv_freq(d_rot, cfg.rope_theta).numpy()),
                         key="rope_angles")
         keep_valid("pos_p", range(n_positions), 0)
         st.slider("Position of the query", min_value=0, max_value=n_positions - 1, key="pos_p", **KEEP)

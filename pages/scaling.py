@@ -4,7 +4,8 @@ import math
 import pandas as pd
 import streamlit as st
 
-from transformer import probes
+from transformer import axes, probes
+from transformer.positions import POSITIONS
 from ui.figures import probe as figs
 from ui.app.page import load_page
 from ui.app.page_controls import KEEP, keep_valid, url_state
@@ -83,7 +84,11 @@ st.selectbox("Layer", range(cfg.n_layers), key="scale_layer", **KEEP)
 if live is None:
     st.info("The live model's scores need at least two tokens: type a longer text in the sidebar.")
 else:
-    rope_note = " after RoPE's rotation" if cfg.position == "rope" else ""
+    notes = [f"after {axes.AXES['qk_norm'].title} ({axes.label('qk_norm', cfg.qk_norm)})" if cfg.qk_norm != "none" else "",
+             f"after {axes.label('position', cfg.position)}'s rotation" if POSITIONS[cfg.position].rotates_qk else ""]
+    rope_note = "".join(f" {note}" for note in notes if note)
+    if cfg.kv_rank is not None:
+        rope_note += " (keys rebuilt from the latent, its shared rotated part included)"
     group = cfg.group_size
     st.markdown(f"Layer {layer}'s q and k on the sidebar's text{rope_note} (`{q_name.rsplit('.', 1)[1]}`, "
                 f"`{k_name.rsplit('.', 1)[1]}`), d_head = {cfg.d_head}, T = {live['n_keys']} tokens. "
@@ -106,5 +111,14 @@ else:
     st.caption("The live heads also appear on the variance plot above as diamonds at d_head = "
                f"{cfg.d_head} (hollow: unscaled, filled: scaled). Untrained weights give small q and k and nearly "
                "uniform rows either way; trained heads grow their q and k where they need sharp attention.")
+    if cfg.score_scale is not None or cfg.attn_softcap is not None:
+        own = []
+        if cfg.score_scale is not None:
+            own.append(f"multiplies q · k by {cfg.score_scale:.4g} rather than 1/√{cfg.d_head} = "
+                       f"{1 / math.sqrt(cfg.d_head):.4g}")
+        if cfg.attn_softcap is not None:
+            own.append(f"then squeezes every score into (−{cfg.attn_softcap:g}, {cfg.attn_softcap:g}) "
+                       f"({axes.label('scores', 'softcap')}: {axes.AXES['scores'].choices['softcap'].does})")
+        st.caption("The columns above use 1/√d_head; the sidebar's model itself " + ", and ".join(own) + ".")
     st.download_button("Download the live model's numbers (CSV)", on_click="ignore", mime="text/csv",
                        file_name=f"scaling_live_layer{layer}.csv", data=lambda: table.to_csv(index=False))

@@ -152,3 +152,8 @@ def test_norm_placement_diagrams():
     pre, post = bf.norm_placement_dot("pre", "rmsnorm"), bf.norm_placement_dot("post", "layernorm")
     assert "x -> norm;" in pre and "norm -> sublayer;" in pre and "add -> out;" in pre
     assert "x -> sublayer;" in post and "add -> norm;" in post and "LayerNorm" in post
+    sandwich, after = bf.norm_placement_dot("sandwich", "rmsnorm"), bf.norm_placement_dot("after", "rmsnorm")
+    assert "x -> norm;" in sandwich and "sublayer -> norm_out;" in sandwich and "norm_out -> add;" in sandwich
+    assert "x -> sublayer;" in after and "sublayer -> norm_out;" in after and "x -> norm;" not in after
+    assert [bf.placement_formula(p) for p in ("pre", "post", "sandwich", "after")] == [
+        "x + sublayer(norm(x))", "norm(x + sublayer(x))", "x + norm(sublayer(norm(x)))", "x + norm(sublayer(x))"]

@@ -157,7 +157,8 @@ def test_norms_controls_and_vector():
 
 def test_ffn_controls_for_every_ffn():
     at = open_page("pages/ffn.py")
-    for ffn, chart in (("swiglu", "gate: SiLU"), ("moe", "router probabilities"), ("relu", "after RELU")):
+    for ffn, chart in (("swiglu", "gate: SiLU"), ("geglu", "gate: GELU"), ("moe", "router probabilities"),
+                       ("relu", "after ReLU")):
         at.sidebar.selectbox(key="ffn").set_value(ffn).run()
         at.sidebar.number_input(key="n_layers").set_value(2).run()
         for layer in at.selectbox(key="ffn_layer").options:
@@ -165,6 +166,20 @@ def test_ffn_controls_for_every_ffn():
             assert_clean(at)
             titles = [s["layout"].get("title", {}).get("text", "") for s in charts(at)]
             assert any(chart in t for t in titles), titles
+
+
+def test_norms_page_draws_every_placement_and_measures_the_sidebars():
+    at = open_page("pages/norms.py")
+    at.slider(key="norm_depth").set_value(3).run()
+    drawn = [c.proto.spec for c in at.get("graphviz_chart")]
+    assert len(drawn) == len(choices("norm_position"))
+    assert any("x + norm(sublayer(norm(x)))" in d for d in drawn)  # sandwich: a norm on each side of the sublayer
+    assert any("sublayer -> norm_out;" in d and "x -> sublayer;" in d for d in drawn)  # after: on the output only
+    at.sidebar.selectbox(key="norm_position").set_value("sandwich").run()
+    assert_clean(at)
+    resid = [s for s in charts(at) if s["layout"]["title"]["text"].startswith("residual stream")][0]
+    names = [t["name"] for t in resid["data"]]
+    assert len(names) == 5 and any(n.startswith("sandwich") for n in names)  # pre, post x two norms, and the sidebar's
 
 
 def diff_map(at: AppTest) -> np.ndarray:

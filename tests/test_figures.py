@@ -128,6 +128,37 @@ def test_diagram_of_an_encoder_decoder_has_two_stacks_and_cross_attention():
     assert "ln1 -> attn;" in pre and "ln2 -> ffn;" in pre  # pre-norm: norm before
 
 
+@pytest.mark.parametrize("placement, chain", [
+    ("pre", ["ln1 -> attn;", "attn -> ln2;", "ln2 -> ffn;", "ffn -> ln_final;"]),
+    ("post", ["embed -> attn;", "attn -> ln1;", "ln1 -> ffn;", "ffn -> ln2;", "ln2 -> head;"]),
+    ("sandwich", ["ln1 -> attn;", "attn -> ln1_post;", "ln1_post -> ln2;", "ln2 -> ffn;", "ffn -> ln2_post;"]),
+    ("after", ["embed -> attn;", "attn -> ln1_post;", "ln1_post -> ffn;", "ffn -> ln2_post;", "ln2_post -> ln_final;"]),
+])
+def test_diagram_puts_the_norms_where_the_placement_row_says(placement, chain):
+    dot = architecture_dot(TransformerConfig(**TINY, norm_position=placement))
+    for edge in chain:
+        assert edge in dot, (placement, edge)
+    labels = node_labels(dot)
+    assert ("ln1" in labels) == (placement in ("pre", "post", "sandwich"))  # a norm before or on the sum
+    assert ("ln1_post" in labels) == (placement in ("sandwich", "after"))  # a norm on the sublayer's output
+
+
+def test_diagram_words_the_attention_of_2024_2026():
+    mla = TransformerConfig(**{**TINY, "d_model": 32}, kv_rank=8, head_dim=12, rope_dim=4, sinks=True,
+                            attn_softcap=20.0, logit_softcap=30.0, sliding_window=4, layer_pattern="alternate",
+                            ffn="moe", n_shared_experts=1, first_dense_layers=1, scale_embeddings=True)
+    labels = node_labels(architecture_dot(mla))
+    assert "MLA (latent): 4 heads, K and V from a latent of 8" in labels["attn"]
+    assert "window 4 on 1 of 2 layers" in labels["attn"] and "first 4 of 12 dims" in labels["attn"]
+    assert "soft-capped" in labels["attn"] and "with a sink" in labels["attn"]
+    assert "+ 1 shared" in labels["ffn"] and "first 1 layer dense" in labels["ffn"]
+    assert "√d_model" in labels["embed"] and "soft-capped at ±30" in labels["head"]
+    gated = node_labels(architecture_dot(TransformerConfig(**TINY, n_kv_heads=2, qk_norm="head", attn_gate=True,
+                                                           ffn="geglu", rope_scaling="yarn", rope_factor=2.0)))
+    assert "QK-norm per head" in gated["attn"] and "gated output" in gated["attn"] and "YaRN ×2" in gated["attn"]
+    assert gated["ffn"] == "GeGLU"  # gated: no "MLP (...)" around it
+
+
 # --- ui/figures/playground.py -----------------------------------------------------------------------
 
 def test_head_stages_are_the_recorded_tensors_in_order():

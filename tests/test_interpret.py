@@ -29,6 +29,11 @@ MODELS = {
     "MQA alibi parallel": dict(n_kv_heads=1, position="alibi", norm="layernorm", ffn="gelu", parallel_block=True),
     "MoE GQA window": dict(n_kv_heads=2, ffn="moe", n_experts=4, top_k=2, sliding_window=5),
     "MHA sinusoidal post-norm": dict(position="sinusoidal", norm="layernorm", norm_position="post", ffn="relu"),
+    "MLA sandwich MoE shared dense-first sinks": dict(kv_rank=8, rope_dim=2, v_head_dim=3, norm_position="sandwich",
+                                                      ffn="moe", n_experts=4, top_k=2, n_shared_experts=1,
+                                                      first_dense_layers=1, sinks=True, attn_softcap=5.0),
+    "GQA after-norm geglu qk-norm (1+w)": dict(n_kv_heads=2, head_dim=6, norm_position="after", ffn="geglu",
+                                              qk_norm="head", norm_plus_one=True, scale_embeddings=True),
 }
 
 
@@ -255,9 +260,35 @@ def test_attribution_adds_up_to_the_logit(name):
     parts = direct_logit_attribution(model, ids, token)
     assert parts.heads.shape == (model.cfg.n_layers, model.cfg.n_heads) and parts.ffn.shape == (model.cfg.n_layers,)
     assert parts.total == pytest.approx(parts.logit, abs=1e-4)
-    if model.cfg.ffn == "moe":
-        chosen = (parts.experts != 0).sum(-1)  # top_k experts per layer write, the others do not
-        assert chosen.tolist() == [model.cfg.top_k] * model.cfg.n_layers
+    cfg = model.cfg
+    if parts.experts is not None:
+        routed = [cfg.layer_is_moe(layer) for layer in range(cfg.n_layers)]  # a dense first layer has no experts
+        chosen = (parts.experts != 0).sum(-1)  # top_k experts per routed layer write, the others do not
+        assert chosen.tolist() == [cfg.top_k if r else 0 for r in routed]
+        if not cfg.n_shared_experts:  # the routed experts are the whole FFN
+            torch.testing.assert_close(parts.experts.sum(-1)[routed], parts.ffn[routed], atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("fields", [dict(attn_gate=True, n_kv_heads=2), dict(logit_softcap=3.0, norm="layernorm"),
+                                    dict(norm_position="after", ffn="moe", n_experts=4, top_k=2, bias=True),
+                                    dict(parallel_block=True, parallel_norms=2, ffn="moe", n_experts=4, top_k=1)])
+def test_attribution_adds_up_with_gates_caps_and_norms_after_the_sublayer(fields):
+    """A gated head's write is z times its gate; soft-capped logits split before the cap; a norm on each
+    sublayer's output is frozen like the final one; a parallel block's FFN reads its own norm."""
+    torch.manual_seed(0)
+    cfg = TransformerConfig(vocab_size=V, d_model=16, n_heads=4, n_layers=2, max_len=32, **fields)
+    model = sharpen(Transformer(cfg, device="cpu")).eval()
+    ids, _ = prompts()
+    parts = direct_logit_attribution(model, ids, 3, 4)
+    assert parts.total == pytest.approx(parts.logit, abs=1e-4)
+    with torch.no_grad():
+        out = float(model(ids)[0, 4, 3])
+    if cfg.logit_softcap is None:
+        assert parts.capped_logit is None and parts.logit == pytest.approx(out, abs=1e-5)
+    else:
+        assert parts.capped_logit == pytest.approx(out, abs=1e-5)
+        assert out == pytest.approx(cfg.logit_softcap * math.tanh(parts.logit / cfg.logit_softcap), abs=1e-5)
+    if parts.experts is not None:
         torch.testing.assert_close(parts.experts.sum(-1), parts.ffn, atol=1e-5, rtol=0)
 
 

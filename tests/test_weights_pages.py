@@ -4,9 +4,11 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
+from benchmarks.app_latency import app_pages
 from transformer import checkpoint
 from transformer.training.tasks import get_task
 from ui.app.state import DEFAULT_PRESET
@@ -118,3 +120,36 @@ def test_hugging_face_page_reports_a_missing_model_and_keeps_working():
     assert any("Cannot open" in e.value for e in at.error)
     at.switch_page("pages/playground.py").run()
     clean(at)
+
+
+# the attention of 2024-2026, as a checkpoint (or a Hugging Face model) can carry it although the sidebar has no
+# widget for it: every page opens on it, drawing what applies and saying why where a view does not
+MODERN = {
+    "MLA, sinks, soft caps, local/global layers, sandwich norms, DeepSeek-style MoE": dict(
+        kv_rank=16, q_rank=24, head_dim=12, rope_dim=4, v_head_dim=6, sinks=True, attn_softcap=20.0,
+        logit_softcap=30.0, sliding_window=4, layer_pattern="alternate", norm_position="sandwich", ffn="moe",
+        n_experts=4, top_k=2, n_shared_experts=1, first_dense_layers=1, router="sigmoid", norm_plus_one=True,
+        scale_embeddings=True),
+    "GQA with QK-norm, an output gate, YaRN, norms after the sublayer, GeGLU": dict(
+        n_kv_heads=2, head_dim=10, qk_norm="head", attn_gate=True, ffn="geglu", norm_position="after",
+        rope_scaling="yarn", rope_factor=2.0, qkv_bias=True, rope_local_theta=1000.0, sliding_window=3,
+        layer_pattern="1:1"),
+}
+PAGE_SCRIPTS = [script for script, _title in app_pages()]  # every page app.py lists
+
+
+@pytest.mark.parametrize("name", MODERN)
+def test_a_checkpoint_with_modern_attention_opens_on_every_page(tmp_path, name):
+    from transformer import Transformer, TransformerConfig
+
+    torch.manual_seed(0)
+    cfg = TransformerConfig(vocab_size=128, d_model=32, n_heads=4, n_layers=2, max_len=64, **MODERN[name])
+    path = tmp_path / "modern"
+    checkpoint.save(Transformer(cfg, device="cpu").eval(), path)
+    for page in PAGE_SCRIPTS:
+        at = AppTest.from_file(APP, default_timeout=180)
+        at.query_params["weights"] = f"ckpt:{path}"
+        at.query_params["text"] = "the cat sat"
+        at.switch_page(page).run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+        assert not at.error, (page, [e.value for e in at.error])

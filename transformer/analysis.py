@@ -366,3 +366,25 @@ def qk_norm_entropy(d_head: int, scales: list[float], n_keys: int = 64, n_querie
     plain = torch.tensor([entropy(s * q, s * k) for s in scales])
     normed = torch.tensor([entropy(rms(s * q), rms(s * k)) for s in scales])
     return {"without QK-norm": plain, "with QK-norm": normed}
+
+
+def twin(model: Transformer, **changes) -> Transformer:
+    """The same weights under a switched config (QK-norm off, a cap, a sink ...): every tensor both configs have is
+    copied; one only the twin has keeps its start (a new norm's weight 1, a sink's logit 0)."""
+    other = Transformer(model.cfg.replace(**changes), device=model.device).eval()
+    theirs = model.state_dict()
+    other.load_state_dict({k: v for k, v in theirs.items() if k in other.state_dict()
+                           and other.state_dict()[k].shape == v.shape}, strict=False)
+    return other
+
+
+@torch.no_grad()
+def scores_and_weights(model: Transformer, ids: torch.Tensor, layer: int) -> dict[str, torch.Tensor]:
+    """One layer's raw scores (B, H, T, T), the weights, and where a sink is, its share (B, H, T)."""
+    prefix = hook_name(layer, "attn.", attention_stacks(model.cfg.arch).output)
+    names = [prefix + n for n in ("hook_raw_scores", "hook_pattern", "hook_sink_share")]
+    _, trace = model.run_with_trace(ids, names=names)
+    out = {"scores": trace[names[0]], "weights": trace[names[1]]}
+    if names[2] in trace:
+        out["sink_share"] = trace[names[2]]
+    return out

@@ -28,7 +28,8 @@ from typing import Callable, Sequence
 import torch
 
 from .costs import forward_flops_per_token
-from .ffn import MoE
+from .block import NORM_PLACEMENTS
+from .ffn import FFN_KINDS, MoE
 from .hooks import Intervention, hook_name
 from .model import Transformer
 from .norms import LayerNorm, RMSNorm
@@ -192,22 +193,27 @@ def patch_heads(model: Transformer, clean_ids: torch.Tensor, corrupt_ids: torch.
 
 # --- direct logit attribution ---------------------------------------------------------------------
 
-# what a final norm does to one part of the stream before scaling it: LayerNorm subtracts the part's mean
+# what a norm does to one part of the stream before scaling it: LayerNorm subtracts the part's mean
 CENTERING = {LayerNorm: lambda part: part - part.mean(-1, keepdim=True), RMSNorm: lambda part: part}
 
 
 @dataclass
 class Attribution:
-    """Each part's direct effect on one token's logit at one position; the parts add up to the logit."""
+    """Each part's direct effect on one token's logit at one position; the parts add up to the logit.
+
+    With soft-capped logits (Gemma 2) the parts add up to the logit before the cap: ``logit`` is that
+    uncapped value, and ``capped_logit`` what the model outputs.
+    """
 
     token: int
     position: int
-    logit: float  # the model's own logit for the token
+    logit: float  # the model's own logit for the token (before a soft cap, if the model has one)
     embed: float  # the embeddings (token and position) that start the residual stream
-    heads: torch.Tensor  # (n_layers, n_heads): each head's write, z_h W_o[h]
-    ffn: torch.Tensor  # (n_layers,): each FFN's write (a MoE: the sum of its experts')
-    experts: torch.Tensor | None  # (n_layers, n_experts) for a MoE: each expert's gated write, 0 where not chosen
-    constant: float  # what no part writes: attention output biases, the final norm's bias, the head's bias
+    heads: torch.Tensor  # (n_layers, n_heads): each head's write, z_h W_o[h] (times its output gate, if any)
+    ffn: torch.Tensor  # (n_layers,): each FFN's write (a MoE: its routed experts' and its shared experts')
+    experts: torch.Tensor | None  # (n_layers, n_experts) for a MoE: each routed expert's gated write, 0 where not chosen
+    constant: float  # what no part writes: attention output biases, the norms' biases, the head's bias
+    capped_logit: float | None = None  # the logit after the model's soft cap (None: no cap)
 
     @property
     def total(self) -> float:
@@ -215,8 +221,14 @@ class Attribution:
 
 
 def _ffn_input_name(model: Transformer, layer: int) -> str:
-    """The norm whose output a block's FFN reads: ln2, or ln1 in a parallel block."""
-    return hook_name(layer, "ln1.hook_normalized" if model.cfg.parallel_block else "ln2.hook_normalized")
+    """What a block's FFN reads: its own norm (ln2; ln1 in a parallel block with one norm), or, where no norm
+    sits before the sublayer (post-norm, a norm after the sublayer), the residual stream between the sublayers."""
+    cfg = model.cfg
+    if cfg.parallel_block:
+        return hook_name(layer, "ln1.hook_normalized" if cfg.parallel_norms == 1 else "ln2.hook_normalized")
+    if NORM_PLACEMENTS[cfg.norm_position].before:
+        return hook_name(layer, "ln2.hook_normalized")
+    return hook_name(layer, "hook_resid_mid")
 
 
 def expert_writes(moe: MoE, x: torch.Tensor, chosen: torch.Tensor, gates: torch.Tensor) -> torch.Tensor:
@@ -230,23 +242,35 @@ def expert_writes(moe: MoE, x: torch.Tensor, chosen: torch.Tensor, gates: torch.
 Projection = Callable[[torch.Tensor], torch.Tensor]  # parts (..., d_model) -> their effects on one logit (...)
 
 
+def frozen_norm(norm: torch.nn.Module, whole: torch.Tensor) -> tuple[Projection, torch.Tensor | None]:
+    """A norm made linear: (parts -> what the norm makes of each, the norm's bias or None) at one position.
+
+    The norm maps its input x to center(x) * scale * w + b; `scale` depends on the whole input `whole`
+    (d_model,) and is frozen at its value here, so each part's image is linear in the part. ``w`` is the
+    weight, or (1 + weight) for a norm that scales by one plus its weight (Gemma's RMSNorm).
+    """
+    center = CENTERING[type(norm)]
+    scale = torch.rsqrt(center(whole.float()).pow(2).mean() + norm.eps)
+    weight = norm.weight.float()
+    if getattr(norm, "plus_one", False):
+        weight = 1.0 + weight
+    bias = getattr(norm, "bias", None)
+    return (lambda parts: center(parts.float()) * (weight * scale)), (None if bias is None else bias.float())
+
+
 def token_projection(model: Transformer, final: torch.Tensor, token: int) -> tuple[Projection, float]:
     """(parts -> their direct effects on `token`'s logit, what the biases after the stream add) at one position.
 
-    The final norm maps the stream x to center(x) * scale * w + b; `scale` depends on the whole stream
-    `final` (d_model,) and is frozen at its value here, so every part's effect is linear in the part.
+    The final norm is frozen at the scale of the whole stream `final` (d_model,): see ``frozen_norm``.
     """
     direction = model.unembed.weight[token].float()  # (d_model,): the token's row of W_U
     constant = float(model.unembed.bias[token]) if model.unembed.bias is not None else 0.0
     if not model.cfg.has_final_norm:
         return lambda parts: parts.float() @ direction, constant
-    norm = model.ln_final
-    center = CENTERING[type(norm)]
-    scale = torch.rsqrt(center(final.float()).pow(2).mean() + norm.eps)
-    read = norm.weight.float() * scale * direction  # (d_model,) what one unit of a centred part adds to the logit
-    if getattr(norm, "bias", None) is not None:
-        constant += float(norm.bias.float() @ direction)
-    return lambda parts: center(parts.float()) @ read, constant
+    normalise, bias = frozen_norm(model.ln_final, final)
+    if bias is not None:
+        constant += float(bias @ direction)
+    return lambda parts: normalise(parts) @ direction, constant
 
 
 @torch.no_grad()
@@ -254,47 +278,68 @@ def direct_logit_attribution(model: Transformer, input_ids: torch.Tensor, token:
                              position: int = -1) -> Attribution:
     """How much each head, FFN and expert writes directly in the direction of `token`'s logit at `position`.
 
-    The residual stream leaving the last block is the embeddings plus every sublayer's output; frozen at
-    this run's final-norm scale, the logit splits into one term per part. That needs the stream to reach
-    the head through at most that one norm: a pre-norm stack with a plain head.
+    The residual stream leaving the last block is the embeddings plus every sublayer's write; frozen at
+    this run's norm scales (the final norm's, and each sublayer's own output norm where the placement has
+    one: sandwich, after), the logit splits into one term per part. That needs the stream to reach the
+    head through at most the final norm: no norm on the residual sum (post-norm), a plain head.
     """
     _check_model(model)
     cfg = model.cfg
-    if cfg.norm_position == "post" or cfg.head_transform:
+    placement = NORM_PLACEMENTS[cfg.norm_position]
+    if placement.on_sum or cfg.head_transform:
         raise ValueError("direct logit attribution needs the residual stream to reach the unembedding through one "
-                         "final norm at most (a pre-norm stack with a plain head); "
-                         + ("this model normalises after every block" if cfg.norm_position == "post"
+                         "final norm at most (no norm on the residual sum, a plain head); "
+                         + ("this model normalises after every block" if placement.on_sum
                             else "this model's head has a transform of its own"))
     if not 0 <= token < cfg.vocab_size:
         raise ValueError(f"token={token} is outside 0..{cfg.vocab_size - 1}")
     ids = _one_prompt(input_ids).to(model.device)
     position = range(ids.shape[1])[position]  # a negative position counts from the end; out of range raises
-    L, moe = cfg.n_layers, cfg.ffn == "moe"
+    L, routed = cfg.n_layers, FFN_KINDS[cfg.ffn].routed
+    after = placement.after and not cfg.parallel_block  # each sublayer's output normalised before the add
     names = [hook_name(0, "hook_resid_pre"), hook_name(L - 1, "hook_resid_post")]
-    for layer in range(L):
+    for layer, block in enumerate(model.blocks):
         names += [hook_name(layer, "attn.hook_z"), hook_name(layer, "hook_mlp_out")]
-        if moe:
+        if after:
+            names.append(hook_name(layer, "hook_attn_out"))
+        if hasattr(block.attn, "hook_attn_gate"):
+            names.append(hook_name(layer, "attn.hook_attn_gate"))
+        if cfg.layer_is_moe(layer):
             names += [_ffn_input_name(model, layer), hook_name(layer, "mlp.hook_expert_indices"),
                       hook_name(layer, "mlp.hook_expert_weights")]
     logits, trace = model.run_with_trace(ids, names=names)
     at = lambda name: trace[name][0, position]  # noqa: E731  (a recorded tensor at the position)
     project, constant = token_projection(model, at(names[1]), token)
 
+    def through(norm, whole):  # a sublayer's own output norm, frozen at this position, before the projection
+        normalise, bias = frozen_norm(norm, whole)
+        return (lambda parts: project(normalise(parts))), (0.0 if bias is None else float(project(bias)))
+
     heads, ffn = torch.zeros(L, cfg.n_heads), torch.zeros(L)
-    experts = torch.zeros(L, cfg.n_experts) if moe else None
+    experts = torch.zeros(L, cfg.n_experts) if routed else None
     for layer, block in enumerate(model.blocks):
-        z = trace[hook_name(layer, "attn.hook_z")][0, :, position]  # (H, d_head)
-        w_o = block.attn.o_proj.weight.view(cfg.d_model, cfg.n_heads, cfg.d_head)  # (d_model, H, d_head)
+        attn_project, ffn_project = project, project
+        if after:
+            attn_project, bias = through(block.ln1_post, at(hook_name(layer, "hook_attn_out")))
+            constant += bias
+            ffn_project, bias = through(block.ln2_post, at(hook_name(layer, "hook_mlp_out")))
+            constant += bias
+        z = trace[hook_name(layer, "attn.hook_z")][0, :, position]  # (H, d_v)
+        if hasattr(block.attn, "hook_attn_gate"):  # gated attention: each head's output times its gate
+            z = z * at(hook_name(layer, "attn.hook_attn_gate")).view(cfg.n_heads, cfg.d_v)
+        w_o = block.attn.o_proj.weight.view(cfg.d_model, cfg.n_heads, cfg.d_v)  # (d_model, H, d_v)
         writes = torch.einsum("hd,mhd->hm", z, w_o)  # (H, d_model): head h's share of concat(heads) @ W_o
-        heads[layer] = project(writes)
+        heads[layer] = attn_project(writes)
         if block.attn.o_proj.bias is not None:
-            constant += float(project(block.attn.o_proj.bias))
-        ffn[layer] = project(at(hook_name(layer, "hook_mlp_out")))
-        if moe:
+            constant += float(attn_project(block.attn.o_proj.bias))
+        ffn[layer] = ffn_project(at(hook_name(layer, "hook_mlp_out")))
+        if cfg.layer_is_moe(layer):
             x = at(_ffn_input_name(model, layer))  # (d_model,) what the router and the experts read
             chosen = at(hook_name(layer, "mlp.hook_expert_indices"))  # (k,)
             gates = at(hook_name(layer, "mlp.hook_expert_weights")).to(x.dtype)  # (k,)
-            experts[layer] = project(expert_writes(block.mlp, x, chosen, gates))
-    return Attribution(token, position, float(logits[0, position, token]), float(project(at(names[0]))), heads,
-                       ffn, experts, constant)
-
+            experts[layer] = ffn_project(expert_writes(block.mlp, x, chosen, gates))
+    logit, capped = float(logits[0, position, token]), None
+    if cfg.logit_softcap is not None:  # the parts add up to the logit before the cap (Gemma 2)
+        final = at(names[1])
+        capped, logit = logit, float(model.unembed(model.ln_final(final) if cfg.has_final_norm else final)[token])
+    return Attribution(token, position, logit, float(project(at(names[0]))), heads, ffn, experts, constant, capped)

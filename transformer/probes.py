@@ -23,6 +23,7 @@ from .analysis import INITS
 from .config import TransformerConfig
 from .hooks import attention_stacks, hook_name, recording
 from .model import Transformer
+from .positions import POSITIONS
 
 # --- scaling ----------------------------------------------------------------------------
 
@@ -121,7 +122,7 @@ class HeadStatistics:
 
 
 def head_score_statistics(q: torch.Tensor, k: torch.Tensor) -> HeadStatistics:
-    """q (B, H, T, d_head) and k (B, G, T, d_head), as recorded at hook_q/hook_k (or hook_rot_q/hook_rot_k with RoPE)."""
+    """q (B, H, T, d_head) and k (B, G, T, d_head), as recorded where the scores read them (``live_qk_names``)."""
     if q.dim() != 4 or k.dim() != 4:
         raise ValueError(f"q and k must be (B, heads, T, d_head), got shapes {tuple(q.shape)} and {tuple(k.shape)}")
     k = repeat_kv_heads(k, q.shape[1])  # (B, H, T, d_head)
@@ -138,10 +139,17 @@ def head_score_statistics(q: torch.Tensor, k: torch.Tensor) -> HeadStatistics:
 
 
 def live_qk_names(cfg: TransformerConfig, layer: int) -> tuple[str, str]:
-    """The hook names of the q and k a layer's scores are made of: after RoPE when the model uses it."""
+    """The hook names of the q and k a layer's scores are made of: after QK-norm and after RoPE when the
+    model has them. Multi-head latent attention (kv_rank set) rebuilds each key from its latent and its
+    shared rotated part: its ``hook_k`` is already the key the scores read (it has no ``hook_rot_k``)."""
     if not 0 <= layer < cfg.n_layers:
         raise ValueError(f"layer={layer} is outside 0..{cfg.n_layers - 1}")
-    q, k = ("hook_rot_q", "hook_rot_k") if cfg.position == "rope" else ("hook_q", "hook_k")
+    rotates, normalised = POSITIONS[cfg.position].rotates_qk, cfg.qk_norm != "none"
+    q = "hook_rot_q" if rotates else "hook_q_norm" if normalised else "hook_q"
+    if cfg.kv_rank is not None:
+        k = "hook_k"
+    else:
+        k = "hook_rot_k" if rotates else "hook_k_norm" if normalised else "hook_k"
     stack = attention_stacks(cfg.arch).input
     return hook_name(layer, f"attn.{q}", stack), hook_name(layer, f"attn.{k}", stack)
 
@@ -154,14 +162,31 @@ def unshuffle(perm: torch.Tensor) -> torch.Tensor:
     return torch.argsort(perm)
 
 
+def with_position(cfg: TransformerConfig, position: str, **changes) -> TransformerConfig:
+    """`cfg` with another position scheme (and `changes`), still valid: what belongs to RoPE (a partial or
+    scaled rotation, a local base) goes when the scheme does not rotate q and k, and multi-head latent
+    attention, which needs a decoupled RoPE part narrower than its heads when the scheme rotates, gives way
+    to heads with keys and values of their own where it has none."""
+    scheme = POSITIONS[position]
+    changes = dict(position=position, **changes)
+    if not scheme.rotates_qk:
+        changes |= dict(rope_dim=None, rope_scaling="none", rope_local_theta=None)
+    decoupled_rope = cfg.rope_dim is not None and cfg.rope_dim < cfg.d_head  # MLA's own rotated key part
+    latent = cfg.kv_rank is not None and changes.get("kv_rank", cfg.kv_rank) is not None
+    if latent and (changes.get("arch", cfg.arch) != "decoder" or (scheme.rotates_qk and not decoupled_rope)):
+        changes |= dict(kv_rank=None, q_rank=None)
+    return cfg.replace(**changes)
+
+
 def equivariance_config(cfg: TransformerConfig, position: str, causal: bool) -> TransformerConfig:
     """`cfg` as one stack with the given position scheme and either no mask (encoder) or a causal mask (decoder).
 
-    A sliding window is dropped (it depends on order as much as a causal mask does) and the weights are float32
-    (permutation_test casts them to the precision it is asked for).
+    A sliding window is dropped, on every layer (it depends on order as much as a causal mask does), and the
+    weights are float32 (permutation_test casts them to the precision it is asked for). The rest follows
+    ``with_position``: multi-head latent attention, built for decoders, stays in the causal runs only.
     """
-    return cfg.replace(arch="decoder" if causal else "encoder", position=position, sliding_window=None, dropout=0.0,
-                       dtype="float32")
+    return with_position(cfg, position, arch="decoder" if causal else "encoder", sliding_window=None,
+                         layer_pattern="uniform", dropout=0.0, dtype="float32")
 
 
 def permutation_test(cfg: TransformerConfig, ids: torch.Tensor, perm: torch.Tensor, seed: int = 0,

@@ -18,6 +18,7 @@ import string
 
 import torch
 
+from ..ffn import FFN_KINDS
 from ..hooks import hook_name
 from . import english
 
@@ -352,7 +353,7 @@ def expert_usage_by_class(model, context: int = 256, limit: int = 32,
                           corpus: str = "python-docs") -> list[dict[str, list[float]]]:
     """Per MoE layer: character class -> the share of its top-k routing slots each expert receives,
     on held-out text (characters outside the table, spelled as several bytes, are left out)."""
-    if model.cfg.ffn != "moe":
+    if not FFN_KINDS[model.cfg.ffn].routed:
         raise ValueError(f"expert usage needs a mixture-of-experts model (ffn='moe'), got ffn={model.cfg.ffn!r}")
     text = held_out_text(corpus)
     classes = ENGLISH_CLASSES if corpus == "english" else CHARACTER_CLASSES
@@ -361,7 +362,7 @@ def expert_usage_by_class(model, context: int = 256, limit: int = 32,
     kinds = [kind for _, kind in kept]
     n = min(limit, len(ids) // context)
     batch = torch.cat((torch.zeros(n, 1, dtype=torch.long), ids[:n * context].view(n, context)), dim=1)  # (n, 1 + context)
-    names = [hook_name(i, "mlp.hook_expert_indices") for i in range(model.cfg.n_layers)]
+    names = [hook_name(i, "mlp.hook_expert_indices") for i in range(model.cfg.n_layers) if model.cfg.layer_is_moe(i)]
     _, trace = model.run_with_trace(batch.to(model.device), names=names)
     class_of = torch.tensor([classes.index(k) for k in kinds[:n * context]]).view(n, context)  # (n, context)
     usage = []
@@ -433,7 +434,7 @@ def random_init_control(cfg, context: int | None = None, corpus: str = "python-d
         untrained_model = untrained(cfg, seed)
         for name, best in head_figures(untrained_model, context, corpus).items():
             scores.setdefault(name, []).append(best["score"])
-        if cfg.ffn == "moe":
+        if FFN_KINDS[cfg.ffn].routed:
             scores.setdefault("routing_separation", []).append(routing_separation(untrained_model, context, corpus))
     return {name: [min(values), max(values)] for name, values in scores.items()}
 
@@ -458,7 +459,7 @@ def measure(model, context: int | None = None, corpus: str = "python-docs") -> d
     if model.cfg.max_len >= context * EXTRAPOLATION[-1]:
         figures["bits_per_char_by_length"] = {
             f"{m}x": round(bits_per_char(model, m * context, limit=8 * 4 // m, corpus=corpus), 3) for m in EXTRAPOLATION}
-    if model.cfg.ffn == "moe":
+    if FFN_KINDS[model.cfg.ffn].routed:
         usage = expert_usage_by_class(model, context, corpus=corpus)
         figures["experts_by_class"] = usage
         figures["expert_class_separation"] = [round(class_separation(layer), 3) for layer in usage]

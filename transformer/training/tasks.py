@@ -27,6 +27,7 @@ from dataclasses import dataclass, fields
 import torch
 
 from . import language
+from ..ffn import FFN_KINDS
 from ..hooks import attention_stacks, hook_name
 
 LETTERS = string.ascii_lowercase
@@ -623,9 +624,9 @@ def head_scores(model, task: Task, batch: Batch) -> dict[str, torch.Tensor]:
 @torch.no_grad()
 def expert_usage(model, task: Mixed, batch: Batch) -> list[dict[str, torch.Tensor]]:
     """Per MoE layer: kind -> (E,) the fraction of that kind's top-k routing slots each expert receives."""
-    if model.cfg.ffn != "moe":
+    if not FFN_KINDS[model.cfg.ffn].routed:
         raise ValueError(f"expert_usage needs a mixture-of-experts model (ffn='moe'), got ffn={model.cfg.ffn!r}")
-    names = [hook_name(i, "mlp.hook_expert_indices") for i in range(model.cfg.n_layers)]
+    names = [hook_name(i, "mlp.hook_expert_indices") for i in range(model.cfg.n_layers) if model.cfg.layer_is_moe(i)]
     _, trace = model.run_with_trace(*batch.to(model.device).model_args(), names=names)
     kinds = task.kind_of(batch.input_ids)
     usage = []

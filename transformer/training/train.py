@@ -26,7 +26,7 @@ from . import language
 from ..config import TransformerConfig
 from ..ffn import MoE
 from ..model import Transformer, default_device
-from ..positions import ADDITIVE_POSITIONS
+from ..positions import POSITIONS
 from ..presets import PRESETS
 from .tasks import TASKS, Language, Task, get_task
 
@@ -47,15 +47,16 @@ def config_for(preset: str | TransformerConfig, task: str | Task, **changes) -> 
             raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
         cfg = PRESETS[preset].replace(**{"vocab_size": len(task.vocab), **changes})
         if "max_len" not in changes:
-            learned = cfg.position == "learned"
-            cfg = cfg.replace(max_len=task.for_arch(cfg.arch).max_tokens if learned else max(cfg.max_len, task.max_len))
+            trained_table = POSITIONS[cfg.position].table_param_terms  # a table of trained rows (learned positions)
+            cfg = cfg.replace(max_len=task.for_arch(cfg.arch).max_tokens if trained_table
+                              else max(cfg.max_len, task.max_len))
     else:
         cfg = preset.replace(**changes) if changes else preset
     task = task.for_arch(cfg.arch)
     if cfg.vocab_size < len(task.vocab):
         raise ValueError(f"vocab_size={cfg.vocab_size} is smaller than the {task.name} task's {len(task.vocab)} tokens; "
                          f"set vocab_size to at least {len(task.vocab)}")
-    if cfg.position in ADDITIVE_POSITIONS and cfg.max_len < task.max_tokens:
+    if POSITIONS[cfg.position].bounds_length and cfg.max_len < task.max_tokens:
         raise ValueError(f"max_len={cfg.max_len} is shorter than the {task.name} task's sequences of up to "
                          f"{task.max_tokens} tokens; set max_len to at least {task.max_tokens}")
     return cfg
@@ -71,14 +72,17 @@ def task_for(cfg: TransformerConfig, task: str | Task) -> Task:
 
 
 def scale_embeddings_for_sinusoidal(model: Transformer) -> None:
-    """Start token embeddings at 0.02 * sqrt(d_model) when positions are sinusoidal.
+    """Start token embeddings at 0.02 * sqrt(d_model) when positions are a fixed table (sinusoidal).
 
     Sinusoidal position vectors have entries up to 1, fifty times the 0.02 of a fresh
     token embedding, so the tokens would start drowned and training stalls. The 2017
     paper multiplies embeddings by sqrt(d_model) for this reason; starting them that
-    much larger does the same at the start of training.
+    much larger does the same at the start of training. A model that already multiplies
+    its embeddings by sqrt(d_model) (``scale_embeddings``) is left as it is.
     """
-    if model.cfg.position == "sinusoidal":
+    scheme = POSITIONS[model.cfg.position]
+    fixed_table = scheme.embedding is not None and not scheme.table_param_terms  # added, never trained
+    if fixed_table and not model.cfg.scale_embeddings:
         with torch.no_grad():
             model.embed.weight.normal_(0.0, 0.02 * math.sqrt(model.cfg.d_model))
 

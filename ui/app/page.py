@@ -5,7 +5,8 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from transformer import Transformer
+from transformer import Transformer, axes
+from transformer.positions import POSITIONS
 
 from ui.app.app_entry import run_inside_app
 from ui.compute.runtime import MAX_TOKENS, TraceData, Tokens, encode_text, get_model, get_trace, weights_info
@@ -42,8 +43,8 @@ def load_page(title: str, intro: str) -> PageContext:
     try:
         tokens = encode_text(state.text, state.config_json, state.weights)
         model = get_model(state.config_json, state.seed, state.weights)
-        if model.cfg.position == "learned" and len(tokens.ids) > model.cfg.max_len:
-            st.error(past_position_table(len(tokens.ids), model.cfg.max_len, info.trained_tokens))
+        if POSITIONS[model.cfg.position].bounds_length and len(tokens.ids) > model.cfg.max_len:
+            st.error(past_position_table(len(tokens.ids), model.cfg.max_len, info.trained_tokens, model.cfg.position))
             st.stop()
         trace = get_trace(state.config_json, state.seed, tuple(tokens.ids), tuple(tokens.labels), state.weights)
     except (ValueError, MemoryError, OSError) as exc:
@@ -56,14 +57,16 @@ def load_page(title: str, intro: str) -> PageContext:
     return PageContext(state, model, tokens, trace)
 
 
-def past_position_table(n_tokens: int, rows: int, trained_tokens: int | None) -> str:
-    """Why a learned position table refuses this text, and what to do."""
+def past_position_table(n_tokens: int, rows: int, trained_tokens: int | None, position: str = "learned") -> str:
+    """Why a position table (learned, sinusoidal) refuses this text, and what to do."""
     why = ("as many as the longest sequence it trained on" if trained_tokens == rows else "its max_len")
+    computed = ", ".join(axes.label("position", name) for name, scheme in POSITIONS.items()
+                         if not scheme.bounds_length and (scheme.rotates_qk or scheme.score_bias))
     return (f"This text is {n_tokens} tokens long, its start token included (for the language models a token is "
-            f"a character, or one byte of a character outside their table, such as an emoji). This model's learned "
-            f"position table has {rows} rows, {why}, and no row for a position past them. Shorten the text to "
-            f"{rows - 1} tokens, or pick a model whose positions are computed (sinusoidal, RoPE, ALiBi), which can "
-            "read on past their training.")
+            f"a character, or one byte of a character outside their table, such as an emoji). This model's "
+            f"{axes.label('position', position)} position table has {rows} rows, {why}, and no row for a position "
+            f"past them. Shorten the text to {rows - 1} tokens, or pick a model whose positions are computed from the "
+            f"position itself ({computed}), which can read on past their training.")
 
 
 def past_trained_context(info, n_tokens: int) -> None:

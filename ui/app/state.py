@@ -12,7 +12,8 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from transformer import AXES, MODEL_CARDS, PRESETS, TransformerConfig, choices
+from transformer import AXES, MODEL_CARDS, PRESETS, TransformerConfig, axes, choices
+from transformer.ffn import FFN_KINDS
 from transformer.training.tasks import TASKS, get_task
 
 from ui.compute.runtime import config_key, trained_config, trained_tasks, weights_config, weights_info
@@ -202,7 +203,7 @@ def sidebar() -> AppState:
             kv_options = sorted({*kv_options, s["n_kv_heads"]})
         st.selectbox(f"{AXES['kv_heads'].title} (G)", kv_options, key="n_kv_heads", on_change=_changed,
                      args=("n_kv_heads",), help=_axis_help("kv_heads"),
-                     format_func=lambda g: f"{g} · " + ("MHA" if g == heads else "MQA" if g == 1 else "GQA"))
+                     format_func=lambda g: _kv_option(heads, g))
         st.number_input("Sliding window W (0 = none)", min_value=0, max_value=4096, step=1, key="sliding_window",
                         on_change=_changed, args=("sliding_window",))
         st.selectbox(AXES["position"].title, choices("position"), key="position", on_change=_changed,
@@ -214,7 +215,7 @@ def sidebar() -> AppState:
                        args=("norm_position",), help=_axis_help("norm_position"))
         st.selectbox(AXES["ffn"].title, choices("ffn"), key="ffn", on_change=_changed, args=("ffn",),
                      help=_axis_help("ffn"))
-        if s["ffn"] == "moe":
+        if FFN_KINDS[s["ffn"]].routed:
             col1, col2 = st.columns(2)
             col1.number_input("Experts", min_value=1, max_value=16, key="n_experts", on_change=_changed, args=("n_experts",))
             col2.number_input("Top-k", min_value=1, max_value=16, key="top_k", on_change=_changed, args=("top_k",))
@@ -239,6 +240,16 @@ def sidebar() -> AppState:
     except (ValueError, OSError, ImportError) as exc:
         error = str(exc)
     return AppState(s["preset"], config, error, s["text"], int(s["seed"]), weights)
+
+
+def _kv_option(n_heads: int, n_kv_heads: int) -> str:
+    """'2 · GQA': G and the KV-heads kind the library derives from H and G (``TransformerConfig.attention_kind``)."""
+    try:
+        kind = TransformerConfig(d_model=2 * n_heads, n_heads=n_heads, n_kv_heads=n_kv_heads,
+                                 position="none").attention_kind
+    except ValueError:  # G does not divide H: the config check below says so
+        return str(n_kv_heads)
+    return f"{n_kv_heads} · {axes.label('kv_heads', kind)}"
 
 
 def _task_choice() -> None:

@@ -22,7 +22,7 @@ from transformer import TransformerConfig, masks
 from transformer.attention import AttentionInputs, attend
 from transformer.flash import query_key_positions, tile_plan, trace_tiled_attention
 from transformer.hooks import attention_stacks, hook_name
-from transformer.positions import alibi_bias, alibi_slopes
+from transformer.positions import POSITIONS, alibi_bias, alibi_slopes
 from transformer.probes import live_qk_names
 
 from ui.compute.runtime import get_trace
@@ -74,15 +74,15 @@ def live_qkv(config_json: str, seed: int, ids: tuple[int, ...], labels: tuple[st
              weights: str = "") -> tuple[np.ndarray, np.ndarray, np.ndarray, float | None]:
     """(q, k, v) of one query head and the kv head it reads, (T, d_head) each, from the cached trace.
 
-    RoPE models give their rotated q and k (what the scores are made of). The last value is
-    the head's ALiBi slope when the model uses ALiBi, else None.
+    q and k are what the model's scores are made of (after QK-norm and RoPE, see ``live_qk_names``). The last
+    value is the head's ALiBi slope when the model's position scheme biases the scores, else None.
     """
     cfg = TransformerConfig.from_dict(json.loads(config_json))
     trace = get_trace(config_json, seed, ids, labels, weights)
     q, k = (trace.arrays[name][0] for name in live_qk_names(cfg, layer))  # (heads, T, d_head)
     v = trace.arrays[hook_name(layer, "attn.hook_v", attention_stacks(cfg.arch).input)][0]
     kv_head = head // cfg.group_size
-    slope = float(alibi_slopes(cfg.n_heads)[head]) if cfg.position == "alibi" else None
+    slope = float(alibi_slopes(cfg.n_heads)[head]) if POSITIONS[cfg.position].score_bias else None
     return q[head], k[kv_head], v[kv_head], slope
 
 

@@ -162,10 +162,11 @@ def patching(config_json: str, seed: int, clean_ids: tuple[int, ...], corrupt_id
 
 @dataclass
 class AttributionView:
-    labels: list[str]  # "embeddings", "L0H1" ..., "L0 FFN" or "L0E2" ..., "biases"
+    labels: list[str]  # "embeddings", "L0H1" ..., "L0 FFN" or "L0E2" ... ("L0 shared"), "biases"
     values: np.ndarray  # (parts,) direct effect on the logit
-    logit: float  # the model's logit: the sum of the values
+    logit: float  # the model's logit (before its soft cap, if it has one): the sum of the values
     control_largest_head: float  # the largest |head| value on random-init weights, same token and text
+    capped_logit: float | None = None  # the logit after the model's soft cap (None: no cap)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -174,15 +175,20 @@ def attribution(config_json: str, seed: int, ids: tuple[int, ...], token: int, w
     model = get_model(config_json, seed, weights)
     src = torch.tensor([ids], device=model.device)
     parts = direct_logit_attribution(model, src, token)
+    cfg = model.cfg
     L, H = parts.heads.shape
     labels = ["embeddings"] + [f"L{layer}H{head}" for layer in range(L) for head in range(H)]
     values = [parts.embed, *parts.heads.flatten().tolist()]
-    if parts.experts is not None:
-        labels += [f"L{layer}E{e}" for layer in range(L) for e in range(parts.experts.shape[1])]
-        values += parts.experts.flatten().tolist()
-    else:
-        labels += [f"L{layer} FFN" for layer in range(L)]
-        values += parts.ffn.tolist()
+    for layer in range(L):
+        if parts.experts is not None and cfg.layer_is_moe(layer):  # each routed expert, then what no router chose
+            labels += [f"L{layer}E{e}" for e in range(parts.experts.shape[1])]
+            values += parts.experts[layer].tolist()
+            if cfg.n_shared_experts:
+                labels.append(f"L{layer} shared")
+                values.append(float(parts.ffn[layer] - parts.experts[layer].sum()))
+        else:  # a dense FFN (also a routed model's first dense layers)
+            labels.append(f"L{layer} FFN")
+            values.append(float(parts.ffn[layer]))
     control = direct_logit_attribution(random_init_model(config_json, seed), src, token)
     return AttributionView(labels + ["biases"], np.array(values + [parts.constant]), parts.logit,
-                           float(control.heads.abs().max()))
+                           float(control.heads.abs().max()), parts.capped_logit)

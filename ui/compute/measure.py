@@ -15,7 +15,8 @@ import torch
 
 from transformer import Transformer, TransformerConfig, analysis, choices
 from transformer.hooks import attention_stacks, hook_name
-from transformer.positions import alibi_bias, alibi_slopes, rope_angles, rope_inv_freq, sinusoidal_table
+from transformer.positions import POSITIONS, alibi_bias, alibi_slopes, rope_angles, rope_inv_freq, sinusoidal_table
+from transformer.probes import with_position
 
 from ui.compute.runtime import config_key, get_model
 
@@ -78,8 +79,9 @@ def padded_attention(config_json: str, seed: int, batch: tuple[tuple[int, ...], 
 
 
 def encoder_decoder_twin(cfg: TransformerConfig) -> TransformerConfig:
-    """The same axes as an encoder-decoder (a parallel block has no place for cross-attention)."""
-    return cfg.replace(arch="encoder-decoder", parallel_block=False)
+    """The same axes as an encoder-decoder (a parallel block has no place for cross-attention; multi-head latent
+    attention is built for decoders, so the twin's heads get keys and values of their own)."""
+    return cfg.replace(arch="encoder-decoder", parallel_block=False, kv_rank=None, q_rank=None)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -129,7 +131,7 @@ def beyond_trained_length(config_json: str, seed: int, ids: tuple[int, ...], tra
     The config's own position scheme plays no part (each is tried), so it is left out of the
     cache key: choosing another position in the sidebar reuses the five runs.
     """
-    return _beyond_trained_length(config_key(_config(config_json).replace(position="none")), seed, ids, trained)
+    return _beyond_trained_length(config_key(with_position(_config(config_json), "none")), seed, ids, trained)
 
 
 @st.cache_data(max_entries=16, show_spinner="Running each position scheme past its trained length…")
@@ -139,7 +141,8 @@ def _beyond_trained_length(config_json: str, seed: int, ids: tuple[int, ...], tr
     base = _config(config_json)
     results = {}
     for position in choices("position"):
-        cfg = base.replace(position=position, max_len=trained)
+        window = base.sliding_window and min(base.sliding_window, trained)  # a window fits inside the table
+        cfg = with_position(base, position, max_len=trained, sliding_window=window)
         torch.manual_seed(seed)
         model = Transformer(cfg).eval()
         src = torch.tensor([ids], device=model.device)
@@ -177,7 +180,7 @@ def learned_checkpoint() -> tuple[str, np.ndarray] | None:
             model, _ = checkpoint.load(path.with_suffix(""))
         except (ValueError, OSError, KeyError):  # unreadable or from another version: skip it
             continue
-        if model.cfg.position == "learned":
+        if POSITIONS[model.cfg.position].table_param_terms:  # a table of trained rows
             return path.stem, _learned_table(model)
     return None
 
@@ -203,7 +206,7 @@ def depth_profile(position: str, ffn: str, norm: str, placement: str, depth: int
 
 def normalized(values: tuple[float, ...]) -> dict[str, np.ndarray]:
     x = torch.tensor(values)
-    return {kind: analysis.normalize(x, kind).numpy() for kind in ("layernorm", "rmsnorm")}
+    return {kind: analysis.normalize(x, kind).numpy() for kind in choices("norm")}
 
 
 # --- FFN ------------------------------------------------------------------------------

@@ -73,14 +73,17 @@ def inputs_of(events: list[dict], index: int) -> list[int] | str:
 
 
 def _module_input(events: list[dict], name: str, module: str) -> list[int]:
-    """What a sublayer reads: the block's latest norm output before it (pre-norm, parallel), else the step
-    before it (post-norm); cross-attention's keys and values read the encoder's last step instead."""
+    """What a sublayer reads: the block's latest norm output before it (pre-norm, sandwich, parallel), else the
+    step before it (post-norm, a norm after the sublayer); cross-attention's keys and values read the encoder's
+    last step instead. A norm on a sublayer's output (``ln1_post``, sandwich and after) feeds the residual add,
+    never the next sublayer."""
     if module.endswith("cross_attn") and suffix(name) in ("hook_k", "hook_v"):
         encoder = [i for i, e in enumerate(events) if e["name"].startswith("encoder.")]
         return encoder[-1:]
     first = next(i for i, e in enumerate(events) if parent(e["name"]) == module)
     block = parent(module) + "."
-    norms = [i for i in range(first) if events[i]["name"].startswith(block) and suffix(events[i]["name"]) == "hook_normalized"]
+    norms = [i for i in range(first) if events[i]["name"].startswith(block) and suffix(events[i]["name"]) == "hook_normalized"
+             and not parent(events[i]["name"]).endswith("_post")]
     return norms[-1:] or ([first - 1] if first > 0 else [])
 
 

@@ -1,4 +1,4 @@
-"""Figure builders for the norms, FFN/MoE and compare pages, and the pre/post-norm diagrams.
+"""Figure builders for the norms, FFN/MoE and compare pages, and the norm-placement diagrams.
 
 numpy in, plotly Figure (or DOT source) out; colours from the Okabe-Ito palette and Viridis.
 """
@@ -7,41 +7,60 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from transformer import axes
+from transformer.block import NORM_PLACEMENTS
 from ui.figures.axes import OKABE_ITO, grid_heatmap, layout
 
 # --- norms ----------------------------------------------------------------------------
 
-_PLACEMENT_EDGES = {
-    # placement -> the chain of one sublayer; "add" is the residual sum
-    "pre": [("x", "norm"), ("norm", "sublayer"), ("sublayer", "add"), ("x", "add"), ("add", "out")],
-    "post": [("x", "sublayer"), ("sublayer", "add"), ("x", "add"), ("add", "norm"), ("norm", "out")],
-}
+
+def placement_formula(placement: str) -> str:
+    """'x + sublayer(norm(x))': one sublayer's residual step, written from the placement's row."""
+    row = NORM_PLACEMENTS[placement]
+    inner = "sublayer(norm(x))" if row.before else "sublayer(x)"
+    if row.after:
+        inner = f"norm({inner})"
+    step = f"x + {inner}"
+    return f"norm({step})" if row.on_sum else step
 
 
 def norm_placement_dot(placement: str, norm: str) -> str:
-    """DOT source of one sublayer with its norm before it (pre) or after the residual sum (post)."""
-    norm_label = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}[norm]
-    labels = {"x": "x (residual stream)", "norm": norm_label, "sublayer": "attention or FFN", "add": "+",
-              "out": "to the next sublayer"}
-    formula = "x + sublayer(norm(x))" if placement == "pre" else "norm(x + sublayer(x))"
+    """DOT source of one sublayer with its norms where the placement's row puts them: before the sublayer, on
+    its output before the residual add, or on the residual sum."""
+    row = NORM_PLACEMENTS[placement]
+    norm_label = axes.label("norm", norm)
+    nodes = {"x": "x (residual stream)", "sublayer": "attention or FFN", "out": "to the next sublayer"}
+    path = ["x"]  # the sublayer's branch, from the stream to the residual add
+    if row.before:
+        path.append("norm")
+    path.append("sublayer")
+    if row.after:
+        path.append("norm_out")
+    path.append("add")
+    on_sum = "norm_sum" if row.before else "norm"  # a norm on the residual sum (post-norm)
+    tail = ["add", on_sum, "out"] if row.on_sum else ["add", "out"]
+    norms = [name for name in ("norm", "norm_out", "norm_sum") if name in path + tail]
+    title = f"{axes.label('norm_position', placement)}: {placement_formula(placement)}"
     lines = ["digraph G {", 'rankdir=TB; node [shape=box fontname="Helvetica" fontsize=13 style=filled fillcolor="#e8eef7"];',
-             f'label="{placement}-norm: {formula}"; labelloc=t; fontname="Helvetica"; fontsize=15;',
-             'add [shape=circle fillcolor="#ffffff" label="+"];', f'norm [fillcolor="#fde725" label="{norm_label}"];']
-    lines += [f'{name} [label="{text}"];' for name, text in labels.items() if name not in ("add", "norm")]
-    for a, b in _PLACEMENT_EDGES[placement]:
-        style = ' [style=dashed label="residual"]' if (a, b) == ("x", "add") else ""
-        lines.append(f"{a} -> {b}{style};")
+             f'label="{title}"; labelloc=t; fontname="Helvetica"; fontsize=15;',
+             'add [shape=circle fillcolor="#ffffff" label="+"];']
+    lines += [f'{name} [fillcolor="#fde725" label="{norm_label}"];' for name in norms]
+    lines += [f'{name} [label="{text}"];' for name, text in nodes.items()]
+    lines += [f"{a} -> {b};" for a, b in zip(path, path[1:])]
+    lines.append('x -> add [style=dashed label="residual"];')
+    lines += [f"{a} -> {b};" for a, b in zip(tail, tail[1:])]
     lines.append("}")
     return "\n".join(lines)
 
 
 def depth_lines(series: dict[str, list[float]], title: str, y_title: str, x_title: str, log: bool = False,
-                start: int = 0) -> go.Figure:
-    """One line per variant over layers; `start` is the x of the first value."""
+                start: int = 0, dashed: set[str] | frozenset[str] = frozenset()) -> go.Figure:
+    """One line per variant over layers; `start` is the x of the first value; the variants in `dashed` are
+    drawn dashed (e.g. those whose residual stream is normalised after every sublayer)."""
     fig = go.Figure()
     for i, (label, values) in enumerate(series.items()):
         fig.add_trace(go.Scatter(x=list(range(start, start + len(values))), y=values, mode="lines+markers", name=label,
-                                 line=dict(color=OKABE_ITO[i % 8], width=3, dash="solid" if "pre" in label else "dash"),
+                                 line=dict(color=OKABE_ITO[i % 8], width=3, dash="dash" if label in dashed else "solid"),
                                  hovertemplate=f"{label}<br>{x_title} %{{x}}: %{{y:.4g}}<extra></extra>"))
     if log:
         fig.update_yaxes(type="log")
@@ -52,7 +71,8 @@ def norm_bars(x: np.ndarray, layernorm: np.ndarray, rmsnorm: np.ndarray) -> go.F
     """The input vector and both norms' outputs, side by side for every component."""
     labels = [f"x[{i}]" for i in range(len(x))]
     fig = go.Figure()
-    for i, (name, values) in enumerate({"input x": x, "LayerNorm(x)": layernorm, "RMSNorm(x)": rmsnorm}.items()):
+    shown = {"input x": x, f"{axes.label('norm', 'layernorm')}(x)": layernorm, f"{axes.label('norm', 'rmsnorm')}(x)": rmsnorm}
+    for i, (name, values) in enumerate(shown.items()):
         fig.add_trace(go.Bar(x=labels, y=values, name=name, marker_color=OKABE_ITO[i],
                              hovertemplate=f"{name}<br>%{{x}} = %{{y:.4g}}<extra></extra>"))
     fig.update_layout(barmode="group")

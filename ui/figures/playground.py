@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from transformer import choices
+from transformer import axes, choices
 from transformer.hooks import attention_stacks, hook_name
 
 from ui.figures.base import FONT, MASKED_BELOW, SEQUENTIAL, unique_labels, downsample, entropy, heatmap
@@ -80,15 +80,17 @@ class Stage:
 # hook suffix -> (title, style), in the order the five lines compute them
 STAGES = {
     "hook_raw_scores": ("scores  QKᵀ/√d_head", "signed"),
+    "hook_capped_scores": (f"{axes.label('scores', 'softcap')}  c·tanh(scores/c)", "signed"),
     "hook_mask": ("mask (yellow = may attend)", "mask"),
-    "hook_alibi_bias": ("ALiBi bias  −m_h·|i−j|", "signed"),
+    "hook_alibi_bias": (f"{axes.label('position', 'alibi')} bias  −m_h·|i−j|", "signed"),
     "hook_attn_scores": ("what softmax sees  (+ mask, bias)", "signed"),
     "hook_pattern": ("weights  softmax(scores)", "weights"),
 }
 
 
 def head_stages(arrays: dict[str, np.ndarray], view: AttentionView, layer: int, head: int) -> list[Stage]:
-    """The recorded stages of one head, in order; ALiBi's bias appears only when the model adds one."""
+    """The recorded stages of one head, in order; a stage the model does not compute (ALiBi's bias, soft-capping)
+    is left out."""
     stages = []
     for suffix, (title, style) in STAGES.items():
         name = view.hook(layer, suffix)

@@ -23,12 +23,15 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from transformer import MODEL_CARDS, PRESETS, TransformerConfig, analysis, kv_cache_bytes_per_token, param_counts, probes
+from transformer import MODEL_CARDS, PRESETS, TransformerConfig, analysis, axes, kv_cache_bytes_per_token, param_counts, probes
 from transformer import scaling
 from transformer.costs import full_attention_bytes
+from transformer.block import NORM_PLACEMENTS
+from transformer.ffn import FFN_KINDS
 from transformer.flash import tile_plan
 from transformer.hooks import hook_name
 from transformer.interpret import residual_labels
+from transformer.positions import POSITIONS
 from transformer.training.tasks import attention_mass, get_task, induction_targets, previous_token_targets
 
 from ui.figures import lesson as lesson_figures
@@ -384,16 +387,13 @@ def _positions() -> Live:
 # 7 -------------------------------------------------------------------------------------------
 
 DEPTH = 12
-NORM_NAMES = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}
-POSITION_NAMES = {"none": "no positions", "sinusoidal": "sinusoidal", "learned": "learned", "rope": "RoPE",
-                  "alibi": "ALiBi"}
 
 
 def _block() -> Live:
     m = lesson_model()
     cfg = m.config
     ids = tuple(m.tokens.ids[:MAX_SHOWN])
-    name = NORM_NAMES[cfg.norm]
+    name = axes.label("norm", cfg.norm)
     profiles = {placement: depth_profile(cfg.position, cfg.ffn, cfg.norm, placement, DEPTH, "variance-preserving", ids)
                 for placement in ("pre", "post")}
     flat = {p: float(np.ptp(v["resid_norms"][1:]) / np.mean(v["resid_norms"][1:])) < 0.01 for p, v in profiles.items()}
@@ -408,7 +408,8 @@ def _block() -> Live:
              "and keeps an untouched identity path for the gradient, which is why deep models train with it."),
         figure=depth_lines({f"{p}-{name}": v["resid_norms"] for p, v in profiles.items()},
                            f"residual stream after each of {DEPTH} blocks, at initialisation", "mean ‖x‖ per token",
-                           "after block (0 = embedding)"),
+                           "after block (0 = embedding)",
+                           dashed={f"{p}-{name}" for p in profiles if NORM_PLACEMENTS[p].on_sum}),
         query={"norm_depth": str(DEPTH), "norm_init": "variance-preserving"},
         caption="Every matrix N(0, 1/fan_in), the lessons' positions and FFN, next-token loss on the lesson text.")
 
@@ -545,25 +546,37 @@ def model_rows() -> list[dict[str, str]]:
     rows = []
     for card in MODEL_CARDS.values():
         size, real = list(card.real.items())[-1]
-        ffn = f"MoE {real.n_experts}×, top-{real.top_k}" if real.ffn == "moe" else real.ffn
+        ffn = axes.label("ffn", real.ffn)
+        if FFN_KINDS[real.ffn].routed:
+            ffn += f" {real.n_experts}×, top-{real.top_k}"
+        heads = f"latent {real.kv_rank}" if real.kv_rank is not None else f"{real.n_kv_heads}/{real.n_heads}"
+        windows = real.layer_windows()
+        local = [w for w in windows if w is not None]
+        window = ""
+        if local:
+            window = f", window {'/'.join(map(str, sorted(set(local))))}"
+            window += f" on {len(local)} of {len(windows)} layers" if len(local) < len(windows) else ""
+        placement = (axes.label("block", "parallel") if real.parallel_block
+                     else axes.label("norm_position", real.norm_position))
         rows.append({"model": card.name, "year": str(card.year), "size": size, "arch": real.arch,
-                     "KV heads": f"{real.attention_kind} ({real.n_kv_heads}/{real.n_heads})",
-                     "position": POSITION_NAMES[real.position] + (f", window {real.sliding_window}" if real.sliding_window else ""),
-                     "norm": f"{real.norm_position}-{NORM_NAMES[real.norm]}", "FFN": ffn,
+                     "KV heads": f"{axes.label('kv_heads', real.attention_kind)} ({heads})",
+                     "position": axes.label("position", real.position) + window,
+                     "norm": f"{axes.label('norm', real.norm)}, {placement}", "FFN": ffn,
                      "KV cache / token": binary_size(kv_cache_bytes_per_token(real))})
     return rows
 
 
 def _real_models() -> Live:
     recent = [card for card in MODEL_CARDS.values() if card.year >= 2022 and _largest(card).arch == "decoder"]
-    rotating = [card for card in recent if _largest(card).position == "rope"]
-    other = [card for card in recent if _largest(card).position != "rope"]
+    rotating = [card for card in recent if POSITIONS[_largest(card).position].rotates_qk]
+    other = [card for card in recent if not POSITIONS[_largest(card).position].rotates_qk]
     odd_one = other[0] if other else rotating.pop()
     shown = sorted([*rotating[:3], odd_one], key=lambda card: (card.year, card.name))
     return Live(
         question="Every recent decoder in the table made the same choice of position scheme — except one. Which?",
         choices=[card.name for card in shown], answer=shown.index(odd_one),
-        why=(f"{odd_one.name} ({odd_one.year}) uses {POSITION_NAMES[_largest(odd_one).position]}; the others rotate q and k with RoPE. "
+        why=(f"{odd_one.name} ({odd_one.year}) uses {axes.label('position', _largest(odd_one).position)}; the others "
+             f"rotate q and k with {axes.label('position', 'rope')}. "
              "Read across the rows: the Original Transformer and LLaMA share one skeleton, and each model is a choice "
              "on each of the five axes."),
         figure=lesson_figures.model_table(model_rows(), odd_one.name),
