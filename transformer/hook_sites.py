@@ -181,7 +181,7 @@ SITES: dict[str, HookSite] = {
         SCORES, "Q K^T / sqrt(d_head)",
         "Line 1: every query is compared with every key; scaled so the scores keep unit variance.",
         r"S = \frac{Q K^\top}{\sqrt{d_{head}}}",
-        reads=(("hook_rot_q", "hook_q"), ("hook_rot_k", "hook_k"))),
+        reads=(("hook_rot_q", "hook_q_norm", "hook_q"), ("hook_rot_k", "hook_k_norm", "hook_k"))),
     "hook_capped_scores": HookSite(
         SCORES, "c * tanh(scores / c)",
         "Soft-capping: every score squeezed smoothly into (-c, c), so no single key can take all the weight.",
@@ -244,7 +244,9 @@ SITES: dict[str, HookSite] = {
         "The activation in the FFN's hidden layer.",
         ByAxis("ffn", {"relu": r"\max(0, h)", "gelu": r"\mathrm{GELU}(h) = h\,\Phi(h)",
                        "swiglu": r"\mathrm{SiLU}(x W_{gate}) \odot x W_{up}",
-                       "geglu": r"\mathrm{GELU}(x W_{gate}) \odot x W_{up}"}),
+                       "geglu": r"\mathrm{GELU}(x W_{gate}) \odot x W_{up}",
+                       # a routed model's dense first layers are SwiGLU
+                       "moe": r"\mathrm{SiLU}(x W_{gate}) \odot x W_{up}"}),
         reads=(("hook_gate", "hook_pre"), "hook_up")),
     "hook_router_logits": HookSite(
         ("B", "T", "E"), "x W_router",
@@ -293,6 +295,6 @@ SITES: dict[str, HookSite] = {
 # module of a block or a stack -> node of ui.figures.diagram.architecture_dot: where the sites inside it sit
 MODULE_NODES = {
     "ln1": "ln1", "attn": "attn", "ln_cross": "cross", "cross_attn": "cross", "ln2": "ln2", "mlp": "ffn",
-    "ln1_post": "attn", "ln_cross_post": "cross", "ln2_post": "ffn",
+    "ln1_post": "ln1_post", "ln_cross_post": "ln_cross_post", "ln2_post": "ln2_post",
     "ln_final": "ln_final", "ln_embed": "embed", "head_norm": "head",
 }
