@@ -14,6 +14,7 @@ import streamlit as st
 
 from transformer import AXES, MODEL_CARDS, PRESETS, TransformerConfig, axes, choices
 from transformer.ffn import FFN_KINDS
+from transformer.positions import POSITIONS
 from transformer.training.tasks import TASKS, get_task
 
 from ui.compute.runtime import config_key, trained_config, trained_tasks, weights_config, weights_info
@@ -25,11 +26,21 @@ CUSTOM = "custom"
 STORE = "_sidebar_values"  # the canonical values: widget keys are re-seeded from it on every run
 
 # URL key -> (session key, how to read it from the URL string)
+def _flag(text: str) -> bool:
+    return str(text).lower() in ("true", "1", "yes")
+
+
 AXIS_KEYS = {
     "arch": str, "position": str, "norm": str, "norm_position": str, "ffn": str,
     "n_layers": int, "d_model": int, "n_heads": int, "n_kv_heads": int,
     "n_experts": int, "top_k": int, "sliding_window": int,
+    # the switches of 2024-2026
+    "layer_pattern": str, "qk_norm": str, "attn_softcap": float, "logit_softcap": float, "sinks": _flag,
+    "attn_gate": _flag, "rope_scaling": str, "rope_factor": float, "rope_dim": int, "kv_rank": int,
 }
+# fields whose widget shows 0 for "off" (None in the config)
+ZERO_IS_NONE = ("sliding_window", "attn_softcap", "logit_softcap", "rope_dim", "kv_rank")
+LAYER_PATTERN_CHOICES = ("uniform", "alternate", "5:1", "3:1", "1:1")
 OTHER_KEYS = {"preset": str, "text": str, "seed": int, "task": str}  # task: which shipped checkpoint of these axes
 WEIGHTS_KEY = "weights"  # URL and session key of chosen weights: a WeightsSource as text
 
@@ -56,7 +67,8 @@ class AppState:
 def _preset_values(name: str) -> dict:
     cfg = PRESETS[name]
     values = {k: getattr(cfg, k) for k in AXIS_KEYS}
-    values["sliding_window"] = cfg.sliding_window or 0  # 0 = no window in the widget
+    for key in ZERO_IS_NONE:  # 0 = off in the widget
+        values[key] = values[key] or 0
     return values
 
 
@@ -168,7 +180,15 @@ def config_from_values(values: dict, preset: str, task: str | None = None) -> Tr
     """The widgets' values on top of the preset's remaining fields (bias, eps, ...)."""
     base = PRESETS.get(preset, PRESETS[DEFAULT_PRESET])
     fields = dict(values)
-    fields["sliding_window"] = fields["sliding_window"] or None
+    for key in ZERO_IS_NONE:
+        fields[key] = fields[key] or None
+    if fields["kv_rank"]:  # MLA rebuilds a key and a value per head, and keeps RoPE on a decoupled part
+        fields["n_kv_heads"] = fields["n_heads"]
+        d_head = fields["d_model"] // fields["n_heads"]
+        if fields["rope_dim"] is None and POSITIONS[fields["position"]].rotates_qk and d_head >= 4:
+            fields["rope_dim"] = 2 * (d_head // 4)
+    if not POSITIONS[fields["position"]].rotates_qk:  # RoPE's own switches mean nothing without RoPE
+        fields.update(rope_scaling="none", rope_factor=1.0, rope_dim=None)
     if preset == CUSTOM:  # family-specific details only make sense inside their family
         base = TransformerConfig()
     config = dataclasses.replace(base, **fields)
@@ -220,6 +240,40 @@ def sidebar() -> AppState:
             col1.number_input("Experts", min_value=1, max_value=16, key="n_experts", on_change=_changed, args=("n_experts",))
             col2.number_input("Top-k", min_value=1, max_value=16, key="top_k", on_change=_changed, args=("top_k",))
 
+        with st.expander("Since 2023: local/global layers, QK-norm, caps, sinks, MLA, RoPE scaling",
+                         expanded=_any_modern(s)):
+            options = list(LAYER_PATTERN_CHOICES)
+            if s["layer_pattern"] not in options:
+                options.append(s["layer_pattern"])
+            st.selectbox("Local / global layers", options, key="layer_pattern", on_change=_changed,
+                         args=("layer_pattern",), help="which layers use the sliding window W above: every layer "
+                         "(uniform), local and global alternating (Gemma 2, gpt-oss), five local to one global "
+                         "(Gemma 3)...; a local layer needs W > 0")
+            st.selectbox(AXES["qk_norm"].title, choices("qk_norm"), key="qk_norm", on_change=_changed,
+                         args=("qk_norm",), help=_axis_help("qk_norm"), format_func=lambda k: axes.label("qk_norm", k))
+            col1, col2 = st.columns(2)
+            col1.number_input("Score cap (0 = none)", min_value=0.0, max_value=1000.0, step=5.0, key="attn_softcap",
+                              on_change=_changed, args=("attn_softcap",), help=AXES["scores"].choices["softcap"].does)
+            col2.number_input("Logit cap (0 = none)", min_value=0.0, max_value=1000.0, step=5.0, key="logit_softcap",
+                              on_change=_changed, args=("logit_softcap",), help="the same on the final logits (Gemma 2: 30)")
+            col1, col2 = st.columns(2)
+            col1.checkbox("Sinks", key="sinks", on_change=_changed, args=("sinks",),
+                          help=AXES["scores"].choices["sinks"].does)
+            col2.checkbox("Output gate", key="attn_gate", on_change=_changed, args=("attn_gate",),
+                          help=AXES["scores"].choices["gate"].does)
+            st.number_input("MLA latent rank (0 = off)", min_value=0, max_value=512, step=4, key="kv_rank",
+                            on_change=_changed, args=("kv_rank",), help=AXES["kv_heads"].choices["MLA"].does)
+            if POSITIONS[s["position"]].rotates_qk:
+                col1, col2 = st.columns(2)
+                col1.selectbox(AXES["rope_scaling"].title, choices("rope_scaling"), key="rope_scaling",
+                               on_change=_changed, args=("rope_scaling",), help=_axis_help("rope_scaling"),
+                               format_func=lambda k: axes.label("rope_scaling", k))
+                col2.number_input("Scaling factor", min_value=1.0, max_value=64.0, step=1.0, key="rope_factor",
+                                  on_change=_changed, args=("rope_factor",))
+                st.number_input("Rotated dimensions per head (0 = all)", min_value=0, max_value=512, step=2,
+                                key="rope_dim", on_change=_changed, args=("rope_dim",),
+                                help="partial rotary: GPT-NeoX turns a quarter of each head; MLA a decoupled part")
+
         st.markdown("**Sizes**")
         col1, col2, col3 = st.columns(3)
         col1.number_input("Layers", min_value=1, max_value=12, key="n_layers", on_change=_changed, args=("n_layers",))
@@ -240,6 +294,13 @@ def sidebar() -> AppState:
     except (ValueError, OSError, ImportError) as exc:
         error = str(exc)
     return AppState(s["preset"], config, error, s["text"], int(s["seed"]), weights)
+
+
+def _any_modern(s) -> bool:
+    """Whether a switch of 2024-2026 is on: then its expander opens by itself."""
+    return (s["layer_pattern"] != "uniform" or s["qk_norm"] != "none" or bool(s["attn_softcap"]) or bool(s["logit_softcap"])
+            or bool(s["sinks"]) or bool(s["attn_gate"]) or s["rope_scaling"] != "none" or bool(s["rope_dim"])
+            or bool(s["kv_rank"]))
 
 
 def _kv_option(n_heads: int, n_kv_heads: int) -> str:

@@ -1,0 +1,64 @@
+"""The Scores page (QK-norm, soft-capping, sinks) and the sidebar's switches of 2024-2026, under AppTest."""
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+MEASURED = Path(__file__).resolve().parent.parent / "assets" / "measurements" / "modern-variants.json"
+
+
+def clean(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def charts(at: AppTest) -> dict[str, dict]:
+    return {json.loads(c.proto.spec)["layout"].get("title", {}).get("text", ""): json.loads(c.proto.spec)
+            for c in at.get("plotly_chart")}
+
+
+@pytest.fixture(scope="module")
+def scores_page():
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.switch_page("pages/scores.py").run()
+    return clean(at)
+
+
+def test_the_page_draws_every_view_and_the_measured_spare_weight(scores_page):
+    drawn = charts(scores_page)
+    assert any("scores q·k" in title for title in drawn) and any("soft-capping" in t for t in drawn)
+    spare = next(f for t, f in drawn.items() if "park weight" in t)
+    measured = json.loads(MEASURED.read_text())["spare_weight"]
+    assert spare["data"][0]["y"] == [max(map(max, row["first_position"])) for row in measured]
+    # QK-norm: the trained model's own scores beside the same weights with the norm switched on
+    spreads = {m.label: float(m.value) for m in scores_page.metric}
+    assert len(spreads) == 2 and all(v > 0 for v in spreads.values())
+
+
+def test_sinks_from_the_sidebar_show_each_heads_share_and_rows_that_sum_to_less_than_one(scores_page):
+    at = scores_page
+    at.sidebar.checkbox(key="sinks").check().run()
+    clean(at)
+    assert at.query_params["sinks"] in ("True", ["True"])  # the link carries the switch
+    share = next(m for m in at.metric if "sinks took" in m.label)
+    assert 0 < float(share.value.rstrip("%")) < 100
+    assert any("sink's share" in t for t in charts(at))
+
+
+def test_a_cap_a_latent_and_a_bad_pattern_each_get_their_own_words(scores_page):
+    at = scores_page
+    at.sidebar.number_input(key="attn_softcap").set_value(5.0).run()
+    clean(at)
+    assert any("caps its scores at c = 5" in c.value for c in at.caption)
+    at.sidebar.number_input(key="kv_rank").set_value(16).run()
+    clean(at)
+    assert any("MLA" in i.value for i in at.info)
+    at.sidebar.selectbox(key="layer_pattern").set_value("alternate").run()
+    assert not at.exception
+    assert any("sliding_window" in e.value for e in at.error)  # a local layer needs a window: said, not raised
+    at.sidebar.number_input(key="sliding_window").set_value(8).run()
+    clean(at)
