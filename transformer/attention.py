@@ -225,9 +225,10 @@ class Attention(nn.Module):
             T_q = q.shape[2]
             k = torch.cat((k, k.new_zeros(B, G, 1, k.shape[-1])), dim=2)  # (B, G, T_kv + 1, d_head)
             v = torch.cat((v, v.new_zeros(B, G, 1, v.shape[-1])), dim=2)
-            bias = inputs.fused_bias.expand(B, self.n_heads, T_q, -1)
-            sink = self.sinks.to(bias.dtype).view(1, -1, 1, 1).expand(B, -1, T_q, 1)
-            bias = torch.cat((bias, sink), dim=-1)  # (B, H, T_q, T_kv + 1)
+            rows = inputs.fused_bias.shape[0]  # 1 unless padding makes each row's mask its own
+            bias = inputs.fused_bias.expand(rows, self.n_heads, T_q, -1)
+            sink = self.sinks.to(bias.dtype).view(1, -1, 1, 1).expand(rows, -1, T_q, 1)
+            bias = torch.cat((bias, sink), dim=-1)  # (B or 1, H, T_q, T_kv + 1)
         d_v, d_qk = v.shape[-1], q.shape[-1]
         if d_v != d_qk:  # the fast kernels want one head size: zeros pad the narrower side (the scale is explicit)
             width = max(d_v, d_qk)
