@@ -3,7 +3,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from transformer import MODEL_CARDS, axes, kv_cache_bytes_per_token, param_counts
+import torch
+from transformer import MODEL_CARDS, analysis, axes, kv_cache_bytes_per_token, param_counts
+from transformer.costs import kv_cache_bytes
 from transformer.hooks import attention_stacks, hook_name
 from ui.figures.axes import cache_bytes_by_step, kv_cache_growth, kv_sharing
 from ui.compute.measure import generation_steps
@@ -46,6 +48,12 @@ if "hook_latent" in named:  # multi-head latent attention: the cache keeps a lat
                 f"`hook_k` {named['hook_k']} and `hook_v` {named['hook_v']} for every head — but they are rebuilt "
                 f"from a latent of kv_rank = {cfg.kv_rank} numbers per token, `hook_latent` {named['hook_latent']}. "
                 f"The cache keeps only that latent{rope_key}.")
+    gap = analysis.mla_absorbed_gap(ctx.model, torch.tensor([ctx.tokens.ids], device=ctx.model.device), 0)
+    st.metric("absorbed form − explicit form, largest weight difference (layer 0)", f"{gap:.1e}",
+              help="the inference form folds W_uk into the query and scores the cached latent directly, never "
+                   "building a key: q_h·k_h = q_rope·k_rope + (q_nope,h W_uk,h^T)·c (LatentAttention.absorbed_weights)")
+    st.caption("Training rebuilds each head's key from the latent; inference folds the key up-projection into the query "
+               "and reads the latent straight from the cache. The same weights, up to float rounding.")
 else:
     st.markdown(f"On the live model ({axes.label('kv_heads', cfg.attention_kind)}): `hook_q` {named['hook_q']} but "
                 f"`hook_k` {named['hook_k']} and `hook_v` {named['hook_v']} — only G = {cfg.n_kv_heads} heads of K and V "
@@ -95,7 +103,7 @@ if not gqa:
     st.caption(f"H = {H} has no divisor between 1 and H, so this model has no GQA variant.")
 variant_table = pd.DataFrame([{
     "variant": label, "KV bytes / token": per_token[label],
-    f"KV cache at {context:,} tokens (GiB)": round(per_token[label] * context / 2**30, 3),
+    f"KV cache at {context:,} tokens (GiB)": round(kv_cache_bytes(v, context, n_bytes)["total"] / 2**30, 3),
     "attention params (M)": round(param_counts(v)["attention"] / 1e6, 1),
     "total params (B)": round(param_counts(v)["total"] / 1e9, 2)} for label, v in variant_cfgs.items()])
 st.dataframe(variant_table, hide_index=True)

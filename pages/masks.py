@@ -1,10 +1,14 @@
 """Masks: none, causal, padding, sliding window, cross-attention and the sparse patterns (strided, block-local,
 global + local), each next to the weights it produces."""
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from ui.figures.axes import mask_and_weights
-from transformer import AXES
+from transformer import AXES, MODEL_CARDS
+from transformer.costs import kv_cache_bytes
+from transformer.hooks import attention_stacks, hook_name
+from ui.figures import modern as modern_figs
 from ui.compute.chapters_measure import pairs_at_length, sparse_attention
 from ui.compute.measure import cross_attention, encoder_decoder_twin, masked_attention, padded_attention, to_json
 from ui.app.page import load_page
@@ -17,6 +21,7 @@ SPARSE_SIZES = {"strided": ("mask_stride", "Stride s", 4), "block-local": ("mask
                 "global-local": ("mask_local", "Local window W", 3)}
 MAX_SIZE = 64
 LONG_TEXT = 4096  # tokens: the saving of a pattern shows at lengths real models read
+LOCAL_GLOBAL_CARDS = ("gemma3", "gpt-oss")  # real models whose layers are local and global
 url_state("mask", mask_layer=0, mask_head=0, mask_w=3, mask_text2="a dog ran", mask_global=1,
           **{key: default for key, _, default in SPARSE_SIZES.values()})
 for key, default in (("mask_w", 3), *((key, default) for key, _, default in SPARSE_SIZES.values())):
@@ -176,3 +181,42 @@ for tab, (pattern, (size_key, size_label, _)) in zip(tabs[5:], SPARSE_SIZES.item
         st.caption("SDPA takes the pattern as a dense mask: it still computes every score, then discards the masked "
                    "ones, so it is no faster than dense attention. Only a block-sparse kernel that skips the empty "
                    "tiles saves the time (benchmarks/sparse_masks.py).")
+
+
+# --- local and global layers (Gemma 2/3, gpt-oss) ------------------------------------------------------
+st.subheader("Local and global layers")
+st.markdown("Since 2024 most long-context models mix the two: **local** layers see a sliding window of W keys, "
+            "**global** layers see everything. Gemma 2 and gpt-oss alternate them, Gemma 3 puts five local layers "
+            "before each global one. Local layers cost W per token whatever the length, and their cache stops "
+            "growing once it holds W tokens; the global layers keep the long-range path. Choose the pattern in the "
+            "sidebar (**Local / global layers**, with the window W).")
+windows = cfg.layer_windows()
+st.plotly_chart(modern_figs.layer_strip(list(windows)), key="mask_layer_strip")
+if any(w is not None for w in windows) and any(w is None for w in windows):
+    kinds = {"a local layer": next(i for i, w in enumerate(windows) if w is not None),
+             "a global layer": next(i for i, w in enumerate(windows) if w is None)}
+    for col, (kind, index) in zip(st.columns(2), kinds.items()):
+        with col:  # the live model's own recorded mask and weights in that layer
+            n = len(ids)
+            stack = attention_stacks(cfg.arch).input
+            additive = ctx.trace.arrays[hook_name(index, "attn.hook_mask", stack)][0, 0, :n, :n]
+            weights = ctx.trace.arrays[hook_name(index, "attn.hook_pattern", stack)][0, :, :n, :n]
+            show(additive, weights, labels, labels, f"layer {index}: {kind}", f"mask_kind_{index}")
+st.markdown("**What the local layers save in the KV cache** (real sizes, 16-bit, one sequence): every layer global "
+            "against the published pattern.")
+contexts = [4096, 32768, 131072]
+lines = {}
+for key in LOCAL_GLOBAL_CARDS:
+    card = MODEL_CARDS[key]
+    size, real = next(iter(card.real.items()))
+    everything = real.replace(layer_pattern="global")
+    lines[f"{card.name} {size}, every layer global"] = [kv_cache_bytes(everything, n)["total"] for n in contexts]
+    lines[f"{card.name} {size}, {real.layer_pattern} (W = {real.sliding_window})"] = [
+        kv_cache_bytes(real, n)["total"] for n in contexts]
+st.plotly_chart(modern_figs.kv_cache_by_context(contexts, lines), key="mask_kv_saved")
+st.dataframe(pd.DataFrame([{"model and layers": name, **{f"{n:,} tokens (GiB)": round(v / 2**30, 2)
+                                                          for n, v in zip(contexts, values)}}
+                           for name, values in lines.items()]), hide_index=True)
+st.caption("A local layer holds min(T, W) tokens, a global one all T (transformer.costs.kv_cache_bytes). "
+           "This library's own KVCache keeps every token in every layer, so its generation is exact for any "
+           "window; a serving stack drops what a local layer can no longer see.")

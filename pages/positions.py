@@ -1,4 +1,7 @@
 """Positions: sinusoidal, learned, RoPE and ALiBi -- what each adds, and what happens past the trained length."""
+import json
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -8,16 +11,18 @@ from transformer.hooks import attention_stacks, hook_name
 from transformer.positions import POSITIONS, ROPE_SCALINGS, rope_inv_freq
 from transformer.probes import with_position
 from ui.figures import axes as figs
+from ui.figures import modern as modern_figs
 from ui.compute.measure import (alibi, beyond_trained_length, cosine_similarity, learned_checkpoint, learned_table, length_extrapolation,
                         rope_geometry, sinusoidal, to_json)
 from ui.app.page import load_page
 from ui.app.page_controls import KEEP, keep_valid, url_state
 
-url_state("pos", pos_n=48, pos_p=3, pos_train=16, pos_run=24)
+url_state("pos", pos_n=48, pos_p=3, pos_train=16, pos_run=24, rope_scale_factor=4.0, rope_scale_model="llama2-language")
 keep_valid("pos_n", range(8, 257), 48)
 keep_valid("pos_train", range(2, 129), 16)
 keep_valid("pos_run", range(1, 257), 24)
 keep_valid("pos_p", range(st.session_state["pos_n"]), 0)
+MODERN_MEASURED = Path(__file__).resolve().parent.parent / "assets" / "measurements" / "modern-variants.json"
 
 ctx = load_page("Positions: where is each token?", """
 **The problem.** Attention is a weighted sum over a set: shuffle the keys and values together and every output stays
@@ -163,3 +168,48 @@ if rows:
 else:
     st.info("No shipped language checkpoint recorded its length extrapolation; "
             "`python scripts/train_checkpoints.py` measures it.")
+
+
+# --- RoPE scaling: what every long-context model does ----------------------------------------------
+st.subheader("Stretching RoPE past its trained length: scaling at inference")
+st.markdown("Above, RoPE's error grows fast past the trained length: its slow dimensions reach angles it never saw. "
+            "Every long-context model rescales the frequencies instead. **Linear** (position interpolation) slows "
+            "every one; **dynamic NTK** raises the base only once the text is longer than trained; **YaRN** keeps the "
+            "fast dimensions, interpolates the slow ones with a ramp between, and scales cos and sin up a little; "
+            "**LLaMA 3** interpolates long wavelengths, keeps short ones and blends a band between. Choose one in the "
+            "sidebar (RoPE scaling, factor), or compare them here.")
+if not POSITIONS[cfg.position].rotates_qk:
+    st.info(f"The sidebar's model uses {axes.label('position', cfg.position)} positions; the wavelengths below are "
+            "those of a RoPE head of the same size.")
+keep_valid("rope_scale_factor", [2.0, 4.0, 8.0, 16.0, 32.0], 4.0)
+st.select_slider("Stretch factor", [2.0, 4.0, 8.0, 16.0, 32.0], key="rope_scale_factor", **KEEP)
+factor = float(st.session_state["rope_scale_factor"])
+trained = 512
+rope_cfg = cfg if POSITIONS[cfg.position].rotates_qk else cfg.replace(position="rope")
+waves = analysis.rope_wavelengths(rope_cfg.replace(rope_scaling="none", rope_factor=1.0), factor, trained)
+st.plotly_chart(modern_figs.rope_wavelengths({axes.label("rope_scaling", k): v.numpy() for k, v in waves.items()},
+                                             trained), key="rope_wavelengths")
+st.caption(f"d_rope = {rope_cfg.d_rope} rotated dimensions"
+           + (f" of d_head = {rope_cfg.d_head} (partial rotary: the other {rope_cfg.d_head - rope_cfg.d_rope} carry "
+              "no position at all)" if rope_cfg.d_rope != rope_cfg.d_head else "")
+           + f", base θ = {rope_cfg.rope_theta:g}, trained on {trained} tokens, stretched ×{factor:g} (dynamic NTK read "
+           f"at {int(factor * trained):,} tokens). A wavelength above the dashed line never completed a turn in training.")
+try:
+    measured = json.loads(MODERN_MEASURED.read_text(encoding="utf-8"))["rope_scaling"]
+except (OSError, ValueError, KeyError):
+    st.error(f"{MODERN_MEASURED} is missing or unreadable; `python -m scripts.measure_modern` writes it.")
+else:
+    names = [m["model"] for m in measured]
+    keep_valid("rope_scale_model", names, names[0] if names else None)
+    if names:
+        st.selectbox("Trained RoPE model", names, key="rope_scale_model", **KEEP)
+        chosen = next(m for m in measured if m["model"] == st.session_state["rope_scale_model"])
+        st.plotly_chart(modern_figs.scaling_length_test(chosen["rows"]), key="rope_scaling_test")
+        plain = next(r for r in chosen["rows"] if r["scaling"] == "none")["bits_per_char"]
+        best = min((r for r in chosen["rows"] if r["scaling"] != "none"), key=lambda r: r["bits_per_char"]["4x"])
+        st.caption(f"{chosen['model']}, trained on {chosen['context']} characters, read held-out English with each "
+                   f"scaling and no retraining. At 4× its context: {plain['4x']:.2f} bits per character plain, "
+                   f"{best['bits_per_char']['4x']:.2f} with {axes.label('rope_scaling', best['scaling'])} "
+                   f"×{best['factor']:g}. Linear interpolation slows the fast dimensions too, which this model uses to "
+                   "find the character before: without fine-tuning it loses even the trained length. Measured by "
+                   "`python -m scripts.measure_modern`.")

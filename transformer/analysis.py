@@ -388,3 +388,22 @@ def scores_and_weights(model: Transformer, ids: torch.Tensor, layer: int) -> dic
     if names[2] in trace:
         out["sink_share"] = trace[names[2]]
     return out
+
+
+@torch.no_grad()
+def mla_absorbed_gap(model: Transformer, ids: torch.Tensor, layer: int = 0) -> float:
+    """Largest |weight| difference between MLA's two forms in one layer: keys rebuilt from the latent (training)
+    and W_uk folded into the query, reading the cached latent directly (inference). 0 up to float rounding."""
+    from .model import self_attention_inputs
+
+    prefix = hook_name(layer, "attn.", "")
+    names = [prefix + n for n in ("hook_rot_q", "hook_q", "hook_latent", "hook_k_rope", "hook_pattern")]
+    _, trace = model.run_with_trace(ids, names=names)
+    positions = torch.arange(ids.shape[1], device=model.device)
+    inputs = self_attention_inputs(model.cfg, True, positions, positions, positions[None], positions[None], None,
+                                   torch.float32 if model.cfg.dtype == "float32" else torch.bfloat16, 0,
+                                   model.blocks[layer].window)
+    q = trace[names[0]] if names[0] in trace else trace[names[1]]
+    k_rope = trace[names[3]] if names[3] in trace else q.new_zeros(*q.shape[:1], 1, q.shape[2], 0)
+    absorbed = model.blocks[layer].attn.absorbed_weights(q, trace[names[2]], k_rope, inputs)
+    return float((absorbed - trace[names[4]]).abs().max())
