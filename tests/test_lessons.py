@@ -79,7 +79,7 @@ def font_sizes(spec: dict) -> list[float]:
 
 
 def test_the_steps_are_data_and_the_lecture_in_order():
-    assert len(STEPS) == N_STEPS == 18
+    assert len(STEPS) == N_STEPS == 23
     assert len({s.slug for s in STEPS}) == N_STEPS
     assert [s.slug for s in STEPS][:3] == ["before-attention", "soft-lookup", "five-lines"]
     for step in STEPS:
@@ -183,8 +183,8 @@ def test_the_step_lives_in_the_url_and_the_buttons_move_it():
     at.button(key="lesson_prev").click().run()
     at.button(key="lesson_prev").click().run()
     assert at.title[0].value.startswith("2.") and at.query_params["step"] == "2"
-    at.selectbox(key="lesson_jump").set_value(18).run()
-    assert at.title[0].value.startswith("18.") and at.button(key="lesson_next").disabled
+    at.selectbox(key="lesson_jump").set_value(23).run()
+    assert at.title[0].value.startswith("23.") and at.button(key="lesson_next").disabled
 
 
 @pytest.mark.parametrize("given, shown", [("abc", 1), ("0", 1), ("99", N_STEPS), ("-3", 1)])
@@ -372,7 +372,7 @@ def test_a_reloaded_teacher_page_resumes_with_its_private_link_and_keeps_its_cou
     link = resume_link(teacher)
     key = teacher_key(teacher)
     assert link.endswith(f"/lessons?resume={code}.{key}")
-    assert [e.label for e in teacher.expander] == ["Private: resume this poll after a reload"]
+    assert [e.label for e in teacher.main.expander] == ["Private: resume this poll after a reload"]
 
     reloaded = open_lessons(**{k: v[0] for k, v in parse_qs(urlsplit(link).query).items()})
     assert reloaded.session_state["lesson_teach"] == code and teacher_key(reloaded) == key
@@ -395,7 +395,7 @@ def test_presenter_mode_never_draws_the_teachers_key():
     teacher, code = start_class(present=1)
     key = teacher_key(teacher)
     assert teacher.query_params["present"] == "1"
-    assert not teacher.expander and not [t for t in page_texts(teacher) if key in t]
+    assert not teacher.main.expander and not [t for t in page_texts(teacher) if key in t]
     assert "hidden in presenter mode" in "\n".join(c.value for c in teacher.caption)
     assert "leave presenter mode on your own screen" in messages(teacher)
     teacher.toggle(key="lesson_present_toggle").set_value(False).run()  # on the teacher's own screen

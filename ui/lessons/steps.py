@@ -50,6 +50,8 @@ from ui.compute.interpret_measure import PAIRS, answer_token, lens_view, patchin
 from ui.compute.chapters_measure import CONTEXTS, accuracy_curves, gru_models, sparse_attention
 from ui.compute.runtime import TraceData, Tokens, config_key, encode_text, get_trace, trained_config, weights_info
 from ui.app.source import five_lines
+from ui.lessons import modern_steps
+from ui.lessons.live import Live
 from ui.app.state import DEFAULT_TASK, DEFAULT_TEXT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,20 +106,6 @@ def head_shares(model: LessonModel, targets: torch.Tensor) -> torch.Tensor:
 
 
 # --- steps --------------------------------------------------------------------------------------
-
-
-@dataclass
-class Live:
-    """What a step computes when it is shown."""
-
-    question: str  # the step's question with the live specifics (which token, which head)
-    choices: list[str]
-    answer: int  # index into choices: what the model did or what the library computes
-    why: str  # one sentence
-    figure: go.Figure
-    source: str = "the true answer"  # whose answer it is: "the trained model's answer", ...
-    query: dict[str, str] = field(default_factory=dict)  # live values for the full page's link
-    caption: str = ""  # under the figure
 
 
 @dataclass(frozen=True)
@@ -873,4 +861,35 @@ STEPS: list[Step] = [
          "Which head brings the clean answer back?", "choice", _copying_head,
          "In the playground, switch that head off on a repeated sentence: the second copy gets harder to predict.",
          "playground", uses_model=True),
+    # --- What changed since 2023 ---
+    Step("local-global", "Since 2023: local and global layers",
+         "Most long-context models no longer let every layer see everything. **Local** layers see a sliding window "
+         "of W tokens; **global** layers see all. Gemma 2 and gpt-oss alternate them, Gemma 3 puts five local layers "
+         "before each global one: the cost and the cache of the local layers stop growing at W.",
+         "What share of an all-global cache does Gemma 3 keep at 128k tokens?", "choice", modern_steps.local_global,
+         "On the Masks page, set a window and the alternate pattern in the sidebar: each kind of layer's mask, and "
+         "the bytes saved at 4k, 32k and 128k tokens.", "masks"),
+    Step("latent", "Since 2023: multi-head latent attention",
+         "DeepSeek-V2/V3 cache neither K nor V. Each token is squeezed into a small **latent**; every head rebuilds "
+         "its key and value from it. RoPE would not survive the squeeze, so one extra rotated key part is cached and "
+         "shared by all heads.",
+         "How many numbers per token does DeepSeek-V3 cache in each layer?", "number", modern_steps.latent,
+         "On the KV heads page, pick DeepSeek-V3 671B: its latent beside GQA and MHA of the same width; set an MLA "
+         "latent rank in the sidebar to see the absorbed form give the same weights.", "kv_heads"),
+    Step("qk-norm", "Since 2023: QK-norm and soft-capping",
+         "Dividing by √d fixes the head size, not the size of q and k, which grows in training. **QK-norm** (Qwen3, "
+         "Gemma 3, OLMo 2) puts an RMSNorm on q and k; **soft-capping** (Gemma 2) squeezes every score into (−c, c).",
+         "What happens to softmax when q and k grow 8×, without QK-norm?", "choice", modern_steps.qk_norm,
+         "On the Scores page, compare the trained model's scores with the same weights under QK-norm.", "scores"),
+    Step("sinks", "Since 2023: attention sinks",
+         "Softmax must spend all of a row's weight, even when a head has nothing to find. gpt-oss gives each head a "
+         "learned **sink** logit that joins the softmax and is dropped: the head can attend to nothing.",
+         "How much weight do trained models without sinks park on the first token?", "choice", modern_steps.sinks,
+         "On the Scores page, switch Sinks on in the sidebar: the sink's share per head and query.", "scores"),
+    Step("rope-scaling", "Since 2023: RoPE scaling",
+         "RoPE fails past its trained length: its slow dimensions reach angles never seen. Every long-context model "
+         "rescales the frequencies — linear, dynamic NTK, YaRN, LLaMA 3's bands — often with no retraining at all.",
+         "Which scaling lets the trained LLaMA 2 read 4× its context best?", "choice", modern_steps.rope_scaling,
+         "On the Positions page, see each frequency's wavelength under each scaling, and the measured length test "
+         "for every trained RoPE model.", "positions"),
 ]
