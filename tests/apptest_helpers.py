@@ -1,5 +1,6 @@
 """What the AppTest suites share: opening a page on a model the test can rebuild, checking a run, reading figures."""
 import base64
+import json
 from pathlib import Path
 
 import numpy as np
@@ -22,10 +23,11 @@ def open_page(page: str, text: str | None = SHORT_TEXT, **query) -> AppTest:
     return at
 
 
-def assert_clean(at: AppTest, errors_allowed: bool = False) -> None:
+def assert_clean(at: AppTest, errors_allowed: bool = False) -> AppTest:
     assert not at.exception, [e.value for e in at.exception]
     if not errors_allowed:
         assert not at.error, [e.value for e in at.error]
+    return at
 
 
 def values(data) -> np.ndarray:
@@ -34,3 +36,12 @@ def values(data) -> np.ndarray:
         flat = np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"]))
         return flat.reshape([int(n) for n in str(data.get("shape", len(flat))).split(",")])
     return np.array(data, dtype=float)
+
+
+def figures_by_title(at: AppTest) -> dict[str, dict]:
+    """Every plotly figure the page drew, by its title."""
+    out = {}
+    for chart in at.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        out[spec["layout"].get("title", {}).get("text", "")] = spec
+    return out

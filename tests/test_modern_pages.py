@@ -6,41 +6,27 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from apptest_helpers import APP, assert_clean, figures_by_title
 from apptest_helpers import values as decode
 from transformer import MODEL_CARDS
 from transformer.costs import kv_cache_bytes
 
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
 MEASURED = Path(__file__).resolve().parent.parent / "assets" / "measurements" / "modern-variants.json"
-
-
-def clean(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    return at
-
-
-def figures(at: AppTest) -> dict[str, dict]:
-    out = {}
-    for chart in at.get("plotly_chart"):
-        spec = json.loads(chart.proto.spec)
-        out[spec["layout"].get("title", {}).get("text", "")] = spec
-    return out
 
 
 def open_page(page: str) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
     at.switch_page(page).run()
-    return clean(at)
+    return assert_clean(at)
 
 
 def test_masks_page_draws_the_layer_pattern_and_what_local_layers_save():
     at = open_page("pages/masks.py")
     at.sidebar.number_input(key="sliding_window").set_value(6).run()
     at.sidebar.selectbox(key="layer_pattern").set_value("alternate").run()
-    clean(at)
-    drawn = figures(at)
+    assert_clean(at)
+    drawn = figures_by_title(at)
     strip = drawn["which layers are local and which global"]["data"][0]
     assert strip["text"] == ["local 6", "global", "local 6", "global"]
     assert "layer 0: a local layer" in drawn and "layer 1: a global layer" in drawn
@@ -53,7 +39,7 @@ def test_masks_page_draws_the_layer_pattern_and_what_local_layers_save():
 
 def test_positions_page_draws_the_scalings_and_the_measured_length_test():
     at = open_page("pages/positions.py")
-    drawn = figures(at)
+    drawn = figures_by_title(at)
     waves = drawn["wavelength of each RoPE frequency, before and after scaling"]["data"]
     assert len(waves) == 5
     rows = json.loads(MEASURED.read_text())["rope_scaling"][0]["rows"]
@@ -64,6 +50,6 @@ def test_positions_page_draws_the_scalings_and_the_measured_length_test():
 def test_kv_heads_page_shows_the_absorbed_form_equals_the_explicit_one_for_mla():
     at = open_page("pages/kv_heads.py")
     at.sidebar.number_input(key="kv_rank").set_value(16).run()
-    clean(at)
+    assert_clean(at)
     gap = next(m for m in at.metric if m.label.startswith("absorbed form"))
     assert float(gap.value) < 1e-5

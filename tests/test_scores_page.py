@@ -5,19 +5,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
+from apptest_helpers import APP, assert_clean, figures_by_title
+
 MEASURED = Path(__file__).resolve().parent.parent / "assets" / "measurements" / "modern-variants.json"
-
-
-def clean(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    return at
-
-
-def charts(at: AppTest) -> dict[str, dict]:
-    return {json.loads(c.proto.spec)["layout"].get("title", {}).get("text", ""): json.loads(c.proto.spec)
-            for c in at.get("plotly_chart")}
 
 
 @pytest.fixture(scope="module")
@@ -25,11 +15,11 @@ def scores_page():
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
     at.switch_page("pages/scores.py").run()
-    return clean(at)
+    return assert_clean(at)
 
 
 def test_the_page_draws_every_view_and_the_measured_spare_weight(scores_page):
-    drawn = charts(scores_page)
+    drawn = figures_by_title(scores_page)
     assert any("scores q·k" in title for title in drawn) and any("soft-capping" in t for t in drawn)
     spare = next(f for t, f in drawn.items() if "park weight" in t)
     measured = json.loads(MEASURED.read_text())["spare_weight"]
@@ -42,23 +32,23 @@ def test_the_page_draws_every_view_and_the_measured_spare_weight(scores_page):
 def test_sinks_from_the_sidebar_show_each_heads_share_and_rows_that_sum_to_less_than_one(scores_page):
     at = scores_page
     at.sidebar.checkbox(key="sinks").check().run()
-    clean(at)
+    assert_clean(at)
     assert at.query_params["sinks"] in ("True", ["True"])  # the link carries the switch
     share = next(m for m in at.metric if "sinks took" in m.label)
     assert 0 < float(share.value.rstrip("%")) < 100
-    assert any("sink's share" in t for t in charts(at))
+    assert any("sink's share" in t for t in figures_by_title(at))
 
 
 def test_a_cap_a_latent_and_a_bad_pattern_each_get_their_own_words(scores_page):
     at = scores_page
     at.sidebar.number_input(key="attn_softcap").set_value(5.0).run()
-    clean(at)
+    assert_clean(at)
     assert any("caps its scores at c = 5" in c.value for c in at.caption)
     at.sidebar.number_input(key="kv_rank").set_value(16).run()
-    clean(at)
+    assert_clean(at)
     assert any("MLA" in i.value for i in at.info)
     at.sidebar.selectbox(key="layer_pattern").set_value("alternate").run()
     assert not at.exception
     assert any("sliding_window" in e.value for e in at.error)  # a local layer needs a window: said, not raised
     at.sidebar.number_input(key="sliding_window").set_value(8).run()
-    clean(at)
+    assert_clean(at)
