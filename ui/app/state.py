@@ -179,7 +179,8 @@ def _current_values() -> dict:
 def config_from_values(values: dict, preset: str, task: str | None = None) -> TransformerConfig:
     """The widgets' values on top of the preset's remaining fields (bias, eps, ...)."""
     base = PRESETS.get(preset, PRESETS[DEFAULT_PRESET])
-    fields = dict(values)
+    # a value the caller does not give (an older link, a switch with no widget drawn) keeps the preset's
+    fields = {**_preset_values(preset if preset in PRESETS else DEFAULT_PRESET), **values}
     for key in ZERO_IS_NONE:
         fields[key] = fields[key] or None
     if fields["kv_rank"]:  # MLA rebuilds a key and a value per head, and keeps RoPE on a decoupled part

@@ -21,8 +21,8 @@ def layer_strip(windows: list[int | None]) -> go.Figure:
         marker_color=[GLOBAL if w is None else LOCAL for w in windows],
         text=["global" if w is None else f"local {w}" for w in windows], textposition="inside",
         hovertemplate="layer %{x}: %{text}<extra></extra>"))
-    fig = layout(fig, "which layers are local and which global", 170, "layer", "")
-    fig.update_yaxes(visible=False)
+    fig = layout(fig, "which layers are local and which global", 190, "layer", "kind")
+    fig.update_yaxes(showticklabels=False, showgrid=False)
     return fig
 
 
