@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from transformer import checkpoint
+from transformer import axes, checkpoint
 from transformer.training import language
 from transformer.training.tasks import TASKS, Batch, pattern_names
 from transformer.training.train import evaluate, train
@@ -16,6 +16,7 @@ from ui.figures.base import FONT, head_grid
 from ui.app.page import start_page
 from ui.compute.runtime import WeightsSource, visible
 from ui.app.state import use_weights
+from ui.app.train_tournament import offer_tournament_task, settings_problem, show_live_comparison, warmup_follows_steps
 
 RESULT = "train_result"  # session key: the last (or interrupted) training run
 
@@ -41,17 +42,29 @@ if not tasks:
     st.stop()
 col1, col2, col3, col4 = st.columns(4)
 task_name = col1.selectbox("Task", list(tasks), format_func=lambda n: f"{n}: {tasks[n].description}", key="train_task")
-steps = col2.number_input("Steps", min_value=10, max_value=5000, value=400, step=50, key="train_steps")
+steps = col2.number_input("Steps", min_value=10, max_value=5000, value=400, step=50, key="train_steps",
+                          on_change=warmup_follows_steps)
 batch_size = col3.select_slider("Batch", [8, 16, 32, 64, 128], value=64, key="train_batch")
-lr = col4.select_slider("Peak learning rate", [3e-4, 1e-3, 3e-3, 1e-2], value=3e-3, key="train_lr")
+lr = col4.number_input("Peak learning rate", value=3e-3, step=1e-3, format="%g", key="train_lr",
+                       help="AdamW's peak rate, reached after the warm-up; then a cosine down to a tenth of it")
+warmup = col1.number_input("Warm-up steps", min_value=0, value=40, step=10, key="train_warmup",
+                           help="steps over which the learning rate climbs from 0 to its peak: 0 to a good share of "
+                                "the run (the tournament warms up for a tenth of it)")
+problem = settings_problem(int(steps), int(warmup), float(lr))
+if problem:
+    st.error(problem)
 task = tasks[task_name]
 try:
     cfg = state.config.replace(vocab_size=len(task.vocab), max_len=max(state.config.max_len, task.max_tokens))
 except ValueError as exc:
     st.error(str(exc))
     st.stop()
-st.caption(f"Variant: {state.config.arch}, {state.config.attention_kind}, {state.config.position}, "
-           f"{state.config.norm_position}-{state.config.norm}, {state.config.ffn}; "
+variant = state.config
+task = offer_tournament_task(cfg, task, float(lr), int(warmup))
+st.caption(f"Variant: {axes.label('arch', variant.arch)}, {axes.label('kv_heads', variant.attention_kind)}, "
+           f"{axes.label('position', variant.position)}, {axes.label('norm', variant.norm)} "
+           f"({axes.label('block', 'parallel') if variant.parallel_block else axes.label('norm_position', variant.norm_position)}), "
+           f"{axes.label('ffn', variant.ffn)}; "
            f"{state.config.n_layers} layers × {state.config.n_heads} heads, d_model {state.config.d_model}; "
            f"vocabulary sized to the task ({len(task.vocab)} tokens).")
 
@@ -91,7 +104,9 @@ def run_training() -> None:
     progress = st.progress(0.0, text="Starting…")
     chart, heatmap = st.empty(), st.empty()
     history: list[dict] = []
-    st.session_state[RESULT] = {"task": task_name, "config": cfg, "history": history, "model": None, "done": False}
+    st.session_state[RESULT] = {"task": task_name, "config": cfg, "history": history, "model": None, "done": False,
+                                "settings": {"lr": float(lr), "warmup": int(warmup), "batch_size": int(batch_size)},
+                                "trained_task": task}
 
     def report(step: int, metrics: dict, model) -> None:
         history.append(metrics)
@@ -102,12 +117,13 @@ def run_training() -> None:
         chart.plotly_chart(loss_figure(history), key=f"loss_{step}")
         heatmap.plotly_chart(attention_figure(model, step), key=f"attn_{step}")
 
-    model, _ = train(cfg, task, int(steps), batch_size=int(batch_size), lr=float(lr), seed=state.seed,
+    model, _ = train(cfg, task, int(steps), batch_size=int(batch_size), lr=float(lr), warmup=int(warmup),
+                     seed=state.seed,
                      callback=report, callback_every=max(1, int(steps) // 40), progress=False)
     st.session_state[RESULT].update(model=model, done=True)
 
 
-if st.button("Train", type="primary"):
+if st.button("Train", type="primary", disabled=problem is not None):
     run_training()
 
 result = st.session_state.get(RESULT)
@@ -116,7 +132,8 @@ if result and result["model"] is not None:
     finished = "finished" if result["done"] else f"stopped at step {history[-1]['step'] + 1}"
     if result["task"] == "language":
         accuracy = language.held_out_accuracy(model, limit=8)
-        measured = (f"{language.bits_per_char(model, limit=8):.2f} bits per character on held-out text"
+        corpus = getattr(result.get("trained_task"), "corpus", "python-docs")  # the text it trained on
+        measured = (f"{language.bits_per_char(model, limit=8, corpus=corpus):.2f} bits per character on held-out text"
                     if model.cfg.arch == "decoder" else f"masked-character accuracy {accuracy:.2f} on held-out text")
     else:
         accuracy = evaluate(model, result["task"], n_batches=2, batch_size=64)
@@ -124,6 +141,8 @@ if result and result["model"] is not None:
     st.subheader(f"Training {finished}: {measured}")
     st.plotly_chart(loss_figure(history), key="loss_final")
     st.plotly_chart(attention_figure(model, history[-1]["step"]), key="attn_final")
+    if "settings" in result:
+        show_live_comparison(model, history, result["trained_task"], result["settings"])
 
     directory = Path(tempfile.gettempdir()) / "attention-lab-trained"
     c = result["config"]

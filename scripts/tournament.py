@@ -1,0 +1,185 @@
+"""Trade-offs, measured: train every comparison of transformer.training.tournament and write its JSON.
+
+    python -m scripts.tournament                                  # everything: assets/measurements/tournament.json
+    python -m scripts.tournament --comparison kv-heads            # one comparison (repeat --comparison for more)
+    python -m scripts.tournament --tiny --out /tmp/t.json         # seconds: the smallest budget, for tests
+
+The JSON is written after every run, so a partial tournament is usable and a rerun with the same recipe goes on
+where it stopped (runs already in the file are kept, never trained again). Seeds run outermost: seed 0 of every
+comparison first, then seed 1, so a stopped tournament has every comparison, labelled with the seeds it has.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # `python scripts/tournament.py` as well as `python -m scripts.tournament`
+    sys.path.insert(0, str(ROOT))
+
+from transformer.training import tournament as T  # noqa: E402
+
+
+def hardware(threads: int) -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (f"CPU: {cpu}, {threads} torch thread{'s' if threads != 1 else ''} ({os.cpu_count()} cores on the "
+            f"machine, shared with other work); torch {torch.__version__}, Python {platform.python_version()}")
+
+
+def write(data: dict, path: Path) -> None:
+    """Atomically: a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(T.finish(data), indent=1) + "\n", encoding="utf-8")
+    partial.replace(path)
+
+
+def same_config(old: dict | None, new: dict) -> bool:
+    """Whether a stored config is this one (a field added to TransformerConfig since reads as its default)."""
+    try:
+        return old is not None and T.TransformerConfig.from_dict(old).to_dict() == new
+    except (TypeError, ValueError):
+        return False
+
+
+def merge(old: dict, new: dict) -> dict:
+    """The new document's comparisons, each entry with the runs (and forward time) the old file already had."""
+    old_entries = {(c["key"], e["choice"]): e for c in old.get("comparisons", []) for e in c["entries"]}
+    kept = {c["key"] for c in new["comparisons"]}
+    for comp in new["comparisons"]:
+        for entry in comp["entries"]:
+            before = old_entries.get((comp["key"], entry["choice"]))
+            if before is not None and same_config(before.get("config"), entry["config"]):
+                entry["runs"], entry["forward_ms"] = before["runs"], before.get("forward_ms")
+    # comparisons this invocation does not run stay as they were
+    new["comparisons"] += [c for c in old.get("comparisons", []) if c["key"] not in kept]
+    order = list(T.COMPARISONS)
+    new["comparisons"].sort(key=lambda c: order.index(c["key"]) if c["key"] in order else len(order))
+    return new
+
+
+def run(recipe: T.Recipe, keys: list[str], seeds: list[int], out: Path, threads: int, log=print) -> dict:
+    data = T.new_document(recipe, hardware(threads), list(T.COMPARISONS))
+    if out.exists():
+        try:
+            old = json.loads(out.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise SystemExit(f"{out} exists but cannot be read ({exc}); move it away or pass another --out")
+        if old.get("recipe") != data["recipe"]:
+            raise SystemExit(f"{out} was made with another recipe; pass --fresh to start over, or another --out "
+                             f"(its recipe: {json.dumps(old.get('recipe'))})")
+        data = merge(old, data)
+    # what a model that learned nothing but character frequencies (unigram) or pairs (bigram) reads held out
+    data["baselines"] = T.language.ngram_baselines(recipe.corpus)
+    done = {}  # run key -> (where, run): one comparison's baseline serves another's
+    for comp in data["comparisons"]:
+        for entry in comp["entries"]:
+            for r in entry["runs"]:
+                done.setdefault(T.run_key(entry["config"], entry["lr"], entry["warmup_steps"], r["seed"]),
+                                (f"{comp['axis']}: {entry['choice']}", r))
+    write(data, out)
+    started = time.perf_counter()
+    for seed in seeds:
+        for key in keys:
+            comp = T.comparison(data, key)
+            for entry in comp["entries"]:
+                if any(r["seed"] == seed for r in entry["runs"]):
+                    continue
+                where = f"{comp['axis']}: {entry['choice']}"
+                run_key = T.run_key(entry["config"], entry["lr"], entry["warmup_steps"], seed)
+                if run_key in done:
+                    source, shared = done[run_key]
+                    run_json = {**shared, "shared_with": shared.get("shared_with", source)}
+                    log(f"[{time.perf_counter() - started:7.0f}s] seed {seed} {where}: the same run as {source}")
+                else:
+                    cfg = T.TransformerConfig.from_dict(entry["config"])
+                    run_json = T.train_run(cfg, recipe, seed, lr=entry["lr"], warmup=entry["warmup_steps"])
+                    done[run_key] = (where, run_json)
+                    log(f"[{time.perf_counter() - started:7.0f}s] seed {seed} {where}: "
+                        f"held-out {run_json['held_out_bits_per_char']} bits/char, diverged {run_json['diverged']}, "
+                        f"{run_json['processor_seconds']:.1f} processor s")
+                entry["runs"].append(run_json)
+                entry["runs"].sort(key=lambda r: r["seed"])
+                if entry.get("forward_ms") is None:
+                    entry["forward_ms"] = T.forward_ms(T.TransformerConfig.from_dict(entry["config"]), recipe)
+                write(data, out)
+    return data
+
+
+README = ROOT / "README.md"
+
+
+def write_readme(data: dict, readme: Path = README) -> Path:
+    """Replace the README's tournament table (between its markers) with the one rendered from `data`."""
+    text = readme.read_text(encoding="utf-8")
+    start, end = T.README_MARKERS
+    if start not in text or end not in text:
+        raise SystemExit(f"{readme} has no {start} ... {end} block to fill")
+    before, rest = text.split(start, 1)
+    after = rest.split(end, 1)[1]
+    readme.write_text(before + T.readme_block(data) + after, encoding="utf-8")
+    return readme
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m scripts.tournament", description=__doc__.splitlines()[0])
+    parser.add_argument("--comparison", action="append", choices=[*T.COMPARISONS, "switches", "all"],
+                        help="which comparison to run (repeat for several; 'switches' = qk-norm, sinks and softcap; "
+                             "default all)")
+    parser.add_argument("--steps", type=int, default=None, help=f"steps per run (default {T.Recipe.steps})")
+    parser.add_argument("--seeds", type=int, default=T.MIN_SEEDS, help="seeds per entry: 0, 1, ... (default 3)")
+    parser.add_argument("--out", default=None, help=f"the JSON (default {T.TOURNAMENT_PATH.relative_to(T.ROOT)}; "
+                                                     "with --tiny, a file in the temporary directory)")
+    parser.add_argument("--tiny", action="store_true", help="the smallest budget (a few steps of a tiny model on the "
+                                                            "Python documentation): seconds, for tests")
+    parser.add_argument("--fresh", action="store_true", help="start over even if --out holds runs")
+    parser.add_argument("--readme", action="store_true", help="train nothing: write the README's table from --out")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1: the seconds recorded are "
+                                                               "one thread's)")
+    args = parser.parse_args(argv)
+    if args.seeds < 1:
+        parser.error(f"--seeds {args.seeds}: at least 1 (the tournament's claims need {T.MIN_SEEDS})")
+    if args.steps is not None and args.steps < 1:
+        parser.error(f"--steps {args.steps}: at least 1")
+    torch.set_num_threads(args.threads)
+    recipe = T.TINY if args.tiny else T.Recipe()
+    if args.steps is not None:
+        recipe = replace(recipe, steps=args.steps, warmup=args.steps // 10)  # the recipe's 10% warm-up
+    chosen = args.comparison or ["all"]
+    keys = []
+    for name in chosen:
+        names = list(T.COMPARISONS) if name == "all" else ["qk-norm", "sinks", "softcap"] if name == "switches" \
+            else [name]
+        keys += [k for k in names if k not in keys]
+    import tempfile
+    out = Path(args.out) if args.out else (Path(tempfile.gettempdir()) / "tournament-tiny.json" if args.tiny
+                                          else T.TOURNAMENT_PATH)
+    if args.readme:
+        print(f"rewrote the table in {write_readme(T.load(out))}")
+        return
+    if args.fresh and out.exists():
+        out.unlink()
+    start = time.perf_counter()
+    run(recipe, keys, list(range(args.seeds)), out, args.threads)
+    print(f"wrote {out} in {time.perf_counter() - start:.0f} s")
+    for comp in T.load(out)["comparisons"]:
+        print(f"{comp['axis']}: {comp['verdict']}")
+
+
+if __name__ == "__main__":
+    main()

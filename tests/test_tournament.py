@@ -1,0 +1,309 @@
+"""Trade-offs, measured: the shipped JSON, the script at a tiny budget, the verdicts, the page and the README built
+from the JSON, and the Train page's warm-up and learning-rate controls. No timings are asserted (benchmarks/)."""
+import copy
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from apptest_helpers import APP, assert_clean, values
+from transformer.training import tournament as T
+from ui.figures import tradeoffs as figs
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+
+
+@pytest.fixture(scope="module")
+def shipped() -> dict:
+    """The JSON the page reads (ATTENTION_LAB_MEASUREMENTS points the page and this at another directory)."""
+    return T.load(Path(os.environ.get("ATTENTION_LAB_MEASUREMENTS", T.TOURNAMENT_PATH.parent)) / T.TOURNAMENT_PATH.name)
+
+
+# --- the shipped JSON ----------------------------------------------------------------------------------
+
+
+def test_shipped_json_has_every_comparison_with_three_seeds_and_one_budget(shipped):
+    assert [c["key"] for c in shipped["comparisons"]] == list(T.COMPARISONS)
+    assert shipped["hardware"] and shipped["recipe"]["steps"] >= 100
+    for comp in shipped["comparisons"]:
+        assert comp["claim"] and comp["verdict"] and comp["cannot_test"], comp["key"]
+        expected = [e.choice for e in T.COMPARISONS[comp["key"]].entries(T.Recipe(**{
+            k: v for k, v in shipped["recipe"].items() if k in T.Recipe.__dataclass_fields__}))]
+        assert [e["choice"] for e in comp["entries"]] == expected
+        budgets = set()
+        for entry in comp["entries"]:
+            seeds = {r["seed"] for r in entry["runs"]}
+            assert len(seeds) >= T.MIN_SEEDS, f"{comp['axis']}: {entry['choice']} has seeds {sorted(seeds)}"
+            assert len(seeds) == len(entry["runs"])  # one run per seed
+            for run in entry["runs"]:
+                budgets.add((run["steps"], run["tokens"]))
+                assert run["curve"] and run["processor_seconds"] > 0
+                if run["diverged"]:  # kept, with no held-out figure
+                    assert run["held_out_bits_per_char"] is None
+                else:
+                    assert 0 < run["held_out_bits_per_char"] < 9
+        assert len(budgets) == 1, f"{comp['axis']}: every entry the same steps and tokens, got {budgets}"
+        assert comp["complete"] and not comp["verdict"].startswith(("Provisional", "Not measured"))
+
+
+def test_entries_keep_width_and_match_their_costs(shipped):
+    from transformer import TransformerConfig
+    from transformer.costs import kv_cache_bytes_per_token, param_counts
+
+    for comp in shipped["comparisons"]:
+        assert {e["config"]["d_model"] for e in comp["entries"]} == {shipped["recipe"]["d_model"]}
+        for entry in comp["entries"]:
+            cfg = TransformerConfig.from_dict(entry["config"])
+            assert entry["parameters"] == param_counts(cfg)["total"]
+            assert entry["kv_bytes_per_token"] == kv_cache_bytes_per_token(cfg)
+    ffn = T.comparison(shipped, "ffn")["entries"]
+    dense = {e["parameters"] for e in ffn[:3]}
+    assert max(dense) - min(dense) <= 0.01 * min(dense)  # ReLU, GELU and SwiGLU at equal parameters
+    assert abs(ffn[3]["active_parameters"] - ffn[2]["parameters"]) <= 0.01 * ffn[2]["parameters"]  # MoE: active
+    assert abs(ffn[4]["parameters"] - ffn[2]["parameters"]) <= 0.01 * ffn[2]["parameters"]  # MoE: total
+
+
+# --- the figures and the README equal the JSON --------------------------------------------------------
+
+
+def _finite(a) -> np.ndarray:
+    a = np.asarray(a, dtype=float)
+    return a[np.isfinite(a)]
+
+
+@pytest.mark.parametrize("key", list(T.COMPARISONS))
+def test_page_figures_show_the_json_numbers(shipped, key):
+    comp = T.comparison(shipped, key)
+    arrays = figs.comparison_arrays(comp)
+    fig = figs.bits_by_choice(arrays.choices, arrays.seeds, arrays.bits, arrays.diverged)
+    traces = {t.name: t for t in fig.data}
+    for entry in comp["entries"]:
+        stats = T.entry_stats(entry)
+        mean = values(traces["mean of the seeds"].y)[list(traces["mean of the seeds"].x).index(entry["choice"])]
+        assert (math.isnan(mean) if stats.mean is None else mean == pytest.approx(stats.mean))
+        for run in entry["runs"]:
+            if run["diverged"]:
+                diverged = traces["diverged (no held-out figure)"]
+                assert f"seed {run['seed']} diverged" in list(diverged.customdata)
+                continue
+            seed = traces[f"seed {run['seed']}"]
+            assert values(seed.y)[list(seed.x).index(entry["choice"])] == pytest.approx(run["held_out_bits_per_char"])
+    drawn = sum(len(_finite(values(t.y))) for name, t in traces.items() if name.startswith("seed "))
+    assert drawn == sum(not r["diverged"] for e in comp["entries"] for r in e["runs"])
+
+    cost = figs.cost_against_bits(arrays.choices, arrays.cost, arrays.bits, arrays.cost_axis)
+    assert list(values(cost.data[0].x)) == [e[comp["cost_axis"]] for e in comp["entries"]]
+
+    curves = figs.training_curves(arrays.choices, arrays.curves)
+    runs = [(e, r) for e in comp["entries"] for r in e["runs"]]
+    assert len(curves.data) == len(runs)
+    for trace, (entry, run) in zip(curves.data, runs):
+        assert trace.name.startswith(f"{entry['choice']}, seed {run['seed']}")
+        assert ("diverged" in trace.name) == run["diverged"]
+        expected = np.array([np.nan if p[1] is None else p[1] for p in run["curve"]], dtype=float)
+        np.testing.assert_allclose(values(trace.y), expected, equal_nan=True)
+        assert list(values(trace.x)) == [p[0] for p in run["curve"]]
+
+
+def test_length_figure_shows_every_seed_at_every_length(shipped):
+    comp = T.comparison(shipped, "positions")
+    arrays = figs.comparison_arrays(comp)
+    fig = figs.bits_by_length(arrays.choices, arrays.multiples, arrays.by_length, shipped["recipe"]["context"])
+    for i, entry in enumerate(comp["entries"]):
+        seeds_trace = fig.data[2 * i + 1]
+        expected = [run.get("held_out_bits_per_char_by_length", {}).get(f"{m}x") if not run["diverged"] else None
+                    for run in entry["runs"] for m in arrays.multiples]
+        np.testing.assert_allclose(values(seeds_trace.y)[:len(expected)],
+                                   np.array([np.nan if v is None else v for v in expected], dtype=float),
+                                   equal_nan=True)
+    learned = comp["entries"][[e["choice"] for e in comp["entries"]].index("learned")]
+    assert all(r["held_out_bits_per_char_by_length"]["4x"] is None for r in learned["runs"])  # cannot read that far
+
+
+def test_readme_table_is_the_one_the_json_renders(shipped):
+    text = README.read_text(encoding="utf-8")
+    assert T.readme_block(shipped) in text, "README out of date: run `python -m scripts.tournament --readme`"
+    assert "python -m scripts.tournament" in text
+
+
+# --- the verdicts read the numbers ----------------------------------------------------------------------
+
+
+def _run(seed, bits, diverged=False):
+    return {"seed": seed, "steps": 10, "tokens": 100, "held_out_bits_per_char": None if diverged else bits,
+            "diverged": diverged, "curve": [[0, 5.0]], "held_out_bits_per_char_by_length": {}}
+
+
+def _entry(choice, bits, **extra):
+    return {"choice": choice, "runs": [_run(i, b, b is None) for i, b in enumerate(bits)], **extra}
+
+
+def test_a_difference_within_the_seeds_spread_is_no_difference():
+    comp = {"entries": [_entry("off", [2.50, 2.52, 2.55]), _entry("sinks", [2.51, 2.53, 2.56])]}
+    assert T.NO_DIFFERENCE in T._switch_verdict(comp, "sinks")
+    comp = {"entries": [_entry("off", [2.50, 2.51, 2.52]), _entry("sinks", [2.60, 2.61, 2.62])]}
+    assert T._switch_verdict(comp, "sinks").startswith("Disagrees")
+
+
+def test_kv_verdict_says_plainly_when_the_measurement_contradicts_the_claim():
+    kv = lambda bits: [_entry("MHA", [2.80, 2.81, 2.82], kv_bytes_per_token=512),
+                       _entry("MQA", bits, kv_bytes_per_token=128)]
+    assert T.kv_verdict({"entries": kv([2.79, 2.81, 2.83]), "recipe_small_loss": 0.02}).startswith("Agrees: no difference")
+    assert T.kv_verdict({"entries": kv([3.00, 3.01, 3.02]), "recipe_small_loss": 0.02}).startswith("Disagrees")
+
+
+def test_qk_norm_verdict_counts_diverged_runs_and_keeps_them():
+    comp = {"entries": [_entry("off", [2.8, 2.81, 2.82]), _entry("QK-norm", [2.8, 2.81, 2.82]),
+                        _entry("off, 10x lr", [None, None, 3.5]), _entry("QK-norm, 10x lr", [2.9, 2.91, 2.92])]}
+    verdict = T.qk_verdict(comp)
+    assert verdict.startswith("Agrees") and "diverged 2/3" in verdict
+    arrays = figs.comparison_arrays({**comp, "cost_axis": "forward_ms"})
+    fig = figs.bits_by_choice(arrays.choices, arrays.seeds, arrays.bits, arrays.diverged)
+    crosses = next(t for t in fig.data if t.name.startswith("diverged"))
+    assert list(crosses.x) == ["off, 10x lr", "off, 10x lr"] and list(crosses.text) == ["diverged", "diverged"]
+
+
+def test_divergence_is_a_loss_that_is_not_finite_or_blows_up_for_good():
+    falling = [8 - 0.01 * i for i in range(100)]
+    assert T.diverged_at(falling) is None and T.spikes(falling) == []
+    assert T.diverged_at(falling[:50] + [float("nan")] * 5) == 50
+    assert T.diverged_at(falling[:50] + [9.0] * 50) == 50  # back above the lowest by more than a bit, to the end
+    spike = falling[:50] + [9.0] * 10 + falling[50:]  # up and back down: a spike, not divergence
+    assert T.diverged_at(spike) is None and T.spikes(spike) == [50]
+
+
+# --- the script, end to end at a tiny budget -------------------------------------------------------------
+
+
+def test_script_runs_one_comparison_end_to_end_and_resumes(tmp_path):
+    out = tmp_path / "tournament.json"
+    command = [sys.executable, "-m", "scripts.tournament", "--tiny", "--comparison", "sinks", "--out", str(out)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = T.load(out)
+    sinks = T.comparison(data, "sinks")
+    assert sinks["complete"] and sinks["verdict"] and not sinks["verdict"].startswith("Not measured")
+    for entry in sinks["entries"]:
+        assert sorted(r["seed"] for r in entry["runs"]) == [0, 1, 2]
+        assert {(r["steps"], r["tokens"]) for r in entry["runs"]} == {(T.TINY.steps, T.TINY.tokens)}
+        assert entry["forward_ms"] > 0 and entry["parameters"] > 0
+    assert T.comparison(data, "kv-heads")["verdict"].startswith("Not measured")  # labelled, not faked
+    first = out.read_text()
+    again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert again.returncode == 0 and "held-out" not in again.stdout  # every run was already there
+    assert json.loads(first)["comparisons"] == json.loads(out.read_text())["comparisons"]
+
+
+# --- the page -------------------------------------------------------------------------------------------
+
+
+def _page(monkeypatch, directory=None, **query) -> AppTest:
+    if directory is not None:
+        monkeypatch.setenv("ATTENTION_LAB_MEASUREMENTS", str(directory))
+    at = AppTest.from_file(APP, default_timeout=60)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.switch_page("pages/tradeoffs.py").run()
+    return at
+
+
+def test_page_shows_each_comparison_claim_verdict_and_figures(monkeypatch, shipped):
+    at = _page(monkeypatch)
+    assert_clean(at)
+    for comp in shipped["comparisons"]:
+        at.radio(key="trade_comparison").set_value(comp["key"]).run()
+        assert_clean(at)  # a contradicted claim is a finding, shown as a warning
+        text = " ".join(m.value for m in at.markdown)
+        assert comp["claim"] in text and comp["verdict"] in text and comp["cannot_test"] in text
+        assert len(at.get("plotly_chart")) == (4 if comp["key"] == "positions" else 3)
+        if comp["verdict"].startswith("Disagrees"):
+            assert any("They disagree" in w.value for w in at.warning)
+        if T.NO_DIFFERENCE in comp["verdict"] and comp["verdict"].startswith("Agrees"):
+            assert any(T.NO_DIFFERENCE in i.value for i in at.info)
+    assert any("What this size cannot test" in m.value and "thousands" in m.value for m in at.markdown)
+
+
+def test_page_names_the_file_and_the_command_when_the_json_is_missing_or_corrupt(monkeypatch, tmp_path):
+    at = _page(monkeypatch, tmp_path)
+    assert not at.exception
+    assert any("tournament.json is missing" in e.value and "python -m scripts.tournament" in e.value for e in at.error)
+    (tmp_path / "tournament.json").write_text("{not json")
+    at = _page(monkeypatch, tmp_path)
+    assert not at.exception
+    assert any("cannot be read" in e.value and str(tmp_path) in e.value and "python -m scripts.tournament" in e.value
+               for e in at.error)
+    (tmp_path / "tournament.json").write_text(json.dumps({"recipe": {}, "hardware": "x", "comparisons": [{}]}))
+    at = _page(monkeypatch, tmp_path)
+    assert not at.exception and any("not a tournament file" in e.value for e in at.error)
+
+
+def test_page_shows_a_diverged_run_as_diverged(monkeypatch, tmp_path, shipped):
+    data = copy.deepcopy(shipped)
+    run = T.comparison(data, "norms")["entries"][3]["runs"][0]
+    run.update(diverged=True, held_out_bits_per_char=None, diverged_at_step=7)
+    (tmp_path / "tournament.json").write_text(json.dumps(T.finish(data)))
+    at = _page(monkeypatch, tmp_path, trade_comparison="norms")
+    assert not at.exception
+    choice = T.comparison(data, "norms")["entries"][3]["choice"]
+    assert any(f"{choice} (seed {run['seed']})" in w.value for w in at.warning)
+
+
+# --- the Train page's new controls ----------------------------------------------------------------------
+
+CELL = dict(preset="custom", arch="decoder", position="rope", norm="rmsnorm", norm_position="pre", ffn="swiglu",
+            n_layers="2", d_model="64", n_heads="4", n_kv_heads="4", sliding_window="0")
+
+
+def _train_page(**query) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.switch_page("pages/train.py").run()
+    return at
+
+
+def test_train_page_refuses_a_warm_up_longer_than_the_run_and_a_rate_at_or_below_zero():
+    at = _train_page()
+    assert_clean(at)
+    train = lambda: next(b for b in at.button if b.label == "Train")
+    assert not train().disabled
+    at.number_input(key="train_warmup").set_value(500).run()  # the run is 400 steps
+    assert not at.exception
+    assert any("longer than the run of 400 steps" in e.value for e in at.error) and train().disabled
+    at.number_input(key="train_warmup").set_value(40).run()
+    for bad in (0.0, -0.001):
+        at.number_input(key="train_lr").set_value(bad).run()
+        assert not at.exception
+        assert any("must be greater than 0" in e.value for e in at.error) and train().disabled
+    at.number_input(key="train_lr").set_value(0.003).run()
+    assert_clean(at)
+    at.number_input(key="train_warmup").set_value(40).run()
+    at.number_input(key="train_steps").set_value(20).run()  # a warm-up at a tenth of the run follows its length
+    assert at.number_input(key="train_warmup").value == 2 and not train().disabled
+    at.number_input(key="train_warmup").set_value(30).run()  # one typed by hand stays, and is checked
+    at.number_input(key="train_steps").set_value(100).run()
+    assert at.number_input(key="train_warmup").value == 30
+    assert_clean(at)
+
+
+def test_a_live_run_of_a_tournament_cell_is_compared_with_its_seeds(shipped):
+    at = _train_page(**CELL)
+    assert_clean(at)
+    assert any("cell of **Trade-offs, measured**" in i.value for i in at.info)
+    for box in at.checkbox:  # the tournament's own text needs WordNet; the short run here reads the task's text
+        box.uncheck()
+    at.number_input(key="train_steps").set_value(10).run()
+    at.number_input(key="train_warmup").set_value(1).run()
+    next(b for b in at.button if b.label == "Train").click().run()
+    assert_clean(at)
+    said = [m.value for m in at.markdown if m.value.startswith("**Against the tournament**")]
+    assert said and "The tournament trained this model" in said[0] and "not the same measurement" in said[0]
+    assert "held-out" in said[0] and "At step 10 their training loss read" in said[0]

@@ -1,0 +1,168 @@
+"""Figure builders for "Trade-offs, measured": the tournament's numbers in, plotly Figures out.
+
+`comparison_arrays` turns one comparison of the tournament JSON into plain arrays (NaN where a run diverged or
+cannot read that far); the builders take those arrays only, so a test can build the page's figures from the
+JSON and check that they show its numbers. Okabe-Ito colours; a diverged run is drawn as a cross at the top of
+its column, labelled "diverged", never left out.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ui.figures.axes import OKABE_ITO, look
+
+MEAN, DIVERGED = "#000000", OKABE_ITO[5]
+SEED_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "triangle-down", "pentagon")
+COST_TITLES = {"kv_bytes_per_token": "KV cache bytes per token (fp16)", "parameters": "parameters",
+               "forward_ms": "forward pass, ms (one batch, one thread)"}
+
+
+@dataclass
+class ComparisonArrays:
+    choices: list[str]
+    seeds: list[np.ndarray]  # per entry: (R,) seeds
+    bits: list[np.ndarray]  # per entry: (R,) held-out bits per character, NaN where the run diverged
+    diverged: list[np.ndarray]  # per entry: (R,) bool
+    diverged_at: list[np.ndarray]  # per entry: (R,) step, -1 where it did not diverge
+    by_length: np.ndarray  # (E, R_max, M) held-out bits at each length multiple, NaN where none
+    multiples: list[int]
+    cost: np.ndarray  # (E,) the comparison's cost axis, NaN where unknown
+    cost_axis: str
+    curves: list[list[tuple[int, np.ndarray, np.ndarray, bool]]]  # per entry, per run: (seed, steps, bits, diverged)
+
+
+def _float(value) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def comparison_arrays(comp: dict) -> ComparisonArrays:
+    """One comparison of the tournament JSON as arrays."""
+    entries = comp["entries"]
+    multiples = [int(m) for m in comp.get("lengths", [1])]
+    width = max((len(e["runs"]) for e in entries), default=0)
+    by_length = np.full((len(entries), width, len(multiples)), np.nan)
+    seeds, bits, diverged, diverged_at, curves = [], [], [], [], []
+    for i, entry in enumerate(entries):
+        runs = entry["runs"]
+        seeds.append(np.array([r["seed"] for r in runs], dtype=int))
+        failed = np.array([bool(r["diverged"]) for r in runs], dtype=bool)
+        diverged.append(failed)
+        diverged_at.append(np.array([r.get("diverged_at_step") if r.get("diverged_at_step") is not None else -1
+                                     for r in runs], dtype=int))
+        bits.append(np.array([np.nan if r["diverged"] else _float(r.get("held_out_bits_per_char")) for r in runs]))
+        for j, r in enumerate(runs):
+            lengths = r.get("held_out_bits_per_char_by_length") or {"1x": r.get("held_out_bits_per_char")}
+            for k, m in enumerate(multiples):
+                by_length[i, j, k] = np.nan if r["diverged"] else _float(lengths.get(f"{m}x"))
+        curves.append([(int(r["seed"]), np.array([p[0] for p in r["curve"]], dtype=int),
+                        np.array([_float(p[1]) for p in r["curve"]]), bool(r["diverged"])) for r in runs])
+    cost = np.array([_float(e.get(comp["cost_axis"])) for e in entries])
+    return ComparisonArrays([e["choice"] for e in entries], seeds, bits, diverged, diverged_at, by_length, multiples,
+                            cost, comp["cost_axis"], curves)
+
+
+def _mean(values: np.ndarray) -> float:
+    finite = values[np.isfinite(values)]
+    return float(finite.mean()) if finite.size else float("nan")
+
+
+def bits_by_choice(choices: list[str], seeds: list[np.ndarray], bits: list[np.ndarray], diverged: list[np.ndarray],
+                   title: str = "", unigram: float | None = None) -> go.Figure:
+    """Held-out bits per character: each seed a marker (one symbol per seed), the mean of the runs that trained as
+    a black bar, and a run that diverged as a cross at the top of its column labelled "diverged"; with `unigram`,
+    a dotted line where a model that learned only character frequencies would read."""
+    fig = go.Figure(layout=look(title, 420, "", "held-out bits per character (lower is better)"))
+    means = [_mean(b) for b in bits]
+    fig.add_trace(go.Scatter(x=choices, y=means, mode="markers", name="mean of the seeds",
+                             marker=dict(symbol="line-ew", size=40, line=dict(width=3, color=MEAN)),
+                             hovertemplate="%{x}<br>mean %{y:.3f} bits per character<extra></extra>"))
+    all_seeds = sorted({int(s) for row in seeds for s in row})
+    for k, seed in enumerate(all_seeds):
+        xs, ys = [], []
+        for choice, row_seeds, row_bits in zip(choices, seeds, bits):
+            for s, b in zip(row_seeds, row_bits):
+                if s == seed and np.isfinite(b):
+                    xs.append(choice)
+                    ys.append(float(b))
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", name=f"seed {seed}",
+                                 marker=dict(symbol=SEED_SYMBOLS[k % len(SEED_SYMBOLS)], size=11,
+                                             color=OKABE_ITO[k % 5], line=dict(width=1, color="white")),
+                                 hovertemplate=f"%{{x}}<br>seed {seed}: %{{y:.3f}} bits per character<extra></extra>"))
+    finite = np.concatenate([b[np.isfinite(b)] for b in bits]) if bits else np.array([])
+    top = float(finite.max()) + 0.05 if finite.size else 1.0
+    xs, text = [], []
+    for choice, row_seeds, row_failed in zip(choices, seeds, diverged):
+        for s, failed in zip(row_seeds, row_failed):
+            if failed:
+                xs.append(choice)
+                text.append(f"seed {s} diverged")
+    fig.add_trace(go.Scatter(x=xs, y=[top] * len(xs), mode="markers+text", name="diverged (no held-out figure)",
+                             text=["diverged"] * len(xs), textposition="top center", customdata=text,
+                             marker=dict(symbol="x", size=14, color=DIVERGED), visible=True if xs else "legendonly",
+                             hovertemplate="%{x}<br>%{customdata}<extra></extra>"))
+    fig.update_xaxes(categoryorder="array", categoryarray=choices)
+    if unigram is not None:
+        fig.add_hline(y=unigram, line_dash="dot", line_color="#555555",
+                      annotation_text="character frequencies only (unigram)", annotation_position="bottom right")
+    return fig
+
+
+def cost_against_bits(choices: list[str], cost: np.ndarray, bits: list[np.ndarray], cost_axis: str,
+                      title: str = "") -> go.Figure:
+    """Each entry at its cost (x) and its mean held-out bits (y), the bar spanning its lowest and highest seed."""
+    means = np.array([_mean(b) for b in bits])
+    lows = np.array([np.nanmin(b) if np.isfinite(b).any() else np.nan for b in bits])
+    highs = np.array([np.nanmax(b) if np.isfinite(b).any() else np.nan for b in bits])
+    fig = go.Figure(layout=look(title, 420, COST_TITLES[cost_axis], "held-out bits per character"))
+    fig.add_trace(go.Scatter(x=cost, y=means, mode="markers+text", text=choices, textposition="top center",
+                             name="mean, bar from lowest to highest seed", marker=dict(size=12, color=OKABE_ITO[0]),
+                             error_y=dict(type="data", symmetric=False, array=highs - means, arrayminus=means - lows,
+                                          color=OKABE_ITO[0]),
+                             hovertemplate="%{text}<br>%{x:,}<br>mean %{y:.3f} bits per character<extra></extra>"))
+    return fig
+
+
+def bits_by_length(choices: list[str], multiples: list[int], by_length: np.ndarray, trained: int,
+                   title: str = "") -> go.Figure:
+    """(E, R, M) held-out bits at each multiple of the trained length: one line per scheme through the seeds'
+    mean, each seed a faint marker; a scheme that cannot read a length has no point there."""
+    fig = go.Figure(layout=look(title, 420, "length read, × the trained length", "held-out bits per character"))
+    labels = [f"{m}× ({m * trained} characters)" for m in multiples]
+    for i, choice in enumerate(choices):
+        colour = OKABE_ITO[i % len(OKABE_ITO)]
+        values = by_length[i]  # (R, M)
+        counts = np.isfinite(values).sum(0)
+        means = np.where(counts > 0, np.nansum(np.where(np.isfinite(values), values, 0.0), 0) / np.maximum(counts, 1),
+                         np.nan)
+        fig.add_trace(go.Scatter(x=labels, y=means, mode="lines+markers", name=choice, line=dict(color=colour, width=3),
+                                 marker=dict(size=10), legendgroup=choice,
+                                 hovertemplate=f"{choice}<br>%{{x}}: mean %{{y:.3f}}<extra></extra>"))
+        seeds_x = [labels[k] for j in range(values.shape[0]) for k in range(len(multiples))]
+        fig.add_trace(go.Scatter(x=seeds_x, y=values.reshape(-1), mode="markers", showlegend=False,
+                                 legendgroup=choice, marker=dict(size=6, color=colour, opacity=0.5),
+                                 hovertemplate=f"{choice}<br>%{{x}}: a seed %{{y:.3f}}<extra></extra>"))
+    return fig
+
+
+def training_curves(choices: list[str], curves: list[list[tuple[int, np.ndarray, np.ndarray, bool]]],
+                    title: str = "") -> go.Figure:
+    """Training loss (bits per character, a mean over each stretch of steps) of every run: one colour per entry,
+    one line per seed; a diverged run dashed and named so."""
+    fig = go.Figure(layout=look(title, 460, "step", "training bits per character"))
+    for i, (choice, runs) in enumerate(zip(choices, curves)):
+        colour = OKABE_ITO[i % len(OKABE_ITO)]
+        for k, (seed, steps, bits, failed) in enumerate(runs):
+            name = f"{choice}, seed {seed}" + (" (diverged)" if failed else "")
+            fig.add_trace(go.Scatter(x=steps, y=bits, mode="lines", name=name, legendgroup=choice,
+                                     showlegend=k == 0 or failed,
+                                     line=dict(color=colour, width=2, dash="dash" if failed else "solid"),
+                                     hovertemplate=f"{name}<br>step %{{x}}: %{{y:.3f}}<extra></extra>"))
+    # the first steps fall from about 8 bits: start the axis a tenth of the way in, where the runs part
+    later = [b[len(b) // 10:] for runs in curves for _, _, b, _ in runs if len(b)]
+    finite = np.concatenate([b[np.isfinite(b)] for b in later]) if later else np.array([])
+    if finite.size:
+        fig.update_yaxes(range=[float(finite.min()) - 0.05, float(finite.max()) + 0.05])
+    return fig
