@@ -196,3 +196,14 @@ def test_everything_shipped_in_assets_stays_under_60_mb():
     assets = Path(__file__).resolve().parent.parent / "assets"
     total = sum(f.stat().st_size for f in assets.rglob("*") if f.is_file())
     assert 0 < total < 60e6, f"assets/ holds {total / 1e6:.1f} MB"
+
+
+def test_weights_stored_in_bfloat16_load_into_the_configs_dtype_at_half_the_size(tmp_path, tiny_model):
+    model = tiny_model()
+    full, _ = save(model, tmp_path / "full")
+    half, _ = save(model, tmp_path / "half", store_as=torch.bfloat16)
+    assert half.stat().st_size < 0.6 * full.stat().st_size
+    loaded, _ = load(tmp_path / "half", device="cpu")
+    assert all(p.dtype == torch.float32 for p in loaded.parameters())
+    for (name, ours), (_, theirs) in zip(model.state_dict().items(), loaded.state_dict().items()):
+        torch.testing.assert_close(theirs, ours.to(torch.bfloat16).float(), msg=name)

@@ -58,8 +58,11 @@ def shared_names(model: torch.nn.Module) -> dict[str, str]:
     return shared
 
 
-def save(model: Transformer, path: str | Path, meta: dict | None = None) -> tuple[Path, Path]:
-    """Write PATH.safetensors (weights, tied ones once) and PATH.json (config + meta). Returns both paths."""
+def save(model: Transformer, path: str | Path, meta: dict | None = None,
+         store_as: torch.dtype | None = None) -> tuple[Path, Path]:
+    """Write PATH.safetensors (weights, tied ones once) and PATH.json (config + meta). Returns both paths.
+
+    `store_as=torch.bfloat16` halves the file; loading casts the weights back to the config's dtype."""
     meta = dict(meta or {})
     clash = [k for k in RESERVED_KEYS if k in meta]
     if clash:
@@ -67,7 +70,8 @@ def save(model: Transformer, path: str | Path, meta: dict | None = None) -> tupl
     weights_path, json_path = checkpoint_paths(path)
     weights_path.parent.mkdir(parents=True, exist_ok=True)
     shared = shared_names(model)
-    tensors = {name: t.detach().cpu().contiguous() for name, t in model.state_dict().items() if name not in shared}
+    tensors = {name: t.detach().cpu().to(store_as or t.dtype).contiguous()
+               for name, t in model.state_dict().items() if name not in shared}
     save_file(tensors, str(weights_path), metadata={"format": FORMAT, "format_version": str(FORMAT_VERSION)})
     document = {"format": FORMAT, "format_version": FORMAT_VERSION, "weights": weights_path.name,
                 "config": model.cfg.to_dict(), "shared": shared, **meta}
