@@ -108,9 +108,9 @@ _CARDS = [
 
 # --- the models of 2024-2026 -----------------------------------------------------------------------------
 # Real sizes from each model's published config (Hugging Face config.json and the technical reports); the totals
-# they publish are matched within 2% by param_counts. Their classroom configs build and run, but ship no trained
-# checkpoint yet, so they are model cards and not PRESETS (every preset ships a language model, see
-# docs/checkpoints.md): the sidebar's presets stay the families above.
+# they publish are matched within 2% by param_counts. Their classroom configs build and run; those whose English
+# language model ships are presets too (TRAINED_RECENT: every preset ships a language model, docs/checkpoints.md),
+# the others are model cards only.
 
 _LLAMA3 = dict(_LLAMA, rope_theta=500000.0)
 _LLAMA31_LONG = dict(max_len=131072, rope_scaling="llama3", rope_factor=8.0, rope_original_max_len=8192)
@@ -149,7 +149,8 @@ _RECENT_CARDS = [
                       max_len=40960),
            "235B-A22B": dict(vocab_size=151936, d_model=4096, n_heads=64, n_kv_heads=4, head_dim=128, n_layers=94,
                              ffn="moe", d_ff=12288, d_expert=1536, n_experts=128, top_k=8, max_len=40960)},
-          {"8B": 8.2e9, "235B-A22B": 235e9}, {"235B-A22B": 22e9}, classroom=dict(n_kv_heads=2, head_dim=32)),
+          {"8B": 8.2e9, "235B-A22B": 235e9}, {"235B-A22B": 22e9},
+          classroom=dict(ENGLISH_SIZE, n_kv_heads=2, head_dim=32, d_ff=176)),  # the size its English model trained at
     # the language model: 1,416M embedding + 25,600M other parameters (Gemma 3 report, Table 1); the 417M of its
     # SigLIP vision encoder are left out. Five local layers (window 1,024, RoPE base 10k) to one global (1M, x8)
     _card("gemma3", "Gemma 3", 2025, "decoder · GQA · RoPE · 5 local : 1 global layers · sandwich RMSNorm (1 + w) · "
@@ -178,6 +179,10 @@ _RECENT_CARDS = [
           classroom=dict(n_heads=8, head_dim=16, n_kv_heads=2, sliding_window=64, d_expert=64), active_counts="multiplied"),
 ]
 
+# the models of 2024-2026 whose English language model ships (docs/checkpoints.md): presets too
+TRAINED_RECENT = ("qwen3",)
+
 # the families that ship trained checkpoints: the app's presets
-PRESETS: dict[str, TransformerConfig] = {c.key: c.config for c in _CARDS}
+PRESETS: dict[str, TransformerConfig] = {c.key: c.config for c in [*_CARDS, *_RECENT_CARDS] if
+                                         c in _CARDS or c.key in TRAINED_RECENT}
 MODEL_CARDS: dict[str, ModelCard] = {c.key: c for c in [*_CARDS, *_RECENT_CARDS]}
