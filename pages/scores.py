@@ -24,7 +24,7 @@ The five lines never change, but since 2024 most models add something around lin
 - **Sinks** (gpt-oss): a learned logit per head joins each row's softmax and is then dropped, so a head can attend
   to *nothing*. Models without one park their spare weight on the first token instead — measured below.
 
-Switch them on in the sidebar (**Scores** axis); every view here reads the sidebar's model.
+Switch them on in the sidebar's **Since 2023** section; every view here reads the sidebar's model.
 """)
 cfg, model = ctx.state.config, ctx.model
 ids = torch.tensor([ctx.tokens.ids], device=model.device)

@@ -84,3 +84,19 @@ def test_the_shipped_measurements_are_what_the_figures_draw():
     fig = modern.spare_weight(spare)
     assert list(fig.data[0].y) == [max(map(max, r["first_position"])) for r in spare]
     assert list(fig.data[1].y) == [r["random_init"]["first_position_max"] for r in spare]
+
+
+def test_the_readme_quotes_the_measured_numbers():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    measured = json.loads(MEASURED.read_text())
+    llama2 = next(m for m in measured["rope_scaling"] if m["model"] == "llama2-language")["rows"]
+    at_4x = {(r["scaling"], r["factor"]): r["bits_per_char"]["4x"] for r in llama2}
+    assert (f"LLaMA 2 at 4×: {at_4x[('none', 1.0)]:.2f} bits plain, {at_4x[('llama3', 4.0)]:.2f} with LLaMA 3 ×4, "
+            f"{at_4x[('yarn', 4.0)]:.2f} with YaRN ×4") in readme
+    spare = measured["spare_weight"]
+    first = max(max(map(max, r["first_position"])) for r in spare)
+    spaces = max(max(map(max, r["spaces"])) for r in spare)
+    controls = (max(r["random_init"]["first_position_max"] for r in spare),
+                max(r["random_init"]["spaces_max"] for r in spare))
+    assert (f"first token up to {first:.2f}, spaces up to {spaces:.2f}) beside random-init weights "
+            f"({controls[0]:.2f}, {controls[1]:.2f})") in readme
