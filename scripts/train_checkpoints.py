@@ -78,6 +78,10 @@ RECIPES = [
     Recipe("mixtral", "language", lr=3e-3, **ENGLISH, changes=dict(WIDER, **SWIGLU_WIDTH, n_kv_heads=2)),
     # Qwen3: LLaMA 2's recipe with QK-norm per head (head_dim 32 of its own, two kv heads)
     Recipe("qwen3", "language", lr=3e-3, **ENGLISH, changes=dict(WIDER, **SWIGLU_WIDTH, n_kv_heads=2), bfloat16=True),
+    # the models of 2024-2026 train at their cards' classroom sizes (presets.MODEL_CARDS), with no changes here
+    Recipe("deepseek-v3", "language", lr=3e-3, **ENGLISH, bfloat16=True),  # MLA, sigmoid-routed experts
+    Recipe("gpt-oss", "language", lr=3e-3, **ENGLISH, bfloat16=True),  # sinks, alternating 64-key windows, experts
+    Recipe("gemma3", "language", lr=3e-3, **ENGLISH, bfloat16=True),  # five local layers (64 keys) to one global
     # the fixed table outweighs the characters: at GPT-2's 2e-3, 2.35 bits and a previous-token head of 0.42
     Recipe("gpt2", "language", lr=3e-3, **ENGLISH, changes=dict(WIDER, position="sinusoidal"), variant="sinusoidal"),
     # BERT reads masked characters with the encoder's own curriculum: 8-, 16- and 32-character crops, then 64.

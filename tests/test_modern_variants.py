@@ -136,6 +136,26 @@ def test_sink_takes_a_share_of_every_row_and_the_pattern_keeps_its_layout():
     assert trace["blocks.1.attn.hook_z"].abs().max() < 1e-6
 
 
+@pytest.mark.parametrize("changes", [dict(sinks=True), dict(sinks=True, layer_pattern="alternate", sliding_window=3),
+                                     dict(sinks=True, **VARIANTS["MLA"])], ids=["sinks", "sinks+windows", "sinks+MLA"])
+def test_training_gradients_through_the_fused_sink_equal_the_explicit_ones(changes):
+    """The fused path feeds SDPA the sink as a constant bias (a bias with a gradient takes a slow kernel) and gives
+    the sink its gradient from the share channel: every parameter's gradient must still be the explicit path's."""
+    model = build(changes).train()
+    ids, mask = padded(9, seed=2)
+    grads = {}
+    for fused in (True, False):
+        model.zero_grad()
+        model.set_fused(fused)
+        out = logits(model, ids, mask)
+        F.cross_entropy(out.flatten(0, 1), ids.flatten()).backward()
+        grads[fused] = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+    assert grads[True].keys() == grads[False].keys()
+    assert any(name.endswith("sinks") and grads[False][name].abs().min() > 0 for name in grads[False])
+    for name, explicit in grads[False].items():
+        torch.testing.assert_close(grads[True][name], explicit, atol=1e-5, rtol=1e-4, msg=name)
+
+
 def test_mla_caches_only_the_latent_and_the_rope_key_and_its_absorbed_form_gives_the_same_weights():
     model = build(VARIANTS["MLA with a q latent"])
     cfg = model.cfg

@@ -130,6 +130,9 @@ def test_a_sliding_window_model_trains_on_repeats_its_window_can_reach(tmp_path)
     for row in task.at(0.0).sample(16, seed=0).targets:  # the warm-up's every row repeats a span it can see
         assert any(torch.equal(row[L:], row[:-L]) for L in range(15, 32))
     assert task_for(config_for("llama2", "language"), "language").repeat_lengths == (20, 200)  # no window: as it was
+    for global_layers in ("alternate", "5:1"):  # a global layer reaches every earlier copy: the spans stay long
+        local_global = config_for("llama2", "language", sliding_window=32, n_layers=6, layer_pattern=global_layers)
+        assert task_for(local_global, "language").repeat_lengths == (20, 200)
     main(["--preset", "mistral", "--task", "language", "--steps", "2", "--batch-size", "2", "--out", str(tmp_path / "m"),
           "--induction-warmup", "--context", "64", "--repeat-rate", "0.25"])
     corpus = load(tmp_path / "m")[1]["corpus"]

@@ -220,24 +220,34 @@ class Attention(nn.Module):
         # The same computation in one kernel that never stores the T_q x T_kv weights.
         use_is_causal = inputs.plain_causal and not self.has_sinks
         bias = None if use_is_causal or (inputs.no_mask and not self.has_sinks) else inputs.fused_bias
+        d_v = v.shape[-1]
+        share_channel = (self.has_sinks and self.sinks.requires_grad and torch.is_grad_enabled()
+                         and not (self.training and self.dropout))
         if self.has_sinks:  # the sink as one more key: q . 0 = 0, plus a bias of the sink's logit, and a zero value
-            B, G, _, _ = k.shape
+            B, G, T_kv, _ = k.shape
             T_q = q.shape[2]
             k = torch.cat((k, k.new_zeros(B, G, 1, k.shape[-1])), dim=2)  # (B, G, T_kv + 1, d_head)
-            v = torch.cat((v, v.new_zeros(B, G, 1, v.shape[-1])), dim=2)
+            v = torch.cat((v, v.new_zeros(B, G, 1, d_v)), dim=2)  # (B, G, T_kv + 1, d_v)
+            if share_channel:  # one more value channel, 1 on the sink's key only: its output is the sink's share
+                v = torch.cat((v, (torch.arange(T_kv + 1, device=v.device) == T_kv).to(v.dtype)
+                               .view(1, 1, -1, 1).expand(B, G, -1, 1)), dim=-1)  # (B, G, T_kv + 1, d_v + 1)
             rows = inputs.fused_bias.shape[0]  # 1 unless padding makes each row's mask its own
             bias = inputs.fused_bias.expand(rows, self.n_heads, T_q, -1)
             sink = self.sinks.to(bias.dtype).view(1, -1, 1, 1).expand(rows, -1, T_q, 1)
-            bias = torch.cat((bias, sink), dim=-1)  # (B or 1, H, T_q, T_kv + 1)
-        d_v, d_qk = v.shape[-1], q.shape[-1]
-        if d_v != d_qk:  # the fast kernels want one head size: zeros pad the narrower side (the scale is explicit)
-            width = max(d_v, d_qk)
+            # a bias that needs a gradient sends SDPA to a kernel 3x slower; the share channel gives the sink its own
+            bias = torch.cat((bias, sink.detach() if share_channel else sink), dim=-1)  # (B or 1, H, T_q, T_kv + 1)
+        if v.shape[-1] != q.shape[-1]:  # the fast kernels want one head size: zeros pad the narrower side (the scale is explicit)
+            width = max(v.shape[-1], q.shape[-1])
             q, k, v = (F.pad(t, (0, width - t.shape[-1])) for t in (q, k, v))  # (B, ., T, width)
         z = F.scaled_dot_product_attention(
             q, k, v, attn_mask=bias, is_causal=use_is_causal, scale=self.scale,
             dropout_p=self.dropout if self.training else 0.0,
-            enable_gqa=self.n_kv_heads != self.n_heads)[..., :d_v]  # (B, H, T_q, d_v)
-        return self.output(self.hook_z(z), gate)  # (B, T_q, d_model)
+            enable_gqa=self.n_kv_heads != self.n_heads)  # (B, H, T_q, width)
+        if share_channel:  # d z / d sink = -share * z: added as a term whose value is 0
+            sink_logit = self.sinks.view(1, -1, 1, 1)  # (1, H, 1, 1)
+            share = z[..., d_v:d_v + 1]  # (B, H, T_q, 1)
+            z = z[..., :d_v] - (sink_logit - sink_logit.detach()).to(z.dtype) * (share * z[..., :d_v]).detach()
+        return self.output(self.hook_z(z[..., :d_v]), gate)  # (B, T_q, d_model)
 
     def repeat_kv(self, kv: torch.Tensor) -> torch.Tensor:
         """(B, G, T, d) -> (B, H, T, d): kv head g serves query heads g*H/G ... (g+1)*H/G - 1."""

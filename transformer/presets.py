@@ -158,7 +158,9 @@ _RECENT_CARDS = [
           {"27B": dict(vocab_size=262208, d_model=5376, n_heads=32, n_kv_heads=16, head_dim=128, n_layers=62,
                        d_ff=21504, max_len=131072, sliding_window=1024, score_scale=168 ** -0.5,
                        rope_scaling="linear", rope_factor=8.0)},
-          {"27B": 27.0e9}, classroom=dict(n_layers=6, n_kv_heads=2, head_dim=32, sliding_window=64)),
+          {"27B": 27.0e9},
+          # the size its English model trained at: six layers keep the 5 : 1 pattern, the one global layer last
+          classroom=dict(ENGLISH_SIZE, n_layers=6, n_kv_heads=2, head_dim=32, d_ff=176, sliding_window=64)),
     # 671B and 37B active as published: the main model, without its 14B multi-token-prediction module
     # (the Hugging Face checkpoint's 685B include it)
     _card("deepseek-v3", "DeepSeek-V3", 2024, "decoder · MLA · RoPE (decoupled, YaRN) · pre-RMSNorm · MoE (256 "
@@ -169,14 +171,18 @@ _RECENT_CARDS = [
                         rope_factor=40.0, rope_original_max_len=4096, yarn_attention_factor=1.0,
                         score_scale=_DEEPSEEK_YARN_MSCALE ** 2 / math.sqrt(192))},
           {"671B": 671e9}, {"671B": 37e9},
-          classroom=dict(head_dim=24, rope_dim=8, v_head_dim=16, kv_rank=32, q_rank=48, n_experts=8, top_k=2,
-                         n_expert_groups=4, top_groups=2, d_expert=32, first_dense_layers=1)),
+          # the size its English model trained at: a latent of 64 numbers (+ an 8-number rotated key) per token
+          # where 4 heads of 32 would cache 256; 8 small experts (a quarter of the width, as V3's 2,048 of 7,168)
+          classroom=dict(ENGLISH_SIZE, head_dim=32, rope_dim=8, v_head_dim=32, kv_rank=64, q_rank=96, d_ff=176,
+                         n_experts=8, top_k=2, n_expert_groups=4, top_groups=2, d_expert=32, first_dense_layers=1)),
     # OpenAI's model card counts the active parameters a token multiplies by: the unembedding, not the embedding
     _card("gpt-oss", "gpt-oss", 2025, "decoder · GQA · RoPE (YaRN) · alternating 128-token windows · sinks · "
           "pre-RMSNorm · MoE (clamped SwiGLU experts, top-4) · biases", _GPT_OSS,
           {"120b": dict(_GPT_OSS_REAL, n_layers=36, n_experts=128), "20b": dict(_GPT_OSS_REAL, n_layers=24, n_experts=32)},
           {"120b": 116.83e9, "20b": 20.91e9}, {"120b": 5.13e9, "20b": 3.61e9},
-          classroom=dict(n_heads=8, head_dim=16, n_kv_heads=2, sliding_window=64, d_expert=64), active_counts="multiplied"),
+          # the size its English model trained at: each expert as wide as the model, as gpt-oss's 2,880 of 2,880
+          classroom=dict(ENGLISH_SIZE, n_kv_heads=2, head_dim=32, sliding_window=64, d_expert=128),
+          active_counts="multiplied"),
 ]
 
 # the models of 2024-2026 whose English language model ships (docs/checkpoints.md): presets too

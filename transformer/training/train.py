@@ -27,7 +27,7 @@ from ..config import TransformerConfig
 from ..ffn import MoE
 from ..model import Transformer, default_device
 from ..positions import POSITIONS
-from ..presets import PRESETS
+from ..presets import MODEL_CARDS
 from .tasks import TASKS, Language, Task, get_task
 
 Callback = Callable[[int, dict, Transformer], None]
@@ -36,16 +36,16 @@ Callback = Callable[[int, dict, Transformer], None]
 def config_for(preset: str | TransformerConfig, task: str | Task, **changes) -> TransformerConfig:
     """The config to train `task` with: a preset's axes, its vocabulary sized to the task's.
 
-    A preset name gets vocab_size = the task's vocabulary and max_len = what the model reads: a learned
-    position table exactly as long as the longest training sequence (rows past it would stay untrained),
-    other schemes the task's own longer limit (a language model is measured on text 4x its training
-    length); a config you pass is only checked (right arch, vocabulary and max_len large enough).
+    A preset or model-card name (its classroom config) gets vocab_size = the task's vocabulary and
+    max_len = what the model reads: a learned position table exactly as long as the longest training
+    sequence (rows past it would stay untrained), other schemes the task's own longer limit (a language
+    model is measured on text 4x its training length); a config you pass is only checked (right arch, vocabulary and max_len large enough).
     """
     task = get_task(task)
     if isinstance(preset, str):
-        if preset not in PRESETS:
-            raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
-        cfg = PRESETS[preset].replace(**{"vocab_size": len(task.vocab), **changes})
+        if preset not in MODEL_CARDS:
+            raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(MODEL_CARDS)}")
+        cfg = MODEL_CARDS[preset].config.replace(**{"vocab_size": len(task.vocab), **changes})
         if "max_len" not in changes:
             trained_table = POSITIONS[cfg.position].table_param_terms  # a table of trained rows (learned positions)
             cfg = cfg.replace(max_len=task.for_arch(cfg.arch).max_tokens if trained_table
@@ -63,11 +63,12 @@ def config_for(preset: str | TransformerConfig, task: str | Task, **changes) -> 
 
 
 def task_for(cfg: TransformerConfig, task: str | Task) -> Task:
-    """The task as this model trains on it: its arch's form, and for a language model with a sliding
-    window, repeated spans the window can reach."""
+    """The task as this model trains on it: its arch's form, and for a language model whose every layer
+    has a sliding window, repeated spans the widest window can reach."""
     task = get_task(task).for_arch(cfg.arch)
-    if isinstance(task, Language) and cfg.sliding_window:
-        task = task.within_window(cfg.sliding_window)
+    windows = cfg.layer_windows()
+    if isinstance(task, Language) and None not in windows:  # a global layer reaches every earlier copy
+        task = task.within_window(max(windows))
     return task
 
 
@@ -252,7 +253,7 @@ def describe(model: Transformer, task: str | Task, history: list[dict], settings
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m transformer.training.train", description=__doc__.splitlines()[0])
-    parser.add_argument("--preset", required=True, choices=list(PRESETS))
+    parser.add_argument("--preset", required=True, choices=list(MODEL_CARDS))
     parser.add_argument("--task", required=True, choices=list(TASKS))
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--out", required=True, help="checkpoint path; writes PATH.safetensors and PATH.json")
