@@ -289,7 +289,8 @@ def refresh(path: Path) -> None:
     meta["figures"] = language.measure(model, context=meta["corpus"]["context"], corpus=corpus)
     meta.setdefault("parameters", sum(p.numel() for p in model.parameters()))
     meta.setdefault("trained_tokens", 1 + meta["corpus"]["context"])
-    save(model, path, {k: v for k, v in meta.items() if k not in RESERVED_KEYS})
+    halved = meta.get("storage", {}).get("dtype") == "bfloat16"  # stored halved: stays so (the values are exact)
+    save(model, path, {k: v for k, v in meta.items() if k not in RESERVED_KEYS}, store_as=torch.bfloat16 if halved else None)
     print(f"{path.name}: {json.dumps(meta['figures'])}")
 
 

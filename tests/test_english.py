@@ -74,6 +74,11 @@ def test_held_out_samples_are_spread_over_the_whole_text():
     assert starts[0] == 0 and starts[-1] > 0.9 * len(text) and starts == sorted(starts)
     sentences = language.induction_sentences(config_for("llama2", Language(corpus="english")), "english", limit=10)
     assert len(sentences) == 10 and all(20 <= len(s) <= 200 for s in sentences)
+    windowed = config_for("llama2", Language(corpus="english"), sliding_window=64, n_layers=6)
+    reachable = language.induction_sentences(windowed, "english", limit=10)  # every layer local: copies within 63
+    assert reachable == [s for s in sentences if len(s) < 64] and 0 < len(reachable) < len(sentences)
+    for pattern in ("5:1", "alternate"):  # a global layer reaches every first copy: no sentence is left out
+        assert language.induction_sentences(windowed.replace(layer_pattern=pattern), "english", limit=10) == sentences
 
 
 def test_an_unknown_corpus_is_refused():

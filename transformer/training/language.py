@@ -270,12 +270,14 @@ def repeated_sentence(sentence: str) -> tuple[torch.Tensor, torch.Tensor, torch.
 
 def induction_sentences(cfg, corpus: str = "python-docs", limit: int | None = None) -> list[str]:
     """The held-out sentences an induction head is measured on: all of them (20-200 characters), or for a
-    model with a sliding window those whose first copy its window still reaches (shorter than the window);
-    `limit` of them spread evenly over the held-out text."""
+    model whose every layer has a sliding window those whose first copy its widest window still reaches
+    (shorter than the window; one global layer reaches them all); `limit` of them spread evenly over the
+    held-out text."""
     sentences = held_out_sentences(corpus=corpus)
     if limit is not None and limit < len(sentences):
         sentences = [sentences[i] for i in torch.linspace(0, len(sentences) - 1, limit).round().long().tolist()]
-    return [s for s in sentences if len(s) < cfg.sliding_window] if cfg.sliding_window else sentences
+    windows = cfg.layer_windows()
+    return sentences if None in windows else [s for s in sentences if len(s) < max(windows)]
 
 
 @torch.no_grad()
