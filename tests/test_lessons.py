@@ -22,6 +22,7 @@ from transformer import MODEL_CARDS, kv_cache_bytes_per_token, param_counts
 from transformer.flash import tile_plan
 from ui.figures import lesson as lesson_figures
 from ui.lessons import steps as lessons
+from ui.lessons import classroom
 from ui.lessons.classroom import N_STEPS
 from ui.lessons.poll_store import open_store
 
@@ -496,6 +497,85 @@ def test_an_answer_after_the_reveal_is_refused_with_a_message():
     student.button(key="lesson_send").click().run()  # the student's page has not refreshed yet
     assert not student.exception
     assert "revealed" in messages(student)
+
+
+# --- a student's own answer is the one the class counted ------------------------------------------------
+
+
+@pytest.fixture
+def cookies(monkeypatch):
+    """One browser's cookies: a page opened while the jar holds a class's token is another tab of that browser
+    (or the same tab reloaded). AppTest has no browser, so the page's cookie reader reads this jar."""
+    jar: dict[str, str] = {}
+    monkeypatch.setattr(classroom, "_browser_token", lambda code: jar.get(classroom.STUDENT_COOKIE + code))
+    return jar
+
+
+def same_browser(cookies: dict, student: AppTest, code: str) -> None:
+    """What the student's page leaves in its browser: the class's cookie with its token."""
+    cookies[classroom.STUDENT_COOKIE + code] = student.session_state["lesson_student_tokens"][code]
+
+
+def captions(at: AppTest) -> str:
+    return "\n".join(str(c.value) for c in at.caption)
+
+
+def your_answer(live, index: int) -> str:
+    """How the reveal names a student's answer, with its mark: "**Your answer: B: …** ✗"."""
+    return f"**Your answer: {lessons.letter(index)}: {live.choices[index]}** {'✓' if index == live.answer else '✗'}"
+
+
+def test_a_second_tab_that_changes_the_answer_changes_what_the_first_tab_shows(store, cookies):
+    teacher, code = start_class()
+    step, live = STEPS[0], STEPS[0].build()
+    right, wrong = live.answer, (live.answer + 1) % len(live.choices)
+    first = join(code)
+    send(first, step.slug, right)  # B, say, in the first tab ...
+    same_browser(cookies, first, code)
+    second = join(code)  # ... the class link opened again in a second tab of the same browser ...
+    assert second.session_state["lesson_student_tokens"] == first.session_state["lesson_student_tokens"]
+    assert second.radio(key=f"lesson_class_pick_{step.slug}").value == right  # (it shows what was sent)
+    send(second, step.slug, wrong)  # ... which sends C: the class counts C, once
+    assert store.counts(code, 1, teacher_key(teacher)) == {lessons.letter(wrong): 1}
+
+    first.run()  # the first tab, before the reveal: the answer counted, in the radio and the caption
+    assert first.radio(key=f"lesson_class_pick_{step.slug}").value == wrong
+    assert f"Sent: {lessons.letter(wrong)}" in captions(first)
+    teacher.button(key="lesson_class_reveal").click().run()
+    for tab in (first, second):  # at the reveal, both tabs: C, marked from C
+        tab.run()
+        assert_clean(tab)
+        assert your_answer(live, wrong) in messages(tab) and your_answer(live, right) not in messages(tab)
+
+
+def test_a_reloaded_student_page_keeps_its_answer_before_and_after_the_reveal(store, cookies):
+    teacher, code = start_class()
+    step, live = STEPS[0], STEPS[0].build()
+    wrong = (live.answer + 1) % len(live.choices)
+    student = join(code)
+    send(student, step.slug, wrong)
+    same_browser(cookies, student, code)
+
+    reloaded = join(code)  # a fresh session of the same browser
+    assert "You are back in class" in messages(reloaded)
+    assert reloaded.radio(key=f"lesson_class_pick_{step.slug}").value == wrong  # the radio holds it ...
+    assert f"Sent: {lessons.letter(wrong)} — you may change it" in captions(reloaded)  # ... sent, says the caption
+    teacher.button(key="lesson_class_reveal").click().run()
+    reloaded.run()
+    assert your_answer(live, wrong) in messages(reloaded)
+    after = join(code)  # reloaded again, after the reveal
+    assert_clean(after)
+    assert your_answer(live, wrong) in messages(after) and "of 1 right" in messages(after)
+    assert store.session_info(code).answered == 1
+
+
+def test_a_student_who_did_not_answer_is_told_so_at_the_reveal(cookies):
+    teacher, code = start_class()
+    student = join(code)
+    teacher.button(key="lesson_class_reveal").click().run()
+    student.run()
+    assert "Your answer" not in messages(student) and "0 of 0 right" in messages(student)
+    assert "✓" not in messages(student) and "✗" not in messages(student)
 
 
 @pytest.mark.parametrize("code", ["ZZZZZ", "", "   ", "!!"])

@@ -508,6 +508,33 @@ def test_a_second_answer_replaces_the_first_and_never_counts_twice(open_db):
     assert store.session_info(code).answered == 2
 
 
+def test_a_student_reads_back_the_answer_the_class_counts_whoever_sent_it(open_db):
+    """Two tabs of one browser hold one token: the answer a page shows is the store's, the last one sent."""
+    store = open_db()
+    new = store.create_session()
+    code, key = new.code, new.teacher_key
+    me, other = store.join(code), store.join(code)
+    store.set_step(code, key, 1)
+    assert store.student_answer(code, me, 1) is None  # nothing sent yet
+    store.answer(code, me, 1, "B")  # the first tab
+    store.answer(code, other, 1, "A")
+    store.answer(code, me, 1, "C")  # the second tab, same token
+    assert store.student_answer(code, me, 1) == "C" and store.student_answer(code, other, 1) == "A"
+    store.reveal(code, key, 1)
+    assert store.student_answer(code, me, 1) == "C" == max(store.counts(code, 1))  # what the class counted
+    store.set_step(code, key, 2)
+    assert store.student_answer(code, me, 2) is None and store.student_answer(code, me, 1) == "C"
+
+    elsewhere = open_db().create_session()  # a token of another class, or none, has no answer here
+    stranger = store.join(elsewhere.code)
+    assert [store.student_answer(code, t, 1) for t in (stranger, "not-a-token", None, 42)] == [None] * 4
+    with pytest.raises(PollError, match="No class with code"):
+        store.student_answer(other_code(code), me, 1)
+    store.end_session(code, key)
+    with pytest.raises(PollError, match="has ended"):
+        store.student_answer(code, me, 1)
+
+
 def test_a_late_joiner_answers_the_current_step_and_only_that(open_db):
     store = open_db()
     new = store.create_session()

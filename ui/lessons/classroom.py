@@ -30,6 +30,9 @@ what a URL or a text box says:
   student and cannot touch anyone else's answer. Leaving and joining again in the same session
   is the same student too. Clearing cookies or a private window makes a new student: without
   logins, nothing can tell them apart.
+- A student's own answer is read from the store by the token, on every run: the page shows the
+  answer the class counts, even when another tab of the same browser changed it or the page was
+  reloaded, never one the session remembers sending.
 
 Every poll call goes through ``_poll``: a wrong or ended code, a refused key or token, an answer
 to a closed step, a limit reached or an unreachable database becomes a message on the page, and
@@ -64,7 +67,6 @@ STEP, PRESENT = "lesson_step", "lesson_present"
 TEACH, TEACHER_KEY = "lesson_teach", "lesson_teacher_key"  # the class this screen teaches, and its secret key
 CLASS, TOKENS = "lesson_class", "lesson_student_tokens"  # the class this screen is in; class code -> token
 DONE = "lesson_done"  # slug -> the index the learner picked, or None when revealed without answering
-SENT = "lesson_sent"  # (class code, step) -> the letter this student sent
 NOTICES = "lesson_notices"  # (kind, message) shown once, at the top of the next run
 BASE = "lesson_base"
 URL_READ = "_lessons_url_read"
@@ -133,7 +135,6 @@ def read_url() -> None:
     s.setdefault(STEP, 1)
     s.setdefault(PRESENT, False)
     s.setdefault(DONE, {})
-    s.setdefault(SENT, {})
     s.setdefault(TOKENS, {})
     if s.get(URL_READ):
         return
@@ -363,7 +364,6 @@ def _send(code: str, step: int, slug: str) -> None:
     if error:
         _notify("error", error)
         return
-    s[SENT][(code, step)] = letter(pick)
     _notify("success", f"Answer {letter(pick)} sent." if first else
             f"Answer changed to {letter(pick)}: only your latest answer counts.")
 
@@ -527,6 +527,11 @@ def solo(step: Step, live: Live) -> None:
     st.caption("The figure that answers the question appears once you answer.")
 
 
+def choice_index(live: Live, sent: str | None) -> int | None:
+    """The index of the choice whose letter is `sent`; None for no answer, or one that is not a choice here."""
+    return next((i for i in range(len(live.choices)) if letter(i) == sent), None)
+
+
 def class_summary(counts: dict[str, int], live: Live) -> str:
     """How the class answered: "the class: A 2 · B 1 · C 0, 2 of 3 right"."""
     by_letter = " · ".join(f"{letter(i)} {counts.get(letter(i), 0)}" for i in range(len(live.choices)))
@@ -589,19 +594,22 @@ def student(step: Step, live: Live, index: int) -> None:
         return
     _intro(step, info.revealed)
     _question(live)
-    sent = s[SENT].get((code, index))
-    mine = ord(sent) - ord("A") if sent else None
+    # the answer the class counts for this student: another tab of this browser may have sent it
+    sent, error = _poll("student_answer", code, s[TOKENS][code], index)
+    if error:
+        st.error(error)
+    mine = choice_index(live, sent)
     if info.revealed:
         counts, _ = _poll("counts", code, index)  # the class's answers, public once revealed
-        revealed(step, live, mine, "Your answer" if sent else "You did not answer",
+        revealed(step, live, mine, "Your answer" if mine is not None else "You did not answer",
                  note=class_summary(counts, live) if counts is not None else "")
     else:
-        key = f"lesson_class_pick_{step.slug}"
-        if mine is not None and s.get(key) is None:
-            s[key] = mine
+        key, shown = f"lesson_class_pick_{step.slug}", f"lesson_class_shown_{step.slug}"
+        if s.get(shown) != mine:  # the stored answer changed (sent here, in another tab, or before a reload) ...
+            s[key] = s[shown] = mine  # ... the radio shows it; a pick not yet sent stays otherwise
         st.radio("Your answer", range(len(live.choices)), index=None, key=key, format_func=lambda i: _label(live, i))
         st.button("Send my answer", key="lesson_send", type="primary", on_click=_send, args=(code, index, step.slug))
-        st.caption(f"Sent: {sent} — you may change it until the teacher reveals." if sent else
+        st.caption(f"Sent: {sent} — you may change it until the teacher reveals." if mine is not None else
                    "The teacher's screen counts the answers; the figure appears when the teacher reveals.")
     _follow_class(code, info.step, info.revealed)
 

@@ -18,6 +18,7 @@ class, only a secret authorises.
     store.reveal(code, key, 1)             # step 1 takes no more answers ...
     store.counts(code, 1)                  # ... and anyone in the class may now see {"B": 1}
     store.rejoin(code, token)              # True: a reloaded student page is the same student
+    store.student_answer(code, token, 1)   # "B": what the class counted for this student, whatever tab sent it
     store.session_info(code)               # SessionInfo(code, step=1, students=1, answered=1, revealed=True, ...)
     store.teacher_info(code, key)          # the same, once the key is checked (a reloaded teacher page)
     store.end_session(code, key)           # the class ends now
@@ -48,9 +49,11 @@ The rules:
   never travel in a URL. `rejoin` says whether a token still belongs to a class.
 - **One answer per student per step.** A second answer to the same step *replaces* the first
   (a student may change their mind until the reveal): the count moves, it never doubles, and
-  `answer` returns False. Only the class's current step takes answers, and not once it is
-  revealed; a student who joins late answers the current step like everyone else. A token of
-  another class, or one that never joined, is refused.
+  `answer` returns False. `student_answer` gives a student back the answer the class counts
+  for them (None if none): a student's page shows that one, never what it remembers sending,
+  so a second tab or a reload cannot make it claim another. Only the class's current step
+  takes answers, and not once it is revealed; a student who joins late answers the current
+  step like everyone else. A token of another class, or one that never joined, is refused.
 - **Counts**: with the teacher key, any step's counts at any time; without it, only a step
   already revealed (the class sees how it did once the teacher reveals).
 - **Expiry**: a class takes joins, answers and reads for `ttl_hours` after it was created
@@ -411,6 +414,25 @@ class PollStore:
             c = self._session_row(db, code)[0]
             return isinstance(student_token, str) and db.one(
                 "SELECT 1 FROM poll_students WHERE code = ? AND student_id = ?", c, digest(student_token)) is not None
+
+        return self._run(work)
+
+    def student_answer(self, code: str, student_token: str, step: int) -> str | None:
+        """The answer the class counts for this student at `step`, or None if they gave none.
+
+        Only the token's holder can ask, so it is theirs to see before the reveal. A token of
+        another class, one that never joined, or not a string has no answer (None); a wrong or
+        ended code raises PollError.
+        """
+        step = _check_step(step)
+
+        def work(db: _Db) -> str | None:
+            c = self._session_row(db, code)[0]
+            if not isinstance(student_token, str):
+                return None
+            row = db.one("SELECT answer FROM poll_answers WHERE code = ? AND step = ? AND student_id = ?",
+                         c, step, digest(student_token))
+            return None if row is None else row[0]
 
         return self._run(work)
 
