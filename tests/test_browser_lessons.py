@@ -1,7 +1,8 @@
 """The Lessons page in Chromium: presenter mode at 1920 x 1080 (no sidebar, figure text of 20 px or more,
 → moves to the next step) and a class poll with a teacher and three students in four browser contexts: a
 reloaded student page is the same student (its cookie), the same address in another browser a new one, and
-the projected teacher screen shows no teacher key, nor does the teacher's address.
+the projected teacher screen shows no teacher key, nor does the teacher's address. The teacher's "Reveal the
+answer" is on the first screen of every step at 1920 x 1080 and 1366 x 768.
 
 Screenshots land in artifacts/screenshots/ and refresh docs/screenshots/lessons.png and lessons_present.png.
 Chromium must be installed (.ci/run installs it).
@@ -24,6 +25,7 @@ from ui.lessons.steps import STEPS  # noqa: E402
 
 ARTIFACTS = ROOT / "artifacts" / "screenshots"
 PROJECTOR = {"width": 1920, "height": 1080}
+SMALL_PROJECTOR = {"width": 1366, "height": 768}
 EXCEPTION = '[data-testid="stException"]'
 # the rendered size of every non-empty text inside a plotly figure
 FIGURE_FONT_SIZES = """() => Array.from(document.querySelectorAll('.js-plotly-plot text'))
@@ -202,3 +204,29 @@ def run_a_poll(tabs, base_url):
     assert "The class: " in students[1].locator("body").inner_text()
     for tab in (teacher, *students, copied):
         assert tab.locator(EXCEPTION).count() == 0
+
+
+def start_poll(teacher, base_url: str, query: str = "step=1") -> str:
+    """Open the Lessons page, start a class poll; its code."""
+    open_path(teacher, base_url, f"lessons?{query}")
+    click_and_wait(teacher, "Start a class poll")
+    teacher.wait_for_function("() => document.body.innerText.includes('Class code:')")
+    return re.search(r"Class code: ([A-Z2-9]{5})", teacher.locator("body").inner_text()).group(1)
+
+
+@pytest.mark.parametrize("viewport", [PROJECTOR, SMALL_PROJECTOR], ids=["1920x1080", "1366x768"])
+@pytest.mark.parametrize("presenting", [True, False], ids=["projected", "own-screen"])
+def test_reveal_is_on_the_first_screen_of_every_step(tabs, base_url, viewport, presenting):
+    teacher = tabs(viewport)
+    start_poll(teacher, base_url, "step=1&present=1" if presenting else "step=1")
+    below = {}
+    for index, step in enumerate(STEPS, start=1):
+        if index > 1:
+            click_and_wait(teacher, "Next ▶")
+            teacher.wait_for_function("t => document.querySelector('h1')?.innerText.startsWith(t)", arg=f"{index}.")
+        box = teacher.get_by_role("button", name="Reveal the answer").bounding_box()
+        if box["y"] + box["height"] > viewport["height"]:
+            below[step.slug] = round(box["y"] + box["height"])
+            save_png(teacher, ARTIFACTS / f"lessons_reveal_below_{viewport['width']}_{step.slug}.png")
+    assert teacher.locator(EXCEPTION).count() == 0
+    assert not below, f"the reveal's bottom edge lies below the {viewport['height']} px screen: {below}"

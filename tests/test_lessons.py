@@ -578,6 +578,26 @@ def test_a_student_who_did_not_answer_is_told_so_at_the_reveal(cookies):
     assert "✓" not in messages(student) and "✗" not in messages(student)
 
 
+# --- the projector and a student's laptop ----------------------------------------------------------------
+
+
+def test_the_projected_screen_shows_how_many_answered_but_not_how_until_the_reveal():
+    teacher, code = start_class(present=1)
+    live = STEPS[0].build()
+    send(join(code), STEPS[0].slug, live.answer)
+    teacher.run()
+    assert "1 of 1 students answered" in markdown(teacher)
+    assert not charts(teacher)  # no chart of the class's answers while students still answer
+    teacher.button(key="lesson_class_reveal").click().run()
+    assert_clean(teacher)
+    assert "1 of 1 right" in messages(teacher) and len(charts(teacher)) == 1  # how it went; the step's figure
+
+    own_screen = start_class()[0]  # the teacher's own screen, not projected, keeps the live chart
+    send(join(own_screen.session_state["lesson_teach"]), STEPS[0].slug, live.answer)
+    own_screen.run()
+    assert [spec["layout"]["title"]["text"] for spec in charts(own_screen)] == ["the class's answers so far"]
+
+
 @pytest.mark.parametrize("code", ["ZZZZZ", "", "   ", "!!"])
 def test_a_wrong_code_is_a_message_not_a_traceback(code):
     student = open_lessons()

@@ -3,7 +3,9 @@
 URL keys (a link reproduces the view):
 
     step=3           the lesson step, 1 … len(STEPS)
-    present=1        presenter mode: no sidebar, projector-size text and figures, a QR code to the step
+    present=1        presenter mode: no sidebar, projector-size text and figures, a QR code to the step;
+                     a poll's reveal and count at the top of the side column, no chart of the answers
+                     before the reveal
     class=K7QPM      join class K7QPM as a student (the QR code's link carries it)
     resume=K7QPM.…   the teacher's private resume link: take class K7QPM's poll back after a reload.
                      Read once and removed from the address bar at once.
@@ -49,6 +51,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import streamlit as st
 import streamlit.components.v1 as components
+from streamlit.delta_generator import DeltaGenerator
 
 from ui.figures import lesson as lesson_figures
 from ui.lessons.steps import STEPS, Live, Step, letter, lesson_model
@@ -538,7 +541,10 @@ def class_summary(counts: dict[str, int], live: Live) -> str:
     return f"the class: {by_letter}, {counts.get(letter(live.answer), 0)} of {sum(counts.values())} right"
 
 
-def teacher(step: Step, live: Live, index: int) -> None:
+def teacher(step: Step, live: Live, index: int, projected_controls: DeltaGenerator | None = None) -> None:
+    """The lesson with the poll's controls: the reveal and how many answered, below the question on the teacher's
+    own screen; projected, in `projected_controls` (the top of the side column), on the first screen however long
+    the step."""
     s = st.session_state
     code, key = s[TEACH], s[TEACHER_KEY]
     info, error = _poll("teacher_info", code, key)
@@ -552,9 +558,10 @@ def teacher(step: Step, live: Live, index: int) -> None:
     _intro(step, info.revealed)
     _question(live)
     if not info.revealed:
-        _live_counts(code, index, tuple(live.choices))
-        st.button("Reveal the answer", key="lesson_class_reveal", type="primary", on_click=_reveal_class,
-                  args=(code, index))
+        with projected_controls or st.container():  # the button above the counts and their chart
+            st.button("Reveal the answer", key="lesson_class_reveal", type="primary", on_click=_reveal_class,
+                      args=(code, index))
+            _live_counts(code, index, tuple(live.choices))
         return
     counts, _ = _poll("counts", code, index, key)
     revealed(step, live, None, note=class_summary(counts or {}, live))
@@ -563,19 +570,24 @@ def teacher(step: Step, live: Live, index: int) -> None:
 @st.fragment(run_every=POLL_EVERY_S)
 def _live_counts(code: str, step: int, choices: tuple[str, ...]) -> None:
     """The teacher's live distribution of answers, refreshed every POLL_EVERY_S seconds (the key stays in the
-    session: a fragment's arguments are not the place for it)."""
+    session: a fragment's arguments are not the place for it). Projected, only how many answered: a class that
+    saw how the others vote would not predict on its own."""
     key = st.session_state.get(TEACHER_KEY)
     info, error = _poll("teacher_info", code, key)
-    counts, error = (None, error) if error else _poll("counts", code, step, key)
+    if error:
+        st.error(error)
+        return
+    st.markdown(f"**{info.answered} of {info.students} students answered** (class {code})")
+    if st.session_state[PRESENT]:
+        st.caption("How the class answered appears at the reveal.")
+        return
+    counts, error = _poll("counts", code, step, key)
     if error:
         st.error(error)
         return
     values = [counts.get(letter(i), 0) for i in range(len(choices))]
-    st.markdown(f"**{info.answered} of {info.students} students answered** (class {code})")
-    figure = lesson_figures.answer_bars(list(choices), values, title="the class's answers so far")
-    if st.session_state[PRESENT]:
-        figure = lesson_figures.for_projector(figure, height=120 + 90 * len(choices))
-    st.plotly_chart(figure, key="lesson_counts")
+    st.plotly_chart(lesson_figures.answer_bars(list(choices), values, title="the class's answers so far"),
+                    key="lesson_counts")
 
 
 def student(step: Step, live: Live, index: int) -> None:
@@ -718,6 +730,7 @@ def show() -> None:
     write_url()
 
     main, side = st.columns([3, 1], gap="large") if s[PRESENT] else (st.container(), None)
+    side_top = side.container() if side is not None else None  # drawn into before the class panel below it
     with main:
         st.caption(f"Lessons · step {index} of {N_STEPS}")
         st.title(f"{index}. {step.title}")
@@ -729,8 +742,12 @@ def show() -> None:
         except (ValueError, MemoryError, OSError) as exc:
             st.error(f"This step could not be computed: {exc}")
             return
-        {"solo": solo, "teacher": teacher, "student": student}[who](
-            step, live, *([] if who == "solo" else [index]))
+        if who == "teacher":
+            teacher(step, live, index, side_top)
+        elif who == "student":
+            student(step, live, index)
+        else:
+            solo(step, live)
     if side is not None:
         with side:
             class_panel(index)
