@@ -598,6 +598,15 @@ def test_the_projected_screen_shows_how_many_answered_but_not_how_until_the_reve
     assert [spec["layout"]["title"]["text"] for spec in charts(own_screen)] == ["the class's answers so far"]
 
 
+def test_down_reveals_the_answer_as_right_steps():
+    teacher, _ = start_class()
+    shortcuts = {b.key: b.proto.shortcut for b in teacher.button}  # as Streamlit spells them: lower case
+    assert (shortcuts["lesson_prev"], shortcuts["lesson_next"], shortcuts["lesson_class_reveal"]) == (
+        "left", "right", "down")
+    assert open_lessons(step=2).button(key="lesson_reveal").proto.shortcut == "down"  # alone, too
+    assert "↓ reveals the answer" in teacher.toggle(key="lesson_present_toggle").help
+
+
 @pytest.mark.parametrize("code", ["ZZZZZ", "", "   ", "!!"])
 def test_a_wrong_code_is_a_message_not_a_traceback(code):
     student = open_lessons()

@@ -15,6 +15,9 @@ class poll: the class follows the teacher's step, the teacher's screen shows the
 answers as they come in, then reveals. A student answers the class's current step and sees the
 reveal, and how the class did, when the teacher makes it.
 
+Keys: ← and → step through the lesson, ↓ reveals the answer (the teacher's "Reveal the answer", a
+learner's "Reveal without answering").
+
 Who may do what is decided by secrets the store checks (ui/lessons/poll_store.py), never by
 what a URL or a text box says:
 
@@ -526,7 +529,8 @@ def solo(step: Step, live: Live) -> None:
     col1, col2, _ = st.columns([1, 1, 2])
     col1.button("Check my answer", key="lesson_check", type="primary", on_click=_check, args=(step.slug,),
                 disabled=st.session_state.get(f"lesson_pick_{step.slug}") is None)
-    col2.button("Reveal without answering", key="lesson_reveal", on_click=_check, args=(step.slug, True))
+    col2.button("Reveal without answering", key="lesson_reveal", on_click=_check, args=(step.slug, True),
+                **_key(REVEAL_KEY))
     st.caption("The figure that answers the question appears once you answer.")
 
 
@@ -560,7 +564,7 @@ def teacher(step: Step, live: Live, index: int, projected_controls: DeltaGenerat
     if not info.revealed:
         with projected_controls or st.container():  # the button above the counts and their chart
             st.button("Reveal the answer", key="lesson_class_reveal", type="primary", on_click=_reveal_class,
-                      args=(code, index))
+                      args=(code, index), **_key(REVEAL_KEY))
             _live_counts(code, index, tuple(live.choices))
         return
     counts, _ = _poll("counts", code, index, key)
@@ -667,40 +671,46 @@ def class_panel(index: int) -> None:
 
 
 BUTTON_SHORTCUTS = "shortcut" in inspect.signature(st.button).parameters  # Streamlit 1.52 and later
+# Streamlit's names of the keys (R, which would read best for reveal, is Streamlit's own rerun key)
+PREVIOUS_KEY, NEXT_KEY, REVEAL_KEY = "Left", "Right", "Down"
 ARROW_KEYS_SCRIPT = """<script>
 const doc = window.parent.document;
 if (!doc.lessonArrows) {
   doc.lessonArrows = true;
+  const labels = {ArrowLeft: ["◀ Previous"], ArrowRight: ["Next ▶"],
+                  ArrowDown: ["Reveal the answer", "Reveal without answering"]};
   doc.addEventListener("keydown", (event) => {
     const target = event.target;
     if (event.altKey || event.ctrlKey || event.metaKey || (target && target.closest("input, textarea, select"))) return;
-    const label = {ArrowLeft: "◀ Previous", ArrowRight: "Next ▶"}[event.key];
-    const button = label && Array.from(doc.querySelectorAll("button")).find(b => b.innerText.trim() === label);
+    const wanted = labels[event.key] || [];
+    const button = Array.from(doc.querySelectorAll("button")).find(b => wanted.includes(b.innerText.trim()));
     if (button && !button.disabled) { event.preventDefault(); button.click(); }
   });
 }
 </script>"""
 
 
-def _arrow(key: str) -> dict:
+def _key(key: str) -> dict:
     """The button's keyboard shortcut where Streamlit has them (older versions: ARROW_KEYS_SCRIPT)."""
     return {"shortcut": key} if BUTTON_SHORTCUTS else {}
 
 
 def navigation(index: int) -> None:
-    """Previous / next (← and → on the keyboard), a jump to any step, and the presenter switch."""
+    """Previous / next (← and → on the keyboard), a jump to any step, and the presenter switch (the keys'
+    script for older Streamlit versions also gives ↓ to the reveal buttons, which are drawn after it)."""
     s = st.session_state
     s["lesson_jump"] = index
     s["lesson_present_toggle"] = s[PRESENT]
     col1, col2, col3, col4 = st.columns([1, 3, 1, 2], vertical_alignment="bottom")
     col1.button("◀ Previous", key="lesson_prev", on_click=go_to, args=(index - 1,), disabled=index == 1,
-                **_arrow("Left"))
+                **_key(PREVIOUS_KEY))
     col2.selectbox("Step", range(1, N_STEPS + 1), key="lesson_jump", on_change=_jumped, label_visibility="collapsed",
                    format_func=lambda i: f"{i}. {STEPS[i - 1].title}")
     col3.button("Next ▶", key="lesson_next", on_click=go_to, args=(index + 1,), disabled=index == N_STEPS,
-                **_arrow("Right"))
+                **_key(NEXT_KEY))
     col4.toggle("Presenter mode", key="lesson_present_toggle", on_change=_toggled,
-                help="For a projector: no sidebar, large text and figures, a QR code to this step. ← → step.")
+                help="For a projector: no sidebar, large text and figures, a QR code to this step. ← → step, "
+                     "↓ reveals the answer.")
     if not BUTTON_SHORTCUTS:
         components.html(ARROW_KEYS_SCRIPT, height=0)
 
