@@ -1,8 +1,9 @@
 """The Lessons page in Chromium: presenter mode at 1920 x 1080 (no sidebar, figure text of 20 px or more,
 → moves to the next step) and a class poll with a teacher and three students in four browser contexts: a
 reloaded student page is the same student (its cookie), the same address in another browser a new one, and
-the projected teacher screen shows no teacher key, nor does the teacher's address. The teacher's "Reveal the
-answer" is on the first screen of every step at 1920 x 1080 and 1366 x 768.
+the projected teacher screen shows no teacher key, nor does the teacher's address. A student who changes the
+answer in a second tab and reloads sees, in every tab, the answer the class counted; the teacher's "Reveal the
+answer" is on the first screen of every step at 1920 x 1080 and 1366 x 768, and ↓ presses it.
 
 Screenshots land in artifacts/screenshots/ and refresh docs/screenshots/lessons.png and lessons_present.png.
 Chromium must be installed (.ci/run installs it).
@@ -21,7 +22,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from screenshots import SHOTS, VIEWPORT, launch_chromium, save_png, serve_app, wait_until_ready  # noqa: E402
 
 from ui.figures.lesson import PROJECTOR_MIN_FONT  # noqa: E402
-from ui.lessons.steps import STEPS  # noqa: E402
+from ui.lessons.steps import STEPS, letter  # noqa: E402
 
 ARTIFACTS = ROOT / "artifacts" / "screenshots"
 PROJECTOR = {"width": 1920, "height": 1080}
@@ -212,6 +213,64 @@ def start_poll(teacher, base_url: str, query: str = "step=1") -> str:
     click_and_wait(teacher, "Start a class poll")
     teacher.wait_for_function("() => document.body.innerText.includes('Class code:')")
     return re.search(r"Class code: ([A-Z2-9]{5})", teacher.locator("body").inner_text()).group(1)
+
+
+def send_answer(student, index: int) -> None:
+    pick(student, index)
+    click_and_wait(student, "Send my answer")
+    student.wait_for_function("l => document.body.innerText.includes(`Sent: ${l}`)", arg=letter(index))
+
+
+def checked(student) -> list[bool]:
+    """Which of the radio's options is selected."""
+    return [option.is_checked() for option in student.locator('[data-testid="stRadio"] input[type="radio"]').all()]
+
+
+def test_every_tab_and_a_reload_show_the_answer_the_class_counted(tabs, base_url):
+    try:
+        a_student_with_two_tabs(tabs, base_url)
+    except Exception:
+        tabs.snap()
+        raise
+
+
+def a_student_with_two_tabs(tabs, base_url):
+    live = STEPS[0].build()
+    right, wrong = live.answer, (live.answer + 1) % len(live.choices)
+    teacher = tabs()
+    code = start_poll(teacher, base_url)
+    first = tabs()  # one browser ...
+    open_path(first, base_url, f"lessons?class={code}")
+    first.wait_for_function("() => document.body.innerText.includes('You joined class')")
+    send_answer(first, right)
+    first.wait_for_function("name => document.cookie.includes(name)", arg=f"attention_lab_student_{code}=")
+    second = first.context.new_page()  # ... and a second tab of it: the same student
+    second.set_default_timeout(90_000)
+    open_path(second, base_url, f"lessons?class={code}")
+    second.wait_for_function("() => document.body.innerText.includes('You are back in class')")
+    assert checked(second)[right]
+    send_answer(second, wrong)
+    teacher.wait_for_function("() => document.body.innerText.includes('1 of 1 students answered')", timeout=30_000)
+
+    first.reload()  # a reload keeps the answer: the one counted, sent from the other tab
+    wait_until_ready(first)
+    first.wait_for_function("() => document.body.innerText.includes('You are back in class')")
+    assert checked(first)[wrong] and f"Sent: {letter(wrong)}" in first.locator("body").inner_text()
+
+    teacher.evaluate("() => document.activeElement && document.activeElement.blur()")
+    teacher.keyboard.press("ArrowDown")  # ↓ reveals
+    teacher.wait_for_function("() => document.body.innerText.includes('of 1 right')", timeout=30_000)
+    counted = f"Your answer: {letter(wrong)}: {live.choices[wrong]}"
+    for tab in (first, second):
+        tab.wait_for_function("text => document.body.innerText.includes(text)", arg=counted, timeout=30_000)
+        assert "✗" in tab.locator("body").inner_text() and f"Your answer: {letter(right)}" not in \
+            tab.locator("body").inner_text()
+    first.reload()  # and after the reveal
+    wait_until_ready(first)
+    first.wait_for_function("text => document.body.innerText.includes(text)", arg=counted, timeout=30_000)
+    for tab in (teacher, first, second):
+        assert tab.locator(EXCEPTION).count() == 0, tab.locator(EXCEPTION).all_inner_texts()
+    assert first.locator('[data-testid="stSidebar"]').is_hidden()  # a student sees the lesson alone
 
 
 @pytest.mark.parametrize("viewport", [PROJECTOR, SMALL_PROJECTOR], ids=["1920x1080", "1366x768"])

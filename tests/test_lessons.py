@@ -607,6 +607,27 @@ def test_down_reveals_the_answer_as_right_steps():
     assert "↓ reveals the answer" in teacher.toggle(key="lesson_present_toggle").help
 
 
+def sidebar_widgets(at: AppTest) -> list:
+    return [*at.sidebar.selectbox, *at.sidebar.text_area, *at.sidebar.number_input]
+
+
+def hidden_sidebar(at: AppTest) -> bool:
+    css = "\n".join(str(m.value) for m in at.markdown if "<style>" in str(m.value))
+    return '[data-testid="stSidebar"]' in css and "display: none" in css
+
+
+def test_a_students_class_view_has_no_model_settings(store):
+    teacher, code = start_class()
+    assert sidebar_widgets(teacher) and not hidden_sidebar(teacher)  # the teacher's own screen keeps them
+    student = join(code)
+    assert not sidebar_widgets(student) and hidden_sidebar(student)  # the lesson is all a student sees
+    assert "preset" not in student.query_params  # nor does the app's state fill the class link
+    send(student, STEPS[0].slug, 0)
+    assert not sidebar_widgets(student) and store.session_info(code).answered == 1
+    student.button(key="lesson_leave").click().run()  # out of the class, the app is whole again
+    assert sidebar_widgets(student) and not hidden_sidebar(student)
+
+
 @pytest.mark.parametrize("code", ["ZZZZZ", "", "   ", "!!"])
 def test_a_wrong_code_is_a_message_not_a_traceback(code):
     student = open_lessons()

@@ -13,7 +13,8 @@ URL keys (a link reproduces the view):
 Three roles share the page. Alone, a learner picks an answer and checks it. A teacher starts a
 class poll: the class follows the teacher's step, the teacher's screen shows the distribution of
 answers as they come in, then reveals. A student answers the class's current step and sees the
-reveal, and how the class did, when the teacher makes it.
+reveal, and how the class did, when the teacher makes it; a student's page shows the lesson alone,
+without the app's model settings.
 
 Keys: ← and → step through the lesson, ↓ reveals the answer (the teacher's "Reveal the answer", a
 learner's "Reveal without answering").
@@ -79,10 +80,14 @@ URL_READ = "_lessons_url_read"
 URL_KEYS = ("step", "present", "class")  # what write_url keeps in the address bar
 URL_DROPPED = ("resume", "teach", "me")  # read once at most, then removed: never left in an address bar
 
-PRESENTER_CSS = """
+NO_SIDEBAR_CSS = """
 <style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"],
 [data-testid="stSidebarNav"] { display: none !important; }
+</style>
+"""
+PRESENTER_CSS = """
+<style>
 [data-testid="stMainBlockContainer"] { max-width: 100%; padding: 1.5rem 2.5rem 1rem 2.5rem; }
 [data-testid="stMain"] h1 { font-size: 3.2rem !important; }
 [data-testid="stMain"] h4 { font-size: 1.9rem !important; }
@@ -717,16 +722,9 @@ def navigation(index: int) -> None:
 
 def show() -> None:
     """The whole page, after run_inside_app."""
-    note = st.sidebar.container()  # above the shared sidebar
-    sidebar()  # the app's shared state stays in the URL and the sidebar, as on every page
-    with note:
-        st.caption("The lessons use a model of their own (LLaMA 2 at classroom size, shipped weights), so a whole "
-                   "class sees the same question; the settings below are for the other pages.")
     read_url()
     s = st.session_state
     who = role()
-    if s[PRESENT]:
-        st.markdown(PRESENTER_CSS, unsafe_allow_html=True)
     if who == "student":  # the class's step, not the one the URL was opened with
         info, error = _poll("session_info", s[CLASS])
         if error:
@@ -735,6 +733,15 @@ def show() -> None:
             who = "solo"
         elif 1 <= info.step <= N_STEPS:
             s[STEP] = info.step
+    if who == "student" or s[PRESENT]:  # a student's laptop and the projector show the lesson alone
+        st.markdown(NO_SIDEBAR_CSS, unsafe_allow_html=True)
+    if s[PRESENT]:
+        st.markdown(PRESENTER_CSS, unsafe_allow_html=True)
+    if who != "student":  # the model settings are for the other pages: a student in class has no use for them
+        with st.sidebar:
+            st.caption("The lessons use a model of their own (LLaMA 2 at classroom size, shipped weights), so a "
+                       "whole class sees the same question; the settings below are for the other pages.")
+        sidebar()  # the app's shared state stays in the URL and the sidebar, as on every page
     index = s[STEP]
     step = STEPS[index - 1]
     write_url()
