@@ -2,8 +2,8 @@
 
     python -m benchmarks.app_latency [--smoke] [--out app_latency.json]
 
-For each page in ``app.PAGES`` whose script exists: a fresh session (AppTest) opens the
-page with the app's default preset and sets a seed of its own (the warm-up, not timed),
+For each page of the navigation (``ui.app.navigation``) whose script exists: a fresh session
+(AppTest) opens the page with the app's default preset and sets a seed of its own (the warm-up, not timed),
 then makes a series of sidebar changes -- position, FFN, norm, KV heads, norm placement,
 seed -- and times each ``at.run()``. Each change sets a value the widget does not hold
 and the page has not set before, so every timed rerun meets a configuration no earlier
@@ -13,13 +13,14 @@ one. Target: p95 <= 300 ms on two cores.
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import os
 import time
 from pathlib import Path
 
 import numpy as np
+
+from ui.app.navigation import existing_pages
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "app.py"
@@ -41,14 +42,8 @@ FULL_CHANGES, SMOKE_CHANGES = len(CHANGES), 1
 
 
 def app_pages() -> list[tuple[str, str]]:
-    """(script, title) of every page listed in app.PAGES whose script exists, read without running app.py."""
-    tree = ast.parse(APP.read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "PAGES" for t in node.targets):
-            sections = ast.literal_eval(node.value)
-            return [(script, title) for pages in sections.values() for script, title, _icon in pages
-                    if (ROOT / script).exists()]
-    raise ValueError(f"{APP} defines no PAGES dict of section -> [(script, title, icon)]")
+    """(script, title) of every page of the navigation whose script exists."""
+    return [(page.script, page.title) for page in existing_pages()]
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -1,6 +1,6 @@
 """Refresh docs/screenshots/<page>.png: start the app, open each page in Chromium, save a small PNG.
 
-    python scripts/screenshots.py            # every page in app.PAGES that exists
+    python scripts/screenshots.py            # every page of the navigation (ui/app/navigation.py)
     python scripts/screenshots.py playground # only these
 
 The helpers (serve the app, open Chromium, wait for a page to finish) are shared with
@@ -21,6 +21,11 @@ from pathlib import Path
 from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # `python scripts/screenshots.py` as well as an import from the tests
+    sys.path.insert(0, str(ROOT))
+
+from ui.app.navigation import existing_pages  # noqa: E402
+
 SHOTS = ROOT / "docs" / "screenshots"
 VIEWPORT = {"width": 1280, "height": 900}
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update",
@@ -30,14 +35,8 @@ PAGE_TIMEOUT_MS = 90_000
 
 
 def page_paths() -> dict[str, str]:
-    """url path -> title of every page in app.PAGES whose script exists (st.Page's url path is the script's stem)."""
-    source = (ROOT / "app.py").read_text()
-    start = source.index("PAGES = {")
-    end = source.index("\n}\n", start) + 3
-    namespace: dict = {}
-    exec(source[start:end], namespace)  # the PAGES literal alone: no Streamlit call runs
-    return {Path(script).stem: title for pages in namespace["PAGES"].values() for script, title, _ in pages
-            if (ROOT / script).exists()}
+    """url path -> title of every page of the navigation whose script exists."""
+    return {page.slug: page.title for page in existing_pages()}
 
 
 def free_port() -> int:

@@ -1,8 +1,9 @@
 """The app in a real browser: `streamlit run app.py` in a subprocess, driven through Debian's Chromium.
 
-Every page in app.PAGES opens without an exception; on the playground, changing an axis in the sidebar
-changes the heatmaps the browser draws; the stepper's buttons and a shared link work. Screenshots land in
-artifacts/screenshots/. Chromium must be installed (.ci/run installs it): without it these tests fail.
+Every page of the navigation (ui/app/navigation.py) opens without an exception; on the playground, changing an
+axis in the sidebar changes the heatmaps the browser draws; the stepper's buttons and a shared link work.
+Screenshots land in artifacts/screenshots/. Chromium must be installed (.ci/run installs it): without it these
+tests fail.
 """
 import sys
 from pathlib import Path

@@ -1,13 +1,13 @@
 """Why divide by sqrt(d) and why positions: the library's measurements, their figures, and the two pages."""
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 from transformer import PRESETS, Transformer, TransformerConfig, probes
+from ui.app.navigation import PAGES
 from ui.figures import probe as pf
 from apptest_helpers import assert_clean, open_page
 
@@ -186,8 +186,7 @@ def test_permutation_figures_draw_the_numbers():
 
 
 def test_both_pages_are_in_the_navigation():
-    source = (Path(__file__).resolve().parent.parent / "app.py").read_text()
-    assert '("pages/scaling.py", ' in source and '("pages/permutation.py", ' in source
+    assert {"pages/scaling.py", "pages/permutation.py"} <= {page.script for page in PAGES}
 
 
 def test_scaling_page():

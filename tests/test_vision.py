@@ -11,6 +11,7 @@ from transformer import vision
 from transformer.checkpoint import CheckpointError
 from transformer.checkpoint import load as load_checkpoint
 from transformer.vision import CLS, TrainSettings, VisionShape, VisionTransformer
+from ui.app.navigation import PAGES
 from ui.figures import vision as figs
 from apptest_helpers import assert_clean, open_page, values
 
@@ -205,7 +206,7 @@ def test_the_class_bars_mark_the_prediction_and_the_truth():
 
 
 def test_the_page_is_in_the_navigation():
-    assert '("pages/vit.py", ' in (ROOT / "app.py").read_text()
+    assert "pages/vit.py" in {page.script for page in PAGES}
 
 
 def test_the_vit_page_renders_and_follows_the_digit(shipped, split):

@@ -1,0 +1,75 @@
+"""The app's pages, in the order the navigation shows them: one row per page, no Streamlit.
+
+app.py builds st.navigation from these rows; the screenshot script, the browser tests and the
+latency and load benchmarks import the same rows, so a page listed here is served, photographed
+and timed alike.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class PageEntry:
+    section: str  # the heading it sits under in the navigation
+    script: str  # relative to the repository root
+    title: str
+    icon: str
+
+    @property
+    def slug(self) -> str:
+        """Its URL path: st.Page names a page after its script's stem."""
+        return Path(self.script).stem
+
+
+def _section(section: str, *pages: tuple[str, str, str]) -> list[PageEntry]:
+    return [PageEntry(section, script, title, icon) for script, title, icon in pages]
+
+
+HOME = "pages/home.py"  # the page the bare URL opens
+PAGES: tuple[PageEntry, ...] = (
+    *_section("Start",
+              (HOME, "Home", "🏠"),
+              ("pages/lessons.py", "Lessons", "🧑‍🏫")),
+    *_section("Explore",
+              ("pages/playground.py", "Attention playground", "🎛️"),
+              ("pages/stepper.py", "Forward-pass stepper", "👣"),
+              ("pages/compare.py", "Compare", "⚖️"),
+              ("pages/interpret.py", "Why this prediction?", "🔬")),
+    *_section("The five axes",
+              ("pages/kv_heads.py", "KV heads", "🔑"),
+              ("pages/masks.py", "Masks", "🎭"),
+              ("pages/positions.py", "Positions", "📍"),
+              ("pages/norms.py", "Norms", "📏"),
+              ("pages/ffn.py", "FFN and MoE", "🧮"),
+              ("pages/scores.py", "Scores: QK-norm, caps, sinks", "🎚️")),
+    *_section("Why it works",
+              ("pages/before_attention.py", "Before attention", "⏮️"),
+              ("pages/scaling.py", "Why divide by √d", "➗"),
+              ("pages/permutation.py", "Why positions", "🔀"),
+              ("pages/vit.py", "The same block on images", "🖼️")),
+    *_section("At scale",
+              ("pages/costs.py", "What a model costs", "💰"),
+              ("pages/growth.py", "How models grow", "📈"),
+              ("pages/tradeoffs.py", "Trade-offs, measured", "🏁")),
+    *_section("Go further",
+              ("pages/flash.py", "Flash attention", "⚡"),
+              ("pages/train.py", "Train", "🏋️"),
+              ("pages/hf_model.py", "Your Hugging Face model", "🤗")),
+)
+
+
+def by_section() -> dict[str, list[PageEntry]]:
+    """section -> its pages, sections and pages in navigation order."""
+    sections: dict[str, list[PageEntry]] = {}
+    for page in PAGES:
+        sections.setdefault(page.section, []).append(page)
+    return sections
+
+
+def existing_pages() -> list[PageEntry]:
+    """The listed pages whose script is in this checkout (what a tool that opens every page can open)."""
+    return [page for page in PAGES if (ROOT / page.script).exists()]
