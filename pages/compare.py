@@ -8,10 +8,10 @@ from transformer.hooks import attention_stacks
 from transformer.probes import with_position
 from ui.figures.block import per_position
 from ui.figures.base import heatmap
-from ui.compute.measure import output_comparison, to_json
+from ui.compute.measure import output_comparison
 from ui.app.page import load_page
 from ui.app.page_controls import KEEP, keep_valid, url_state
-from ui.compute.runtime import get_trace, tokenize
+from ui.compute.runtime import config_key, get_trace, tokenize
 
 SAME = "same"  # an axis of B left equal to its base
 FIELDS = {"cmp_arch": "arch", "cmp_position": "position", "cmp_norm": "norm", "cmp_place": "norm_position",
@@ -64,7 +64,7 @@ try:
     cfg_b = with_position(base, changes.pop("position", base.position), **changes)
     # the very same tokens when the vocabularies agree; otherwise the text encoded for B's vocabulary
     tokens_b = ctx.tokens if cfg_b.vocab_size == cfg_a.vocab_size else tokenize(ctx.state.text, cfg_b.vocab_size)
-    trace_b = get_trace(to_json(cfg_b), ctx.state.seed, tuple(tokens_b.ids), tuple(tokens_b.labels))
+    trace_b = get_trace(config_key(cfg_b), ctx.state.seed, tuple(tokens_b.ids), tuple(tokens_b.labels))
 except (ValueError, MemoryError) as exc:
     st.error(f"Configuration B is impossible: {exc}")
     st.stop()

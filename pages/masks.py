@@ -10,10 +10,10 @@ from transformer.costs import kv_cache_bytes
 from transformer.hooks import attention_stacks, hook_name
 from ui.figures import modern as modern_figs
 from ui.compute.chapters_measure import pairs_at_length, sparse_attention
-from ui.compute.measure import cross_attention, encoder_decoder_twin, masked_attention, padded_attention, to_json
+from ui.compute.measure import cross_attention, encoder_decoder_twin, masked_attention, padded_attention
 from ui.app.page import load_page
 from ui.app.page_controls import KEEP, keep_valid, url_state
-from ui.compute.runtime import tokenize
+from ui.compute.runtime import config_key, tokenize
 
 MAX_SHOWN = 24  # tokens per matrix: enough to see the pattern, few enough to read every cell
 # sparse pattern -> (URL key of its size, the size's label, its default)
@@ -126,7 +126,7 @@ with tabs[4]:
         st.error(f"Second text (the decoder's input): {exc}")
     else:
         short = ids[: max(1, len(ids) // 2)]
-        additive, weights, pad = cross_attention(to_json(twin), ctx.state.seed, (ids, short), tuple(target.ids), layer)
+        additive, weights, pad = cross_attention(config_key(twin), ctx.state.seed, (ids, short), tuple(target.ids), layer)
         st.markdown(f"Decoder input: the second text ({len(target.ids)} tokens) — set it on the padding tab. Encoder "
                     f"input: a batch of the text ({len(ids)} tokens) and its first half ({len(short)} tokens), padded.")
         for row in range(2):

@@ -13,9 +13,10 @@ from transformer.probes import with_position
 from ui.figures import axes as figs
 from ui.figures import modern as modern_figs
 from ui.compute.measure import (alibi, beyond_trained_length, cosine_similarity, learned_checkpoint, learned_table, length_extrapolation,
-                        rope_geometry, sinusoidal, to_json)
+                        rope_geometry, sinusoidal)
 from ui.app.page import load_page
 from ui.app.page_controls import KEEP, keep_valid, url_state
+from ui.compute.runtime import config_key
 
 url_state("pos", pos_n=48, pos_p=3, pos_train=16, pos_run=24, rope_scale_factor=4.0, rope_scale_model="llama2-language")
 keep_valid("pos_n", range(8, 257), 48)
@@ -65,7 +66,7 @@ with learned_tab:
                     "near their random start).")
     else:
         learned_cfg = cfg if POSITIONS[cfg.position].table_param_terms else with_position(cfg, "learned")
-        table = learned_table(to_json(learned_cfg), ctx.state.seed)
+        table = learned_table(config_key(learned_cfg), ctx.state.seed)
         st.warning("No trained checkpoint with learned positions is available, so this is the table of the current "
                    "model's configuration with learned positions — **untrained: random numbers**. Training shapes it: "
                    "nearby rows become similar. Note its hard limit: it has exactly max_len rows.", icon="🎲")

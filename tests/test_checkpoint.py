@@ -8,8 +8,10 @@ import torch
 from safetensors.torch import load_file
 
 from transformer import PRESETS, Transformer
-from transformer.checkpoint import CheckpointError, find_checkpoint, load, read_meta, save, shipped
+from transformer.checkpoint import (CheckpointError, find_checkpoint, load, read_meta, same_model, save, shipped,
+                                    trained_tokens)
 from transformer.training.tasks import TASKS, head_scores, random_router_specialisation, routing_specialisation
+from transformer.training.train import trained_length
 
 SMALL = dict(vocab_size=30, d_model=32, n_heads=4, n_layers=2, max_len=32)
 
@@ -177,6 +179,20 @@ def test_find_checkpoint_matches_a_preset_and_nothing_else():
     assert find_checkpoint(PRESETS["llama2"]) == next(e.path for e in SHIPPED if e.preset == "llama2")
     assert find_checkpoint(PRESETS["llama2"].replace(position="alibi")) is None
     assert find_checkpoint(PRESETS["llama2"], task="mixed") is None
+
+
+def test_same_model_sets_aside_only_what_a_task_sizes():
+    llama = PRESETS["llama2"]
+    assert same_model(llama.replace(vocab_size=99, max_len=17), llama)
+    assert not same_model(llama.replace(n_kv_heads=1), llama)
+
+
+def test_a_checkpoint_that_records_no_length_is_measured_by_its_task(tmp_path):
+    save(small_model("original"), tmp_path / "copy", {"task": "copy"})  # as the Train page saves one
+    meta, _ = read_meta(tmp_path / "copy")
+    assert trained_tokens(meta) is None  # the file says nothing
+    assert trained_length(meta) == TASKS["copy"].max_tokens
+    assert trained_length({**meta, "trained_tokens": 9}) == 9
 
 
 def test_load_reads_every_checkpoint_file_in_assets():

@@ -1,4 +1,5 @@
 """Impossible configurations and inputs raise ValueError naming the numbers and the fix."""
+import json
 import re
 
 import pytest
@@ -61,6 +62,13 @@ def test_unknown_choice_lists_the_valid_ones(field, value, tiny_config):
 def test_unknown_field_from_a_dict(tiny_config):
     with pytest.raises(ValueError, match=re.escape("['n_head']")):
         TransformerConfig.from_dict({**tiny_config().to_dict(), "n_head": 4})
+
+
+def test_a_config_reads_back_from_its_json(tiny_config):
+    cfg = tiny_config(position="alibi", n_kv_heads=2)
+    assert TransformerConfig.from_json(json.dumps(cfg.to_dict(), sort_keys=True)) == cfg
+    with pytest.raises(ValueError, match=re.escape("['n_head']")):
+        TransformerConfig.from_json(json.dumps({**cfg.to_dict(), "n_head": 4}))
 
 
 @pytest.mark.parametrize("position", ["learned", "sinusoidal"])

@@ -130,16 +130,14 @@ def load(path: str | Path, device: torch.device | str | None = None) -> tuple[Tr
 
 
 def trained_tokens(meta: dict) -> int | None:
-    """The longest sequence a checkpoint trained on, <bos> included (what its JSON records; for files older
-    than that field, its language crop or its task's longest sequence); None when it says nothing."""
+    """The longest sequence a checkpoint trained on, <bos> included, as its JSON records it (for files older than
+    that field, their language crop); None when it says nothing (``training.train.trained_length`` then asks the
+    task)."""
     if "trained_tokens" in meta:
         return int(meta["trained_tokens"])
     if meta.get("task") == "language" and "context" in meta.get("corpus", {}):
         return 1 + int(meta["corpus"]["context"])
-    from .training.tasks import TASKS  # imports the model: read lazily
-
-    task = TASKS.get(meta.get("task"))
-    return task.for_arch(meta["config"]["arch"]).max_tokens if task is not None and "config" in meta else None
+    return None
 
 
 def load_weights(model: torch.nn.Module, path: str | Path) -> torch.nn.Module:
@@ -220,18 +218,20 @@ def _index_entries(directory: str | Path, group: str) -> list[ShippedCheckpoint]
 
 
 def find_checkpoint(cfg: TransformerConfig, task: str | None = None, directory: str | Path = SHIPPED_DIR) -> Path | None:
-    """The shipped checkpoint trained with this config (vocab_size and max_len aside), or None.
+    """The shipped checkpoint trained with this config (``same_model``), or None.
 
     With `task`, only checkpoints of that task count. The first match in index order wins.
     """
-    wanted = _comparable(cfg.to_dict())
     for entry in shipped(directory):
-        if task is not None and entry.task != task:
-            continue
-        _, entry_cfg = read_meta(entry.path)
-        if _comparable(entry_cfg.to_dict()) == wanted:
+        if (task is None or entry.task == task) and same_model(read_meta(entry.path)[1], cfg):
             return entry.path
     return None
+
+
+def same_model(trained: TransformerConfig, wanted: TransformerConfig) -> bool:
+    """Whether weights trained with one config are the model another config asks for: every field agrees but
+    vocab_size and max_len, which a task sizes for itself."""
+    return _comparable(trained.to_dict()) == _comparable(wanted.to_dict())
 
 
 def _comparable(config: dict) -> dict:

@@ -7,6 +7,7 @@ combinations raise ``ValueError`` at construction, naming the numbers and the fi
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from dataclasses import dataclass
 from typing import Literal, get_args
@@ -348,6 +349,11 @@ class TransformerConfig:
         if unknown:
             raise ValueError(f"unknown config fields {sorted(unknown)}; valid fields are {sorted(known)}")
         return cls(**data)
+
+    @classmethod
+    def from_json(cls, text: str) -> "TransformerConfig":
+        """The config a JSON object of its fields describes, such as a cache key the app made from one."""
+        return cls.from_dict(json.loads(text))
 
 
 # --- per-layer attention kinds ---------------------------------------------------------

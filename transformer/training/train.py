@@ -251,6 +251,17 @@ def describe(model: Transformer, task: str | Task, history: list[dict], settings
     return meta
 
 
+def trained_length(meta: dict) -> int | None:
+    """The longest sequence a checkpoint trained on, <bos> included: what its JSON records
+    (``checkpoint.trained_tokens``), else its task's longest sequence (files that record nothing, such as the Train
+    page's); None when neither says."""
+    recorded = checkpoint.trained_tokens(meta)
+    task = TASKS.get(meta.get("task"))
+    if recorded is not None or task is None or "config" not in meta:
+        return recorded
+    return task.for_arch(meta["config"]["arch"]).max_tokens
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m transformer.training.train", description=__doc__.splitlines()[0])
     parser.add_argument("--preset", required=True, choices=list(MODEL_CARDS))

@@ -77,7 +77,7 @@ def live_qkv(config_json: str, seed: int, ids: tuple[int, ...], labels: tuple[st
     q and k are what the model's scores are made of (after QK-norm and RoPE, see ``live_qk_names``). The last
     value is the head's ALiBi slope when the model's position scheme biases the scores, else None.
     """
-    cfg = TransformerConfig.from_dict(json.loads(config_json))
+    cfg = TransformerConfig.from_json(config_json)
     trace = get_trace(config_json, seed, ids, labels, weights)
     q, k = (trace.arrays[name][0] for name in live_qk_names(cfg, layer))  # (heads, T, d_head)
     v = trace.arrays[hook_name(layer, "attn.hook_v", attention_stacks(cfg.arch).input)][0]

@@ -6,7 +6,6 @@ the same shape with random-init weights: what a head does is what it does beyond
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,7 +72,7 @@ def random_init_model(config_json: str, seed: int) -> Transformer:
     """A model of the same config with the library's random initialisation: the control for every claim."""
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        return Transformer(TransformerConfig.from_dict(json.loads(config_json))).eval()
+        return Transformer(TransformerConfig.from_json(config_json)).eval()
 
 
 def answer_token(prompt: str, answer: str, config_json: str, weights: str = "") -> int:

@@ -24,15 +24,6 @@ PAD_ID = 0
 CHECKPOINTS = Path(__file__).resolve().parents[2] / "assets" / "checkpoints"
 
 
-def to_json(cfg: TransformerConfig) -> str:
-    """The cache key of a config, in the same form as ``AppState.config_json``."""
-    return json.dumps(cfg.to_dict(), sort_keys=True)
-
-
-def _config(config_json: str) -> TransformerConfig:
-    return TransformerConfig.from_dict(json.loads(config_json))
-
-
 # --- KV heads -------------------------------------------------------------------------
 
 
@@ -131,14 +122,14 @@ def beyond_trained_length(config_json: str, seed: int, ids: tuple[int, ...], tra
     The config's own position scheme plays no part (each is tried), so it is left out of the
     cache key: choosing another position in the sidebar reuses the five runs.
     """
-    return _beyond_trained_length(config_key(with_position(_config(config_json), "none")), seed, ids, trained)
+    return _beyond_trained_length(config_key(with_position(TransformerConfig.from_json(config_json), "none")), seed, ids, trained)
 
 
 @st.cache_data(max_entries=16, show_spinner="Running each position scheme past its trained length…")
 def _beyond_trained_length(config_json: str, seed: int, ids: tuple[int, ...], trained: int) -> dict[str, dict]:
     # the five models are built here rather than through get_model, so they do not push the pages' own models
     # out of its cache
-    base = _config(config_json)
+    base = TransformerConfig.from_json(config_json)
     results = {}
     for position in choices("position"):
         window = base.sliding_window and min(base.sliding_window, trained)  # a window fits inside the table

@@ -5,7 +5,6 @@ caches each result across reruns and sessions.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 
 import numpy as np
@@ -47,7 +46,7 @@ def permutation_results(config_json: str, ids: tuple[int, ...], perm: tuple[int,
 
     mask is "none" (the config made an encoder) or "causal" (a decoder).
     """
-    cfg = TransformerConfig.from_dict(json.loads(config_json))
+    cfg = TransformerConfig.from_json(config_json)
     results = {}
     for mask in ("none", "causal"):
         for position in choices("position"):
@@ -60,5 +59,5 @@ def permutation_results(config_json: str, ids: tuple[int, ...], perm: tuple[int,
 @st.cache_data(max_entries=8, show_spinner=False)
 def prefix_shuffle(config_json: str, ids: tuple[int, ...], perm: tuple[int, ...], seed: int, dtype: str) -> dict:
     """A causal decoder with no positions, its prefix shuffled and its last token kept last."""
-    cfg = probes.equivariance_config(TransformerConfig.from_dict(json.loads(config_json)), "none", causal=True)
+    cfg = probes.equivariance_config(TransformerConfig.from_json(config_json), "none", causal=True)
     return _as_numpy(probes.permutation_test(cfg, torch.tensor(ids), torch.tensor(perm), seed, DTYPES[dtype]))

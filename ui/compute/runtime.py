@@ -12,7 +12,7 @@ import logging
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, NamedTuple
 
 import numpy as np
 import streamlit as st
@@ -23,6 +23,7 @@ from transformer.training import language
 from transformer.hooks import ablations, attention_stacks, hook_name
 from transformer.positions import POSITIONS
 from transformer.training.tasks import get_task
+from transformer.training.train import trained_length
 
 MAX_TOKENS = 128  # heatmaps stay readable and each rerun's messages small
 START_TOKEN = 0  # the decoder's first input in an encoder-decoder
@@ -113,12 +114,19 @@ class WeightsInfo:
 def _trained_info(name: str, meta: dict) -> WeightsInfo:
     score = score_text(meta)
     return WeightsInfo("trained", f"{name} ({meta.get('task')} task{', ' + score if score else ''})", meta.get("task"),
-                       checkpoint.trained_tokens(meta), heads_text(meta))
+                       trained_length(meta), heads_text(meta))
+
+
+class _ShippedModel(NamedTuple):
+    key: str  # its config's config_key
+    path: str
+    info: WeightsInfo  # what its banner says
+    cfg: TransformerConfig
 
 
 @functools.lru_cache(maxsize=1)
-def _shipped_configs() -> tuple[tuple[str, str, WeightsInfo], ...]:
-    """(config JSON, checkpoint path, what its banner says) for every shipped checkpoint, read once.
+def _shipped_configs() -> tuple[_ShippedModel, ...]:
+    """Every shipped checkpoint's config, path and banner, read once.
 
     A missing or broken index means no trained weights: every page then says its weights are random.
     """
@@ -130,7 +138,8 @@ def _shipped_configs() -> tuple[tuple[str, str, WeightsInfo], ...]:
     rows = []
     for entry in entries:
         meta, cfg = checkpoint.read_meta(entry.path)
-        rows.append((config_key(cfg), str(entry.path), _trained_info(f"trained checkpoint {entry.name}", meta)))
+        rows.append(_ShippedModel(config_key(cfg), str(entry.path),
+                                  _trained_info(f"trained checkpoint {entry.name}", meta), cfg))
     return tuple(rows)
 
 
@@ -166,22 +175,18 @@ def score_text(meta: dict) -> str:
 
 
 def config_key(cfg: TransformerConfig) -> str:
+    """The cache key of a config: its fields as JSON, keys sorted (``TransformerConfig.from_json`` reads it back)."""
     return json.dumps(cfg.to_dict(), sort_keys=True)
 
 
-def _axes_and_sizes(config: dict) -> dict:  # a task picks its own vocabulary and length
-    return {k: v for k, v in config.items() if k not in checkpoint.TASK_SIZED_FIELDS}
-
-
-def _trained_matches(cfg: TransformerConfig) -> list[tuple[str, str]]:
-    """(task, config JSON) of every shipped checkpoint trained with these axes and sizes, in index order."""
-    wanted = _axes_and_sizes(cfg.to_dict())
-    return [(info.task, key) for key, _, info in _shipped_configs() if _axes_and_sizes(json.loads(key)) == wanted]
+def _trained_matches(cfg: TransformerConfig) -> list[_ShippedModel]:
+    """Every shipped checkpoint that is the model this config asks for (the library's rule), in index order."""
+    return [shipped for shipped in _shipped_configs() if checkpoint.same_model(shipped.cfg, cfg)]
 
 
 def trained_tasks(cfg: TransformerConfig) -> list[str]:
     """The tasks shipped checkpoints were trained on with these axes and sizes (language first)."""
-    return [task for task, _ in _trained_matches(cfg)]
+    return [shipped.info.task for shipped in _trained_matches(cfg)]
 
 
 def trained_config(cfg: TransformerConfig, task: str | None = None) -> TransformerConfig | None:
@@ -190,8 +195,7 @@ def trained_config(cfg: TransformerConfig, task: str | None = None) -> Transform
     matches = _trained_matches(cfg)
     if not matches:
         return None
-    key = dict(matches).get(task, matches[0][1])
-    return TransformerConfig.from_dict(json.loads(key))
+    return next((shipped.cfg for shipped in matches if shipped.info.task == task), matches[0].cfg)
 
 
 def weights_config(weights: str) -> TransformerConfig:
@@ -211,9 +215,9 @@ def weights_info(config_json: str, weights: str = "") -> WeightsInfo:
     if source.kind == "checkpoint":
         meta, _ = checkpoint.read_meta(source.path)
         return _trained_info(f"your checkpoint {Path(source.path).name}", meta)
-    for key, _, info in _shipped_configs():
-        if key == config_json:
-            return info
+    for shipped in _shipped_configs():
+        if shipped.key == config_json:
+            return shipped.info
     return WeightsInfo("random", "untrained (random) weights")
 
 
@@ -230,11 +234,11 @@ def get_model(config_json: str, seed: int, weights: str = "") -> Transformer:
         return from_hf(source.path).eval()
     if source.kind == "checkpoint":
         return checkpoint.load(source.path)[0].eval()
-    for key, path, _ in _shipped_configs():
-        if key == config_json:
-            return checkpoint.load(path)[0].eval()
+    for shipped in _shipped_configs():
+        if shipped.key == config_json:
+            return checkpoint.load(shipped.path)[0].eval()
     torch.manual_seed(seed)
-    return Transformer(TransformerConfig.from_dict(json.loads(config_json))).eval()
+    return Transformer(TransformerConfig.from_json(config_json)).eval()
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
