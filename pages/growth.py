@@ -71,7 +71,8 @@ st.subheader("Measured here: one budget, models of several sizes")
 try:
     sweep = scaling_sweep()
 except (OSError, ValueError) as exc:  # a missing or damaged file: the rest of the page still stands
-    st.warning(f"The measured sweep is not available ({exc}); `python -m transformer.scaling` measures it again.")
+    st.warning(f"The measured sweep is not available ({exc}); `python -m transformer.training.scaling_sweep` "
+               "measures it again.")
 else:
     settings, measured = sweep["settings"], sweep["runs"]
     optimum = scaling.compute_optimal(settings["budget"])
@@ -90,6 +91,6 @@ else:
     st.caption(f"{sweep['corpus']}; LLaMA's recipe with {sweep['recipe']['n_layers']} layers, crops of "
                f"{settings['context']} characters, batch {settings['batch_size']}, one CPU thread "
                f"({sum(run['cpu_seconds'] for run in measured):.0f} s in all). Reproduce it with "
-               "`python -m transformer.scaling` (assets/measurements/scaling-sweep.json).")
+               "`python -m transformer.training.scaling_sweep` (assets/measurements/scaling-sweep.json).")
     st.download_button("Download the sweep (CSV)", on_click="ignore", file_name="scaling_sweep.csv", mime="text/csv",
                        data=lambda: table.to_csv(index=False))

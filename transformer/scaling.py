@@ -15,21 +15,16 @@ parameters on 1.4T tokens, beat the 280B Gopher trained with the same compute on
     fitted_optimal(1e21)             -> the minimum of the fitted L(N, D) along 6 N D = C
     chinchilla_loss(70e9, 1.4e12)    -> 1.94 nats per token
 
-    python -m transformer.scaling      # the sweep: writes assets/measurements/scaling-sweep.json, a few minutes
+    python -m transformer.training.scaling_sweep   # the sweep: writes assets/measurements/scaling-sweep.json
 """
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
 from .config import TransformerConfig
-from .costs import BACKWARD_PER_FORWARD, forward_flops, param_counts, training_flops
+from .costs import training_flops
 
 # Hoffmann et al. 2022, equation 10
 CHINCHILLA = dict(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)
@@ -130,70 +125,13 @@ def published_points() -> list[dict]:
     return points
 
 
-# --- a sweep measured on this machine ---------------------------------------------------------------
+# --- a sweep measured on this machine (trained by transformer.training.scaling_sweep) -----------------
 
 SWEEP_PATH = Path(__file__).resolve().parent.parent / "assets" / "measurements" / "scaling-sweep.json"
 SWEEP_WIDTHS = (16, 32, 64, 128)  # d_model of the sweep's models; everything else is fixed
 SWEEP_BASE = dict(arch="decoder", n_layers=2, position="rope", norm="rmsnorm", ffn="swiglu")  # LLaMA's recipe
 
 
-@dataclass(frozen=True)
-class SweepSettings:
-    budget: float = 1e12  # training FLOPs each model may spend: about two minutes of one thread for all four
-    context: int = 64  # characters per training crop
-    batch_size: int = 16
-    lr: float = 3e-3
-    seed: int = 0
-    eval_windows: int = 256  # held-out windows of `context` characters the loss is read on
-
-
 def sweep_config(d_model: int, vocab_size: int, context: int) -> TransformerConfig:
     return TransformerConfig(**SWEEP_BASE, vocab_size=vocab_size, d_model=d_model, n_heads=max(1, d_model // 16),
                              max_len=context + 1)
-
-
-def iso_flop_sweep(settings: SweepSettings = SweepSettings(), widths=SWEEP_WIDTHS, log=print) -> dict:
-    """Train a model of each width on everyday English with the same FLOP budget and read its held-out loss.
-
-    A bigger model costs more per token, so it trains on fewer: steps = budget / (3 x forward FLOPs of one
-    batch), the forward counted as torch's FLOP counter counts it (transformer.costs.forward_flops).
-    """
-    from .training import language
-    from .training.tasks import Language
-    from .training.train import train
-
-    task = Language(corpus="english", context=settings.context, repeat_rate=0.0)  # plain text, no copying
-    runs = []
-    for d_model in widths:
-        cfg = sweep_config(d_model, len(task.vocab), settings.context)
-        step_flops = (1 + BACKWARD_PER_FORWARD) * forward_flops(cfg, settings.batch_size, 1 + settings.context)
-        steps = max(1, round(settings.budget / step_flops))
-        model, history = train(cfg, task, steps, batch_size=settings.batch_size, lr=settings.lr, seed=settings.seed,
-                               device="cpu", progress=False)
-        bits = language.bits_per_char(model, context=settings.context, limit=settings.eval_windows, corpus="english")
-        runs.append({"d_model": d_model, "vocab_size": cfg.vocab_size, "params": param_counts(cfg)["total"],
-                     "steps": steps,
-                     "tokens": steps * settings.batch_size * (1 + settings.context),
-                     "flops": steps * step_flops, "bits_per_char": round(bits, 4),
-                     "nats_per_char": round(bits * math.log(2), 4),
-                     "cpu_seconds": round(history[-1]["cpu_seconds"], 1)})
-        log(json.dumps(runs[-1]))
-    return {"settings": asdict(settings), "recipe": {**SWEEP_BASE, "n_heads": "d_model / 16"},
-            "corpus": "everyday English (transformer.training.english), held-out split", "runs": runs}
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Measure loss against model size at one fixed FLOP budget.")
-    parser.add_argument("--out", default=str(SWEEP_PATH), help="the JSON file to write")
-    parser.add_argument("--budget", type=float, default=SweepSettings.budget)
-    args = parser.parse_args(argv)
-    torch.set_num_threads(1)  # the seconds recorded are for one thread
-    start = time.perf_counter()
-    result = iso_flop_sweep(SweepSettings(budget=args.budget))
-    result["wall_seconds"] = round(time.perf_counter() - start, 1)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
-
-
-if __name__ == "__main__":
-    main()
