@@ -227,7 +227,7 @@ st.caption(f"full_attention_bytes: 2 × H × T² × 2 bytes (fp16 scores and wei
 
 st.subheader("Measured on this machine")
 st.markdown("Peak memory one causal-attention call adds (B = 1, H = 4, G = 2, d_head = 64, float32, tiles of "
-            f"{REAL_BLOCK}), measured in a fresh process by benchmarks/flash_memory.py: the GPU allocator's peak on a "
+            f"{REAL_BLOCK}), measured in a fresh process by transformer/flash_memory.py: the GPU allocator's peak on a "
             "GPU, the process's peak resident memory on a CPU.")
 
 

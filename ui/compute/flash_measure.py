@@ -1,7 +1,7 @@
 """Cached work for the Flash attention page: its q, k, v, the tiled run step by step, the explicit
 reference, and measurements of memory and time on this machine.
 
-Measurements run in a fresh Python process (``python -m benchmarks.flash_memory --json KIND``):
+Measurements run in a fresh Python process (``python -m transformer.flash_memory KIND``):
 a peak of resident memory is only meaningful in a process that does nothing else, and the
 server may be busy with other sessions. The child prints one JSON line per measurement, so the
 page can move a progress bar as they arrive. The app only launches it and reads its lines.
@@ -163,7 +163,7 @@ def measure_in_fresh_process(kind: str, lengths: tuple[int, ...], block: int,
     """
     if kind not in ("memory", "time"):
         raise ValueError(f"kind={kind!r}: measure 'memory' (peak bytes) or 'time' (seconds)")
-    command = [sys.executable, "-m", "benchmarks.flash_memory", "--json", kind, "--block", str(block),
+    command = [sys.executable, "-m", "transformer.flash_memory", kind, "--block", str(block),
                "--lengths", *map(str, lengths)]
     child = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     result = {"rows": []}
