@@ -181,16 +181,30 @@ class Attention(nn.Module):
 
     def position_bias(self, inputs: AttentionInputs) -> torch.Tensor:
         """The additive mask, plus ALiBi's distance penalty when it is used."""
-        bias = self.hook_mask(inputs.mask)  # (B or 1, 1, T_q, T_kv)
-        if inputs.alibi is not None:
-            bias = bias + self.hook_alibi_bias(inputs.alibi)  # (B or 1, H, T_q, T_kv)
-        return bias
+        mask = self.hook_mask(inputs.mask)  # (B or 1, 1, T_q, T_kv)
+        if inputs.alibi is None:
+            return mask
+        alibi = self.hook_alibi_bias(inputs.alibi)  # (B or 1, H, T_q, T_kv)
+        if mask is inputs.mask and alibi is inputs.alibi and inputs.fused_bias is not None:
+            return inputs.fused_bias  # the same sum, made once per forward pass for every layer
+        return mask + alibi
+
+    def add_mask(self, scores: torch.Tensor, inputs: AttentionInputs) -> torch.Tensor:
+        """scores + the additive mask (+ ALiBi's bias), (B, H, T_q, T_kv).
+
+        Added in place when no hook point keeps or replaces the scores that come in (their T_q x T_kv
+        tensor is then this pass's own, and nothing reads it again): one such tensor, not two.
+        """
+        bias = self.position_bias(inputs)
+        came_from = self.hook_capped_scores if self.softcap is not None else self.hook_raw_scores
+        fits = bias.dtype == scores.dtype and torch.broadcast_shapes(bias.shape, scores.shape) == scores.shape
+        return scores.add_(bias) if fits and not wants_any(came_from) else scores + bias
 
     def soft_cap(self, scores: torch.Tensor) -> torch.Tensor:
         """Gemma 2: c * tanh(scores / c) keeps every score inside (-c, c) before the mask."""
         if self.softcap is None:
             return scores
-        return self.hook_capped_scores(self.softcap * torch.tanh(scores / self.softcap))  # (B, H, T_q, T_kv)
+        return self.hook_capped_scores(self.softcap * (scores / self.softcap).tanh_())  # (B, H, T_q, T_kv)
 
     def softmax(self, scores: torch.Tensor) -> torch.Tensor:
         """softmax over the keys; with sinks, each head's sink logit joins the row and its share is dropped."""
@@ -208,10 +222,13 @@ class Attention(nn.Module):
         return self.o_proj(heads if gate is None else heads * gate)  # (B, T_q, d_model)
 
     def explicit_attention(self, q, k, v, inputs: AttentionInputs, gate=None) -> torch.Tensor:
+        """The five lines, each result through its hook point. Two choices keep the T_q x T_kv tensors few:
+        1/sqrt(d_head) multiplies q (T_q x d_head numbers) rather than the scores, and the mask is added
+        into the scores themselves when no hook point keeps them (``add_mask``)."""
         k, v = self.repeat_kv(k), self.repeat_kv(v)  # (B, H, T_kv, d): each group shares its kv head
         # --- the five lines of attention ---
-        scores = self.hook_raw_scores(q @ k.transpose(-2, -1) * self.scale)  # (B, H, T_q, T_kv), scale = 1/sqrt(d_head)
-        scores = self.hook_attn_scores(self.soft_cap(scores) + self.position_bias(inputs))  # + mask (+ ALiBi)
+        scores = self.hook_raw_scores((q * self.scale) @ k.transpose(-2, -1))  # (B, H, T_q, T_kv) = q.k / sqrt(d_head)
+        scores = self.hook_attn_scores(self.add_mask(self.soft_cap(scores), inputs))  # + mask (+ ALiBi)
         weights = self.hook_pattern(self.softmax(scores))  # (B, H, T_q, T_kv)
         z = self.hook_z(F.dropout(weights, self.dropout, self.training) @ v)  # (B, H, T_q, d_v)
         return self.output(z, gate)  # concat(heads) @ W_o: (B, T_q, d_model)
@@ -251,6 +268,8 @@ class Attention(nn.Module):
 
     def repeat_kv(self, kv: torch.Tensor) -> torch.Tensor:
         """(B, G, T, d) -> (B, H, T, d): kv head g serves query heads g*H/G ... (g+1)*H/G - 1."""
+        if kv.shape[1] == self.n_heads:  # MHA: every query head has its own kv head already
+            return kv
         return kv.repeat_interleave(self.n_heads // kv.shape[1], dim=1)
 
 
