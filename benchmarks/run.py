@@ -1,6 +1,6 @@
 """Library benchmarks: ours against a reference, timed in the same loop, reported as ratios.
 
-    python -m benchmarks.run [--smoke] [--only ROWS] [--out results.json]
+    python -m benchmarks.run [--smoke] [--only ROWS] [--out results.json] [--threads N] [--malloc keep]
 
 Rows (CPU, float32, as many torch threads as the machine gives):
 
@@ -9,11 +9,16 @@ Rows (CPU, float32, as many torch threads as the machine gives):
     2.1  run_with_trace recording only what HF returns / the same HF call         (no target: rows 2 and
          4.2 record about twice what Hugging Face returns; this row records the same)
     3    run_with_trace (every hook) / our own plain forward                       target <= 1.5
+    1b-3b  rows 1-3 for LLaMA on an attention-heavy shape: vocab 512, so the output head no
+         longer hides the per-layer T x T work
     4.1-4.3  rows 1-3 for GPT-2 (GPT2LMHeadModel), 4.2.1 row 2.1; 4.4 row 1 for Mixtral (MoE)
     5.<kv>.<n>  recomputing / KV-cache generation of n new tokens, MHA, GQA, MQA: the speedup,
          target >= 3 at the middle length (256) and larger still at the longest (512)
     6    achieved GFLOP/s of a GPT-2-small forward / a plain matmul's GFLOP/s      target >= 0.5
     7    peak allocator bytes of a full trace / the bytes the trace holds          target <= 1.5
+    8.1-8.3, 9.1-9.3  rows 1-3 for multi-head latent attention (DeepseekV3) and sinks (GptOss)
+    Every row that traces every hook (2, 2b, 4.2, 8.2, 9.2) also counts the T x T tensors allocated
+    per layer, ours and Hugging Face's (details: square_tensors_per_layer).
 
 How it measures: each timed function runs once to warm up, then `repeats` times in one
 loop that alternates ours and the reference (reversing their order every other round),
@@ -34,7 +39,7 @@ import platform
 import statistics
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Callable
 
 import torch
@@ -87,7 +92,8 @@ FULL = Sizes(batch=4, seq=256, d_model=256, n_layers=4, n_heads=8, n_kv_heads=2,
              gen_repeats=3, gen_budget_s=45,
              flops_d_model=768, flops_layers=12, flops_heads=12, flops_vocab=50257, flops_seq=512, matmul_n=2048,
              flops_repeats=5, flops_budget_s=30)
-SMOKE = Sizes(batch=2, seq=16, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=64, vocab=128,
+# d_ff 48: no tensor but the scores has B x H x T x T numbers (square_tensors counts by size)
+SMOKE = Sizes(batch=2, seq=16, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=48, vocab=128,
               n_experts=4, top_k=2, time_limit_s=math.inf, repeats=1, budget_s=10,
               gen_d_model=32, gen_layers=2, gen_heads=8, gen_vocab=128, gen_prompt=4, gen_lengths=(2, 4, 8),
               gen_repeats=1, gen_budget_s=10,
@@ -118,10 +124,17 @@ def meets(ratio: float, target: str) -> bool | None:
     return ratio <= float(bound) if op == "<=" else ratio >= float(bound)
 
 
-def timed_row(row: str, what: str, ours: list[float], reference: list[float], target: str, **details) -> Row:
-    """A row whose ratio is median(ours) / median(reference) in seconds (lower is better)."""
+def timed_row(row: str, what: str, ours: list[float], reference: list[float], target: str,
+              cpu: tuple[list[float], list[float]] | None = None, **details) -> Row:
+    """A row whose ratio is median(ours) / median(reference) in seconds (lower is better).
+
+    `cpu`: each side's CPU seconds per call, kept with the ratio of their medians (with one thread on a
+    machine others are using, the CPU time a call takes is steadier than its wall time)."""
     ours_s, ref_s = statistics.median(ours), statistics.median(reference)
     ratio = ours_s / ref_s
+    if cpu is not None:
+        details.update(ours_cpu_samples_s=cpu[0], reference_cpu_samples_s=cpu[1],
+                       cpu_ratio_of_medians=statistics.median(cpu[0]) / statistics.median(cpu[1]))
     return Row(row, what, ours_s * 1e3, ref_s * 1e3, "ms", ratio, target, meets(ratio, target),
                dict(ours_samples_s=ours, reference_samples_s=reference,
                     ratio_of_minimums=min(ours) / min(reference),  # noise only adds time: the floor, for a busy machine
@@ -131,10 +144,11 @@ def timed_row(row: str, what: str, ours: list[float], reference: list[float], ta
 # --- timing -----------------------------------------------------------------------------------
 
 def interleaved(fns: dict[str, Callable[[], object]], repeats: int, budget_s: float,
-                warm_up: bool = True) -> dict[str, list[float]]:
+                warm_up: bool = True, cpu: dict[str, list[float]] | None = None) -> dict[str, list[float]]:
     """Seconds per call of each function, all timed in one loop, alternating the order each round.
 
     Stops after `repeats` rounds, or earlier -- after at least one -- once `budget_s` has gone by.
+    Given a dict, `cpu` also gets each call's CPU seconds (this process, all its threads).
     """
     names = list(fns)
     samples: dict[str, list[float]] = {name: [] for name in names}
@@ -148,9 +162,11 @@ def interleaved(fns: dict[str, Callable[[], object]], repeats: int, budget_s: fl
         try:
             for round_ in range(repeats):
                 for name in (names if round_ % 2 == 0 else names[::-1]):
-                    start = time.perf_counter()
+                    start, start_cpu = time.perf_counter(), time.process_time()
                     fns[name]()
                     samples[name].append(time.perf_counter() - start)
+                    if cpu is not None:
+                        cpu.setdefault(name, []).append(time.process_time() - start_cpu)
                 gc.collect()
                 if time.perf_counter() - started > budget_s:
                     break
@@ -220,11 +236,15 @@ class Family:
     label: str
     build: Callable[[Sizes], torch.nn.Module]
     rows: dict[str, str]  # row id -> comparison (a COMPARISONS key)
+    vocab: int | None = None  # the family's own vocabulary size, in place of the sizes' (None: the sizes')
 
 
 FAMILIES = {
     "llama": Family("LLaMA (LlamaForCausalLM)", hf_llama,
                     {"1": "plain", "2": "trace", "2.1": "trace_as_hf", "3": "overhead"}),
+    # the LLaMA of rows 1-3 with a small vocabulary: the head's matmul no longer hides the attention's T x T work
+    "llama_attention": Family("LLaMA, attention-heavy (LlamaForCausalLM)", hf_llama,
+                              {"1b": "plain", "2b": "trace", "3b": "overhead"}, vocab=512),
     "gpt2": Family("GPT-2 (GPT2LMHeadModel)", hf_gpt2,
                    {"4.1": "plain", "4.2": "trace", "4.2.1": "trace_as_hf", "4.3": "overhead"}),
     "mixtral": Family("Mixtral (MixtralForCausalLM)", hf_mixtral, {"4.4": "plain"}),
@@ -250,11 +270,27 @@ COMPARISONS = {
 AS_HF = ["hook_embed", "blocks.*.hook_resid_post", "blocks.*.attn.hook_pattern", "ln_final.hook_normalized"]
 
 
+def square_tensors(fn: Callable[[], object], batch: int, heads: int, seq: int) -> int:
+    """How many (batch, heads, seq, seq) tensors -- or (.., seq, seq + 1): scores with a sink's column -- of
+    float32 torch's CPU allocator hands out while fn runs (profiler memory events; fn runs once untimed first)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    sizes = {batch * heads * seq * seq * 4, batch * heads * seq * (seq + 1) * 4}
+    with torch.no_grad():
+        fn()
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            fn()
+    return sum(1 for e in prof.profiler.kineto_results.events()
+               if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU and e.nbytes() in sizes)
+
+
 def family_rows(name: str, s: Sizes, wanted: set[str], deadline: float) -> list[Row]:
     """Build the HF model and ours from its weights; time every function the wanted rows need in one loop."""
     from transformer.interop import from_hf
 
     family = FAMILIES[name]
+    if family.vocab is not None:
+        s = replace(s, vocab=family.vocab)
     torch.manual_seed(0)
     hf = family.build(s).eval()
     ours = from_hf(hf)
@@ -274,8 +310,13 @@ def family_rows(name: str, s: Sizes, wanted: set[str], deadline: float) -> list[
     needed = {fn for c in rows.values() for fn in COMPARISONS[c][:2]}
     with torch.no_grad():
         max_diff = (ours(ids) - hf(input_ids=ids, use_cache=False).logits).abs().max().item()
+    squares = {}  # T x T tensors allocated per layer, for the rows that trace every hook
+    if "trace" in rows.values():
+        squares = {side: square_tensors(functions[fn], s.batch, s.n_heads, s.seq) / s.n_layers
+                   for side, fn in (("ours", "ours_trace"), ("reference", "hf_eager_outputs"))}
+    cpu: dict[str, list[float]] = {}
     samples = interleaved({fn: functions[fn] for fn in functions if fn in needed}, s.repeats,
-                          budget(s.budget_s, deadline))
+                          budget(s.budget_s, deadline), cpu=cpu)
 
     shape = (f"d {s.d_model}, {s.n_layers} layers, {s.n_heads} heads"
              + (f" / {s.n_kv_heads} kv" if name != "gpt2" else "")
@@ -284,8 +325,12 @@ def family_rows(name: str, s: Sizes, wanted: set[str], deadline: float) -> list[
     out = []
     for row, comparison in rows.items():
         ours_fn, ref_fn, target, what = COMPARISONS[comparison]
+        extra = {}
+        if comparison == "trace":
+            what += f"; T x T tensors allocated per layer: ours {squares['ours']:g}, HF {squares['reference']:g}"
+            extra = dict(square_tensors_per_layer=squares)
         out.append(timed_row(row, f"{family.label} ({shape}): {what}", samples[ours_fn], samples[ref_fn], target,
-                             max_abs_logit_difference=max_diff))
+                             cpu=(cpu[ours_fn], cpu[ref_fn]), max_abs_logit_difference=max_diff, **extra))
     return out
 
 
@@ -468,6 +513,23 @@ def run_rows(s: Sizes, wanted: set[str]) -> list[Row]:
     return sorted(rows, key=lambda r: order.index(r.row))
 
 
+# glibc's mallopt parameters: keep freed memory for reuse rather than hand it back to the kernel
+M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
+KEEP_FREED = {M_MMAP_THRESHOLD: 32 << 20, M_TRIM_THRESHOLD: 1 << 30, M_TOP_PAD: 64 << 20}
+
+
+def malloc_keeps_freed_memory() -> None:
+    """Tell glibc's malloc, for this process, to serve blocks up to 32 MiB from its heap (not fresh mmaps) and
+    to keep up to 1 GiB of freed memory instead of returning it: a freed trace's pages are then reused, not
+    faulted in again (shared/notes/trace-and-the-allocator.md). Only --malloc keep calls it."""
+    import ctypes
+
+    libc = ctypes.CDLL("libc.so.6")
+    for param, value in KEEP_FREED.items():
+        if libc.mallopt(param, value) != 1:
+            raise RuntimeError(f"glibc refused mallopt({param}, {value})")
+
+
 def machine() -> dict:
     cpu = platform.processor() or platform.machine()
     try:
@@ -503,6 +565,9 @@ def main(argv: list[str] | None = None) -> list[Row]:
     parser.add_argument("--only", help="comma-separated rows or groups, e.g. '1,2' or '5' or '4.4'")
     parser.add_argument("--out", help="write every row, sample and the machine to this JSON file")
     parser.add_argument("--threads", type=int, help="torch threads (default: what the machine gives; --smoke: 1)")
+    parser.add_argument("--malloc", choices=["default", "keep"], default="default",
+                        help="keep: glibc keeps freed memory for reuse (mallopt, this process only); "
+                             "default: as a notebook gets it")
     args = parser.parse_args(argv)
     sizes = SMOKE if args.smoke else FULL
     threads = args.threads or (1 if args.smoke else None)
@@ -515,8 +580,11 @@ def main(argv: list[str] | None = None) -> list[Row]:
         # on a shared machine, two threads that must meet at every op wait on each other's neighbours;
         # one thread keeps the smoke run quick whatever else is running
         torch.set_num_threads(threads)
+    if args.malloc == "keep":
+        malloc_keeps_freed_memory()  # for the rest of this process: run it as a command of its own
     try:
         info = machine()
+        info["malloc"] = args.malloc
         started = time.perf_counter()
         rows = run_rows(sizes, wanted)
     finally:
@@ -532,7 +600,7 @@ def report(rows: list[Row], info: dict, started: float, smoke: bool, sizes, out:
     print(f"{'SMOKE (numbers mean nothing) — ' if smoke else ''}{info['cpu']}, {info['cores']} cores, "
           f"{info['torch_threads']} torch threads, torch {info['torch']}, transformers {info['transformers']}; "
           f"load average {info['load_average_at_start'][0]:.1f} at start, {info['load_average_at_end'][0]:.1f} "
-          f"at end; {info['seconds']} s\n")
+          f"at end; {info['seconds']} s; malloc {info.get('malloc', 'default')}\n")
     print(markdown(rows))
     if out:
         with open(out, "w") as f:
