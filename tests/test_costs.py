@@ -101,8 +101,8 @@ def test_active_leaves_out_exactly_the_experts_a_token_skips(name):
     assert "choice_bias" not in dict(model.named_parameters())  # the sigmoid router's bias is a buffer
 
 
-@pytest.mark.parametrize("name", [*MODERN, "preset mixtral", "preset bert", "card deepseek-v3", "card gpt-oss",
-                                  "card gemma3"])
+@pytest.mark.parametrize("name", [*MODERN, "preset mixtral", "preset bert", "preset deepseek-v3", "preset gpt-oss",
+                                  "preset gemma3"])
 def test_forward_flops_equal_torch_flop_counter(name):
     """The analytic count equals torch's own count of every matmul of the explicit path: MLA, narrower values,
     gates, the top-k experts each token went to, both stacks of an encoder-decoder."""

@@ -47,7 +47,7 @@ def test_a_previous_token_head(entry):
 
 # trained with the induction warm-up: the others record no induction head (below 0.03)
 INDUCTION = [entry for entry in DECODERS if meta_of(entry)["corpus"].get("induction_warmup")]
-# a head that copies: ten times the most any random-init head of these shapes scores (0.02, the JSONs' controls)
+# a head that copies: ten times the most any random-init head of these shapes scores (0.02 in most JSONs' controls)
 COPYING_HEAD = 0.2
 
 
@@ -68,10 +68,11 @@ def test_an_induction_head_and_what_switching_it_off_costs(entry):
     head = meta["figures"]["induction_head"]
     # held-out sentences spread over the split, copies 20-200 apart (Mistral's 256-character window reaches them all)
     measured = language.induction_sentences(model.cfg, "english", language.INDUCTION_SAMPLE)
-    scores = language.induction_scores(model, measured)
+    scores = language.induction_scores_within_reach(model, measured)
     assert scores[head["layer"], head["head"]] >= 0.5, scores
     assert abs(scores[head["layer"], head["head"]] - head["score"]) < 0.01  # the figure its JSON records
-    assert meta["figures"]["random_init"]["induction_head"][1] * 10 <= COPYING_HEAD
+    copying = max(COPYING_HEAD, 10 * meta["figures"]["random_init"]["induction_head"][1])  # Gemma 3's windows: 0.026
+    assert scores[head["layer"], head["head"]] >= copying
     sentences = [s for s in measured if len(s) <= 60][:6]
 
     def second_copy(heads=()) -> float:
@@ -83,7 +84,7 @@ def test_an_induction_head_and_what_switching_it_off_costs(entry):
     # in one layer, which stand in for one another), takes most of the copying away
     assert second_copy([(head["layer"], head["head"])]) > whole + 0.05, whole
     copying_heads = [(layer, h) for layer in range(scores.shape[0]) for h in range(scores.shape[1])
-                     if scores[layer, h] >= COPYING_HEAD]
+                     if scores[layer, h] >= copying]
     assert second_copy(copying_heads) > whole + 1.0, (whole, copying_heads)
 
 
@@ -128,11 +129,14 @@ def test_what_reading_four_times_the_trained_length_costs_each_position_scheme()
     """ALiBi's penalty and a sliding window meet only distances seen in training: their figure holds. A learned
     table as long as the trained context refuses longer text outright; sinusoidal and RoPE vectors meet angles the
     model never saw: their figure breaks."""
-    cost, refused, unwindowed_rope, qk_normed = {}, set(), set(), set()
+    cost, refused, unwindowed_rope, qk_normed, partial_rope = {}, set(), set(), set(), set()
     for entry in DECODERS + variants():
         model, meta = load(entry.path, device="cpu")
         if model.cfg.position == "rope" and model.cfg.sliding_window is None and corpus_of(entry) == "english":
-            (qk_normed if model.cfg.qk_norm != "none" else unwindowed_rope).add(entry.name)
+            if model.cfg.d_rope < model.cfg.d_head:  # MLA's decoupled key: 8 of 32 dimensions turn
+                partial_rope.add(entry.name)
+            else:
+                (qk_normed if model.cfg.qk_norm != "none" else unwindowed_rope).add(entry.name)
         trained = meta["corpus"]["context"]  # 256 characters, or 512 after the induction warm-up
         if model.cfg.max_len < 4 * trained + 1:  # <bos> and the text
             with pytest.raises(ValueError, match="max_len"):
@@ -152,6 +156,9 @@ def test_what_reading_four_times_the_trained_length_costs_each_position_scheme()
     # cost, as if its scores could no longer be thrown off by angles it never met (docs/checkpoints.md)
     assert qk_normed == {"qwen3-language"}
     assert cost["qwen3-language"] < min(cost[name] for name in unwindowed_rope) / 3, cost
+    # DeepSeek-V3 turns only its 8-dimension decoupled key: it breaks, less than the fully rotated models
+    assert partial_rope == {"deepseek-v3-language"}
+    assert cost["qwen3-language"] < cost["deepseek-v3-language"] < min(cost[name] for name in unwindowed_rope), cost
 
 
 def test_switching_the_previous_token_head_off_costs_bits():

@@ -292,6 +292,20 @@ def induction_scores(model, sentences: list[str]) -> torch.Tensor:
     return total / len(sentences)
 
 
+@torch.no_grad()
+def induction_scores_within_reach(model, sentences: list[str]) -> torch.Tensor:
+    """(L, H) induction scores, each layer on the sentences whose first copy it can see: a local layer on those
+    shorter than its window, a global layer on all of them (a head cannot copy what its mask hides)."""
+    windows = model.cfg.layer_windows()
+    scores = torch.zeros(model.cfg.n_layers, model.cfg.n_heads)
+    for window in set(windows):
+        reached = [s for s in sentences if window is None or len(s) < window]
+        layers = [i for i, w in enumerate(windows) if w == window]
+        if reached:
+            scores[layers] = induction_scores(model, reached)[layers]
+    return scores
+
+
 def matching_head_score(sentences: list[str], k: int) -> float:
     """The induction score a perfect head matching the last k characters would get: from each token of the
     second copy, its weight spread evenly over every earlier position that follows the same k characters.
@@ -409,7 +423,7 @@ def head_figures(model, context: int | None = None, corpus: str = "python-docs")
                 "next_token_head": _best(neighbour_scores(model, +1, context, corpus=corpus))}
     sample = INDUCTION_SAMPLE if corpus == "english" else None
     return {"previous_token_head": _best(previous_token_scores(model, corpus=corpus)),
-            "induction_head": _best(induction_scores(model, induction_sentences(model.cfg, corpus, sample)))}
+            "induction_head": _best(induction_scores_within_reach(model, induction_sentences(model.cfg, corpus, sample)))}
 
 
 def routing_separation(model, context: int | None = None, corpus: str = "python-docs") -> float:
