@@ -1,4 +1,5 @@
-"""The class poll's store (ui/lessons/poll_store.py): one suite, run against SQLite and a real PostgreSQL server.
+"""The class poll's store (ui/lessons/poll_store.py) and the teacher's report it reads (ui/lessons/class_report.py):
+one suite, run against SQLite and a real PostgreSQL server.
 
 The PostgreSQL server is Debian's (`apt-get install postgresql`), started by the `postgres_server`
 fixture in a temporary directory (unix socket there, a free port, trust authentication, fsync
@@ -165,7 +166,7 @@ def other_code(code: str) -> str:
 
 def raw_rows(db_url: str) -> dict[str, list[tuple]]:
     """Every row of the poll's tables, read straight from the database, not through the store."""
-    tables = ("poll_sessions", "poll_students", "poll_answers", "poll_reveals")
+    tables = ("poll_sessions", "poll_students", "poll_answers", "poll_reveals", "poll_openings")
     if db_url.startswith("postgresql://"):
         import psycopg
         with psycopg.connect(db_url) as conn:
@@ -757,6 +758,24 @@ def test_open_store_reads_the_url_then_the_environment_then_the_default(tmp_path
         assert not isinstance(caught.value, PollError)
 
 
+def test_a_file_that_is_not_the_polls_database_is_refused_and_left_as_it_is(tmp_path):
+    import sqlite3
+    corrupt = tmp_path / "corrupt.sqlite3"
+    corrupt.write_bytes(b"this is not a database " * 200)
+    foreign = tmp_path / "gradebook.sqlite3"
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE pupils (name TEXT)")
+        conn.execute("INSERT INTO pupils VALUES ('Ada')")
+    conn.close()
+    for path, message in ((corrupt, "is not a SQLite database"),
+                          (foreign, "holds another program's tables \\(pupils\\) and none of the class poll's")):
+        before, files = path.read_bytes(), sorted(p.name for p in tmp_path.iterdir())
+        with pytest.raises(ValueError, match=message) as caught:
+            open_store(str(path))
+        assert not isinstance(caught.value, PollError) and "ATTENTION_LAB_DB" in str(caught.value)
+        assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == files  # nothing written
+
+
 def test_sqlite_uses_wal_in_one_file(tmp_path):
     path = tmp_path / "poll.sqlite3"
     with open_store(str(path)) as store:
@@ -765,7 +784,7 @@ def test_sqlite_uses_wal_in_one_file(tmp_path):
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert tables == {"poll_sessions", "poll_students", "poll_answers", "poll_reveals"}
+    assert tables == {"poll_sessions", "poll_students", "poll_answers", "poll_reveals", "poll_openings"}
 
 
 def test_postgresql_without_its_driver_says_what_to_install(monkeypatch):
@@ -847,3 +866,279 @@ def test_a_server_opening_its_store_mid_class_does_not_wait_on_the_answers_in_fl
         second.answer(session.code, student, 0, "B")  # the new server serves the class
         second.close()
         assert first.counts(session.code, 0, session.teacher_key) == {"B": 1}
+
+
+# --- the teacher's report ------------------------------------------------------------------------------
+
+def run_a_class(teacher, students_server, clock: Clock) -> tuple[str, str]:
+    """A class on `teacher` (the teacher's server) whose students answer through `students_server` (another
+    server, or the same): 5 students, step 1 revealed with answers changed, step 2 opened twice and revealed,
+    step 3 answered but not revealed; one student never answers. Returns (code, teacher key)."""
+    new = teacher.create_session()
+    code, key = new.code, new.teacher_key
+    tokens = []
+    for _ in range(5):
+        clock.t += 1
+        tokens.append(students_server.join(code))
+    clock.t += 10
+    teacher.set_step(code, key, 1)
+    for token, answer, wait in zip(tokens, "ABBC", (4, 6, 8, 30)):
+        clock.t += wait
+        students_server.answer(code, token, 1, answer)
+    clock.t += 5
+    students_server.answer(code, tokens[3], 1, "B")  # a changed answer: counted once, timed from its change
+    teacher.reveal(code, key, 1, "B", ["A", "B", "C", "D"])
+    clock.t += 20
+    teacher.set_step(code, key, 2)
+    clock.t += 3
+    students_server.answer(code, tokens[0], 2, "A")
+    clock.t += 50
+    teacher.set_step(code, key, 1)  # back to step 1 (revealed: it takes no answers), then step 2 again
+    clock.t += 50
+    teacher.set_step(code, key, 2)
+    clock.t += 7
+    students_server.answer(code, tokens[1], 2, "C")
+    clock.t += 2
+    students_server.answer(code, tokens[2], 2, "C")
+    teacher.reveal(code, key, 2, "A", ["A", "B", "C"])
+    clock.t += 30
+    teacher.set_step(code, key, 3)
+    clock.t += 12
+    students_server.answer(code, tokens[0], 3, "D")
+    return code, key
+
+
+def direct_report(db_url: str, code: str) -> dict:
+    """The report's numbers counted straight from the database's rows, without the store or class_report."""
+    rows = raw_rows(db_url)
+    answers = [(r[1], r[2], r[3], r[4]) for r in rows["poll_answers"] if r[0] == code]  # step, student, answer, at
+    openings = sorted((r[1], r[2]) for r in rows["poll_openings"] if r[0] == code)
+    reveals = {r[1]: (r[3], json.loads(r[4])) for r in rows["poll_reveals"] if r[0] == code}
+    steps = sorted({s for s, _ in openings if s >= 1} | {a[0] for a in answers} | set(reveals))
+    out = {"students": sum(1 for r in rows["poll_students"] if r[0] == code), "steps": {}}
+    for step in steps:
+        mine = [a for a in answers if a[0] == step]
+        counts = Counter(a[2] for a in mine)
+        right, choices = reveals.get(step, (None, []))
+        waits = []
+        for _, _, _, at in mine:
+            before = [t for s, t in openings if s == step and t <= at]
+            if before:
+                waits.append(at - max(before))
+        waits.sort()
+        median = None if not waits else (waits[len(waits) // 2] if len(waits) % 2 else
+                                         (waits[len(waits) // 2 - 1] + waits[len(waits) // 2]) / 2)
+        wrong = sorted(((-n, choices.index(a) if a in choices else 99, a) for a, n in counts.items() if a != right))
+        out["steps"][step] = {"answered": len(mine), "counts": {**{c: 0 for c in choices}, **counts},
+                              "right": None if right is None else counts.get(right, 0),
+                              "wrong": None if right is None or not wrong else (wrong[0][2], -wrong[0][0]),
+                              "median": median}
+    per_student = Counter(a[1] for a in answers)
+    out["steady"] = sum(1 for n in per_student.values() if 2 * n >= len(steps))
+    return out
+
+
+def as_numbers(report) -> dict:
+    return {"students": report.students, "steady": report.steady,
+            "steps": {s.step: {"answered": s.answered, "counts": s.counts, "right": s.right, "wrong": s.common_wrong,
+                               "median": s.median_s} for s in report.steps}}
+
+
+def test_the_report_equals_a_direct_count_over_the_stores_rows(open_db, db_url):
+    clock = Clock()
+    store = open_db(clock=clock)
+    code, key = run_a_class(store, store, clock)
+    report = store.report(code, key)
+    assert as_numbers(report) == direct_report(db_url, code)
+    # and by hand: step 1, A B B B (the fourth changed C to B), right B; its times 4, 10, 18, 53 s after opening
+    one, two, three = report.steps
+    assert (one.step, one.answered, one.counts, one.right, one.share_right) == (1, 4, {"A": 1, "B": 3, "C": 0, "D": 0},
+                                                                              3, 0.75)
+    assert one.common_wrong == ("A", 1) and one.median_s == pytest.approx(14.0) and one.timed == 4
+    # step 2: A at 3 s after its first opening; C, C at 7 and 9 s after it opened again; right A
+    assert (two.counts, two.share_right, two.common_wrong, two.median_s) == ({"A": 1, "B": 0, "C": 2}, 1 / 3,
+                                                                            ("C", 2), 7.0)
+    # step 3: answered, not revealed: no right answer, said in words
+    assert (three.answered, three.right, three.share_right, three.common_wrong) == (1, None, None, None)
+    assert three.status() == "not revealed yet: no right answer recorded" and not three.revealed
+    assert (report.students, report.steady, report.running) == (5, 3, True)  # 3 students answered 2 of 3 steps
+    assert [s.step for s in report.hardest] == [2, 1]
+
+
+def test_two_servers_on_one_database_give_the_same_report_and_files(db_url):
+    """Behind the hall's proxy the teacher's server and the students' are two: the report is the same on both."""
+    from ui.lessons.class_report import report_csv, report_html
+
+    clock = Clock()
+    with open_store(db_url, clock=clock) as teachers, open_store(db_url, clock=clock) as students:
+        code, key = run_a_class(teachers, students, clock)
+        here, there = teachers.report(code, key), students.report(code, key)
+        assert here == there and as_numbers(here) == direct_report(db_url, code)
+        titles = {1: "one", 2: "two", 3: "three"}
+        assert report_csv(here, titles) == report_csv(there, titles)
+        assert report_html(here, titles) == report_html(there, titles)
+
+
+def test_the_report_needs_the_key_and_outlives_the_class_until_its_rows_go(open_db):
+    clock = Clock()
+    store = open_db(clock=clock)
+    code, key = run_a_class(store, store, clock)
+    other = store.create_session()
+    for wrong in ("a guess", other.teacher_key, None):
+        with pytest.raises(PollError, match=f"That teacher key does not open class {code}"):
+            store.report(code, wrong)
+    before = store.report(code, key)
+    store.end_session(code, key)
+    with pytest.raises(PollError, match="has ended"):
+        store.teacher_info(code, key)
+    after = store.report(code, key)  # the key of an ended class still reads its report ...
+    assert after.steps == before.steps and after.ended_at == clock.t and not after.running
+    clock.t += poll_store.PURGE_AFTER_S + poll_store.PURGE_EVERY_S
+    store.create_session()
+    with pytest.raises(PollError, match=f"No class with code {code}: a class's answers are deleted an hour"):
+        store.report(code, key)  # ... until its rows are purged
+
+
+def test_an_empty_class_no_answers_and_a_step_without_a_right_answer_are_said_in_words(open_db):
+    from ui.lessons.class_report import report_csv, report_html, summary_lines
+
+    store = open_db()
+    new = store.create_session()
+    code, key = new.code, new.teacher_key
+    empty = store.report(code, key)
+    assert empty.students == 0 and empty.steps == ()
+    assert "No student has joined this class yet" in summary_lines(empty, {})[-1]
+    assert report_csv(empty, {}).count("\n") == 1  # the header alone
+    assert "The class has not been shown a step yet" in report_html(empty, {})
+
+    store.set_step(code, key, 1)
+    store.join(code)
+    quiet = store.report(code, key)
+    assert summary_lines(quiet, {})[-1] == "No student has answered yet."
+    assert quiet.steps[0].status() == "no answers" and quiet.steps[0].median_s is None
+
+    store.answer(code, store.join(code), 1, "B")
+    unrevealed = store.report(code, key)
+    assert "No step with answers has been revealed yet" in summary_lines(unrevealed, {})[-1]
+    rows = report_csv(unrevealed, {1: "one"}).splitlines()
+    assert rows[1].startswith("1,one,2,1,,,,,,") and rows[1].endswith("not revealed yet: no right answer recorded")
+    store.reveal(code, key, 1, "B", ["A", "B"])
+    assert "Every revealed step that was answered, the class got right." in summary_lines(store.report(code, key), {})
+
+
+def test_a_reveal_records_its_right_answer_once_and_refuses_bad_ones(open_db):
+    store = open_db()
+    new = store.create_session()
+    code, key = new.code, new.teacher_key
+    for right, choices in (("", None), ("x" * 201, None), (3, None), ("A", "ABC"), ("A", ["A", ""]),
+                           ("A", [str(i) for i in range(27)])):
+        with pytest.raises(PollError):
+            store.reveal(code, key, 0, right, choices)
+    assert not store.is_revealed(code, 0)  # nothing was written
+    store.reveal(code, key, 0, "B", ["A", "B"])
+    store.reveal(code, key, 0, "A", ["A", "B", "C"])  # twice: the first reveal's stand
+    (step,) = store.report(code, key).steps
+    assert (step.right_answer, step.offered) == ("B", ("A", "B"))
+
+
+def test_a_class_logs_at_most_max_openings(open_db, db_url, monkeypatch):
+    monkeypatch.setattr(poll_store, "MAX_OPENINGS", 4)
+    clock = Clock()
+    store = open_db(clock=clock)
+    new = store.create_session()
+    for step in (1, 1, 2, 1, 2, 1, 2):  # the same step again is no opening
+        clock.t += 1
+        store.set_step(new.code, new.teacher_key, step)
+    opened = [(r[1], r[2]) for r in raw_rows(db_url)["poll_openings"] if r[0] == new.code]
+    assert sorted(opened) == [(0, Clock().t), (1, Clock().t + 1), (1, Clock().t + 4), (2, Clock().t + 3)]
+    assert store.session_info(new.code).step == 2  # the class still moves
+
+
+def test_the_store_keeps_nothing_that_names_a_student(open_db, db_url):
+    """Students are anonymous: no name, address or user agent, in any table."""
+    store = open_db()
+    new = store.create_session()
+    store.answer(new.code, store.join(new.code), 0, "A")
+    columns = {table: set() for table in raw_rows(db_url)}
+    if db_url.startswith("postgresql://"):
+        import psycopg
+        with psycopg.connect(db_url) as conn:
+            for table, column in conn.execute("SELECT table_name, column_name FROM information_schema.columns "
+                                              "WHERE table_schema = current_schema()"):
+                columns.setdefault(table, set()).add(column)
+    else:
+        import sqlite3
+        conn = sqlite3.connect(db_url)
+        for table in columns:
+            columns[table] = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        conn.close()
+    assert columns == {
+        "poll_sessions": {"code", "created_at", "expires_at", "step", "teacher_key_sha256", "ended_at"},
+        "poll_students": {"code", "student_id", "joined_at"},  # student_id: the SHA-256 of a secret token
+        "poll_answers": {"code", "step", "student_id", "answer", "answered_at"},
+        "poll_reveals": {"code", "step", "revealed_at", "right_answer", "choices"},
+        "poll_openings": {"code", "step", "opened_at"},
+    }
+
+
+TODAYS_SCHEMA = (  # the tables as the store made them before it kept step openings and right answers
+    "CREATE TABLE poll_sessions (code TEXT PRIMARY KEY, created_at DOUBLE PRECISION NOT NULL, "
+    "expires_at DOUBLE PRECISION NOT NULL, step INTEGER NOT NULL DEFAULT 0, teacher_key_sha256 TEXT, "
+    "ended_at DOUBLE PRECISION)",
+    "CREATE TABLE poll_students (code TEXT NOT NULL REFERENCES poll_sessions (code), student_id TEXT NOT NULL, "
+    "joined_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (code, student_id))",
+    "CREATE TABLE poll_answers (code TEXT NOT NULL, step INTEGER NOT NULL, student_id TEXT NOT NULL, "
+    "answer TEXT NOT NULL, answered_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (code, step, student_id), "
+    "FOREIGN KEY (code, student_id) REFERENCES poll_students (code, student_id))",
+    "CREATE TABLE poll_reveals (code TEXT NOT NULL REFERENCES poll_sessions (code), step INTEGER NOT NULL, "
+    "revealed_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (code, step))",
+    "CREATE INDEX poll_sessions_expiry ON poll_sessions (expires_at)",
+    "CREATE INDEX poll_students_by_id ON poll_students (student_id)",
+)
+
+
+def test_a_database_of_the_schema_before_the_report_opens_and_keeps_its_classes_and_answers(db_url):
+    key, tokens = "kq3JH0aV8Zt2-abcdefghi", ["tok-one-abcdefghijklmn", "tok-two-abcdefghijklmn"]
+    ids = [poll_store.digest(t) for t in tokens]
+    rows = [f"INSERT INTO poll_sessions VALUES ('TODAY', 1800000000, 1800010800, 2, "
+            f"'{poll_store.digest(key)}', NULL)",
+            f"INSERT INTO poll_students VALUES ('TODAY', '{ids[0]}', 1800000001)",
+            f"INSERT INTO poll_students VALUES ('TODAY', '{ids[1]}', 1800000002)",
+            f"INSERT INTO poll_answers VALUES ('TODAY', 1, '{ids[0]}', 'A', 1800000010)",
+            f"INSERT INTO poll_answers VALUES ('TODAY', 1, '{ids[1]}', 'B', 1800000011)",
+            f"INSERT INTO poll_answers VALUES ('TODAY', 2, '{ids[0]}', 'C', 1800000020)",
+            "INSERT INTO poll_reveals VALUES ('TODAY', 1, 1800000015)"]
+    if db_url.startswith("postgresql://"):
+        import psycopg
+        with psycopg.connect(db_url) as conn:
+            for statement in TODAYS_SCHEMA + tuple(rows):
+                conn.execute(statement)
+    else:
+        import sqlite3
+        Path(db_url).parent.mkdir(parents=True, exist_ok=True)
+        with sqlite3.connect(db_url) as conn:
+            for statement in TODAYS_SCHEMA + tuple(rows):
+                conn.execute(statement)
+        conn.close()
+    clock = Clock(1_800_000_100.0)
+    with open_store(db_url, clock=clock) as store, open_store(db_url, clock=clock) as second:  # twice: no harm
+        after = raw_rows(db_url)
+        # every row kept as it was; the reveal gains empty right-answer columns, the openings table is new and empty
+        assert sorted(after["poll_sessions"]) == [("TODAY", 1800000000, 1800010800, 2, poll_store.digest(key), None)]
+        assert len(after["poll_students"]) == 2 and len(after["poll_answers"]) == 3
+        assert after["poll_reveals"] == [("TODAY", 1, 1800000015, None, None)] and after["poll_openings"] == []
+        info = store.teacher_info("TODAY", key)  # the class goes on: its key, its step, its students ...
+        assert (info.step, info.students, info.answered, info.revealed) == (2, 2, 1, False)
+        assert store.counts("TODAY", 1, key) == {"A": 1, "B": 1} and store.counts("TODAY", 1) == {"A": 1, "B": 1}
+        assert store.student_answer("TODAY", tokens[0], 2) == "C"  # ... their answers, read back by their tokens
+        old = store.report("TODAY", key)  # the report of what came before: counts, no times, no right answer
+        assert [(s.step, s.answered, s.timed, s.right_answer) for s in old.steps] == [(1, 2, 0, None), (2, 1, 0, None)]
+        assert old.steps[0].status() == "revealed before the store recorded right answers"
+        second.answer("TODAY", tokens[1], 2, "B")  # and what comes after is recorded in full
+        clock.t += 5
+        store.set_step("TODAY", key, 3)
+        clock.t += 4
+        second.answer("TODAY", tokens[1], 3, "A")
+        store.reveal("TODAY", key, 3, "A", ["A", "B"])
+        three = store.report("TODAY", key).steps[-1]
+        assert (three.step, three.share_right, three.median_s) == (3, 1.0, 4.0)

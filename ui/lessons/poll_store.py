@@ -15,8 +15,9 @@ class, only a secret authorises.
     token = store.join(code)               # a student's secret: keep it in that student's browser only
     store.answer(code, token, 1, "B")      # True: a first answer; False: it replaced this student's earlier one
     store.counts(code, 1, key)             # {"B": 1}: live counts need the teacher key
-    store.reveal(code, key, 1)             # step 1 takes no more answers ...
+    store.reveal(code, key, 1, "B", ["A", "B", "C"])  # step 1 takes no more answers; B was right, of A, B, C ...
     store.counts(code, 1)                  # ... and anyone in the class may now see {"B": 1}
+    store.report(code, key)                # ClassReport: per step and for the lesson (ui/lessons/class_report.py)
     store.rejoin(code, token)              # True: a reloaded student page is the same student
     store.student_answer(code, token, 1)   # "B": what the class counted for this student, whatever tab sent it
     store.session_info(code)               # SessionInfo(code, step=1, students=1, answered=1, revealed=True, ...)
@@ -56,6 +57,14 @@ The rules:
   step like everyone else. A token of another class, or one that never joined, is refused.
 - **Counts**: with the teacher key, any step's counts at any time; without it, only a step
   already revealed (the class sees how it did once the teacher reveals).
+- **The teacher's report** (`report`, ui/lessons/class_report.py): with the teacher key, while
+  the class runs and after it ended or expired, until its rows are purged. It is computed from
+  the rows alone, so every server sharing the database gives the same report. For it the store
+  keeps times: each step's openings (`poll_openings`: a row each time `set_step` moves the class,
+  at most `MAX_OPENINGS` a class, and step 0 when the class is created), when each student joined
+  and when each answer came (`answered_at`: the answer counted, a changed one from its change),
+  and, at the reveal, the answer shown as right and the choices offered (`reveal(...,
+  right_answer, choices)`: the page passes its step's, computed from the step's live answer).
 - **Expiry**: a class takes joins, answers and reads for `ttl_hours` after it was created
   (3 by default; `open_store(ttl_hours=...)` or `$ATTENTION_LAB_POLL_HOURS`), or until the
   teacher's `end_session`; then every call with its code raises PollError ("... has ended").
@@ -82,7 +91,9 @@ max_students=None, max_answer_chars=None, clock=time.time) -> PollStore` reads `
 `$ATTENTION_LAB_DB`, else takes the default:
 
 - SQLite, by default: one file, `data/attention_lab.sqlite3` in the repository (`DEFAULT_PATH`);
-  a path, or `sqlite:///relative/path` / `sqlite:////absolute/path`, picks another file. WAL
+  a path, or `sqlite:///relative/path` / `sqlite:////absolute/path`, picks another file. A file
+  that is not a SQLite database, or one holding another program's tables and none of the poll's,
+  is refused with a ValueError that says so, and nothing is written into it. WAL
   journal, `synchronous=NORMAL` (a committed answer survives the app crashing or restarting;
   a power cut may lose the last few), writers wait up to 10 s for one another (`BEGIN
   IMMEDIATE`). Right for one server, or several processes on one machine (the file on a
@@ -92,15 +103,20 @@ max_students=None, max_answer_chars=None, clock=time.time) -> PollStore` reads `
   imported only then. A connection the server dropped (a restart) is replaced and the call
   retried once.
 
-On either, the tables (`poll_sessions`, `poll_students`, `poll_answers`, `poll_reveals`) are
-created on first use. A database written by an older version, without teacher keys, gains
-the missing columns (`ADDED_COLUMNS`) when a store opens it; its old classes have no key, so
-no one can act as their teacher, and they are purged when they end like any other.
+On either, the tables (`poll_sessions`, `poll_students`, `poll_answers`, `poll_reveals`,
+`poll_openings`) are created on first use. A database written by an older version is migrated in
+place when a store opens it: missing tables are created and missing columns added
+(`ADDED_COLUMNS`), and nothing is rewritten, so its classes and answers stay. Its old classes
+without a key no one can act as their teacher; a class from before the report has no step openings
+(its answers are untimed) and its earlier reveals no right answer (the report says so); all are
+purged when they end like any other. The students' rows hold a hash of a secret token and a time
+of joining: no name, address or browser of anyone.
 """
 from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import numbers
 import os
 import re
@@ -111,7 +127,9 @@ import time
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
+
+from ui.lessons.class_report import ClassReport, summarize
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_PATH = ROOT / "data" / "attention_lab.sqlite3"
@@ -133,6 +151,8 @@ PURGE_EVERY_S = 60.0  # a store looks for rows to purge at most this often (by i
 BUSY_TIMEOUT_S = 10.0
 MAX_IDLE_CONNECTIONS = 40  # kept for reuse: a class answering at once needs about one each (see _acquire)
 IDLE_TIMEOUT_S = 120.0  # an idle connection unused this long is closed
+MAX_OPENINGS = 2000  # step openings logged per class (the report's times): 23 steps, each opened 80 times over
+MAX_CHOICES = 26  # answers a reveal records as the choices offered
 
 
 class PollError(ValueError):
@@ -292,12 +312,21 @@ class PollStore:
                code TEXT NOT NULL REFERENCES poll_sessions (code),
                step INTEGER NOT NULL,
                revealed_at DOUBLE PRECISION NOT NULL,
+               right_answer TEXT,
+               choices TEXT,
                PRIMARY KEY (code, step))""",
+        """CREATE TABLE IF NOT EXISTS poll_openings (
+               code TEXT NOT NULL REFERENCES poll_sessions (code),
+               step INTEGER NOT NULL,
+               opened_at DOUBLE PRECISION NOT NULL,
+               PRIMARY KEY (code, step, opened_at))""",
     )
     # columns a database made by an older version lacks: (table, column, its SQL type)
     ADDED_COLUMNS = (
         ("poll_sessions", "teacher_key_sha256", "TEXT"),  # NULL: a class no key opens
         ("poll_sessions", "ended_at", "DOUBLE PRECISION"),  # set when the teacher ends the class
+        ("poll_reveals", "right_answer", "TEXT"),  # NULL: revealed before the store recorded right answers
+        ("poll_reveals", "choices", "TEXT"),  # the choices offered, a JSON list; NULL likewise
     )
     INDEXES = (
         "CREATE INDEX IF NOT EXISTS poll_sessions_expiry ON poll_sessions (expires_at)",  # the purge
@@ -335,6 +364,7 @@ class PollStore:
                 if db.exec("INSERT INTO poll_sessions (code, created_at, expires_at, step, teacher_key_sha256) "
                            "VALUES (?, ?, ?, 0, ?) ON CONFLICT (code) DO NOTHING",
                            code, created, created + self.ttl_s, digest(key)):
+                    db.exec("INSERT INTO poll_openings (code, step, opened_at) VALUES (?, 0, ?)", code, created)
                     return code
             return None
 
@@ -356,20 +386,37 @@ class PollStore:
         self._purge_if_due()
 
         def work(db: _Db) -> None:
-            c = self._teacher(db, code, teacher_key, self._lock_update)[0]
+            c, current = self._teacher(db, code, teacher_key, self._lock_update)[:2]
+            if step == current:
+                return
             db.exec("UPDATE poll_sessions SET step = ? WHERE code = ?", step, c)
+            # the opening, for the report's times; a class that moved MAX_OPENINGS times logs no more
+            if db.one("SELECT COUNT(*) FROM poll_openings WHERE code = ?", c)[0] < MAX_OPENINGS:
+                db.exec("INSERT INTO poll_openings (code, step, opened_at) VALUES (?, ?, ?) "
+                        "ON CONFLICT (code, step, opened_at) DO NOTHING", c, step, self.clock())
 
         self._run(work, write=True)
 
-    def reveal(self, code: str, teacher_key: str, step: int) -> None:
-        """Reveal `step`'s answer: from now on it takes no more answers. Revealing twice is harmless."""
+    def reveal(self, code: str, teacher_key: str, step: int, right_answer: str | None = None,
+               choices: Sequence[str] | None = None) -> None:
+        """Reveal `step`'s answer: from now on it takes no more answers. Revealing twice is harmless.
+
+        `right_answer`, the answer the class is shown as right, and `choices`, the answers it could pick, are
+        kept for the teacher's report (its share right and each choice's count); the first reveal's stand.
+        """
         step = _check_step(step)
+        right_answer = self._check_answer(right_answer, "A right answer") if right_answer is not None else None
+        if choices is not None:
+            if isinstance(choices, str) or not isinstance(choices, Sequence) or len(choices) > MAX_CHOICES:
+                raise PollError(f"The choices are a list of at most {MAX_CHOICES} answers.")
+            choices = [self._check_answer(choice, "A choice") for choice in choices]
         self._purge_if_due()
 
         def work(db: _Db) -> None:
             c = self._teacher(db, code, teacher_key, self._lock_update)[0]  # waits for answers in flight
-            db.exec("INSERT INTO poll_reveals (code, step, revealed_at) VALUES (?, ?, ?) "
-                    "ON CONFLICT (code, step) DO NOTHING", c, step, self.clock())
+            db.exec("INSERT INTO poll_reveals (code, step, revealed_at, right_answer, choices) VALUES (?, ?, ?, ?, ?) "
+                    "ON CONFLICT (code, step) DO NOTHING", c, step, self.clock(), right_answer,
+                    None if choices is None else json.dumps(choices))
 
         self._run(work, write=True)
 
@@ -439,9 +486,7 @@ class PollStore:
     def answer(self, code: str, student_token: str, step: int, answer: str) -> bool:
         """Record a student's answer to the current step: True if it is their first, False if it replaced one."""
         step = _check_step(step)
-        most = self.limits.max_answer_chars
-        if not isinstance(answer, str) or not answer.strip() or len(answer) > most:
-            raise PollError(f"An answer is some text, at most {most} characters long.")
+        answer = self._check_answer(answer)
         if not isinstance(student_token, str):
             raise PollError("Join the class with the code on the teacher's screen first.")
         student_id = digest(student_token)
@@ -469,6 +514,33 @@ class PollStore:
             return False
 
         return self._run(work, write=True)
+
+    def _check_answer(self, answer: object, what: str = "An answer") -> str:
+        most = self.limits.max_answer_chars
+        if not isinstance(answer, str) or not answer.strip() or len(answer) > most:
+            raise PollError(f"{what} is some text, at most {most} characters long.")
+        return answer
+
+    # --- the teacher's report -------------------------------------------------------------------
+
+    def report(self, code: str, teacher_key: str) -> ClassReport:
+        """The teacher's report of the class (ui/lessons/class_report.py), read from its rows in one snapshot.
+
+        Only with the class's teacher key, while the class runs and after it ended or expired, until its rows
+        are purged (PURGE_AFTER_S later): then "no class". The report names no student.
+        """
+        def work(db: _Db) -> ClassReport:
+            self._snapshot(db)
+            c, step, created, expires, ended = self._owned(db, code, teacher_key)
+            students = [row[0] for row in db.all("SELECT student_id FROM poll_students WHERE code = ?", c)]
+            answers = db.all("SELECT step, student_id, answer, answered_at FROM poll_answers WHERE code = ?", c)
+            openings = db.all("SELECT step, opened_at FROM poll_openings WHERE code = ?", c)
+            reveals = [(s, right, None if choices is None else json.loads(choices)) for s, right, choices in
+                       db.all("SELECT step, right_answer, choices FROM poll_reveals WHERE code = ?", c)]
+            return summarize(code=c, created_at=created, expires_at=expires, ended_at=ended, read_at=self.clock(),
+                             step=step, students=students, answers=answers, openings=openings, reveals=reveals)
+
+        return self._run(work)
 
     # --- what anyone in the class may read ------------------------------------------------------
 
@@ -541,13 +613,21 @@ class PollStore:
     def _teacher(self, db: _Db, code: str, teacher_key: object, lock: str = "") -> tuple:
         """The live class's row, once `teacher_key` is found to be its key; else a PollError, and nothing changes."""
         row = self._session_row(db, code, lock)
-        c, stored = row[0], row[4]
-        offered = digest(teacher_key) if isinstance(teacher_key, str) else ""
-        # both sides hashed, then compared in constant time: how long a refusal takes says nothing about the key
-        if stored is None or not hmac.compare_digest(stored, offered):
-            raise PollError(f"That teacher key does not open class {c} — resume with the private link or "
-                            "code you were given when the poll started.")
+        _check_key(row[0], row[4], teacher_key)
         return row
+
+    def _owned(self, db: _Db, code: str, teacher_key: object) -> tuple[str, int, float, float, float | None]:
+        """(code, step, created_at, expires_at, ended_at) of a class running, ended or expired but not yet purged,
+        once `teacher_key` is found to be its key: its teacher may read its report until the purge."""
+        c = normalize_code(code)
+        row = db.one("SELECT step, created_at, expires_at, ended_at, teacher_key_sha256 FROM poll_sessions "
+                     "WHERE code = ?", c)
+        if row is None:
+            shown = c if len(c) <= 2 * CODE_LENGTH else c[:2 * CODE_LENGTH] + "…"
+            raise PollError(f"No class with code {shown}: a class's answers are deleted an hour after it ends, "
+                            "and its report with them.")
+        _check_key(c, row[4], teacher_key)
+        return c, int(row[0]), float(row[1]), float(row[2]), None if row[3] is None else float(row[3])
 
     def _info(self, db: _Db, row: tuple) -> SessionInfo:
         c, step, created, expires, _ = row
@@ -569,12 +649,15 @@ class PollStore:
 
     def _purge(self, db: _Db, ended_before: float) -> None:
         ended = "SELECT code FROM poll_sessions WHERE expires_at < ?"  # the expiry index finds them
-        for table in ("poll_answers", "poll_reveals", "poll_students"):  # what refers to a class goes first
+        for table in ("poll_answers", "poll_reveals", "poll_openings", "poll_students"):  # what refers to a class
             db.exec(f"DELETE FROM {table} WHERE code IN ({ended})", ended_before)
         db.exec("DELETE FROM poll_sessions WHERE expires_at < ?", ended_before)
 
     def _serialize_creation(self, db: _Db) -> None:
         """Hold off other servers' create_session until this one commits, so the count of classes stays true."""
+
+    def _snapshot(self, db: _Db) -> None:
+        """Make the transaction's reads one snapshot (SQLite's are already, from the first read in WAL)."""
 
     # --- connections and transactions -------------------------------------------------------
 
@@ -675,10 +758,26 @@ class SQLiteStore(PollStore):
         self._writer = threading.Lock()
         conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         try:
+            self._check_ours(conn)
             conn.execute("PRAGMA journal_mode=WAL")  # kept in the file: readers never wait for the writer
         finally:
             conn.close()
         super().__init__(ttl_hours, clock, limits)
+
+    def _check_ours(self, conn: sqlite3.Connection) -> None:
+        """A ValueError, before anything is written, if the file is not a SQLite database or holds another
+        program's tables and none of the poll's: the poll keeps a file of its own."""
+        try:
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.DatabaseError as exc:
+            raise ValueError(f"{self.path} is not a SQLite database ({exc}): the class poll left it as it is; "
+                             f"point {URL_ENV} at a file of the poll's own") from None
+        others = sorted(t for t in tables if not t.startswith("sqlite_"))
+        ours = {re.search(r"IF NOT EXISTS (\w+)", sql).group(1) for sql in self.SCHEMA}
+        if others and not ours & set(others):
+            shown = ", ".join(others[:5]) + (", …" if len(others) > 5 else "")
+            raise ValueError(f"{self.path} holds another program's tables ({shown}) and none of the class poll's: "
+                             f"the poll left it as it is; point {URL_ENV} at a file of the poll's own")
 
     def _connect(self) -> sqlite3.Connection:
         # isolation_level=None: transactions are begun here (BEGIN IMMEDIATE for writes), not by the module;
@@ -742,10 +841,22 @@ class PostgresStore(PollStore):
     def _serialize_creation(self, db: _Db) -> None:
         db.one("SELECT pg_advisory_xact_lock(?)", CREATION_LOCK)
 
+    def _snapshot(self, db: _Db) -> None:
+        db.exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")  # the transaction's first statement
+
     def _purge(self, db: _Db, ended_before: float) -> None:
         # one server purges at a time; the others skip this round rather than wait for the same rows
         if db.one("SELECT pg_try_advisory_xact_lock(?)", PURGE_LOCK)[0]:
             super()._purge(db, ended_before)
+
+
+def _check_key(code: str, stored: str | None, teacher_key: object) -> None:
+    """A PollError unless `teacher_key` hashes to the class's stored key."""
+    offered = digest(teacher_key) if isinstance(teacher_key, str) else ""
+    # both sides hashed, then compared in constant time: how long a refusal takes says nothing about the key
+    if stored is None or not hmac.compare_digest(stored, offered):
+        raise PollError(f"That teacher key does not open class {code} — resume with the private link or "
+                        "code you were given when the poll started.")
 
 
 def _check_step(step: object) -> int:
