@@ -175,6 +175,68 @@ def test_a_teacher_and_students_on_different_replicas_share_one_poll(running_hal
     assert stream_replicas(run_dir, student_cookie) == {student_replica}
 
 
+def download(tab: Tab, button: str) -> str:
+    """The text of the file a download button sends."""
+    with tab.page.expect_download(timeout=WAIT_MS) as caught:
+        tab.page.get_by_role("button", name=button).click()
+    return Path(caught.value.path()).read_text(encoding="utf-8")
+
+
+def test_the_teachers_report_is_the_same_on_either_replica_and_counts_the_stored_rows(running_hall, browser):
+    """A teacher on one replica, students on the other; the teacher's report, read on the teacher's replica and on
+    the other (the poll resumed there with its private link), gives the same file, and it counts the database."""
+    import csv
+    import io
+    from collections import Counter
+
+    import psycopg
+
+    run_dir, url = running_hall
+    first, second = replica_ports(run_dir)
+    teacher = Tab(browser, url, sticky_cookie_for(url, first))
+    students = [Tab(browser, url, sticky_cookie_for(url, second)) for _ in range(3)]
+    elsewhere = Tab(browser, url, sticky_cookie_for(url, second))  # the teacher's second screen, on the other replica
+    tabs = (teacher, *students, elsewhere)
+    try:
+        teacher.open(f"{url}/lessons?step=1")
+        teacher.click("Start a class poll")
+        code = re.search(r"Class code: (\w+)", teacher.page.inner_text("body")).group(1)
+        for i, student in enumerate(students):
+            student.open(f"{url}/lessons?step=1&class={code}")
+            student.wait_for_text(f"Class {code}")
+            student.page.locator('[data-testid="stRadio"] [role="radiogroup"] label').nth(min(i, 1)).click()
+            wait_until_ready(student.page)
+            student.click("Send my answer")
+            student.wait_for_text("Sent: ")
+        teacher.wait_for_text("3 of 3 students answered")
+        teacher.click("Reveal the answer")
+        teacher.page.get_by_text("Private: resume this poll after a reload").click()
+        resume = teacher.page.locator('[data-testid="stCode"]').filter(has_text=f"{code}.").last.inner_text().strip()
+        teacher.page.get_by_text(f"Report of class {code}").click()
+        here = download(teacher, "Download the report (CSV)")
+
+        elsewhere.open(f"{url}/lessons?resume={resume}")
+        elsewhere.wait_for_text(f"Class poll {code} resumed")
+        elsewhere.page.get_by_text(f"Report of class {code}").click()
+        there = download(elsewhere, "Download the report (CSV)")
+        for tab in tabs:
+            assert tab.page.locator(EXCEPTION).count() == 0, tab.page.locator(EXCEPTION).all_inner_texts()
+    finally:
+        for tab in tabs:
+            tab.context.close()
+    assert teacher.replicas == {first} and elsewhere.replicas == {second}  # read on each replica
+    assert here == there  # the same report, byte for byte
+
+    with psycopg.connect(hall.read_state(run_dir)["database_url"]) as conn:  # and it counts the stored rows
+        answers = Counter(a for (a,) in conn.execute(
+            "SELECT answer FROM poll_answers WHERE code = %s AND step = 1", (code,)))
+        (right,) = conn.execute("SELECT right_answer FROM poll_reveals WHERE code = %s AND step = 1", (code,)).fetchone()
+    (row,) = [r for r in csv.DictReader(io.StringIO(here)) if r["step"] == "1"]
+    assert sum(answers.values()) == int(row["answered"]) == 3 and int(row["joined"]) == 3
+    assert {a: int(row[f"count {a}"]) for a in answers} == dict(answers)
+    assert row["right_answer"] == right and int(row["right"]) == answers.get(right, 0)
+
+
 def test_the_benchmarks_run_against_the_hall(running_hall):
     run_dir, _ = running_hall
     (row,) = hall_load.main(["--smoke", "--run-dir", str(run_dir)])

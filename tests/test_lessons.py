@@ -8,13 +8,17 @@ reached) and a reloaded teacher page resumed with its private link.
 The true answers themselves are checked against the library where a test can recompute them
 independently (the trained head's choice, the KV-cache bytes, the skipped tiles, the parameter share).
 """
+import csv
+import io
 import json
 import socket
+import sqlite3
 from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 import pytest
 
+from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import AppTest
 
 from apptest_helpers import APP, assert_clean
@@ -23,6 +27,7 @@ from transformer.flash import tile_plan
 from ui.figures import lesson as lesson_figures
 from ui.lessons import steps as lessons
 from ui.lessons import classroom
+from ui.lessons.class_report import report_csv, report_html
 from ui.lessons.classroom import N_STEPS
 from ui.lessons.poll_store import open_store
 
@@ -373,7 +378,8 @@ def test_a_reloaded_teacher_page_resumes_with_its_private_link_and_keeps_its_cou
     link = resume_link(teacher)
     key = teacher_key(teacher)
     assert link.endswith(f"/lessons?resume={code}.{key}")
-    assert [e.label for e in teacher.main.expander] == ["Private: resume this poll after a reload"]
+    assert [e.label for e in teacher.main.expander] == ["Private: resume this poll after a reload",
+                                                         f"Report of class {code}"]
 
     reloaded = open_lessons(**{k: v[0] for k, v in parse_qs(urlsplit(link).query).items()})
     assert reloaded.session_state["lesson_teach"] == code and teacher_key(reloaded) == key
@@ -724,6 +730,19 @@ def test_limits_reached_are_clear_messages(monkeypatch):
     assert "This server holds 1 of 1 class polls" in messages(another) and "lesson_teach" not in another.session_state
 
 
+def test_a_database_file_of_another_program_is_a_message_and_left_as_it_is(monkeypatch, tmp_path):
+    foreign = tmp_path / "gradebook.sqlite3"
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE pupils (name TEXT)")
+    conn.close()
+    before = foreign.read_bytes()
+    monkeypatch.setenv("ATTENTION_LAB_DB", str(foreign))
+    at = open_lessons()
+    at.button(key="lesson_start").click().run()
+    assert not at.exception and "The class poll is unavailable" in at.error[0].value
+    assert "holds another program's tables (pupils)" in at.error[0].value and foreign.read_bytes() == before
+
+
 def test_an_unusable_database_url_is_a_message(monkeypatch):
     monkeypatch.setenv("ATTENTION_LAB_DB", "mysql://nowhere/db")
     at = open_lessons()
@@ -731,3 +750,98 @@ def test_an_unusable_database_url_is_a_message(monkeypatch):
     assert not at.exception and at.error and "The class poll is unavailable" in at.error[0].value
     at.button(key="lesson_reveal").click().run()
     assert len(at.get("plotly_chart")) == 1
+
+
+# --- the teacher's report ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def downloads(monkeypatch):
+    """file name -> (MIME type, the function that writes the file) of every deferred download a page drew: what a
+    click on the button would send (AppTest has no browser to click it)."""
+    drawn = {}
+    real = MediaFileManager.add_deferred
+
+    def spy(self, data, mimetype, coordinates, file_name=None, **kwargs):
+        drawn[file_name] = (mimetype, data)
+        return real(self, data, mimetype, coordinates, file_name, **kwargs)
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", spy)
+    return drawn
+
+
+def expanders(at: AppTest) -> list[str]:
+    return [e.label for e in at.main.expander]
+
+
+def test_the_teachers_report_counts_the_class_and_downloads_as_csv_and_html(store, downloads):
+    teacher, code = start_class()
+    live = STEPS[0].build()
+    right, wrong = live.answer, (live.answer + 1) % len(live.choices)
+    students = [join(code) for _ in range(3)]  # the third never answers
+    send(students[0], STEPS[0].slug, right)
+    send(students[1], STEPS[0].slug, wrong)
+    teacher.button(key="lesson_class_reveal").click().run()
+    teacher.button(key="lesson_next").click().run()
+    students[0].run()
+    send(students[0], STEPS[1].slug, 0)
+    teacher.run()
+    assert_clean(teacher)
+
+    assert f"Report of class {code}" in expanders(teacher)
+    text = markdown(teacher)
+    assert "3 students joined; 2 answered at least half of the class's 2 steps." in text
+    assert f"Hardest: step 1, {STEPS[0].title} (50% right of 2)." in text
+    report = store.report(code, teacher_key(teacher))
+    titles = classroom.step_titles()
+    mime, written = downloads[f"attention-lab-class-{code}-report.csv"]
+    assert mime == "text/csv" and written() == report_csv(report, titles)  # the file: the store's report
+    rows = {row["step"]: row for row in csv.DictReader(io.StringIO(written()))}
+    one = rows["1"]
+    assert (one["title"], one["joined"], one["answered"], one["right_answer"], one["right"], one["share_right"]) == (
+        STEPS[0].title, "3", "2", lessons.letter(right), "1", "0.500")
+    assert (one["most_common_wrong"], one["most_common_wrong_count"], one["revealed"]) == (
+        lessons.letter(wrong), "1", "yes")
+    assert [one[f"count {lessons.letter(i)}"] for i in range(len(live.choices))] == [
+        "1" if i in (right, wrong) else "0" for i in range(len(live.choices))]  # every choice, the unchosen at 0
+    assert float(one["median_seconds_to_answer"]) >= 0 and one["answers_timed"] == "2"
+    assert (rows["2"]["answered"], rows["2"]["right_answer"], rows["2"]["note"]) == (
+        "1", "", "not revealed yet: no right answer recorded")
+    mime, written = downloads[f"attention-lab-class-{code}-report.html"]
+    assert mime == "text/html" and written() == report_html(report, titles)
+    assert written().count("<svg") >= 2 and "<script" not in written()  # the charts are static SVG
+
+
+def test_the_report_is_never_projected():
+    teacher, code = start_class(present=1)
+    send(join(code), STEPS[0].slug, 0)
+    teacher.run()
+    assert not expanders(teacher) and not teacher.get("download_button")
+    assert "The class report is on your own screen" in captions(teacher)
+    assert "students joined" not in markdown(teacher)
+
+
+def test_an_ended_class_keeps_its_report_on_the_teachers_screen_until_its_rows_go(store, downloads, poll_database):
+    teacher, code = start_class()
+    send(join(code), STEPS[0].slug, 0)
+    link = resume_link(teacher)
+    teacher.button(key="lesson_end").click().run()
+    assert_clean(teacher)
+    assert "Its report stays on this screen until then" in messages(teacher)
+    assert expanders(teacher) == [f"Report of class {code} (ended)"] and "lesson_teach" not in teacher.session_state
+    assert "1 student joined" in markdown(teacher) and "ended by the teacher" in markdown(teacher)
+    assert f"attention-lab-class-{code}-report.csv" in downloads
+
+    reloaded = open_lessons(errors_allowed=True, resume=parse_qs(urlsplit(link).query)["resume"][0])
+    assert "has ended" in messages(reloaded) and f"The report of class {code} stays on this screen" in messages(reloaded)
+    assert expanders(reloaded) == [f"Report of class {code} (ended)"] and not teacher_buttons(reloaded)
+
+    with sqlite3.connect(poll_database) as conn:  # an hour later, the class's rows are purged
+        for table in ("poll_answers", "poll_reveals", "poll_openings", "poll_students", "poll_sessions"):
+            conn.execute(f"DELETE FROM {table} WHERE code = ?", (code,))
+    conn.close()
+    teacher.run()
+    assert not teacher.exception
+    assert f"No class with code {code}: a class's answers are deleted an hour after it ends" in teacher.error[0].value
+    teacher.button(key="lesson_report_close").click().run()
+    assert not expanders(teacher) and not teacher.error

@@ -19,6 +19,14 @@ without the app's model settings.
 Keys: ← and → step through the lesson, ↓ reveals the answer (the teacher's "Reveal the answer", a
 learner's "Reveal without answering").
 
+The teacher's report: on the teacher's own screen (never in presenter mode), *Report of class K7QPM*
+reads the class's report from the store (ui/lessons/class_report.py) on every run: per step the answers,
+each choice's count, the share right and the most common wrong answer, the median time to answer; for
+the lesson who joined, who answered at least half the steps, the hardest steps; a CSV and a printable
+HTML summary to download. The reveal records the answer shown as right and the choices offered. When
+the teacher ends the poll, the report stays on that screen until the class's rows are deleted (an hour
+later); the private resume link of an ended class brings back its report, and nothing else.
+
 Who may do what is decided by secrets the store checks (ui/lessons/poll_store.py), never by
 what a URL or a text box says:
 
@@ -51,6 +59,8 @@ import io
 import json
 import os
 import time
+from datetime import datetime, timezone
+from functools import partial
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import streamlit as st
@@ -58,6 +68,7 @@ import streamlit.components.v1 as components
 from streamlit.delta_generator import DeltaGenerator
 
 from ui.figures import lesson as lesson_figures
+from ui.lessons.class_report import ClassReport, report_csv, report_html, summary_lines, table_rows
 from ui.lessons.steps import STEPS, Live, Step, letter, lesson_model
 from ui.lessons.poll_store import URL_ENV, PollError, normalize_code, open_store
 from ui.app.state import sidebar
@@ -74,6 +85,7 @@ STEP, PRESENT = "lesson_step", "lesson_present"
 TEACH, TEACHER_KEY = "lesson_teach", "lesson_teacher_key"  # the class this screen teaches, and its secret key
 CLASS, TOKENS = "lesson_class", "lesson_student_tokens"  # the class this screen is in; class code -> token
 DONE = "lesson_done"  # slug -> the index the learner picked, or None when revealed without answering
+REPORT = "lesson_report"  # (class code, teacher key) of an ended class whose report this screen still offers
 NOTICES = "lesson_notices"  # (kind, message) shown once, at the top of the next run
 BASE = "lesson_base"
 URL_READ = "_lessons_url_read"
@@ -213,6 +225,11 @@ def _resume(text: str) -> None:
     info, error = _poll("teacher_info", code, key)
     if error:
         _notify("error", f"The class poll cannot be resumed: {error}")
+        report, unread = _poll("report", code, key)  # an ended class: its key still opens its report
+        if not unread:
+            s[REPORT] = (report.code, key)
+            _notify("info", f"The report of class {report.code} stays on this screen until its answers are "
+                            "deleted, an hour after the class ended.")
         return
     s.pop(CLASS, None)
     s[TEACH], s[TEACHER_KEY] = info.code, key
@@ -347,8 +364,13 @@ def _end_poll() -> None:
     if error:
         _notify("warning", f"Class poll {code} closed on this screen. {error}")
     else:
+        s[REPORT] = (code, key)  # the key of an ended class opens nothing but its report
         _notify("success", f"Class poll {code} has ended: students' pages say so, and its answers are deleted "
-                           "an hour from now.")
+                           "an hour from now. Its report stays on this screen until then: download it before.")
+
+
+def _close_report() -> None:
+    st.session_state.pop(REPORT, None)
 
 
 def _join_typed() -> None:
@@ -359,8 +381,9 @@ def _leave() -> None:
     st.session_state.pop(CLASS, None)  # the token stays: joining again is the same student
 
 
-def _reveal_class(code: str, step: int) -> None:
-    _, error = _poll("reveal", code, st.session_state[TEACHER_KEY], step)
+def _reveal_class(code: str, step: int, right: str, choices: list[str]) -> None:
+    """Reveal the step to the class; the store keeps the answer shown as right, and the choices, for the report."""
+    _, error = _poll("reveal", code, st.session_state[TEACHER_KEY], step, right, choices)
     if error:
         _notify("error", error)
 
@@ -477,6 +500,55 @@ def resume_panel() -> None:
         st.code(code, language=None)
 
 
+# --- the teacher's report ---------------------------------------------------------------------------
+
+
+def step_titles() -> dict[int, str]:
+    """Step number -> title, as the report names the steps."""
+    return {number: step.title for number, step in enumerate(STEPS, start=1)}
+
+
+def report_panel(code: str, key: str, ended: bool = False) -> None:
+    """The class's report on the teacher's own screen, with its CSV and printable HTML; never projected.
+
+    Read from the store on every run of the page (each click, or *Refresh the report*), so it is the same on
+    every server sharing the database; the files hold what the screen shows.
+    """
+    if st.session_state[PRESENT]:
+        st.caption("The class report is on your own screen: it is never drawn in presenter mode.")
+        return
+    with st.expander(f"Report of class {code}" + (" (ended)" if ended else ""), expanded=ended):
+        report, error = _poll("report", code, key)
+        if error:
+            st.error(error)
+        else:
+            _report(report)
+        if ended:
+            st.button("Close the report", key="lesson_report_close", on_click=_close_report)
+        else:
+            st.button("Refresh the report", key="lesson_report_refresh")
+
+
+def _report(report: ClassReport) -> None:
+    titles = step_titles()
+    for line in summary_lines(report, titles):
+        st.markdown(line)
+    if report.steps:
+        st.dataframe(table_rows(report, titles), hide_index=True)
+    name = f"attention-lab-class-{report.code}-report"
+    col1, col2 = st.columns(2)
+    col1.download_button("Download the report (CSV)", data=partial(report_csv, report, titles),
+                         file_name=f"{name}.csv", mime="text/csv", key="lesson_report_csv", on_click="ignore",
+                         help="One row per step: answers, each choice's count, the right answer and its share, the "
+                              "most common wrong answer, the median time to answer.")
+    col2.download_button("Download a printable summary (HTML)", data=partial(report_html, report, titles),
+                         file_name=f"{name}.html", mime="text/html", key="lesson_report_html", on_click="ignore",
+                         help="One page with the charts, to print or keep: it needs no server and no network.")
+    read = datetime.fromtimestamp(report.read_at, timezone.utc).strftime("%H:%M:%S UTC")
+    st.caption(f"As of {read}. Students are anonymous: the class poll keeps no name, address or browser. Times run "
+               "from the step opening to the answer counted; the right answer is the one the reveal showed.")
+
+
 # --- drawing --------------------------------------------------------------------------------------
 
 
@@ -569,7 +641,8 @@ def teacher(step: Step, live: Live, index: int, projected_controls: DeltaGenerat
     if not info.revealed:
         with projected_controls or st.container():  # the button above the counts and their chart
             st.button("Reveal the answer", key="lesson_class_reveal", type="primary", on_click=_reveal_class,
-                      args=(code, index), **_key(REVEAL_KEY))
+                      args=(code, index, letter(live.answer), [letter(i) for i in range(len(live.choices))]),
+                      **_key(REVEAL_KEY))
             _live_counts(code, index, tuple(live.choices))
         return
     counts, _ = _poll("counts", code, index, key)
@@ -657,12 +730,15 @@ def class_panel(index: int) -> None:
         st.markdown(f"### Class code: **{s[TEACH]}**")
         share_panel(index, s[TEACH])
         resume_panel()
+        report_panel(s[TEACH], s[TEACHER_KEY])
         st.button("End the poll", key="lesson_end", on_click=_end_poll,
                   help="The class ends now: students' pages say so. Its answers are deleted an hour later.")
     elif who == "student":
         st.markdown(f"You are in class **{s[CLASS]}**.")
         st.button("Leave the class", key="lesson_leave", on_click=_leave)
     else:
+        if s.get(REPORT):  # the class this screen taught has ended: its report, until its rows are deleted
+            report_panel(*s[REPORT], ended=True)
         share_panel(index, None)
         st.button("Start a class poll", key="lesson_start", on_click=_start_poll,
                   help="A short code for the class; every laptop that joins answers the step on your screen.")
