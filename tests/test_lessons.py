@@ -9,6 +9,8 @@ The true answers themselves are checked against the library where a test can rec
 independently (the trained head's choice, the KV-cache bytes, the skipped tiles, the parameter share).
 """
 import csv
+import dataclasses
+import html
 import io
 import json
 import socket
@@ -845,3 +847,33 @@ def test_an_ended_class_keeps_its_report_on_the_teachers_screen_until_its_rows_g
     assert f"No class with code {code}: a class's answers are deleted an hour after it ends" in teacher.error[0].value
     teacher.button(key="lesson_report_close").click().run()
     assert not expanders(teacher) and not teacher.error
+
+
+# --- homework ----------------------------------------------------------------------------------------------
+
+
+def homework_buttons(at: AppTest) -> list:
+    return [b for b in at.get("download_button") if b.key == "lesson_homework"]
+
+
+def test_the_homework_button_is_on_the_lesson_but_not_projected_nor_in_a_class(downloads):
+    at = open_lessons(step=3)
+    (button,) = homework_buttons(at)
+    assert button.label == "Download this lesson for homework" and button.proto.deferred_file_id  # built on click
+    mime, written = downloads["attention-lab-lesson.html"]
+    assert mime == "text/html" and written is classroom.homework_file
+    assert not homework_buttons(open_lessons(step=3, present=1))  # not on the projector
+    teacher, code = start_class()
+    assert homework_buttons(teacher)  # the teacher's own screen has it
+    assert not homework_buttons(join(code))  # a student in class follows the teacher's step
+
+
+def test_the_homework_file_says_why_a_step_failed_and_keeps_the_rest(monkeypatch):
+    def fails():
+        raise ValueError("no checkpoint for this step")
+
+    monkeypatch.setattr(classroom, "STEPS", [STEPS[0], dataclasses.replace(STEPS[1], build=fails)])
+    document = classroom.homework_file()
+    live = STEPS[0].build()
+    assert document.count('<section class="step"') == 2 and html.escape(live.question) in document
+    assert "could not be computed when the file was written (ValueError: no checkpoint for this step)" in document

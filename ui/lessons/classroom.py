@@ -27,6 +27,10 @@ HTML summary to download. The reveal records the answer shown as right and the c
 the teacher ends the poll, the report stays on that screen until the class's rows are deleted (an hour
 later); the private resume link of an ended class brings back its report, and nothing else.
 
+Homework: outside a class and presenter mode, *Download this lesson for homework* writes the whole
+lesson as one HTML file (ui/lessons/homework.py), built when pressed; a step that cannot be computed
+says why in the file, and the rest exports.
+
 Who may do what is decided by secrets the store checks (ui/lessons/poll_store.py), never by
 what a URL or a text box says:
 
@@ -67,8 +71,11 @@ import streamlit as st
 import streamlit.components.v1 as components
 from streamlit.delta_generator import DeltaGenerator
 
+import plotly.graph_objects as go
+
 from ui.figures import lesson as lesson_figures
 from ui.lessons.class_report import ClassReport, report_csv, report_html, summary_lines, table_rows
+from ui.lessons.homework import homework_html
 from ui.lessons.steps import STEPS, Live, Step, letter, lesson_model
 from ui.lessons.poll_store import URL_ENV, PollError, normalize_code, open_store
 from ui.app.state import sidebar
@@ -549,6 +556,40 @@ def _report(report: ClassReport) -> None:
                "from the step opening to the answer counted; the right answer is the one the reveal showed.")
 
 
+# --- homework -----------------------------------------------------------------------------------------
+
+
+def _not_computed(step: Step, exc: Exception) -> Live:
+    """What the homework file says of a step whose figure could not be computed, so the rest still exports."""
+    reason = f"{type(exc).__name__}: {exc}"[:300]
+    figure = go.Figure()
+    figure.add_annotation(text="This step's figure could not be computed.", showarrow=False, x=0.5, y=0.5,
+                          xref="paper", yref="paper")
+    figure.update_xaxes(visible=False)
+    figure.update_yaxes(visible=False)
+    return Live(question=step.question, choices=["(not computed in this file)"], answer=0,
+                why=f"This step could not be computed when the file was written ({reason}). Open it in the app.",
+                figure=figure, source="no answer in this file")
+
+
+def homework_file() -> str:
+    """The whole lesson as one HTML file (ui/lessons/homework.py); built when the button is pressed."""
+    lives = []
+    for step in STEPS:
+        try:
+            lives.append(step.build())
+        except Exception as exc:  # one step that fails says why; the rest exports
+            lives.append(_not_computed(step, exc))
+    return homework_html(STEPS, lives)
+
+
+def homework_button() -> None:
+    st.download_button("Download this lesson for homework", data=homework_file, file_name="attention-lab-lesson.html",
+                       mime="text/html", key="lesson_homework", on_click="ignore",
+                       help="Every step, its question and, behind a reveal, the answer and figure, in one HTML file "
+                            "that opens from disk with no server and no network.")
+
+
 # --- drawing --------------------------------------------------------------------------------------
 
 
@@ -846,6 +887,8 @@ def show() -> None:
             class_panel(index)
     else:
         st.divider()
+        if who != "student":  # not on a student's laptop in class, nor projected
+            homework_button()
         st.subheader("Class")
         if who == "solo":
             st.caption("Share this step with a link or QR code, or run a class poll: students answer on their "
