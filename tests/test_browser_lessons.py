@@ -289,3 +289,23 @@ def test_reveal_is_on_the_first_screen_of_every_step(tabs, base_url, viewport, p
             save_png(teacher, ARTIFACTS / f"lessons_reveal_below_{viewport['width']}_{step.slug}.png")
     assert teacher.locator(EXCEPTION).count() == 0
     assert not below, f"the reveal's bottom edge lies below the {viewport['height']} px screen: {below}"
+
+
+# each step button's label: its text, the width it needs and the width it has (Streamlit cuts a label too long
+# for its button short with an ellipsis)
+STEP_LABELS = """() => Array.from(document.querySelectorAll('button'))
+    .filter(b => /Previous|Next/.test(b.innerText))
+    .map(b => b.querySelector('.stMarkdownEllipsis'))
+    .filter(e => e && e.getBoundingClientRect().width > 0)
+    .map(e => [e.innerText.trim(), e.scrollWidth, e.clientWidth])"""
+
+
+@pytest.mark.parametrize("viewport", [PROJECTOR, SMALL_PROJECTOR], ids=["1920x1080", "1366x768"])
+@pytest.mark.parametrize("presenting", [True, False], ids=["projected", "own-screen"])
+def test_the_step_buttons_show_their_whole_labels(tabs, base_url, viewport, presenting):
+    tab = tabs(viewport)
+    open_path(tab, base_url, "lessons?step=2" + ("&present=1" if presenting else ""))
+    tab.wait_for_function(f"() => ({STEP_LABELS})().length === 2")
+    labels = tab.evaluate(STEP_LABELS)
+    assert sorted(text for text, _, _ in labels) == ["Next ▶", "◀ Previous"]
+    assert [text for text, needed, has in labels if needed > has + 1] == []  # "◀ Pre…" no more

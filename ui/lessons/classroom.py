@@ -823,16 +823,18 @@ def navigation(index: int) -> None:
     s = st.session_state
     s["lesson_jump"] = index
     s["lesson_present_toggle"] = s[PRESENT]
-    col1, col2, col3, col4 = st.columns([1, 3, 1, 2], vertical_alignment="bottom")
-    col1.button("◀ Previous", key="lesson_prev", on_click=go_to, args=(index - 1,), disabled=index == 1,
-                **_key(PREVIOUS_KEY))
-    col2.selectbox("Step", range(1, N_STEPS + 1), key="lesson_jump", on_change=_jumped, label_visibility="collapsed",
-                   format_func=lambda i: f"{i}. {STEPS[i - 1].title}")
-    col3.button("Next ▶", key="lesson_next", on_click=go_to, args=(index + 1,), disabled=index == N_STEPS,
-                **_key(NEXT_KEY))
-    col4.toggle("Presenter mode", key="lesson_present_toggle", on_change=_toggled,
-                help="For a projector: no sidebar, large text and figures, a QR code to this step. ← → step, "
-                     "↓ reveals the answer.")
+    # one row that gives each button the width of its label (fixed columns cut "◀ Previous" short at projector
+    # text size on a 1366-wide screen); the step list takes the rest, and the row wraps on a narrow screen
+    with st.container(horizontal=True, vertical_alignment="center"):
+        st.button("◀ Previous", key="lesson_prev", on_click=go_to, args=(index - 1,), disabled=index == 1,
+                  **_key(PREVIOUS_KEY))
+        st.selectbox("Step", range(1, N_STEPS + 1), key="lesson_jump", on_change=_jumped,
+                     label_visibility="collapsed", format_func=lambda i: f"{i}. {STEPS[i - 1].title}")
+        st.button("Next ▶", key="lesson_next", on_click=go_to, args=(index + 1,), disabled=index == N_STEPS,
+                  **_key(NEXT_KEY))
+        st.toggle("Presenter mode", key="lesson_present_toggle", on_change=_toggled,
+                  help="For a projector: no sidebar, large text and figures, a QR code to this step. ← → step, "
+                       "↓ reveals the answer.")
     if not BUTTON_SHORTCUTS:
         components.html(ARROW_KEYS_SCRIPT, height=0)
 
