@@ -98,14 +98,27 @@ else:
                f"on average {first.mean():.1%} in this layer (uniform attention would give each query 1/(its "
                "position + 1)). Trained models grow a sink of their own on the first token.")
 
-st.markdown("**Where trained models without sinks park their spare weight** (the shipped English checkpoints, "
-            "held-out text; beside the same measure on random-init weights of each shape)")
 try:
     measured = json.loads(MEASURED.read_text(encoding="utf-8"))
-    spare = measured["spare_weight"]
+    spare, with_sinks = measured["spare_weight"], measured["sinks"]
 except (OSError, ValueError, KeyError):
     st.error(f"{MEASURED} is missing or unreadable; `python -m scripts.measure_modern` writes it.")
-else:
+    spare = with_sinks = None
+for row in with_sinks or []:
+    st.markdown(f"**What a trained model does with its sinks** ({row['model']}, held-out English; beside random-init "
+                "weights of its shape)")
+    st.plotly_chart(figs.sinks_measured(row), key=f"scores_sinks_measured_{row['model']}")
+    trained = np.array(row["sink_share"])  # (layers, H)
+    random_init = np.array(row["random_init"]["sink_share"])  # (seeds, layers, H)
+    busiest = np.unravel_index(trained.argmax(), trained.shape)
+    st.caption(f"Trained, its sinks take {trained.mean():.1%} of a row on average, and head L{busiest[0]}H{busiest[1]} "
+               f"{trained.max():.0%}; random-init sinks (logit 0) take {random_init.mean():.1%}, the share one extra "
+               "key of score 0 gets. The first position gets "
+               f"{np.array(row['first_position']).max():.2f} at most in any head: the sink holds the weight a head "
+               "does not need, where models without one park it on the first token.")
+if spare is not None:
+    st.markdown("**Where trained models without sinks park their spare weight** (the shipped English checkpoints, "
+                "held-out text; beside the same measure on random-init weights of each shape)")
     st.plotly_chart(figs.spare_weight(spare), key="scores_spare")
     best = max(spare, key=lambda row: max(map(max, row["first_position"])))
     st.caption(f"The most any head puts on the first position: {max(map(max, best['first_position'])):.2f} "

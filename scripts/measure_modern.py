@@ -7,6 +7,12 @@
 2. Where models without sinks put weight they do not need: per layer and head, the share of attention on the
    first position (<bos>) and on spaces, on held-out English, beside the same on random-init weights of each
    checkpoint's shape (the measure a sink is meant to replace).
+3. What sinks take: per layer and head of each shipped checkpoint with sinks, the mean share of a row its sink
+   logit took on held-out English, and its weight on the first position, beside random-init weights of its shape.
+4. How large the trained decoders' attention scores grew, with and without QK-norm: per layer, the spread and the
+   largest |q.k / sqrt(d)|, beside random-init weights of each shape.
+5. Which kind of layer does what, in the checkpoints that mix local and global layers: per layer, the best
+   previous-token and induction head scores (copies 20-200 characters apart), beside random init.
 """
 from __future__ import annotations
 
@@ -89,6 +95,94 @@ def spare_weight_rows() -> list[dict]:
     return rows
 
 
+LAYER_SENTENCES = 60  # held-out sentences written twice, spread over the split, for the per-layer induction scores
+
+
+def layer_roles(model) -> dict:
+    """Per layer: the best previous-token head's score and the best induction head's (copies 20-200 apart)."""
+    sentences = language.induction_sentences(model.cfg, CORPUS, LAYER_SENTENCES)
+    return {"previous_token": [round(v, 3) for v in language.previous_token_scores(model, corpus=CORPUS).amax(1).tolist()],
+            "induction": [round(v, 3) for v in language.induction_scores(model, sentences).amax(1).tolist()]}
+
+
+def layer_role_rows() -> list[dict]:
+    """The shipped checkpoints that mix local and global layers: which kind of layer does what, beside random init."""
+    rows = []
+    for entry in shipped():
+        if entry.task != "language":
+            continue
+        model, meta = load(entry.path, device="cpu")
+        windows = model.cfg.layer_windows()
+        if model.cfg.arch != "decoder" or None not in windows or set(windows) == {None}:
+            continue
+        controls = [layer_roles(untrained(model.cfg, seed)) for seed in RANDOM_SEEDS]
+        rows.append({"model": entry.name, "preset": entry.preset, "layer_windows": list(windows), **layer_roles(model),
+                     "random_init": {"seeds": list(RANDOM_SEEDS),
+                                     **{key: [max(c[key][layer] for c in controls) for layer in range(len(windows))]
+                                        for key in ("previous_token", "induction")}}})
+    return rows
+
+
+@torch.no_grad()
+def score_sizes(model, ids: torch.Tensor) -> dict:
+    """Per layer: the spread (std) and the largest |score| of q.k / sqrt(d) over the pairs the causal mask keeps."""
+    _, trace = model.run_with_trace(ids, names="blocks.*.attn.hook_raw_scores")
+    seen = torch.tril(torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool))  # (T, T)
+    spread, largest = [], []
+    for layer in range(model.cfg.n_layers):
+        scores = trace[f"blocks.{layer}.attn.hook_raw_scores"][..., seen]  # (N, H, pairs)
+        spread.append(round(scores.std().item(), 3))
+        largest.append(round(scores.abs().max().item(), 2))
+    return {"score_std": spread, "score_max": largest}
+
+
+def score_size_rows() -> list[dict]:
+    """How large the trained decoders' attention scores grew, with and without QK-norm, beside random init."""
+    ids = windows_of_text(SPARE_CONTEXT, SPARE_WINDOWS)
+    rows = []
+    for entry in shipped():
+        if entry.task != "language":
+            continue
+        model, meta = load(entry.path, device="cpu")
+        if model.cfg.arch != "decoder":
+            continue
+        controls = [score_sizes(untrained(model.cfg, seed), ids) for seed in RANDOM_SEEDS]
+        rows.append({"model": entry.name, "preset": entry.preset, "qk_norm": model.cfg.qk_norm, **score_sizes(model, ids),
+                     "random_init": {"seeds": list(RANDOM_SEEDS), "score_std": max(max(c["score_std"]) for c in controls),
+                                     "score_max": max(max(c["score_max"]) for c in controls)}})
+    return rows
+
+
+@torch.no_grad()
+def sink_share(model, ids: torch.Tensor) -> dict:
+    """Per layer and head: the mean share of each row the sink took, and the mean weight on position 0 (<bos>)."""
+    _, trace = model.run_with_trace(ids, names=["blocks.*.attn.hook_sink_share", "blocks.*.attn.hook_pattern"])
+    share, first = [], []
+    for layer in range(model.cfg.n_layers):
+        share.append([round(v, 4) for v in trace[f"blocks.{layer}.attn.hook_sink_share"][:, :, 1:].mean((0, 2)).tolist()])
+        pattern = trace[f"blocks.{layer}.attn.hook_pattern"][:, :, 1:]  # (N, H, T-1, T): queries after <bos>
+        first.append([round(v, 4) for v in pattern[..., 0].mean((0, 2)).tolist()])
+    return {"sink_share": share, "first_position": first}
+
+
+def sink_share_rows() -> list[dict]:
+    """The shipped checkpoints with sinks: how much their sinks take on held-out English, trained and random-init."""
+    ids = windows_of_text(SPARE_CONTEXT, SPARE_WINDOWS)
+    rows = []
+    for entry in shipped():
+        if entry.task != "language":
+            continue
+        model, meta = load(entry.path, device="cpu")
+        if not model.cfg.sinks:
+            continue
+        controls = [sink_share(untrained(model.cfg, seed), ids) for seed in RANDOM_SEEDS]
+        rows.append({"model": entry.name, "preset": entry.preset, "layer_windows": list(model.cfg.layer_windows()),
+                     **sink_share(model, ids),
+                     "random_init": {"seeds": list(RANDOM_SEEDS), "sink_share": [c["sink_share"] for c in controls],
+                                     "first_position": [c["first_position"] for c in controls]}})
+    return rows
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(OUT))
@@ -108,6 +202,8 @@ def main(argv: list[str] | None = None) -> dict:
                      "rows": rope_scaling_rows(model, context)})
         print(f"{entry.name}: RoPE scalings measured", flush=True)
     result = {"corpus": CORPUS, "rope_scaling": rope, "spare_weight": spare_weight_rows(),
+              "sinks": sink_share_rows(), "score_sizes": score_size_rows(),
+              "layer_roles": layer_role_rows(),
               "seconds": round(time.perf_counter() - started, 1), "cpu_seconds": round(time.process_time() - cpu_started, 1),
               "command": "python -m scripts.measure_modern"}
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")

@@ -2,10 +2,12 @@
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from apptest_helpers import APP, assert_clean, figures_by_title
+from apptest_helpers import values as decode
 
 MEASURED = Path(__file__).resolve().parent.parent / "assets" / "measurements" / "modern-variants.json"
 
@@ -52,3 +54,23 @@ def test_a_cap_a_latent_and_a_bad_pattern_each_get_their_own_words(scores_page):
     assert any("sliding_window" in e.value for e in at.error)  # a local layer needs a window: said, not raised
     at.sidebar.number_input(key="sliding_window").set_value(8).run()
     assert_clean(at)
+
+
+def test_the_trained_gpt_oss_sinks_are_drawn_beside_random_init(scores_page):
+    row = json.loads(MEASURED.read_text())["sinks"][0]
+    figure = next(f for t, f in figures_by_title(scores_page).items() if t.startswith("what the sinks of"))
+    trained, random_init = figure["data"][0], figure["data"][1]
+    per_head = [share for layer in row["sink_share"] for share in layer]
+    assert list(decode(trained["y"])) == per_head and len(trained["x"]) == len(per_head)
+    assert list(decode(random_init["y"])) == pytest.approx(np.mean(row["random_init"]["sink_share"], axis=0).ravel().tolist())
+
+
+def test_the_gpt_oss_preset_opens_its_trained_model_with_its_sinks():
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.switch_page("pages/scores.py").run()
+    at.sidebar.selectbox(key="preset").set_value("gpt-oss").run()
+    assert_clean(at)
+    assert any("Trained weights" in s.value for s in at.success)
+    share = next(m for m in at.metric if "sinks took" in m.label)
+    assert 0 < float(share.value.rstrip("%")) < 100

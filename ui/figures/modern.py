@@ -130,6 +130,71 @@ def spare_weight(rows: list[dict]) -> go.Figure:
                   "checkpoint", "share of a query's weight")
 
 
+def sinks_measured(row: dict) -> go.Figure:
+    """One checkpoint with sinks: each head's mean sink share (and weight on the first position), beside the mean of
+    random-init weights of its shape; a head per bar, labelled L{layer}H{head} and whether its layer is local."""
+    windows = row["layer_windows"]
+    heads = [(layer, head) for layer, shares in enumerate(row["sink_share"]) for head in range(len(shares))]
+    names = [f"L{layer}H{head} ({'local' if windows[layer] else 'global'})" for layer, head in heads]
+
+    def per_head(grid: list[list[float]]) -> list[float]:
+        return [grid[layer][head] for layer, head in heads]
+
+    def random_mean(key: str) -> list[float]:
+        return list(np.mean([per_head(seed) for seed in row["random_init"][key]], axis=0))
+
+    fig = go.Figure([
+        go.Bar(x=names, y=per_head(row["sink_share"]), name="sink's share, trained", marker_color=OKABE_ITO[0]),
+        go.Bar(x=names, y=random_mean("sink_share"), name="sink's share, random init (mean of seeds)",
+               marker_color=OKABE_ITO[4]),
+        go.Bar(x=names, y=per_head(row["first_position"]), name="first position (<bos>), trained",
+               marker_color=OKABE_ITO[1]),
+        go.Bar(x=names, y=random_mean("first_position"), name="first position, random init", marker_color=OKABE_ITO[6])])
+    fig.update_layout(barmode="group")
+    return layout(fig, f"what the sinks of {row['model']} take, per head (held-out English)", 420,
+                  "head", "mean share of a query's weight")
+
+
+def layer_roles(row: dict) -> go.Figure:
+    """One local/global checkpoint: each layer's best induction and previous-token head, beside random init."""
+    names = [f"layer {i} ({'local ' + str(w) if w else 'global'})" for i, w in enumerate(row["layer_windows"])]
+    fig = go.Figure([
+        go.Bar(x=names, y=row["induction"], name="induction head, trained", marker_color=OKABE_ITO[0]),
+        go.Bar(x=names, y=row["random_init"]["induction"], name="induction, random init (highest seed)",
+               marker_color=OKABE_ITO[4]),
+        go.Bar(x=names, y=row["previous_token"], name="previous-token head, trained", marker_color=OKABE_ITO[1]),
+        go.Bar(x=names, y=row["random_init"]["previous_token"], name="previous-token, random init (highest seed)",
+               marker_color=OKABE_ITO[6])])
+    fig.update_layout(barmode="group")
+    return layout(fig, f"what each layer of {row['model']} does (best head per layer, held-out English)", 420,
+                  "layer", "score")
+
+
+def cache_and_bits(points: list[dict]) -> go.Figure:
+    """Trained checkpoints: numbers each layer caches per token (x) against held-out bits per character (y)."""
+    fig = go.Figure(go.Scatter(
+        x=[p["cached"] for p in points], y=[p["bits"] for p in points], mode="markers+text",
+        text=[p["model"] for p in points], textposition="top center",
+        marker=dict(size=12, color=[OKABE_ITO[0] if p["latent"] else OKABE_ITO[4] for p in points]),
+        hovertemplate="%{text}: %{x} numbers per token and layer, %{y:.3f} bits per character<extra></extra>"))
+    return layout(fig, "what a layer caches per token, and how well the trained model reads", 420,
+                  "numbers cached per token and layer (K and V, or latent + RoPE key)", "held-out bits per character")
+
+
+def largest_scores(rows: list[dict]) -> go.Figure:
+    """Trained decoders: the largest |q.k / sqrt(d)| in any layer, QK-normed ones marked, beside random init."""
+    names = [row["model"] for row in rows]
+    fig = go.Figure([
+        go.Bar(x=names, y=[max(row["score_max"]) for row in rows], name="trained",
+               marker_color=[OKABE_ITO[0] if row["qk_norm"] != "none" else OKABE_ITO[1] for row in rows],
+               text=["QK-norm" if row["qk_norm"] != "none" else "" for row in rows], textposition="outside"),
+        go.Bar(x=names, y=[row["random_init"]["score_max"] for row in rows], name="random init (highest seed)",
+               marker_color=OKABE_ITO[4])])
+    fig.update_layout(barmode="group")
+    return layout(fig, "the largest attention score in any layer, on held-out English", 420, "checkpoint",
+                  "largest |q·k / √d|")
+
+
 def cache_bytes_per_token(kinds: dict[str, float]) -> go.Figure:
     """KV-cache bytes per token for each way of holding keys and values (one bar each, log-free)."""
     names = list(kinds)

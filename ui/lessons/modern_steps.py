@@ -1,6 +1,7 @@
 """The chapter "What changed since 2023", in the lecture's order: local/global layers, MLA, QK-norm and
-soft-capping, sinks, RoPE scaling. Each step's answer is computed from the library's real sizes or read from
-the measurements the shipped checkpoints gave (assets/measurements/modern-variants.json)."""
+soft-capping, sinks, RoPE scaling. Each step asks what a trained model did: its answer is read from the shipped
+checkpoints (their JSON) and the measurements taken on them (assets/measurements/modern-variants.json); the
+real models' sizes come from the library."""
 from __future__ import annotations
 
 import json
@@ -9,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from transformer import MODEL_CARDS, analysis, axes
+from transformer import MODEL_CARDS, axes
+from transformer.checkpoint import read_meta, shipped
 from transformer.costs import kv_cache_bytes, kv_cache_bytes_per_token
 from ui.figures import modern as figs
 from ui.lessons.live import Live
@@ -22,85 +24,112 @@ def _measured() -> dict:
     return json.loads(MEASURED.read_text(encoding="utf-8"))
 
 
+def _trained_decoders() -> list[tuple[str, dict, object]]:
+    """(name, figures, config) of every shipped English decoder language checkpoint."""
+    found = []
+    for entry in shipped():
+        if entry.task == "language":
+            meta, cfg = read_meta(entry.path)
+            if cfg.arch == "decoder" and meta["corpus"].get("name") == "english":
+                found.append((entry.name, meta["figures"], cfg))
+    return found
+
+
+def _nearest(options: list[float], value: float) -> int:
+    return min(range(len(options)), key=lambda i: abs(options[i] - value))
+
+
 def local_global():
-    """Gemma 3 27B at 128k tokens: what share of the all-global cache do its 5:1 local layers keep?"""
+    """The trained Gemma 3: which layer copies a sentence written twice, when most copies lie beyond the window?"""
+    row = next(r for r in _measured()["layer_roles"] if r["preset"] == "gemma3")
+    windows = row["layer_windows"]
+    window = max(w for w in windows if w)
+    best = int(np.argmax(row["induction"]))
+    top_global = max(v for v, w in zip(row["induction"], windows) if w is None)
+    choices = [f"layer {i} ({'local' if w else 'global'})" for i, w in enumerate(windows)]
     real = MODEL_CARDS["gemma3"].real["27B"]
-    everything = real.replace(layer_pattern="global")
-    kept = kv_cache_bytes(real, LONG)["total"] / kv_cache_bytes(everything, LONG)["total"]
-    options = sorted({round(kept, 2), 0.5, 0.83, 1.0})
-    contexts = [4096, 32768, LONG]
-    fig = figs.kv_cache_by_context(contexts, {
-        "every layer global": [kv_cache_bytes(everything, n)["total"] for n in contexts],
-        f"5 local (W = {real.sliding_window}) : 1 global": [kv_cache_bytes(real, n)["total"] for n in contexts]})
+    kept = kv_cache_bytes(real, LONG)["total"] / kv_cache_bytes(real.replace(layer_pattern="global"), LONG)["total"]
+    where = (f"A local layer can copy only the sentences whose first copy lies within its {window} keys; the global "
+             f"layer, the only one that reaches the rest, copies {top_global:.2f}. At this size the model kept its "
+             "copying in a local layer and left the long reach mostly unused."
+             if windows[best] else
+             f"Only the global layer reaches a first copy more than {window} characters back.")
     return Live(
-        question=(f"Gemma 3 27B has {real.n_layers} layers: five local ones (a window of {real.sliding_window} "
-                  f"tokens) for every global one. At {LONG:,} tokens, what share of an all-global KV cache does it keep?"),
-        choices=[f"{o:.0%}" for o in options], answer=options.index(round(kept, 2)),
-        why=(f"A local layer holds at most {real.sliding_window} tokens, a global one all {LONG:,}: about one layer in "
-             f"six pays for the length, so the cache is {kept:.0%} of the all-global one "
-             f"({kv_cache_bytes(real, LONG)['total'] / 2**30:.1f} GiB instead of "
-             f"{kv_cache_bytes(everything, LONG)['total'] / 2**30:.1f} GiB)."),
-        figure=fig, query={"layer_pattern": "5:1", "sliding_window": "8"})
+        question=(f"The trained Gemma 3 has {len(windows)} layers: five local ones that see the last {window} "
+                  "characters, then one global layer. Shown held-out sentences written twice (20–200 characters "
+                  "apart), which layer's best head copies most from the first copy?"),
+        choices=choices, answer=best, source="measured on the shipped checkpoint",
+        why=(f"{choices[best]}: its best head scores {row['induction'][best]:.2f} over all the sentences (random "
+             f"init: at most {row['random_init']['induction'][best]:.2f}). {where} Local layers are what let Gemma 3 "
+             f"27B keep {kept:.0%} of an all-global cache at {LONG:,} tokens."),
+        figure=figs.layer_roles(row), query={"preset": "gemma3"})
 
 
 def latent():
-    """DeepSeek-V3: how many numbers per token and layer does MLA cache, for 128 heads?"""
+    """The trained DeepSeek-V3 caches a latent: what does that cost in how well it reads?"""
+    points = [{"model": name, "bits": figures["bits_per_char"], "latent": cfg.kv_rank is not None,
+               "cached": round(kv_cache_bytes_per_token(cfg) / 2 / cfg.n_layers)}
+              for name, figures, cfg in _trained_decoders()]
+    mla = next(p for p in points if p["latent"])
+    others = [p for p in points if not p["latent"]]
+    gap = mla["bits"] - min(p["bits"] for p in others)
+    options = ["far worse (0.3 bits or more)", "a little worse (0.05–0.3 bits)", "about the same (within 0.05)",
+               "better"]
+    answer = 0 if gap >= 0.3 else 1 if gap >= 0.05 else 2 if gap > -0.05 else 3
     real = MODEL_CARDS["deepseek-v3"].real["671B"]
-    numbers = real.kv_rank + real.d_rope
-    gqa = real.replace(kv_rank=None, q_rank=None, n_kv_heads=8)
-    per_layer = {"MLA (the real model)": numbers, "MHA, a K and V per head": 2 * real.n_heads * real.d_head,
-                 "GQA with 8 kv heads": 2 * 8 * real.d_head}
-    options = sorted({numbers, *per_layer.values(), real.n_heads * real.d_head})
-    fig = figs.cache_bytes_per_token({
-        "MLA (latent 512 + RoPE key 64)": kv_cache_bytes_per_token(real),
-        "GQA, 8 kv heads": kv_cache_bytes_per_token(gqa),
-        "MHA, 128 kv heads": kv_cache_bytes_per_token(real.replace(kv_rank=None, q_rank=None))})
     return Live(
-        question=(f"DeepSeek-V3 has {real.n_heads} heads of {real.d_head} dimensions for q and k. With multi-head "
-                  "latent attention, how many numbers per token does each layer's cache hold?"),
-        choices=[f"{o:,}" for o in options], answer=options.index(numbers),
-        why=(f"Only the latent c ({real.kv_rank} numbers) and the one RoPE key all heads share ({real.d_rope}): "
-             f"{numbers}. Every head's key and value is rebuilt from c; at inference the key up-projection even "
-             f"folds into the query. A K and V per head would be {per_layer['MHA, a K and V per head']:,}."),
-        figure=fig, query={"kv_model": "deepseek-v3 671B"})
+        question=(f"The trained DeepSeek-V3 caches {mla['cached']} numbers per token and layer — its latent and one "
+                  f"shared RoPE key — where the other trained models cache {min(p['cached'] for p in others)} to "
+                  f"{max(p['cached'] for p in others)}. Next to the best of them, how well does it read held-out "
+                  "English?"),
+        choices=options, answer=answer, source="measured on the shipped checkpoints",
+        why=(f"{mla['bits']:.2f} bits per character, against {min(p['bits'] for p in others):.2f} for the best other "
+             f"model (a gap of {gap:+.2f}). Every head's key and value is rebuilt from the latent, so the heads keep "
+             f"their own views; at real size DeepSeek-V3 caches {real.kv_rank + real.d_rope} numbers per token and "
+             f"layer where {real.n_heads} heads with their own K and V would cache {2 * real.n_heads * real.d_head:,}."),
+        figure=figs.cache_and_bits(points), query={"preset": "deepseek-v3"})
 
 
 def qk_norm():
-    """Random q and k growing 8x: what happens to softmax over 64 keys without QK-norm?"""
-    scales = [1.0, 2.0, 4.0, 8.0, 16.0]
-    entropy = analysis.qk_norm_entropy(128, scales, n_keys=64)
-    plain, normed = entropy["without QK-norm"], entropy["with QK-norm"]
-    at_eight = float(plain[scales.index(8.0)])
-    options = ["it stays about as spread as at the start", "it halves", "it collapses: one key takes nearly all"]
-    answer = 2 if at_eight < 0.25 * float(plain[0]) else 1 if at_eight < 0.75 * float(plain[0]) else 0
+    """Trained with and without QK-norm: how large did the attention scores grow?"""
+    rows = _measured()["score_sizes"]
+    normed = [r for r in rows if r["qk_norm"] != "none"]
+    plain = [r for r in rows if r["qk_norm"] == "none"]
+    ratio = max(max(r["score_max"]) for r in plain) / max(max(r["score_max"]) for r in normed)
+    options = [1.0, 2.0, 4.0, 10.0]
     return Live(
-        question=("During training q and k grow. If both become 8× larger, what happens to a head's softmax over 64 "
-                  "keys — without QK-norm?"),
-        choices=options, answer=answer,
-        why=(f"The scores grow 64× (8 × 8): the entropy falls from {float(plain[0]):.1f} to {at_eight:.2f} bits, so one "
-             f"key takes nearly all and the others stop getting gradients. With QK-norm q and k are normalised first: "
-             f"{float(normed[scales.index(8.0)]):.1f} bits at every scale. Soft-capping (Gemma 2) bounds the "
-             "scores another way: c·tanh(s/c)."),
-        figure=figs.entropy_by_scale(np.array(scales), {k: v.numpy() for k, v in entropy.items()}, math.log2(64)),
-        query={"qk_norm": "head"})
+        question=(f"{' and '.join(r['model'] for r in normed)} trained with QK-norm, {len(plain)} other models without, "
+                  "all on the same English text. Compared with the largest score of a QK-normed model, how large is "
+                  "the largest attention score any model without QK-norm reached?"),
+        choices=["about the same", "about 2×", "about 4×", "about 10×"], answer=_nearest(options, ratio),
+        source="measured on the shipped checkpoints",
+        why=(f"{ratio:.1f}×: up to {max(max(r['score_max']) for r in plain):.0f} without QK-norm, "
+             f"{max(max(r['score_max']) for r in normed):.0f} with it (random init: below "
+             f"{max(r['random_init']['score_max'] for r in rows):.0f}). Without the norm, q and k grow in training and "
+             "the scores with them, until softmax puts a row on one key and the others stop learning; QK-norm bounds "
+             "q and k by its learned weights. Soft-capping (Gemma 2) bounds the scores themselves: c·tanh(s/c)."),
+        figure=figs.largest_scores(rows), query={"qk_norm": "head"})
 
 
 def sinks():
-    """Trained models without sinks: the most weight a head parks on the first token."""
+    """The trained gpt-oss: how much of a query's weight do its sinks take?"""
+    row = _measured()["sinks"][0]
+    share = float(np.mean(row["sink_share"]))
+    random_share = float(np.mean(row["random_init"]["sink_share"]))
     spare = _measured()["spare_weight"]
-    most = max(max(map(max, row["first_position"])) for row in spare)
-    control = max(row["random_init"]["first_position_max"] for row in spare)
-    options = [0.02, 0.25, 0.5, 0.9]
-    answer = min(range(len(options)), key=lambda i: abs(options[i] - most))
+    parked = max(max(map(max, r["first_position"])) for r in spare)
+    options = [0.01, 0.1, 0.3, 0.6]
     return Live(
-        question=("A head that has nothing to look for must still spend its weight: softmax sums to 1. In trained models "
-                  "without sinks, what is the largest share of a query's weight some head puts on the very first "
-                  "token?"),
-        choices=[f"about {o:.0%}" for o in options], answer=answer, source="measured on the shipped checkpoints",
-        why=(f"Up to {most:.0%} (random-init weights: at most {control:.0%}). The first token becomes an "
-             "\"attention sink\": a parking place that changes little. gpt-oss gives every head a learned sink logit "
-             "instead, which joins each row's softmax and is dropped, so a head can attend to nothing."),
-        figure=figs.spare_weight(spare), query={"sinks": "True"})
+        question=("gpt-oss gives each head a learned sink logit that joins the softmax and is then dropped. On held-out "
+                  "English, what share of a query's weight do the trained model's sinks take, averaged over its heads?"),
+        choices=[f"about {o:.0%}" for o in options], answer=_nearest(options, share),
+        source="measured on the shipped checkpoint",
+        why=(f"{share:.0%} on average, but unevenly: {int((np.array(row['sink_share']) > 0.9).sum())} heads give more "
+             "than 90% of their weight to the sink (they attend to nothing), while "
+             f"{int((np.array(row['sink_share']) < 0.05).sum())} of {np.size(row['sink_share'])} give it under 5% "
+             f"(random init: {random_share:.1%}, what one extra key of score 0 gets). Models without sinks park spare "
+             f"weight on the first token instead: up to {parked:.0%} in a head of the shipped checkpoints."),
+        figure=figs.sinks_measured(row), query={"preset": "gpt-oss"})
 
 
 def rope_scaling():

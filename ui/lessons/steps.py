@@ -865,27 +865,28 @@ STEPS: list[Step] = [
     Step("local-global", "Since 2023: local and global layers",
          "Most long-context models no longer let every layer see everything. **Local** layers see a sliding window "
          "of W tokens; **global** layers see all. Gemma 2 and gpt-oss alternate them, Gemma 3 puts five local layers "
-         "before each global one: the cost and the cache of the local layers stop growing at W.",
-         "What share of an all-global cache does Gemma 3 keep at 128k tokens?", "choice", modern_steps.local_global,
-         "On the Masks page, set a window and the alternate pattern in the sidebar: each kind of layer's mask, and "
-         "the bytes saved at 4k, 32k and 128k tokens.", "masks"),
+         "before each global one: the cost and the cache of the local layers stop growing at W. What does each kind "
+         "of layer do in a trained model?",
+         "Which layer of the trained Gemma 3 copies from far back?", "choice", modern_steps.local_global,
+         "The Masks page opens the trained Gemma 3: each layer's mask in its strip, and the bytes local layers save "
+         "at 4k, 32k and 128k tokens.", "masks"),
     Step("latent", "Since 2023: multi-head latent attention",
          "DeepSeek-V2/V3 cache neither K nor V. Each token is squeezed into a small **latent**; every head rebuilds "
          "its key and value from it. RoPE would not survive the squeeze, so one extra rotated key part is cached and "
-         "shared by all heads.",
-         "How many numbers per token does DeepSeek-V3 cache in each layer?", "number", modern_steps.latent,
-         "On the KV heads page, pick DeepSeek-V3 671B: its latent beside GQA and MHA of the same width; set an MLA "
-         "latent rank in the sidebar to see the absorbed form give the same weights.", "kv_heads"),
+         "shared by all heads. Does a model that caches so little still read well?",
+         "How well does the trained DeepSeek-V3 read, caching a latent?", "choice", modern_steps.latent,
+         "The KV heads page opens the trained DeepSeek-V3: what its cache holds per token, the absorbed form giving "
+         "the same weights, and the real 671B model's latent beside GQA and MHA of the same width.", "kv_heads"),
     Step("qk-norm", "Since 2023: QK-norm and soft-capping",
          "Dividing by √d fixes the head size, not the size of q and k, which grows in training. **QK-norm** (Qwen3, "
          "Gemma 3, OLMo 2) puts an RMSNorm on q and k; **soft-capping** (Gemma 2) squeezes every score into (−c, c).",
-         "What happens to softmax when q and k grow 8×, without QK-norm?", "choice", modern_steps.qk_norm,
+         "How large did the scores grow in models trained without QK-norm?", "choice", modern_steps.qk_norm,
          "On the Scores page, compare the trained model's scores with the same weights under QK-norm.", "scores"),
     Step("sinks", "Since 2023: attention sinks",
          "Softmax must spend all of a row's weight, even when a head has nothing to find. gpt-oss gives each head a "
          "learned **sink** logit that joins the softmax and is dropped: the head can attend to nothing.",
-         "How much weight do trained models without sinks park on the first token?", "choice", modern_steps.sinks,
-         "On the Scores page, switch Sinks on in the sidebar: the sink's share per head and query.", "scores"),
+         "How much of a query's weight do the trained gpt-oss sinks take?", "choice", modern_steps.sinks,
+         "The Scores page opens the trained gpt-oss: each head's sink share per query, on your own text.", "scores"),
     Step("rope-scaling", "Since 2023: RoPE scaling",
          "RoPE fails past its trained length: its slow dimensions reach angles never seen. Every long-context model "
          "rescales the frequencies — linear, dynamic NTK, YaRN, LLaMA 3's bands — often with no retraining at all.",
