@@ -78,7 +78,7 @@ def test_the_shipped_measurements_are_what_the_figures_draw():
         plain = next(r for r in rows if r["scaling"] == "none")["bits_per_char"]
         for row in rows:  # dynamic NTK changes nothing inside the trained context: the same model exactly
             if row["scaling"] == "dynamic":
-                assert row["bits_per_char"]["1x"] == plain["1x"]
+                assert round(abs(row["bits_per_char"]["1x"] - plain["1x"]), 3) <= 0.001  # one unit of the JSON's rounding
     spare = measured["spare_weight"]
     assert spare and all(len(r["first_position"]) >= 1 for r in spare)
     fig = modern.spare_weight(spare)
