@@ -37,6 +37,21 @@ SPARE_WINDOWS, SPARE_CONTEXT = 16, 256
 RANDOM_SEEDS = (0, 1, 2)
 
 
+def language_decoders(keep=lambda cfg: True):
+    """(entry, model, meta) for each shipped decoder language checkpoint whose config `keep` accepts."""
+    for entry in shipped():
+        if entry.task != "language":
+            continue
+        model, meta = load(entry.path, device="cpu")
+        if model.cfg.arch == "decoder" and keep(model.cfg):
+            yield entry, model, meta
+
+
+def mixes_local_and_global(cfg) -> bool:
+    windows = cfg.layer_windows()
+    return None in windows and any(w is not None for w in windows)
+
+
 def scaled(model, scaling: str, factor: float, context: int):
     """The same weights read with RoPE scaled: scaling has no parameters, so the state dict carries over."""
     cfg = model.cfg.replace(rope_scaling=scaling, rope_factor=factor, rope_original_max_len=context,
@@ -80,12 +95,7 @@ def spare_weight(model, ids: torch.Tensor) -> dict:
 def spare_weight_rows() -> list[dict]:
     ids = windows_of_text(SPARE_CONTEXT, SPARE_WINDOWS)
     rows = []
-    for entry in shipped():
-        if entry.task != "language":
-            continue
-        model, meta = load(entry.path, device="cpu")
-        if model.cfg.arch != "decoder" or model.cfg.sinks:
-            continue
+    for entry, model, _ in language_decoders(lambda cfg: not cfg.sinks):
         trained = spare_weight(model, ids)
         controls = [spare_weight(untrained(model.cfg, seed), ids) for seed in RANDOM_SEEDS]
         rows.append({"model": entry.name, "preset": entry.preset, **trained,
@@ -108,13 +118,8 @@ def layer_roles(model) -> dict:
 def layer_role_rows() -> list[dict]:
     """The shipped checkpoints that mix local and global layers: which kind of layer does what, beside random init."""
     rows = []
-    for entry in shipped():
-        if entry.task != "language":
-            continue
-        model, meta = load(entry.path, device="cpu")
+    for entry, model, _ in language_decoders(mixes_local_and_global):
         windows = model.cfg.layer_windows()
-        if model.cfg.arch != "decoder" or None not in windows or set(windows) == {None}:
-            continue
         controls = [layer_roles(untrained(model.cfg, seed)) for seed in RANDOM_SEEDS]
         rows.append({"model": entry.name, "preset": entry.preset, "layer_windows": list(windows), **layer_roles(model),
                      "random_init": {"seeds": list(RANDOM_SEEDS),
@@ -140,12 +145,7 @@ def score_size_rows() -> list[dict]:
     """How large the trained decoders' attention scores grew, with and without QK-norm, beside random init."""
     ids = windows_of_text(SPARE_CONTEXT, SPARE_WINDOWS)
     rows = []
-    for entry in shipped():
-        if entry.task != "language":
-            continue
-        model, meta = load(entry.path, device="cpu")
-        if model.cfg.arch != "decoder":
-            continue
+    for entry, model, _ in language_decoders():
         controls = [score_sizes(untrained(model.cfg, seed), ids) for seed in RANDOM_SEEDS]
         rows.append({"model": entry.name, "preset": entry.preset, "qk_norm": model.cfg.qk_norm, **score_sizes(model, ids),
                      "random_init": {"seeds": list(RANDOM_SEEDS), "score_std": max(max(c["score_std"]) for c in controls),
@@ -169,12 +169,7 @@ def sink_share_rows() -> list[dict]:
     """The shipped checkpoints with sinks: how much their sinks take on held-out English, trained and random-init."""
     ids = windows_of_text(SPARE_CONTEXT, SPARE_WINDOWS)
     rows = []
-    for entry in shipped():
-        if entry.task != "language":
-            continue
-        model, meta = load(entry.path, device="cpu")
-        if not model.cfg.sinks:
-            continue
+    for entry, model, _ in language_decoders(lambda cfg: cfg.sinks):
         controls = [sink_share(untrained(model.cfg, seed), ids) for seed in RANDOM_SEEDS]
         rows.append({"model": entry.name, "preset": entry.preset, "layer_windows": list(model.cfg.layer_windows()),
                      **sink_share(model, ids),
@@ -191,12 +186,7 @@ def main(argv: list[str] | None = None) -> dict:
     torch.manual_seed(0)
     started, cpu_started = time.perf_counter(), time.process_time()
     rope = []
-    for entry in shipped():
-        if entry.task != "language":
-            continue
-        model, meta = load(entry.path, device="cpu")
-        if model.cfg.arch != "decoder" or not POSITIONS[model.cfg.position].rotates_qk:
-            continue
+    for entry, model, meta in language_decoders(lambda cfg: POSITIONS[cfg.position].rotates_qk):
         context = trained_tokens(meta) - 1  # characters after <bos>
         rope.append({"model": entry.name, "preset": entry.preset, "context": context,
                      "rows": rope_scaling_rows(model, context)})
