@@ -30,6 +30,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from ui.lessons.html_page import standalone_page
 
 HARDEST = 3  # the steps the class found hardest: at most this many, the lowest shares right
 
@@ -357,21 +358,7 @@ def report_html(report: ClassReport, titles: Mapping[int, str]) -> str:
              "<th>Each choice</th><th>Most common wrong</th><th>Median time</th></tr></thead>"
              f"<tbody>{rows}</tbody></table>") if report.steps else "<p>The class has not been shown a step yet.</p>"
     title = f"Class {report.code}: report"
-    return f"""<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{html.escape(title)}</title>
-<style>{HTML_STYLE}</style>
-</head>
-<body>
-<h1>{html.escape(title)}</h1>
-{lines}
-{charts}
-{table}
-<p class="muted">Attention Lab, Lessons. Students are anonymous: the class poll keeps no name, address or browser of
-anyone. Times run from the step opening on the teacher's screen to the answer the class counted.</p>
-</body>
-</html>
-"""
+    footer = ('<p class="muted">Attention Lab, Lessons. Students are anonymous: the class poll keeps no name, address or '
+              "browser of anyone. Times run from the step opening on the teacher's screen to the answer the class "
+              "counted.</p>")
+    return standalone_page(title, HTML_STYLE, f"{lines}\n{charts}\n{table}\n{footer}")

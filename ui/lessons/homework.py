@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import markdown
 from plotly.offline import get_plotlyjs
 
+from ui.lessons.html_page import standalone_page
 from ui.lessons.live import Live
 from ui.lessons.steps import Step, letter
 
@@ -95,23 +96,8 @@ def homework_html(steps: Sequence[Step], lives: Sequence[Live], title: str = "At
     contents = "\n".join(f'<li><a href="#step-{n}">{html.escape(s.title)}</a></li>'
                          for n, s in enumerate(steps, start=1))
     body = "\n".join(step_html(n, step, live) for n, (step, live) in enumerate(zip(steps, lives), start=1))
-    return f"""<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{html.escape(title)}</title>
-<style>{STYLE}</style>
-<script>{get_plotlyjs()}</script>
-</head>
-<body>
-<h1>{html.escape(title)}</h1>
-<p>Each step explains one idea and asks a question. Pick your answer, then open <em>Reveal the answer</em>: it says
-whether you were right, why, and shows the step's figure, computed on the lesson's model and its default text.
-This file needs no server and no network.</p>
-<ol>{contents}</ol>
-{body}
-<script>{SCRIPT}</script>
-</body>
-</html>
-"""
+    intro = ("<p>Each step explains one idea and asks a question. Pick your answer, then open <em>Reveal the "
+             "answer</em>: it says whether you were right, why, and shows the step's figure, computed on the lesson's "
+             "model and its default text. This file needs no server and no network.</p>")
+    return standalone_page(title, STYLE, f"{intro}\n<ol>{contents}</ol>\n{body}\n<script>{SCRIPT}</script>",
+                           head=f"<script>{get_plotlyjs()}</script>")
