@@ -31,7 +31,7 @@ from ui.lessons import steps as lessons
 from ui.lessons import classroom
 from ui.lessons.class_report import report_csv, report_html
 from ui.lessons.classroom import N_STEPS
-from ui.lessons.poll_store import open_store
+from polls.store import open_store
 
 STEPS = lessons.STEPS
 

@@ -29,8 +29,8 @@ from pathlib import Path
 import pytest
 
 from scripts import hall
-from ui.lessons import poll_store
-from ui.lessons.poll_store import ALPHABET, CODE_LENGTH, PollError, open_store
+from polls import store as poll_store
+from polls.store import ALPHABET, CODE_LENGTH, PollError, open_store
 
 CODE = re.compile(f"^[{ALPHABET}]{{{CODE_LENGTH}}}$")
 HOUR = 3600.0

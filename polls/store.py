@@ -6,7 +6,7 @@ reveals the answer. This module only stores and checks, and never imports Stream
 person may do is decided here, by secrets, not by the page: a public code identifies a
 class, only a secret authorises.
 
-    from ui.lessons.poll_store import open_store, PollError
+    from polls.store import open_store, PollError
 
     store = open_store()                   # $ATTENTION_LAB_DB, else data/attention_lab.sqlite3
     new = store.create_session()           # NewClass(code="K7QPM", teacher_key="kq3…"): step 0
@@ -131,7 +131,7 @@ from typing import Any, Callable, Sequence
 
 from ui.lessons.class_report import ClassReport, summarize
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PATH = ROOT / "data" / "attention_lab.sqlite3"
 URL_ENV = "ATTENTION_LAB_DB"
 TTL_ENV = "ATTENTION_LAB_POLL_HOURS"

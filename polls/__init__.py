@@ -1,0 +1,1 @@
+"""The class poll: its store, SQLite or PostgreSQL, and no Streamlit."""
