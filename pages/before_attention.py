@@ -5,6 +5,7 @@ import streamlit as st
 
 from transformer import rnn
 from ui.app.page import start_page
+from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.compute.chapters_measure import CONTEXTS, accuracy_curves, gru_copies, gru_models
 from ui.figures import chapters as figs
@@ -33,8 +34,8 @@ attention model read the source letter by letter: the diagonal.
 models = gru_models()
 max_letters = models["attention"][0].cfg.max_letters
 st.subheader("Accuracy against length")
-st.plotly_chart(figs.accuracy_by_length(accuracy_curves(), "copying random letters: share of output letters right"),
-                key="before_accuracy")
+show_chart(figs.accuracy_by_length(accuracy_curves(), "copying random letters: share of output letters right"),
+           key="before_accuracy")
 rows = [{"model": CONTEXTS[context], "parameters": meta["parameters"], "hidden size": model.cfg.d_hidden,
          "training steps": meta["training"]["steps"], "training CPU seconds": meta["train_cpu_seconds"],
          f"right at {max_letters} letters": f"{meta['accuracy_by_length'][str(max_letters)]:.0%}"}
@@ -59,9 +60,9 @@ else:
                    delta_color="normal" if right == len(text) else "inverse", delta_arrow="off")
     answer, weights = copies["attention"]
     source = [*text, "<eos>"]
-    st.plotly_chart(figs.alignment(weights, source, list(answer),
-                                   "additive attention: which source letter each output letter read"),
-                    key="before_alignment")
+    show_chart(figs.alignment(weights, source, list(answer),
+                              "additive attention: which source letter each output letter read"),
+               key="before_alignment")
     st.caption("Each row is one output step; its weights over the encoder's states sum to 1. Copying reads the "
                "diagonal: output letter i looks at source letter i. The one-vector model has no such matrix: it "
                "reads the last state only.")

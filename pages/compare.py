@@ -10,8 +10,9 @@ from ui.figures.block import per_position
 from ui.figures.base import heatmap
 from ui.compute.measure import output_comparison
 from ui.app.page import load_page
+from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, keep_valid, url_state
-from ui.compute.runtime import config_key, get_trace, tokenize
+from ui.compute.runtime import get_trace, tokenize
 
 SAME = "same"  # an axis of B left equal to its base
 FIELDS = {"cmp_arch": "arch", "cmp_position": "position", "cmp_norm": "norm", "cmp_place": "norm_position",
@@ -64,7 +65,7 @@ try:
     cfg_b = with_position(base, changes.pop("position", base.position), **changes)
     # the very same tokens when the vocabularies agree; otherwise the text encoded for B's vocabulary
     tokens_b = ctx.tokens if cfg_b.vocab_size == cfg_a.vocab_size else tokenize(ctx.state.text, cfg_b.vocab_size)
-    trace_b = get_trace(config_key(cfg_b), ctx.state.seed, tuple(tokens_b.ids), tuple(tokens_b.labels))
+    trace_b = get_trace(cfg_b.to_json(), ctx.state.seed, tuple(tokens_b.ids), tuple(tokens_b.labels))
 except (ValueError, MemoryError) as exc:
     st.error(f"Configuration B is impossible: {exc}")
     st.stop()
@@ -88,11 +89,13 @@ for name, cfg, trace in (("A", cfg_a, trace_a), ("B", cfg_b, trace_b)):
     weights[name] = trace.pattern(layer, attention_stacks(cfg.arch).input)[head]  # (T, T)
 labels_a, labels_b = trace_a.src_labels, trace_b.src_labels
 col1, col2 = st.columns(2)
-col1.plotly_chart(heatmap(weights["A"], labels_a, labels_a, f"A: layer {layer}, head {head}", zmin=0, zmax=1), key="cmp_a")
-col2.plotly_chart(heatmap(weights["B"], labels_b, labels_b, f"B: layer {layer}, head {head}", zmin=0, zmax=1), key="cmp_b")
+show_chart(heatmap(weights["A"], labels_a, labels_a, f"A: layer {layer}, head {head}", zmin=0, zmax=1),
+           key="cmp_a", where=col1)
+show_chart(heatmap(weights["B"], labels_b, labels_b, f"B: layer {layer}, head {head}", zmin=0, zmax=1),
+           key="cmp_b", where=col2)
 if weights["A"].shape == weights["B"].shape:
-    st.plotly_chart(heatmap(weights["B"] - weights["A"], labels_a, labels_a, "B − A (orange: B attends more)",
-                            signed=True), key="cmp_diff")
+    show_chart(heatmap(weights["B"] - weights["A"], labels_a, labels_a, "B − A (orange: B attends more)",
+                       signed=True), key="cmp_diff")
 else:
     st.caption(f"No difference map: A's matrix is {weights['A'].shape} and B's {weights['B'].shape}.")
 if "encoder-decoder" in (cfg_a.arch, cfg_b.arch):
@@ -123,12 +126,12 @@ st.caption("FLOPs per token = 2 × the parameters a token multiplies by (embeddi
 st.header("Next-token distributions")
 out = output_comparison(trace_a.logits, trace_b.logits)
 positions = trace_a.tgt_labels
-st.plotly_chart(per_position({"A": out["entropy_a"], "B": out["entropy_b"]}, positions,
-                             "entropy of the next-token distribution", "entropy (nats)"), key="cmp_entropy")
+show_chart(per_position({"A": out["entropy_a"], "B": out["entropy_b"]}, positions,
+                        "entropy of the next-token distribution", "entropy (nats)"), key="cmp_entropy")
 same_inputs = trace_a.tgt_labels == trace_b.tgt_labels
 if "kl" in out and same_inputs:
-    st.plotly_chart(per_position({"KL(A ‖ B)": out["kl"]}, positions, "how far B's prediction is from A's",
-                                 "KL (nats)"), key="cmp_kl")
+    show_chart(per_position({"KL(A ‖ B)": out["kl"]}, positions, "how far B's prediction is from A's",
+                            "KL (nats)"), key="cmp_kl")
     st.download_button("Download entropy and KL (CSV)", on_click="ignore", file_name="compare.csv", mime="text/csv",
                        data=lambda: pd.DataFrame({"token": positions, "entropy_A": out["entropy_a"],
                                                   "entropy_B": out["entropy_b"], "KL_A_B": out["kl"]}).to_csv(index=False))

@@ -7,6 +7,7 @@ from transformer.costs import (SYMBOLS, forward_flops_per_token, generation_byte
                                training_bytes, training_flops, training_flops_per_token)
 from transformer.scaling import TOKENS_PER_PARAM
 from ui.app.page import start_page
+from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.compute.runtime import get_model
 from ui.figures import chapters as figs
@@ -108,8 +109,8 @@ def memory(cfg: TransformerConfig) -> None:
     st.subheader("Memory")
     held = memory_bytes(cfg, context, batch, fused_attention=bool(st.session_state["cost_fused"]))
     training = {part: n for part, n in held.items() if part != "kv_cache"}
-    st.plotly_chart(figs.memory_bars(training, {"weights": held["weights"], "kv_cache": held["kv_cache"]},
-                                     f"{choice}: batch {batch} × {context:,} tokens"), key="cost_memory")
+    show_chart(figs.memory_bars(training, {"weights": held["weights"], "kv_cache": held["kv_cache"]},
+                                f"{choice}: batch {batch} × {context:,} tokens"), key="cost_memory")
     col1, col2 = st.columns(2)
     col1.metric("training", f"{training_bytes(held) / 1e9:,.3g} GB",
                 f"weights are {held['weights'] / training_bytes(held):.0%} of it", delta_color="off", delta_arrow="off")
@@ -137,7 +138,7 @@ else:
 st.subheader("From the Transformer to GPT-3")
 by_size = sorted(REAL.items(), key=lambda item: param_counts(item[1][2])["total"])
 rows = [{"model": name, **param_counts(real)} for name, (_, _, real) in by_size]
-st.plotly_chart(figs.parameter_shares(rows, "where the parameters sit, smallest model first"), key="cost_shares")
+show_chart(figs.parameter_shares(rows, "where the parameters sit, smallest model first"), key="cost_shares")
 embedding_share = {row["model"]: row["embedding"] / row["total"] for row in rows}
 smallest, largest = rows[0]["model"], rows[-1]["model"]
 st.caption(f"The embedding is {embedding_share[smallest]:.0%} of {smallest} and {embedding_share[largest]:.1%} of "

@@ -9,6 +9,7 @@ from transformer.hooks import attention_stacks, hook_name
 from ui.figures.block import activation_curves, expert_load, router, units_heatmap
 from ui.compute.measure import activation_curves as curves
 from ui.app.page import load_page
+from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, keep_valid, url_state
 
 url_state("ffn", ffn_layer=0)
@@ -34,7 +35,7 @@ keep_valid("ffn_layer", range(cfg.n_layers), 0)
 
 st.header("Activation functions")
 x, ys = curves(-4.0, 4.0, 161)
-st.plotly_chart(activation_curves(x, ys), key="ffn_curves")
+show_chart(activation_curves(x, ys), key="ffn_curves")
 st.caption("ReLU cuts negatives to exactly 0. GELU = x·Φ(x) and SiLU = x·sigmoid(x) are smooth, let small negatives "
            "through (their dip below 0) and have a gradient everywhere.")
 
@@ -60,8 +61,8 @@ elif kind.gated:  # a gate: SwiGLU, GeGLU, or the dense layer of a routed model
         st.caption(f"Layer {layer} is one of the first {cfg.first_dense_layers} dense layers of this mixture of "
                    "experts: a gated FFN every token passes through.")
     col1, col2 = st.columns(2)
-    col1.plotly_chart(units_heatmap(gate, labels, f"gate: {gate_op}"), key="ffn_gate")
-    col2.plotly_chart(units_heatmap(product, labels, "gate ⊙ up: what reaches W_down"), key="ffn_product")
+    show_chart(units_heatmap(gate, labels, f"gate: {gate_op}"), key="ffn_gate", where=col1)
+    show_chart(units_heatmap(product, labels, "gate ⊙ up: what reaches W_down"), key="ffn_product", where=col2)
     col1, col2 = st.columns(2)
     col1.metric("gate values near 0 (|g| < 0.05): closed", f"{(np.abs(gate) < 0.05).mean():.0%}")
     col2.metric(f"negative gate values (the dip of {gate_op.split('(')[0]})", f"{(gate < 0).mean():.0%}")
@@ -70,8 +71,8 @@ elif kind.gated:  # a gate: SwiGLU, GeGLU, or the dense layer of a routed model
 else:
     pre, post = arrays[mlp("hook_pre")][0], arrays[mlp("hook_post")][0]  # (T, d_ff)
     col1, col2 = st.columns(2)
-    col1.plotly_chart(units_heatmap(pre, labels, "before the activation: x W_in + b"), key="ffn_pre")
-    col2.plotly_chart(units_heatmap(post, labels, f"after {kind.activation}"), key="ffn_post")
+    show_chart(units_heatmap(pre, labels, "before the activation: x W_in + b"), key="ffn_pre", where=col1)
+    show_chart(units_heatmap(post, labels, f"after {kind.activation}"), key="ffn_post", where=col2)
     st.metric("hidden values that are exactly 0 after the activation", f"{(post == 0).mean():.0%}")
     st.info("This model has no gate. To see a gate, choose "
             + " or ".join(f"**{name}** ({axes.label('ffn', name)})" for name in gated_names)
@@ -88,8 +89,8 @@ elif kind.routed:
     load = arrays[mlp("hook_expert_load")]  # (E,)
     aux = float(arrays[mlp("hook_aux_loss")])
     col1, col2 = st.columns([3, 2])
-    col1.plotly_chart(router(probs, chosen, labels), key="moe_router")
-    col2.plotly_chart(expert_load(load), key="moe_load")
+    show_chart(router(probs, chosen, labels), key="moe_router", where=col1)
+    show_chart(expert_load(load), key="moe_load", where=col2)
     col2.metric("load-balancing loss E · Σ load_e · mean prob_e", f"{aux:.3f}",
                 help="1.0 when load and router probability are spread evenly; higher when a few experts take most "
                      "tokens. Added to the training loss so the router learns to spread the work.")

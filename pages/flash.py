@@ -11,6 +11,7 @@ from ui.figures.flash import (GIB, MIB, memory_formula, measured_curves, rescale
                               running_stats, tile_grid, tile_matrices)
 from ui.compute.flash_measure import MASKS, MAX_T, check_settings, live_qkv, measure, random_qkv, tiled_run
 from ui.app.page import start_page
+from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, carry_over, keep_valid, url_state, write_url
 from ui.compute.runtime import encode_text, weights_info
 from ui.app.source import source_of
@@ -157,9 +158,9 @@ def show_steps(run: dict) -> None:
     col2.metric("Tiles computed", f"{n_steps - n_skipped} of {n_steps}")
     col3.metric("Tiles skipped by the mask", str(n_skipped))
     (q0, q1), (k0, k1) = step["q_rows"], step["k_cols"]
-    st.plotly_chart(tile_grid(tiles, step_index, run["allowed"],
-                              f"Tile ({step['q_block']}, {step['k_block']}): queries {q0}–{q1 - 1} × keys {k0}–{k1 - 1}"),
-                    key="flash_grid")
+    show_chart(tile_grid(tiles, step_index, run["allowed"],
+                         f"Tile ({step['q_block']}, {step['k_block']}): queries {q0}–{q1 - 1} × keys {k0}–{k1 - 1}"),
+               key="flash_grid")
     skip_note = {"causal": "a causal query never sees a later key, so tiles above the diagonal are skipped",
                  "sliding window": "tiles above the diagonal or further back than the window are skipped",
                  "none": "without a mask every tile is computed",
@@ -173,14 +174,14 @@ def show_steps(run: dict) -> None:
                 "m, l and acc stay as they were.")
         return
     rows = np.arange(q0, q1)
-    st.plotly_chart(tile_matrices(step["scores"], step["probs"], step["q_rows"], step["k_cols"],
-                                  "This tile's scores and unnormalised weights"), key="flash_tile")
-    st.plotly_chart(running_stats(rows, step["m_before"], step["m_after"], step["l_before"], step["l_after"],
-                                  "Running max and running sum of the query block"), key="flash_stats")
+    show_chart(tile_matrices(step["scores"], step["probs"], step["q_rows"], step["k_cols"],
+                             "This tile's scores and unnormalised weights"), key="flash_tile")
+    show_chart(running_stats(rows, step["m_before"], step["m_after"], step["l_before"], step["l_after"],
+                             "Running max and running sum of the query block"), key="flash_stats")
     st.caption("Before the block's first computed tile m = −∞ and l = 0 (no bar). A row whose scores in a tile are all "
                "masked keeps its old m.")
-    st.plotly_chart(rescale_and_output(rows, step["rescale"], step["out_so_far"], "Rescaling the old sums"),
-                    key="flash_rescale")
+    show_chart(rescale_and_output(rows, step["rescale"], step["out_so_far"], "Rescaling the old sums"),
+               key="flash_rescale")
     st.caption(describe_rescale(rows, step) + " The partial output is acc / l: the answer if the keys stopped here.")
 
 
@@ -199,8 +200,8 @@ else:
         st.code("\n".join(line.strip() for line in lines[start:start + 7]), language="python")
 
     st.header("The result: tiled equals explicit")
-    st.plotly_chart(result_comparison(run["out"], run["reference"], "Output (T × d_head): tiled, explicit, difference"),
-                    key="flash_result")
+    show_chart(result_comparison(run["out"], run["reference"], "Output (T × d_head): tiled, explicit, difference"),
+               key="flash_result")
     col1, col2 = st.columns(2)
     col1.metric("max |tiled − explicit|", f"{run['max_abs_diff']:.2e}")
     col2.metric("T × T matrices held by the tiled run", "0")
@@ -217,8 +218,8 @@ card, real = REAL[st.session_state["flash_model"]]
 lengths = 2 ** np.arange(9, 18)  # 512 ... 131,072 tokens
 full = np.array([full_attention_bytes(1, real.n_heads, int(n), 2) for n in lengths])
 tiled = np.array([tiled_attention_bytes(1, real.n_heads, int(n), REAL_BLOCK, REAL_BLOCK, real.d_head) for n in lengths])
-st.plotly_chart(memory_formula(lengths, full, tiled, f"{card.name}: bytes held beyond q, k, v and the output"),
-                key="flash_memory_formula")
+show_chart(memory_formula(lengths, full, tiled, f"{card.name}: bytes held beyond q, k, v and the output"),
+           key="flash_memory_formula")
 at = int(np.searchsorted(lengths, 32_768))
 st.caption(f"full_attention_bytes: 2 × H × T² × 2 bytes (fp16 scores and weights); tiled_attention_bytes: m and l "
            f"for every row plus one {REAL_BLOCK} × {REAL_BLOCK} tile and its accumulator, in float32. At T = 32,768: "
@@ -260,8 +261,8 @@ if memory:
     formula = {"explicit": [full_attention_bytes(setup["B"], setup["H"], n, 4) for n in sizes],
                "tiled": [tiled_attention_bytes(setup["B"], setup["H"], n, REAL_BLOCK, REAL_BLOCK, setup["d_head"])
                          for n in sizes]}
-    st.plotly_chart(measured_curves(memory["rows"], "MiB", f"Peak memory on {memory['device']}", formula, log_y=False),
-                    key="flash_memory_measured")
+    show_chart(measured_curves(memory["rows"], "MiB", f"Peak memory on {memory['device']}", formula, log_y=False),
+               key="flash_memory_measured")
     table = pd.DataFrame(memory["rows"]).pivot(index="T", columns="method", values="value") / MIB
     st.dataframe(table.round(2).rename(columns=lambda m: f"{m} (MiB)"))
     st.caption("The explicit path also builds its T × T additive mask, as the library does once per forward pass. "
@@ -275,8 +276,8 @@ st.markdown("Time per call of the same three methods (median of 3, after a warm-
             "code (FlashAttention on GPUs) — that is where the speed comes from.")
 timing = measured_section("time", "flash_time_max", "Measure time")
 if timing:
-    st.plotly_chart(measured_curves(timing["rows"], "ms", f"Time per call on {timing['device']} "
-                                                         f"({timing['threads']} threads)"), key="flash_time_measured")
+    show_chart(measured_curves(timing["rows"], "ms", f"Time per call on {timing['device']} "
+                                                    f"({timing['threads']} threads)"), key="flash_time_measured")
     table = pd.DataFrame(timing["rows"]).pivot(index="T", columns="method", values="value") * 1000
     st.dataframe(table.round(2).rename(columns=lambda m: f"{m} (ms)"))
 

@@ -5,6 +5,7 @@ import streamlit as st
 
 from transformer import scaling
 from ui.app.page import start_page
+from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, url_state
 from ui.compute.chapters_measure import scaling_sweep
 from ui.figures import chapters as figs
@@ -52,9 +53,9 @@ else:
 st.subheader("Loss against compute: a published scaling law")
 budgets = np.logspace(18, 26, 81)
 runs = scaling.published_points()
-st.plotly_chart(figs.loss_against_compute(budgets, scaling.frontier_loss(budgets), runs,
-                                          marked if marked and budgets[0] <= marked["flops"] <= budgets[-1] else None,
-                                          "the fitted loss of compute-optimal models"), key="grow_law")
+show_chart(figs.loss_against_compute(budgets, scaling.frontier_loss(budgets), runs,
+                                     marked if marked and budgets[0] <= marked["flops"] <= budgets[-1] else None,
+                                     "the fitted loss of compute-optimal models"), key="grow_law")
 st.markdown(f"**The formula.** {scaling.CHINCHILLA_SOURCE}. N: parameters, D: training tokens; the loss is in nats "
             "per token of the paper's MassiveText corpus, so only its shape carries over to other data.")
 published = {run["name"]: run for run in runs}
@@ -77,9 +78,9 @@ else:
     settings, measured = sweep["settings"], sweep["runs"]
     optimum = scaling.compute_optimal(settings["budget"])
     best = min(measured, key=lambda run: run["bits_per_char"])
-    st.plotly_chart(figs.loss_against_size(measured, optimum.params,
-                                           f"held-out loss after {settings['budget']:.0e} training FLOPs each"),
-                    key="grow_sweep")
+    show_chart(figs.loss_against_size(measured, optimum.params,
+                                      f"held-out loss after {settings['budget']:.0e} training FLOPs each"),
+               key="grow_sweep")
     st.markdown(f"Each model trained on everyday English for the same {settings['budget']:.0e} FLOPs, so the smallest "
                 f"read {measured[0]['tokens'] / measured[-1]['tokens']:.0f}× more text than the largest. The lowest "
                 f"held-out loss is d_model = {best['d_model']} ({best['params']:,} parameters, "

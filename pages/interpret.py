@@ -6,6 +6,7 @@ import streamlit as st
 from transformer.interpret import forwards_within, residual_labels
 from ui.app.export import heatmaps_png, table_csv
 from ui.app.page import load_page
+from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, keep_valid, url_state, write_url
 from ui.compute.interpret_measure import (PAIRS, PATCH_BUDGET_FLOPS, answer_token, attribution, lens_view, patching,
                                           patching_forwards, residual_rows, within_budget)
@@ -43,8 +44,8 @@ st.select_slider("Last position shown", range(len(ids)), key="lens_end", **KEEP,
 end = s["lens_end"]
 shown = list(range(max(0, end - LENS_WIDTH + 1), end + 1))
 rows = residual_labels(cfg.n_layers)
-st.plotly_chart(lens_grid(lens.top_labels[:, shown], lens.top_probs[:, shown], lens.answer_probs[:, shown], rows,
-                          [f"{i}:{labels[i]}" for i in shown]), key="lens")
+show_chart(lens_grid(lens.top_labels[:, shown], lens.top_probs[:, shown], lens.answer_probs[:, shown], rows,
+                     [f"{i}:{labels[i]}" for i in shown]), key="lens")
 st.markdown("**What to look for.** Read a column from top to bottom: the top token each block leaves in the stream "
             "at that position, and (colour) how likely the model's final answer already is there. The row where "
             "the colour turns bright is where the answer appears. In a repeated sentence, the second copy's "
@@ -80,9 +81,9 @@ except ValueError as exc:  # a post-norm model has no linear path from a part to
 else:
     logit_words = (f"logit {parts.logit:.2f} = the sum of the bars" if parts.capped_logit is None else
                    f"logit before the soft cap {parts.logit:.2f} = the sum of the bars; {parts.capped_logit:.2f} after it")
-    st.plotly_chart(attribution_bars(parts.labels, parts.values,
-                                     f"direct effect on the logit of {token_label!r} after the last token "
-                                     f"({logit_words})"), key="attribution")
+    show_chart(attribution_bars(parts.labels, parts.values,
+                                f"direct effect on the logit of {token_label!r} after the last token "
+                                f"({logit_words})"), key="attribution")
     st.markdown("**What to look for.** Each bar is what one part wrote into the residual stream, read along the "
                 "unembedding row of the chosen token through the final norm's scale: orange pushes the token up, blue "
                 "down, and the bars add up to its logit. A tall head bar names the head that writes the answer; a "
@@ -182,9 +183,9 @@ if abs(result.gap) < 1e-3:
                "something the answer depends on.")
 
 residual = result.residual
-st.plotly_chart(effect_heatmaps([("", residual)], [columns[p] for p in positions], row_labels,
-                                "position (clean→corrupted where they differ)", "stream", result.gap,
-                                "patching the residual stream, one layer and position at a time"), key="patch_residual")
+show_chart(effect_heatmaps([("", residual)], [columns[p] for p in positions], row_labels,
+                           "position (clean→corrupted where they differ)", "stream", result.gap,
+                           "patching the residual stream, one layer and position at a time"), key="patch_residual")
 st.markdown("**What to look for.** Before the first block, only the positions where the prompts differ matter "
             "(the stream there is just the token): patching one of them brings the clean answer back. Follow the "
             "bright cells down: the information stays at the changed position for a block or two, then jumps to "
@@ -192,10 +193,10 @@ st.markdown("**What to look for.** Before the first block, only the positions wh
             "final position matters, because the answer is read there.")
 
 heads = result.heads
-st.plotly_chart(effect_heatmaps([("trained weights", heads), ("random-init weights, same shape", result.control_heads)],
-                                [f"head {h} · kv {h // cfg.group_size}" for h in range(H)],
-                                [f"block {b}" for b in blocks], "head", "block", result.gap,
-                                "patching one head's output (all positions, before W_o)"), key="patch_heads")
+show_chart(effect_heatmaps([("trained weights", heads), ("random-init weights, same shape", result.control_heads)],
+                           [f"head {h} · kv {h // cfg.group_size}" for h in range(H)],
+                           [f"block {b}" for b in blocks], "head", "block", result.gap,
+                           "patching one head's output (all positions, before W_o)"), key="patch_heads")
 best_block, best_head = divmod(int(np.argmax(heads)), H)
 st.markdown(f"**What to look for.** One bright cell means one head carries the difference: here block "
             f"{blocks[best_block]}, head {best_head}, bringing back {heads.max():+.2f} of the {result.gap:+.2f}. On a "

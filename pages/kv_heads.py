@@ -10,6 +10,7 @@ from transformer.hooks import attention_stacks, hook_name
 from ui.figures.axes import cache_bytes_by_step, kv_cache_growth, kv_sharing
 from ui.compute.measure import generation_steps
 from ui.app.page import load_page
+from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.compute.runtime import char_label
 from ui.compute.stepper import named_shape
@@ -37,7 +38,7 @@ cfg = ctx.state.config
 stack = attention_stacks(cfg.arch).output
 
 st.header("Who reads which K and V")
-st.plotly_chart(kv_sharing(cfg.n_heads, cfg.n_kv_heads))
+show_chart(kv_sharing(cfg.n_heads, cfg.n_kv_heads))
 events = {e["name"]: e for e in ctx.trace.events}
 sites = ("hook_q", "hook_k", "hook_v", "hook_latent", "hook_k_rope")
 named = {site: named_shape(events[name]) for site in sites if (name := hook_name(0, f"attn.{site}", stack)) in events}
@@ -98,7 +99,7 @@ if real.kv_rank is not None:
     variant_cfgs = {f"{axes.label('kv_heads', real.attention_kind)} (latent {real.kv_rank})": real, **variant_cfgs}
 per_token = {label: kv_cache_bytes_per_token(v, n_bytes) for label, v in variant_cfgs.items()}
 contexts = np.linspace(0, max(32_768, context), 200).astype(int)
-st.plotly_chart(kv_cache_growth(contexts, per_token, f"{card.name} {size}: KV cache for one sequence"))
+show_chart(kv_cache_growth(contexts, per_token, f"{card.name} {size}: KV cache for one sequence"))
 if not gqa:
     st.caption(f"H = {H} has no divisor between 1 and H, so this model has no GQA variant.")
 variant_table = pd.DataFrame([{
@@ -137,4 +138,4 @@ else:
     col2.metric("Cache after the last step", f"{steps[-1]['cache_nbytes'] / 1024:.1f} KiB")
     st.caption("Differences of order 1e-7 are float32 rounding: the cached path adds the same numbers in another "
                "order. The cache here is float32 (4 bytes a value) on the classroom-size model.")
-    st.plotly_chart(cache_bytes_by_step([s["cache_nbytes"] for s in steps]))
+    show_chart(cache_bytes_by_step([s["cache_nbytes"] for s in steps]))

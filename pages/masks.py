@@ -12,8 +12,9 @@ from ui.figures import modern as modern_figs
 from ui.compute.chapters_measure import pairs_at_length, sparse_attention
 from ui.compute.measure import cross_attention, encoder_decoder_twin, masked_attention, padded_attention
 from ui.app.page import load_page
+from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, keep_valid, url_state
-from ui.compute.runtime import config_key, tokenize
+from ui.compute.runtime import tokenize
 
 MAX_SHOWN = 24  # tokens per matrix: enough to see the pattern, few enough to read every cell
 # sparse pattern -> (URL key of its size, the size's label, its default)
@@ -59,7 +60,7 @@ def show(additive: np.ndarray, weights: np.ndarray, x_labels, y_labels, title: s
          sink: bool = cfg.sinks) -> None:
     """The figure and the proof: masked cells get weight 0.0 exactly, every row still sums to 1 (with a sink,
     to 1 minus the share the sink takes)."""
-    st.plotly_chart(mask_and_weights(additive, weights[head], x_labels, y_labels, title), key=key)
+    show_chart(mask_and_weights(additive, weights[head], x_labels, y_labels, title), key=key)
     masked = additive != 0  # (T_q, T_kv)
     seen_something = ~masked.all(-1)  # a row with nothing allowed falls back to uniform weights
     on_masked = weights[:, seen_something][:, masked[seen_something]]  # every head
@@ -126,7 +127,7 @@ with tabs[4]:
         st.error(f"Second text (the decoder's input): {exc}")
     else:
         short = ids[: max(1, len(ids) // 2)]
-        additive, weights, pad = cross_attention(config_key(twin), ctx.state.seed, (ids, short), tuple(target.ids), layer)
+        additive, weights, pad = cross_attention(twin.to_json(), ctx.state.seed, (ids, short), tuple(target.ids), layer)
         st.markdown(f"Decoder input: the second text ({len(target.ids)} tokens) — set it on the padding tab. Encoder "
                     f"input: a batch of the text ({len(ids)} tokens) and its first half ({len(short)} tokens), padded.")
         for row in range(2):
@@ -191,7 +192,7 @@ st.markdown("Since 2024 most long-context models mix the two: **local** layers s
             "growing once it holds W tokens; the global layers keep the long-range path. Choose the pattern in the "
             "sidebar (**Local / global layers**, with the window W).")
 windows = cfg.layer_windows()
-st.plotly_chart(modern_figs.layer_strip(list(windows)), key="mask_layer_strip")
+show_chart(modern_figs.layer_strip(list(windows)), key="mask_layer_strip")
 if any(w is not None for w in windows) and any(w is None for w in windows):
     kinds = {"a local layer": next(i for i, w in enumerate(windows) if w is not None),
              "a global layer": next(i for i, w in enumerate(windows) if w is None)}
@@ -213,7 +214,7 @@ for key in LOCAL_GLOBAL_CARDS:
     lines[f"{card.name} {size}, every layer global"] = [kv_cache_bytes(everything, n)["total"] for n in contexts]
     lines[f"{card.name} {size}, {real.layer_pattern} (W = {real.sliding_window})"] = [
         kv_cache_bytes(real, n)["total"] for n in contexts]
-st.plotly_chart(modern_figs.kv_cache_by_context(contexts, lines), key="mask_kv_saved")
+show_chart(modern_figs.kv_cache_by_context(contexts, lines), key="mask_kv_saved")
 st.dataframe(pd.DataFrame([{"model and layers": name, **{f"{n:,} tokens (GiB)": round(v / 2**30, 2)
                                                           for n, v in zip(contexts, values)}}
                            for name, values in lines.items()]), hide_index=True)

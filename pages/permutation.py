@@ -8,6 +8,7 @@ from transformer import axes, choices, probes
 from ui.figures import probe as figs
 from ui.app.export import heatmaps_png
 from ui.app.page import load_page
+from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.compute.probe_measure import DTYPES, permutation_results, prefix_shuffle
 
@@ -102,9 +103,9 @@ st.caption(f"In {dtype}, float rounding is about {tolerance:.0e} here. A shuffle
 st.subheader("Every position scheme, with and without a causal mask")
 col1, col2 = st.columns(2)
 for column, mask in zip((col1, col2), MASKS):
-    column.plotly_chart(figs.equivariance_bars(POSITIONS, [results[(mask, p)]["outputs"] for p in POSITIONS],
-                                               [results[(mask, p)]["patterns"] for p in POSITIONS], tolerance,
-                                               f"{MASKS[mask]}: max |difference|"), key=f"perm_bars_{mask}")
+    show_chart(figs.equivariance_bars(POSITIONS, [results[(mask, p)]["outputs"] for p in POSITIONS],
+                                      [results[(mask, p)]["patterns"] for p in POSITIONS], tolerance,
+                                      f"{MASKS[mask]}: max |difference|"), key=f"perm_bars_{mask}", where=column)
 table = pd.DataFrame([{"mask": MASKS[mask], "position": position, "max |Δ logits|": r["outputs"],
                        "max |Δ weights|": r["patterns"], "largest |logit|": r["output_scale"], "verdict": verdict(r)}
                       for (mask, position), r in results.items()])
@@ -130,7 +131,7 @@ layer, head = int(st.session_state["perm_layer"]), int(st.session_state["perm_he
 chosen = results[(mask, position)]
 original, back = chosen["weights"][layer, head], chosen["weights_back"][layer, head]  # (T, T) each
 title = f"{MASKS[mask]}, {position} positions · layer {layer} · head {head}"
-st.plotly_chart(figs.unshuffled_patterns(original, back, labels, title), key="perm_patterns")
+show_chart(figs.unshuffled_patterns(original, back, labels, title), key="perm_patterns")
 st.caption("Left: the weights on the text. Middle: the weights on the shuffled text, with rows (queries) and columns "
            "(keys) put back in the original order. Right: their difference, white where it is zero.")
 st.download_button("Download these weights (PNG)", on_click="ignore", mime="image/png",
@@ -156,9 +157,9 @@ st.markdown(f"A decoder with **no positions**: keep the last token last and shuf
 cols = st.columns(min(len(last), 4))
 for i, value in enumerate(last[:len(cols)]):
     cols[i].metric(f"last token after block {i}: max |Δ|", repr(float(value)) if value == 0 else f"{value:.1e}")
-st.plotly_chart(figs.position_differences(np.asarray(prefix["resid"]), labels,
-                                          "causal, no positions, prefix shuffled: max |difference| per token and block"),
-                key="perm_prefix")
+show_chart(figs.position_differences(np.asarray(prefix["resid"]), labels,
+                                     "causal, no positions, prefix shuffled: max |difference| per token and block"),
+           key="perm_prefix")
 if cfg.n_layers == 1:
     st.caption("With one layer the last token's output does not change at all: add a layer in the sidebar to see "
                "the change reach it.")

@@ -11,6 +11,7 @@ from ui.figures.diagram import architecture_dot
 from ui.app.export import heatmaps_png, trace_npz
 from ui.figures.base import arcs, head_grid
 from ui.app.page import load_page
+from ui.app.charts import show_chart
 from ui.compute.runtime import Ablation, actual_next, fill_in, get_trace, masked_each, predict, weights_info
 from ui.app.page_controls import KEEP, keep_valid, url_state, write_url
 from ui.app.state import use_text
@@ -93,7 +94,7 @@ if cfg.arch == "decoder":
         col3.number_input("Sample", min_value=0, max_value=999, key="sample", **KEEP, help="Another seed, another sample.")
         prediction = predict(state.config_json, state.seed, tuple(ctx.tokens.ids), state.weights, ablation,
                              st.session_state["temperature"], st.session_state["sample_top_k"], 40, st.session_state["sample"])
-        st.plotly_chart(next_token_bars(prediction.top), key="next_token")
+        show_chart(next_token_bars(prediction.top), key="next_token")
         st.markdown("**Continuation** (sampled with the KV cache, " + ("greedy" if not st.session_state["temperature"]
                     else f"temperature {st.session_state['temperature']}, top-{st.session_state['sample_top_k']}") + "):")
         st.text(prediction.continuation_text or "(no room left: the model's position table ends here)")
@@ -104,8 +105,8 @@ if cfg.arch == "decoder":
                               width="stretch")
     with ablate_col:
         ids = (state.config_json, state.seed, tuple(ctx.tokens.ids), state.weights)
-        st.plotly_chart(actual_next_figure(labels["src"], actual_next(*ids), actual_next(*ids, ablation) if ablation else None),
-                        key="actual_next")
+        show_chart(actual_next_figure(labels["src"], actual_next(*ids), actual_next(*ids, ablation) if ablation else None),
+                   key="actual_next")
         st.caption("Switch off a previous-token head (a bright stripe just below the diagonal) and watch the "
                    "probabilities fall all along the text; on a repeated sentence, switch off an induction head and "
                    "the second copy gets harder to predict (on an induction checkpoint, Trained on: induction, it "
@@ -122,13 +123,13 @@ elif weights_info(state.config_json, state.weights).task == "language" and len(c
         hidden = st.session_state["hide"]
         shown = "".join(labels["src"][1:hidden]) + "▢" + "".join(labels["src"][hidden + 1:])
         st.text(shown)
-        st.plotly_chart(next_token_bars(fill_in(state.config_json, state.seed, ids, hidden, state.weights, ablation),
-                                        title=f"guesses for the hidden {labels['src'][hidden]!r}"), key="fill_in")
+        show_chart(next_token_bars(fill_in(state.config_json, state.seed, ids, hidden, state.weights, ablation),
+                                   title=f"guesses for the hidden {labels['src'][hidden]!r}"), key="fill_in")
     with ablate_col:
         each = (state.config_json, state.seed, ids, state.weights)
-        st.plotly_chart(actual_next_figure(labels["src"], masked_each(*each), masked_each(*each, ablation) if ablation
-                                           else None, title="probability of each character, hidden in turn",
-                                           x_title="the character hidden"), key="masked_each")
+        show_chart(actual_next_figure(labels["src"], masked_each(*each), masked_each(*each, ablation) if ablation
+                                      else None, title="probability of each character, hidden in turn",
+                                      x_title="the character hidden"), key="masked_each")
         st.caption("BERT reads the whole text at once, so a hidden character is guessed from the characters on "
                    "both sides: switch off the heads that look at its neighbours and watch the guesses fall. "
                    + weights_info(state.config_json, state.weights).heads)
@@ -178,7 +179,7 @@ elif cfg.sliding_window and view.module == "attn" and layer_window is None:
     st.caption(f"Layer {layer} is a global layer: its queries see every earlier key. The local layers "
                f"({cfg.layer_pattern!r}) keep a window of {cfg.sliding_window} tokens.")
 layer_mask = trace.arrays[view.hook(layer, "hook_mask")][0]  # (1 or H, T_q, T_kv)
-st.plotly_chart(layer_grid(patterns, layer_mask, tuple(key_labels), tuple(query_labels), cfg.n_kv_heads), key="head_grid")
+show_chart(layer_grid(patterns, layer_mask, tuple(key_labels), tuple(query_labels), cfg.n_kv_heads), key="head_grid")
 
 # --- one head, stage by stage, under the five lines that computed it ------------------------------
 st.subheader(f"Head {head}, stage by stage")
@@ -192,8 +193,8 @@ stages = head_stages(trace.arrays, view, layer, head)
 per_row = 3 if len(stages) > 4 else 2
 for start in range(0, len(stages), per_row):
     for column, stage in zip(st.columns(per_row), stages[start:start + per_row]):
-        column.plotly_chart(stage_figure(stage, key_labels, query_labels, view.x_title, view.y_title),
-                            key=f"stage_{stage.hook}")
+        show_chart(stage_figure(stage, key_labels, query_labels, view.x_title, view.y_title),
+                   key=f"stage_{stage.hook}", where=column)
 st.download_button(
     "Download this head's stages (PNG)", key="download_png", on_click="ignore", mime="image/png",
     file_name=f"layer{layer}_head{head}_{st.session_state['attn']}.png",
@@ -206,10 +207,10 @@ st.subheader(f"Query {query} '{query_labels[query]}'")
 weights = patterns[head, query]  # (T_kv,)
 n_visible = visible_keys(trace.arrays[view.hook(layer, "hook_mask")][0, 0, query])
 bar_col, arc_col = st.columns(2)
-bar_col.plotly_chart(query_bars(weights, key_labels, query_labels[query]), key="query_bars")
-arc_col.plotly_chart(query_arcs(weights, tuple(key_labels), tuple(query_labels), query, view.module == "cross_attn"),
-                     key="query_arcs")
-st.plotly_chart(entropy_figure(patterns, query, n_visible), key="entropy")
+show_chart(query_bars(weights, key_labels, query_labels[query]), key="query_bars", where=bar_col)
+show_chart(query_arcs(weights, tuple(key_labels), tuple(query_labels), query, view.module == "cross_attn"),
+           key="query_arcs", where=arc_col)
+show_chart(entropy_figure(patterns, query, n_visible), key="entropy")
 
 # --- the position term and the router, next to the architecture ------------------------------
 detail_col, diagram_col = st.columns([2, 1])
@@ -217,7 +218,7 @@ with detail_col:
     st.subheader("Position")
     alibi_name, rope_name = view.hook(layer, "hook_alibi_bias"), view.hook(layer, "hook_rope_angles")
     if rope_name in trace.arrays:
-        st.plotly_chart(rope_figure(trace.arrays[rope_name][0], query_labels), key="rope")
+        show_chart(rope_figure(trace.arrays[rope_name][0], query_labels), key="rope")
         part = (f" (here the first {cfg.d_rope} of each head's {cfg.d_head} dimensions; the rest pass unturned)"
                 if cfg.d_rope < cfg.d_head else "")
         st.caption(f"{axes.label('position', cfg.position)} rotates each pair of q and k dimensions by position × θᵢ"
@@ -235,9 +236,9 @@ with detail_col:
     router_name = view.ffn_hook(layer, "hook_router_probs")
     if router_name in trace.arrays:
         st.subheader(f"Mixture of experts, layer {layer}")
-        st.plotly_chart(routing_figure(trace.arrays[router_name][0],
-                                       trace.arrays[view.ffn_hook(layer, "hook_expert_indices")][0], query_labels),
-                        key="routing")
+        show_chart(routing_figure(trace.arrays[router_name][0],
+                                  trace.arrays[view.ffn_hook(layer, "hook_expert_indices")][0], query_labels),
+                   key="routing")
         load = trace.arrays[view.ffn_hook(layer, "hook_expert_load")]
         st.caption("Share of token slots per expert: "
                    + ", ".join(f"expert {e} {share:.0%}" for e, share in enumerate(load)))

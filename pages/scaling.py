@@ -8,6 +8,7 @@ from transformer import axes, probes
 from transformer.positions import POSITIONS
 from ui.figures import probe as figs
 from ui.app.page import load_page
+from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.compute.probe_measure import live_statistics, scaling_curves, softmax_rows
 
@@ -49,10 +50,10 @@ if ctx.trace.arrays.get(q_name) is not None and len(ctx.tokens.ids) > 1:
     live = live_statistics(ctx.trace.arrays[q_name], ctx.trace.arrays[k_name])
 
 col1, col2 = st.columns(2)
-col1.plotly_chart(figs.score_variance(curves["d_heads"], curves["var_unscaled"], curves["var_scaled"],
-                                      live and dict(live, d_head=cfg.d_head)), key="scale_variance")
-col2.plotly_chart(figs.score_entropy(curves["d_heads"], curves["entropy_unscaled"], curves["entropy_scaled"],
-                                     curves["max_entropy"]), key="scale_entropy")
+show_chart(figs.score_variance(curves["d_heads"], curves["var_unscaled"], curves["var_scaled"],
+                               live and dict(live, d_head=cfg.d_head)), key="scale_variance", where=col1)
+show_chart(figs.score_entropy(curves["d_heads"], curves["entropy_unscaled"], curves["entropy_scaled"],
+                              curves["max_entropy"]), key="scale_entropy", where=col2)
 last = len(curves["d_heads"]) - 1
 big = curves["d_heads"][last]
 c1, c2, c3 = st.columns(3)
@@ -74,7 +75,7 @@ st.subheader("One row of weights")
 st.selectbox("d_head", D_HEADS, key="scale_d", **KEEP)
 d_row = int(st.session_state["scale_d"])
 unscaled, scaled = softmax_rows(d_row, n_keys, seed)
-st.plotly_chart(figs.softmax_rows(unscaled, scaled, d_row), key="scale_row")
+show_chart(figs.softmax_rows(unscaled, scaled, d_row), key="scale_row")
 st.caption(f"Unscaled, the scores of this query have a spread of about √{d_row} ≈ {math.sqrt(d_row):.0f}, so "
            f"exp(score) makes the largest key win: weight {unscaled.max():.3f}. Scaled, the spread is about 1 and "
            f"the largest weight is {scaled.max():.3f}: the other keys still count, and still get a gradient.")
@@ -106,8 +107,8 @@ else:
         "entropy unscaled": live["entropy_unscaled"], "entropy scaled": live["entropy_scaled"],
     })
     st.dataframe(table.style.format(precision=4), hide_index=True)
-    st.plotly_chart(figs.live_entropy(live["entropy_unscaled"], live["entropy_scaled"], live["n_keys"], cfg.d_head),
-                    key="scale_live")
+    show_chart(figs.live_entropy(live["entropy_unscaled"], live["entropy_scaled"], live["n_keys"], cfg.d_head),
+               key="scale_live")
     st.caption("The live heads also appear on the variance plot above as diamonds at d_head = "
                f"{cfg.d_head} (hollow: unscaled, filled: scaled). Untrained weights give small q and k and nearly "
                "uniform rows either way; trained heads grow their q and k where they need sharp attention.")

@@ -9,6 +9,7 @@ import torch
 
 from transformer import analysis, axes
 from ui.app.page import load_page
+from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.figures import modern as figs
 
@@ -53,14 +54,14 @@ else:
     other_scores = analysis.scores_and_weights(other, ids, layer)["scores"][0].float().cpu().numpy()[:, causal]
     this_name = f"this model (QK-norm: {axes.label('qk_norm', cfg.qk_norm)})"
     other_name = "the same weights without QK-norm" if has_norm else "the same weights with QK-norm per head (weight 1)"
-    st.plotly_chart(figs.score_histograms({this_name: seen, other_name: other_scores}), key="scores_qk_hist")
+    show_chart(figs.score_histograms({this_name: seen, other_name: other_scores}), key="scores_qk_hist")
     c1, c2 = st.columns(2)
     c1.metric(f"score spread, {this_name}", f"{seen.std():.3f}")
     c2.metric(f"score spread, {other_name}", f"{other_scores.std():.3f}")
     scales = [1.0, 2.0, 4.0, 8.0, 16.0]
     entropy = analysis.qk_norm_entropy(cfg.d_head, scales, n_keys=64)
-    st.plotly_chart(figs.entropy_by_scale(np.array(scales), {k: v.numpy() for k, v in entropy.items()}, math.log2(64)),
-                    key="scores_qk_entropy")
+    show_chart(figs.entropy_by_scale(np.array(scales), {k: v.numpy() for k, v in entropy.items()}, math.log2(64)),
+               key="scores_qk_entropy")
     st.caption(f"Random q and k of d_head = {cfg.d_head}, 64 keys per row, multiplied by a growing scale as weights "
                "grow in training. Without the norm the score variance grows with the scale to the fourth power "
                "(dividing by √d_head fixes the head size, not this), and softmax collapses onto one key; with it, the "
@@ -75,7 +76,7 @@ if float(st.session_state.get("scores_cap") or 0.0) <= 0.0:
 st.slider("Cap c", min_value=0.5, max_value=60.0, step=0.5, key="scores_cap", **KEEP,
           help="Gemma 2 caps attention scores at 50 and the final logits at 30")
 cap = float(st.session_state["scores_cap"])
-st.plotly_chart(figs.softcap_curve(seen, cap), key="scores_cap_curve")
+show_chart(figs.softcap_curve(seen, cap), key="scores_cap_curve")
 squeezed = float((np.abs(seen) > cap / 2).mean())
 st.caption(("This model caps its scores at c = " + f"{cfg.attn_softcap:g}; " if cfg.attn_softcap else
             "This model has no cap; the curve shows what one would do to its scores. ")
@@ -86,14 +87,14 @@ st.caption(("This model caps its scores at c = " + f"{cfg.attn_softcap:g}; " if 
 st.subheader("Sinks: a head may attend to nothing")
 if "sink_share" in live:
     share = live["sink_share"][0].float().cpu().numpy()  # (H, T)
-    st.plotly_chart(figs.sink_share(share, labels), key="scores_sink_share")
+    show_chart(figs.sink_share(share, labels), key="scores_sink_share")
     st.metric("mean share the sinks took, this layer", f"{share.mean():.1%}")
     st.caption("Each row is a head, each column a query: the weight the head's sink logit took from that query's "
                "softmax. hook_pattern keeps its (B, H, T, T) layout, so its rows sum to 1 minus this share.")
 else:
     first = live["weights"][0, :, 1:, 0].float().mean(-1).cpu().numpy()  # (H,): queries after the first
-    st.plotly_chart(figs.sink_share(live["weights"][0, :, :, 0].float().cpu().numpy(), labels),
-                    key="scores_first_share")
+    show_chart(figs.sink_share(live["weights"][0, :, :, 0].float().cpu().numpy(), labels),
+               key="scores_first_share")
     st.caption(f"This model has no sink. The heatmap shows the weight each head puts on the **first** token, per query: "
                f"on average {first.mean():.1%} in this layer (uniform attention would give each query 1/(its "
                "position + 1)). Trained models grow a sink of their own on the first token.")
@@ -107,7 +108,7 @@ except (OSError, ValueError, KeyError):
 for row in with_sinks or []:
     st.markdown(f"**What a trained model does with its sinks** ({row['model']}, held-out English; beside random-init "
                 "weights of its shape)")
-    st.plotly_chart(figs.sinks_measured(row), key=f"scores_sinks_measured_{row['model']}")
+    show_chart(figs.sinks_measured(row), key=f"scores_sinks_measured_{row['model']}")
     trained = np.array(row["sink_share"])  # (layers, H)
     random_init = np.array(row["random_init"]["sink_share"])  # (seeds, layers, H)
     busiest = np.unravel_index(trained.argmax(), trained.shape)
@@ -119,7 +120,7 @@ for row in with_sinks or []:
 if spare is not None:
     st.markdown("**Where trained models without sinks park their spare weight** (the shipped English checkpoints, "
                 "held-out text; beside the same measure on random-init weights of each shape)")
-    st.plotly_chart(figs.spare_weight(spare), key="scores_spare")
+    show_chart(figs.spare_weight(spare), key="scores_spare")
     best = max(spare, key=lambda row: max(map(max, row["first_position"])))
     st.caption(f"The most any head puts on the first position: {max(map(max, best['first_position'])):.2f} "
                f"({best['model']}), against at most {best['random_init']['first_position_max']:.2f} on random "

@@ -6,6 +6,7 @@ from ui.figures.diagram import architecture_dot
 from ui.app.export import table_csv
 from ui.figures.base import bars, heatmap, masked_to_nan
 from ui.app.page import load_page
+from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.compute.stepper import diagram_node, explain, formula, inputs_of, named_shape, shape_table, slice_2d, source_line
 
@@ -78,7 +79,7 @@ with main_col:
     if values.ndim == 0:
         st.metric(name.rsplit(".", 1)[-1], f"{float(values):.6g}")
     elif values.ndim == 1:
-        st.plotly_chart(bars(values, axis_labels(0), title=name, x_title=dims[0], y_title="value"), key="values")
+        show_chart(bars(values, axis_labels(0), title=name, x_title=dims[0], y_title="value"), key="values")
     else:
         axes = list(range(values.ndim))
         rows_key, cols_key = f"rows_{step}", f"cols_{step}"
@@ -102,7 +103,7 @@ with main_col:
             signed = bool(np.isfinite(shown).any() and np.nanmin(shown) < 0)  # a centred scale only for signed values
             fig = heatmap(plane, axis_labels(cols), axis_labels(rows), name + (f" at {at}" if at else ""),
                           x_title=dims[cols], y_title=dims[rows], signed=signed)
-            st.plotly_chart(fig, key="values")
+            show_chart(fig, key="values")
 
 with diagram_col:
     st.markdown("**Where this step sits**")

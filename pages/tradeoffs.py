@@ -8,6 +8,7 @@ import streamlit as st
 
 from transformer.training import tournament
 from ui.app.page import start_page
+from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.figures import tradeoffs as figs
 
@@ -89,23 +90,23 @@ if failed:
     st.warning(f"Diverged, shown as crosses and dashed curves: {', '.join(failed)}.")
 
 left, right = st.columns(2)
-left.plotly_chart(figs.bits_by_choice(arrays.choices, arrays.seeds, arrays.bits, arrays.diverged,
-                                      "Held-out bits per character, every seed",
-                                      (data.get("baselines") or {}).get("unigram_bits")), key="trade_bits")
-right.plotly_chart(figs.cost_against_bits(arrays.choices, arrays.cost, arrays.bits, arrays.cost_axis,
-                                          f"Against its cost: {figs.COST_TITLES[arrays.cost_axis]}"),
-                   key="trade_cost")
+show_chart(figs.bits_by_choice(arrays.choices, arrays.seeds, arrays.bits, arrays.diverged,
+                               "Held-out bits per character, every seed",
+                               (data.get("baselines") or {}).get("unigram_bits")), key="trade_bits", where=left)
+show_chart(figs.cost_against_bits(arrays.choices, arrays.cost, arrays.bits, arrays.cost_axis,
+                                  f"Against its cost: {figs.COST_TITLES[arrays.cost_axis]}"),
+           key="trade_cost", where=right)
 if arrays.cost_axis == "forward_ms":
     right.caption("Forward times were read once per entry on a shared two-core machine while other work ran: the "
                   "same model read 15 to 50 ms at different moments, so only large gaps mean anything here. "
                   "benchmarks/ holds the careful timings.")
 if len(arrays.multiples) > 1:
-    st.plotly_chart(figs.bits_by_length(arrays.choices, arrays.multiples, arrays.by_length, recipe["context"],
-                                        "Held out at the trained length and longer"), key="trade_lengths")
+    show_chart(figs.bits_by_length(arrays.choices, arrays.multiples, arrays.by_length, recipe["context"],
+                                   "Held out at the trained length and longer"), key="trade_lengths")
     st.caption("A learned table has no row past the length it trained, so it cannot read 2× or 4×: no point there. "
                "Every length reads the same held-out characters, in longer windows.")
-st.plotly_chart(figs.training_curves(arrays.choices, arrays.curves, "Training curves, every seed"),
-                key="trade_curves")
+show_chart(figs.training_curves(arrays.choices, arrays.curves, "Training curves, every seed"),
+           key="trade_curves")
 st.markdown(f"**What this size cannot test.** {comp['cannot_test']} {data.get('scale_note', tournament.SCALE_NOTE)}")
 
 rows = pd.DataFrame([r for r in tournament.summary_rows(data) if r["comparison"] == comp["axis"]])

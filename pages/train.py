@@ -14,6 +14,7 @@ from transformer.training.train import evaluate, train
 from ui.app.export import checkpoint_zip
 from ui.figures.base import FONT, head_grid
 from ui.app.page import start_page
+from ui.app.charts import show_chart
 from ui.compute.runtime import WeightsSource, visible
 from ui.app.state import use_weights
 from ui.app.train_tournament import offer_tournament_task, settings_problem, show_live_comparison, warmup_follows_steps
@@ -114,8 +115,8 @@ def run_training() -> None:
         loss = f"{metrics['loss'] / math.log(2):.2f} bits per character" if bits else f"loss {metrics['loss']:.3f}"
         progress.progress((step + 1) / steps, text=f"step {step + 1}/{steps} · {loss} · "
                                                    f"accuracy {metrics['accuracy']:.2f}")
-        chart.plotly_chart(loss_figure(history), key=f"loss_{step}")
-        heatmap.plotly_chart(attention_figure(model, step), key=f"attn_{step}")
+        show_chart(loss_figure(history), key=f"loss_{step}", where=chart)
+        show_chart(attention_figure(model, step), key=f"attn_{step}", where=heatmap)
 
     model, _ = train(cfg, task, int(steps), batch_size=int(batch_size), lr=float(lr), warmup=int(warmup),
                      seed=state.seed,
@@ -139,8 +140,8 @@ if result and result["model"] is not None:
         accuracy = evaluate(model, result["task"], n_batches=2, batch_size=64)
         measured = f"accuracy {accuracy:.2f} on fresh {result['task']} samples"
     st.subheader(f"Training {finished}: {measured}")
-    st.plotly_chart(loss_figure(history), key="loss_final")
-    st.plotly_chart(attention_figure(model, history[-1]["step"]), key="attn_final")
+    show_chart(loss_figure(history), key="loss_final")
+    show_chart(attention_figure(model, history[-1]["step"]), key="attn_final")
     if "settings" in result:
         show_live_comparison(model, history, result["trained_task"], result["settings"])
 

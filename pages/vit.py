@@ -7,6 +7,7 @@ from ui.figures import vision as figs
 from ui.app.export import trace_npz
 from ui.figures.base import heatmap
 from ui.app.page import start_page
+from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.compute.vision_measure import digit_view, held_out, held_out_predictions, vit_model
 
@@ -78,12 +79,12 @@ guess = int(probabilities.argmax())
 
 # --- the digit and the prediction ------------------------------------------------------------
 c1, c2 = st.columns(2)
-c1.plotly_chart(figs.digit_patches(view["image"], shape.patch_size,
-                                   f"digit {index}: {shape.n_patches} patches of {shape.patch_size}×{shape.patch_size}"),
-                key="vit_digit_patches")
+show_chart(figs.digit_patches(view["image"], shape.patch_size,
+                              f"digit {index}: {shape.n_patches} patches of {shape.patch_size}×{shape.patch_size}"),
+           key="vit_digit_patches", where=c1)
 c1.caption("Each patch (orange borders) becomes one token, numbered in reading order after [CLS] (token 0). "
            f"A token is the patch's {shape.patch_pixels} pixels through one linear map, plus a learned position.")
-c2.plotly_chart(figs.class_probabilities(probabilities, label), key="vit_probabilities")
+show_chart(figs.class_probabilities(probabilities, label), key="vit_probabilities", where=c2)
 if guess == label:
     c2.markdown(f"**Prediction {guess}** with probability {probabilities[guess]:.2f} — the true label is {label}. ✅")
 else:
@@ -95,9 +96,9 @@ st.subheader(f"Where [CLS] looks in layer {layer}")
 weights = view["patterns"][layer]  # (H, 1 + N, 1 + N)
 cls_row = weights[:, vision.CLS]  # (H, 1 + N): [CLS] over [CLS] and the patches
 maps = vision.patch_grid(cls_row[:, 1:], shape.image_size, shape.patch_size)  # (H, rows, cols)
-st.plotly_chart(figs.cls_attention(maps, view["image"], shape.patch_size, cls_self=cls_row[:, vision.CLS],
-                                   title=f"layer {layer}: [CLS]'s weight on each patch, per head", highlight=head),
-                key="vit_cls_attention")
+show_chart(figs.cls_attention(maps, view["image"], shape.patch_size, cls_self=cls_row[:, vision.CLS],
+                              title=f"layer {layer}: [CLS]'s weight on each patch, per head", highlight=head),
+           key="vit_cls_attention")
 st.caption("Each panel is one head's softmax row for the query [CLS], laid out where the patches sit; the white line "
            "is the digit's outline. The weights on the 16 patches and on [CLS] itself add up to 1. In the last layer "
            "this row is all the class is read from; in layer 0 [CLS] is still the same vector for every image, so "
@@ -106,8 +107,8 @@ st.caption("Each panel is one head's softmax row for the query [CLS], laid out w
 # --- one head, every query --------------------------------------------------------------------
 st.subheader(f"Layer {layer}, head {head}: every token's weights")
 tokens = ["CLS"] + [f"patch {i + 1}" for i in range(shape.n_patches)]
-st.plotly_chart(heatmap(weights[head], tokens, tokens, f"layer {layer}, head {head}: query → key weights", zmin=0,
-                        zmax=1, height=520), key="vit_head_matrix")
+show_chart(heatmap(weights[head], tokens, tokens, f"layer {layer}, head {head}: query → key weights", zmin=0,
+                   zmax=1, height=520), key="vit_head_matrix")
 st.caption("Row 0 is [CLS] (the panel above); the other rows are patches looking at each other, as words do in a "
            "sentence. No mask: every token sees every other, in both directions.")
 
