@@ -66,7 +66,11 @@ def test_unknown_field_from_a_dict(tiny_config):
 
 def test_a_config_reads_back_from_its_json(tiny_config):
     cfg = tiny_config(position="alibi", n_kv_heads=2)
-    assert TransformerConfig.from_json(json.dumps(cfg.to_dict(), sort_keys=True)) == cfg
+    assert TransformerConfig.from_json(cfg.to_json()) == cfg
+    # the app's cache key: the same config always gives the same text, another config another text
+    assert tiny_config(n_kv_heads=2, position="alibi").to_json() == cfg.to_json()
+    assert cfg.replace(n_kv_heads=1).to_json() != cfg.to_json()
+    assert list(json.loads(cfg.to_json())) == sorted(cfg.to_dict())
     with pytest.raises(ValueError, match=re.escape("['n_head']")):
         TransformerConfig.from_json(json.dumps({**cfg.to_dict(), "n_head": 4}))
 

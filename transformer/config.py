@@ -350,9 +350,13 @@ class TransformerConfig:
             raise ValueError(f"unknown config fields {sorted(unknown)}; valid fields are {sorted(known)}")
         return cls(**data)
 
+    def to_json(self) -> str:
+        """Its fields as JSON, keys sorted: one text per config, so the app caches by it (``from_json`` reads it)."""
+        return json.dumps(self.to_dict(), sort_keys=True)
+
     @classmethod
     def from_json(cls, text: str) -> "TransformerConfig":
-        """The config a JSON object of its fields describes, such as a cache key the app made from one."""
+        """The config a JSON object of its fields describes, such as ``to_json``'s text."""
         return cls.from_dict(json.loads(text))
 
 

@@ -17,7 +17,7 @@ from transformer.ffn import FFN_KINDS
 from transformer.positions import POSITIONS
 from transformer.training.tasks import TASKS, get_task
 
-from ui.compute.runtime import config_key, trained_config, trained_tasks, weights_config, weights_info
+from ui.compute.runtime import trained_config, trained_tasks, weights_config, weights_info
 
 DEFAULT_PRESET = "llama2"
 DEFAULT_TASK = "language"  # every preset ships a language model: any typed text runs on trained weights
@@ -61,7 +61,7 @@ class AppState:
 
     @property
     def config_json(self) -> str:
-        return config_key(self.config)
+        return self.config.to_json()
 
 
 def _preset_values(name: str) -> dict:
@@ -113,7 +113,7 @@ def current_task() -> str | None:
         cfg = config_from_values(_current_values(), s["preset"], s["task"])
     except ValueError:
         return None
-    return weights_info(config_key(cfg)).task
+    return weights_info(cfg.to_json()).task
 
 
 def apply_preset(name: str | None = None) -> None:
@@ -123,7 +123,7 @@ def apply_preset(name: str | None = None) -> None:
     st.session_state["preset"] = name
     if name in PRESETS:
         trained = trained_config(PRESETS[name])
-        new_task = weights_info(config_key(trained)).task if trained else None
+        new_task = weights_info(trained.to_json()).task if trained else None
         _store(**_preset_values(name), task=new_task or DEFAULT_TASK,
                text=text_for(new_task, old_task, st.session_state[STORE]["text"]))
     _store(preset=name)
@@ -133,7 +133,7 @@ def apply_preset(name: str | None = None) -> None:
 def choose_task() -> None:
     """A widget callback: show the checkpoint of these axes trained on another task."""
     s = st.session_state
-    old_task = weights_info(config_key(config_from_values(_current_values(), s["preset"], s[STORE]["task"]))).task
+    old_task = weights_info(config_from_values(_current_values(), s["preset"], s[STORE]["task"]).to_json()).task
     _store(task=s["task"], text=text_for(s["task"], old_task, s[STORE]["text"]))
 
 

@@ -18,7 +18,7 @@ from transformer.hooks import attention_stacks, hook_name
 from transformer.positions import POSITIONS, alibi_bias, alibi_slopes, rope_angles, rope_inv_freq, sinusoidal_table
 from transformer.probes import with_position
 
-from ui.compute.runtime import config_key, get_model
+from ui.compute.runtime import get_model
 
 PAD_ID = 0
 CHECKPOINTS = Path(__file__).resolve().parents[2] / "assets" / "checkpoints"
@@ -122,7 +122,7 @@ def beyond_trained_length(config_json: str, seed: int, ids: tuple[int, ...], tra
     The config's own position scheme plays no part (each is tried), so it is left out of the
     cache key: choosing another position in the sidebar reuses the five runs.
     """
-    return _beyond_trained_length(config_key(with_position(TransformerConfig.from_json(config_json), "none")), seed, ids, trained)
+    return _beyond_trained_length(with_position(TransformerConfig.from_json(config_json), "none").to_json(), seed, ids, trained)
 
 
 @st.cache_data(max_entries=16, show_spinner="Running each position scheme past its trained length…")

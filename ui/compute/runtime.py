@@ -118,7 +118,7 @@ def _trained_info(name: str, meta: dict) -> WeightsInfo:
 
 
 class _ShippedModel(NamedTuple):
-    key: str  # its config's config_key
+    key: str  # its config's to_json(), the cache key
     path: str
     info: WeightsInfo  # what its banner says
     cfg: TransformerConfig
@@ -138,7 +138,7 @@ def _shipped_configs() -> tuple[_ShippedModel, ...]:
     rows = []
     for entry in entries:
         meta, cfg = checkpoint.read_meta(entry.path)
-        rows.append(_ShippedModel(config_key(cfg), str(entry.path),
+        rows.append(_ShippedModel(cfg.to_json(), str(entry.path),
                                   _trained_info(f"trained checkpoint {entry.name}", meta), cfg))
     return tuple(rows)
 
@@ -172,11 +172,6 @@ def score_text(meta: dict) -> str:
     if not isinstance(accuracy, (int, float)):
         return ""
     return f"accuracy {accuracy:.2f}"
-
-
-def config_key(cfg: TransformerConfig) -> str:
-    """The cache key of a config: its fields as JSON, keys sorted (``TransformerConfig.from_json`` reads it back)."""
-    return json.dumps(cfg.to_dict(), sort_keys=True)
 
 
 def _trained_matches(cfg: TransformerConfig) -> list[_ShippedModel]:

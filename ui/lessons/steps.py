@@ -48,7 +48,7 @@ from ui.compute.probe_measure import permutation_results, scaling_curves
 from ui.compute.probe_measure import softmax_rows as softmax_row_values
 from ui.compute.interpret_measure import PAIRS, answer_token, lens_view, patching
 from ui.compute.chapters_measure import CONTEXTS, accuracy_curves, gru_models, sparse_attention
-from ui.compute.runtime import TraceData, Tokens, config_key, encode_text, get_trace, trained_config, weights_info
+from ui.compute.runtime import TraceData, Tokens, encode_text, get_trace, trained_config, weights_info
 from ui.app.source import five_lines
 from ui.lessons import modern_steps
 from ui.lessons.live import Live
@@ -91,7 +91,7 @@ class LessonModel:
 def lesson_model() -> LessonModel:
     """LLaMA 2 at classroom size with its shipped checkpoint and that checkpoint's example text (all cached)."""
     config = trained_config(PRESETS[LESSON_PRESET], DEFAULT_TASK) or PRESETS[LESSON_PRESET]
-    key = config_key(config)
+    key = config.to_json()
     info = weights_info(key)
     text = DEFAULT_TEXT if info.task in (None, DEFAULT_TASK) else get_task(info.task).example_text
     tokens = encode_text(text, key)
