@@ -56,7 +56,7 @@ from pathlib import Path
 
 import numpy as np
 
-from polls.store import URL_ENV, open_store
+from polls import URL_ENV, open_store
 
 FULL = dict(students=40, processes=4, rounds=20, visible_samples=100, hall_students=300, hall_window_s=10.0)
 SMOKE = dict(students=4, processes=2, rounds=2, visible_samples=3, hall_students=20, hall_window_s=1.0)

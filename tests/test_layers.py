@@ -1,5 +1,6 @@
 """Each layer imports only the ones below it: the app never imports benchmarks, nor launches them as a
-process; the library imports neither the app nor Streamlit; the model's modules never reach training."""
+process; the library imports neither the app nor Streamlit; the model's modules never reach training; the
+class poll (polls/) imports neither the app, Streamlit nor the benchmarks that measure it."""
 import ast
 import re
 from pathlib import Path
@@ -42,6 +43,7 @@ def _within(module: str, forbidden: set[str]) -> bool:
 
 
 LIBRARY = sorted((ROOT / "transformer").rglob("*.py"))
+POLLS = sorted((ROOT / "polls").rglob("*.py"))
 TRAINING = ROOT / "transformer" / "training"
 # The GRU of Before attention is built for its task's vocabulary (Seq2SeqConfig.task reads TASKS["copy"]):
 # until that vocabulary has a home below training, the chapter's module is the one that reaches up.
@@ -53,7 +55,9 @@ MODEL_READS_ITS_TASK = {ROOT / "transformer" / "rnn.py"}
     (LIBRARY, {"benchmarks", "ui", "pages", "streamlit"}),
     ([path for path in LIBRARY if TRAINING not in path.parents and path not in MODEL_READS_ITS_TASK],
      {"transformer.training"}),
-], ids=["app never imports benchmarks", "library never imports the app", "the model never imports training"])
+    (POLLS, {"benchmarks", "ui", "pages", "streamlit"}),
+], ids=["app never imports benchmarks", "library never imports the app", "the model never imports training",
+        "the poll never imports the app"])
 def test_no_layer_imports_one_it_must_not(files, forbidden):
     assert files
     offending = {f"{path.relative_to(ROOT)} names {module}" for path in files for module in referenced_modules(path)

@@ -28,10 +28,13 @@ from transformer import MODEL_CARDS, kv_cache_bytes_per_token, param_counts
 from transformer.flash import tile_plan
 from ui.figures import lesson as lesson_figures
 from ui.lessons import steps as lessons
+from ui.lessons.steps import images as images_chapter, step as step_module
+from ui.lessons.steps.lesson_model import token_name
+from ui.lessons.steps.step import binary_size
 from ui.lessons import classroom
 from ui.lessons.class_report import report_csv, report_html
 from ui.lessons.classroom import N_STEPS
-from polls.store import open_store
+from polls import open_store
 
 STEPS = lessons.STEPS
 
@@ -144,7 +147,7 @@ def test_the_soft_lookup_answer_is_the_trained_heads_argmax():
     live = STEPS[1].build()
     layer, head, query = (int(live.query[k]) for k in ("layer", "head", "query"))
     looked = int(np.argmax(model.trace.pattern(layer)[head, query]))
-    assert live.choices[live.answer] == lessons.token_name(model, looked)
+    assert live.choices[live.answer] == token_name(model, looked)
     assert model.trained and "Weights of trained checkpoint" in live.caption
     if "clearest induction head" in live.caption:  # it looks at the token after the earlier copy of the query's token
         earlier = max(j for j in range(query) if model.tokens.ids[j] == model.tokens.ids[query])
@@ -157,7 +160,7 @@ def test_the_kv_cache_answer_is_the_presets_arithmetic():
     real = MODEL_CARDS["llama2"].real["70B"]
     live = STEPS[9].build()
     assert kv_cache_bytes_per_token(real) * 4096 == 2 * 80 * 8 * 128 * 2 * 4096
-    assert live.choices[live.answer] == lessons.binary_size(kv_cache_bytes_per_token(real) * 4096) == "1.25 GiB"
+    assert live.choices[live.answer] == binary_size(kv_cache_bytes_per_token(real) * 4096) == "1.25 GiB"
 
 
 def test_the_flash_and_moe_answers_are_computed():
@@ -171,13 +174,13 @@ def test_the_flash_and_moe_answers_are_computed():
 
 def test_the_images_step_links_to_the_vision_page_only_when_it_exists(monkeypatch):
     step = STEPS[11]
-    monkeypatch.setattr(lessons, "page_exists", lambda page: False)
+    monkeypatch.setattr(step_module, "page_exists", lambda page: False)
     assert step.link() is None
-    monkeypatch.setattr(lessons, "page_exists", lambda page: True)
+    monkeypatch.setattr(step_module, "page_exists", lambda page: True)
     assert step.link() == "vit"
-    patches = lessons.patches_of(lessons.synthetic_image(), 2)
+    patches = images_chapter.patches_of(images_chapter.synthetic_image(), 2)
     assert patches.shape == (16, 4)
-    assert np.array_equal(patches[1], lessons.synthetic_image()[0:2, 2:4].reshape(-1))  # reading order, row by row
+    assert np.array_equal(patches[1], images_chapter.synthetic_image()[0:2, 2:4].reshape(-1))  # reading order, row by row
 
 
 # --- the URL, the keyboard buttons and presenter mode -----------------------------------------------

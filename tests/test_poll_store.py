@@ -1,4 +1,5 @@
-"""The class poll's store (ui/lessons/poll_store.py) and the teacher's report it reads (ui/lessons/class_report.py):
+"""The class poll's store (polls/) and the teacher's report it reads (polls/report.py, written out by
+ui/lessons/class_report.py):
 one suite, run against SQLite and a real PostgreSQL server.
 
 The PostgreSQL server is Debian's (`apt-get install postgresql`), started by the `postgres_server`
@@ -28,9 +29,10 @@ from pathlib import Path
 
 import pytest
 
-from scripts import hall
+from polls import open_store, rules, settings
 from polls import store as poll_store
-from polls.store import ALPHABET, CODE_LENGTH, PollError, open_store
+from polls.rules import ALPHABET, CODE_LENGTH, PollError
+from scripts import hall
 
 CODE = re.compile(f"^[{ALPHABET}]{{{CODE_LENGTH}}}$")
 HOUR = 3600.0
@@ -271,10 +273,10 @@ def test_the_teacher_key_and_student_tokens_are_never_stored_in_clear(open_db, d
         assert not any(secret in value for value in every_value), "a secret is stored in clear"
     assert [row[0] for row in stored["poll_sessions"]] == [new.code]
     session_values = stored["poll_sessions"][0]
-    assert poll_store.digest(new.teacher_key) in session_values
-    assert poll_store.digest(new.teacher_key) == hashlib.sha256(new.teacher_key.encode()).hexdigest()
-    assert {row[1] for row in stored["poll_students"]} == {poll_store.digest(t) for t in tokens}
-    assert {row[2] for row in stored["poll_answers"]} == {poll_store.digest(t) for t in tokens}
+    assert rules.digest(new.teacher_key) in session_values
+    assert rules.digest(new.teacher_key) == hashlib.sha256(new.teacher_key.encode()).hexdigest()
+    assert {row[1] for row in stored["poll_students"]} == {rules.digest(t) for t in tokens}
+    assert {row[2] for row in stored["poll_answers"]} == {rules.digest(t) for t in tokens}
 
 
 def test_every_teacher_action_needs_the_classes_own_key(open_db):
@@ -285,8 +287,8 @@ def test_every_teacher_action_needs_the_classes_own_key(open_db):
     student = store.join(code)
     store.answer(code, student, 1, "A")
     refused = f"That teacher key does not open class {code} — resume with the private link"
-    forged = poll_store.new_secret()
-    for key in (forged, theirs.teacher_key, "", poll_store.digest(mine.teacher_key), None, 42,
+    forged = rules.new_secret()
+    for key in (forged, theirs.teacher_key, "", rules.digest(mine.teacher_key), None, 42,
                 mine.teacher_key.upper(), mine.teacher_key + "x"):
         calls = [lambda: store.set_step(code, key, 2), lambda: store.reveal(code, key, 1),
                  lambda: store.end_session(code, key), lambda: store.teacher_info(code, key)]
@@ -310,18 +312,18 @@ def test_the_key_is_compared_in_constant_time(open_db, monkeypatch):
     store = open_db()
     new = store.create_session()
     compared = []
-    real = poll_store.hmac.compare_digest
+    real = rules.hmac.compare_digest
 
     def spy(a, b):
         compared.append((a, b))
         return real(a, b)
 
-    monkeypatch.setattr(poll_store.hmac, "compare_digest", spy)
+    monkeypatch.setattr(rules.hmac, "compare_digest", spy)
     store.teacher_info(new.code, new.teacher_key)
     with pytest.raises(PollError):
         store.set_step(new.code, "a guess", 1)
-    stored = poll_store.digest(new.teacher_key)
-    assert compared == [(stored, stored), (stored, poll_store.digest("a guess"))]
+    stored = rules.digest(new.teacher_key)
+    assert compared == [(stored, stored), (stored, rules.digest("a guess"))]
 
 
 def test_an_ended_class_refuses_its_key_and_everyone_then_goes_an_hour_later(open_db, db_url):
@@ -361,7 +363,7 @@ def test_a_student_token_of_another_class_or_none_is_refused(open_db):
     assert store.rejoin(elsewhere.code, stranger) and not store.rejoin(mine.code, stranger)
     with pytest.raises(PollError, match=f"a student of another class, not of class {mine.code} — join class"):
         store.answer(mine.code, stranger, 0, "A")
-    for student in (poll_store.new_secret(), "0123456789abcdef"):
+    for student in (rules.new_secret(), "0123456789abcdef"):
         assert not store.rejoin(mine.code, student)
         with pytest.raises(PollError, match=f"You have not joined class {mine.code} yet"):
             store.answer(mine.code, student, 0, "A")
@@ -439,12 +441,12 @@ def test_a_server_holds_at_most_max_polls_classes(open_db, monkeypatch):
         store.create_session()
     clock.t += poll_store.PURGE_AFTER_S + 1
     assert CODE.match(store.create_session().code)  # ... then frees it
-    monkeypatch.setenv(poll_store.MAX_POLLS_ENV, "7")
+    monkeypatch.setenv(rules.MAX_POLLS_ENV, "7")
     assert open_db().limits.max_polls == 7
 
 
 def test_a_class_takes_at_most_max_students(open_db, monkeypatch):
-    monkeypatch.setenv(poll_store.MAX_STUDENTS_ENV, "2")
+    monkeypatch.setenv(rules.MAX_STUDENTS_ENV, "2")
     store = open_db()
     assert store.limits.max_students == 2
     new = store.create_session()
@@ -463,8 +465,8 @@ def test_answers_are_at_most_max_answer_chars(open_db, monkeypatch):
     assert store.answer(new.code, student, 0, "ALiBi")
     with pytest.raises(PollError, match="at most 5 characters"):
         store.answer(new.code, student, 0, "sinusoidal")
-    monkeypatch.setenv(poll_store.MAX_ANSWER_CHARS_ENV, "9")
-    assert open_db().limits == poll_store.Limits(max_polls=200, max_students=500, max_answer_chars=9)
+    monkeypatch.setenv(rules.MAX_ANSWER_CHARS_ENV, "9")
+    assert open_db().limits == rules.Limits(max_polls=200, max_students=500, max_answer_chars=9)
 
 
 @pytest.mark.parametrize("env, value, message", [
@@ -485,9 +487,9 @@ def test_how_long_a_code_lasts_is_configurable(open_db, monkeypatch):
     clock.t += 0.5 * HOUR
     with pytest.raises(PollError, match=r"has ended \(a class code lasts 0.5 hours\)"):
         open_db(clock=clock).join(code)  # the class keeps the lifetime it was created with
-    monkeypatch.setenv(poll_store.TTL_ENV, "1")
+    monkeypatch.setenv(rules.TTL_ENV, "1")
     assert open_db().ttl_s == HOUR
-    monkeypatch.setenv(poll_store.TTL_ENV, "soon")
+    monkeypatch.setenv(rules.TTL_ENV, "soon")
     with pytest.raises(ValueError, match="ATTENTION_LAB_POLL_HOURS='soon': expected a number of hours"):
         open_db()
     with pytest.raises(ValueError, match="positive number of hours"):
@@ -564,7 +566,7 @@ def test_a_late_joiner_answers_the_current_step_and_only_that(open_db):
     ("1", "A", "not '1'"),
     (0, "", "An answer is some text"),
     (0, "   ", "An answer is some text"),
-    (0, "x" * (poll_store.MAX_ANSWER_CHARS + 1), "at most 200 characters"),
+    (0, "x" * (rules.MAX_ANSWER_CHARS + 1), "at most 200 characters"),
     (0, 3, "An answer is some text"),
 ])
 def test_a_bad_step_or_answer_is_refused(open_db, step, answer, message):
@@ -739,12 +741,12 @@ def test_a_database_from_an_older_version_gains_the_new_columns(db_url):
 
 
 def test_open_store_reads_the_url_then_the_environment_then_the_default(tmp_path, monkeypatch):
-    monkeypatch.delenv(poll_store.URL_ENV, raising=False)
-    monkeypatch.setattr(poll_store, "DEFAULT_PATH", tmp_path / "data" / "attention_lab.sqlite3")
+    monkeypatch.delenv(rules.URL_ENV, raising=False)
+    monkeypatch.setattr(settings, "DEFAULT_PATH", tmp_path / "data" / "attention_lab.sqlite3")
     with open_store() as store:
         assert store.kind == "sqlite" and store.location == str(tmp_path / "data" / "attention_lab.sqlite3")
         assert Path(store.location).exists()
-    monkeypatch.setenv(poll_store.URL_ENV, str(tmp_path / "from-env.sqlite3"))
+    monkeypatch.setenv(rules.URL_ENV, str(tmp_path / "from-env.sqlite3"))
     with open_store() as store:
         assert store.location == str(tmp_path / "from-env.sqlite3")
     with open_store(f"sqlite:///{tmp_path}/absolute.sqlite3") as store:  # sqlite:////abs: the 4th slash is the path's
@@ -796,7 +798,7 @@ def test_postgresql_without_its_driver_says_what_to_install(monkeypatch):
 
 def test_postgresql_from_the_environment_and_its_password_kept_out_of_messages(postgres_server, monkeypatch):
     url = postgres_server.new_database()
-    monkeypatch.setenv(poll_store.URL_ENV, url)
+    monkeypatch.setenv(rules.URL_ENV, url)
     with open_store() as store:
         assert store.kind == "postgresql" and store.location == url
         code = store.create_session().code
@@ -1099,9 +1101,9 @@ TODAYS_SCHEMA = (  # the tables as the store made them before it kept step openi
 
 def test_a_database_of_the_schema_before_the_report_opens_and_keeps_its_classes_and_answers(db_url):
     key, tokens = "kq3JH0aV8Zt2-abcdefghi", ["tok-one-abcdefghijklmn", "tok-two-abcdefghijklmn"]
-    ids = [poll_store.digest(t) for t in tokens]
+    ids = [rules.digest(t) for t in tokens]
     rows = [f"INSERT INTO poll_sessions VALUES ('TODAY', 1800000000, 1800010800, 2, "
-            f"'{poll_store.digest(key)}', NULL)",
+            f"'{rules.digest(key)}', NULL)",
             f"INSERT INTO poll_students VALUES ('TODAY', '{ids[0]}', 1800000001)",
             f"INSERT INTO poll_students VALUES ('TODAY', '{ids[1]}', 1800000002)",
             f"INSERT INTO poll_answers VALUES ('TODAY', 1, '{ids[0]}', 'A', 1800000010)",
@@ -1124,7 +1126,7 @@ def test_a_database_of_the_schema_before_the_report_opens_and_keeps_its_classes_
     with open_store(db_url, clock=clock) as store, open_store(db_url, clock=clock) as second:  # twice: no harm
         after = raw_rows(db_url)
         # every row kept as it was; the reveal gains empty right-answer columns, the openings table is new and empty
-        assert sorted(after["poll_sessions"]) == [("TODAY", 1800000000, 1800010800, 2, poll_store.digest(key), None)]
+        assert sorted(after["poll_sessions"]) == [("TODAY", 1800000000, 1800010800, 2, rules.digest(key), None)]
         assert len(after["poll_students"]) == 2 and len(after["poll_answers"]) == 3
         assert after["poll_reveals"] == [("TODAY", 1, 1800000015, None, None)] and after["poll_openings"] == []
         info = store.teacher_info("TODAY", key)  # the class goes on: its key, its step, its students ...

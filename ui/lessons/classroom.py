@@ -77,7 +77,7 @@ from ui.figures import lesson as lesson_figures
 from ui.lessons.class_report import ClassReport, report_csv, report_html, summary_lines, table_rows
 from ui.lessons.homework import homework_html
 from ui.lessons.steps import STEPS, Live, Step, letter, lesson_model
-from polls.store import URL_ENV, PollError, normalize_code, open_store
+from polls import URL_ENV, PollError, normalize_code, open_store
 from ui.app.state import sidebar
 
 N_STEPS = len(STEPS)
