@@ -9,7 +9,10 @@ import pytest
 import torch
 from PIL import Image
 
-from transformer import PRESETS, Transformer, TransformerConfig, checkpoint
+from transformer import MODEL_CARDS, PRESETS, Transformer, TransformerConfig, checkpoint
+from transformer.flash import TiledAttention
+from transformer.hook_sites import SITES
+from transformer.hooks import HookPoint
 from transformer.attention import Attention
 from transformer.positions import rope_angles, rope_inv_freq
 from ui.app import export
@@ -292,6 +295,29 @@ def test_inputs_name_the_tensors_each_formula_reads():
     index = {e["name"]: i for i, e in enumerate(enc_dec)}
     (memory,) = stepper.inputs_of(enc_dec, index["decoder.blocks.0.cross_attn.hook_v"])
     assert enc_dec[memory]["name"] == "encoder.ln_final.hook_normalized"  # the encoder's output
+
+
+def hook_sites_of(module: torch.nn.Module) -> set[str]:
+    return {stepper.suffix(name) for name, part in module.named_modules() if isinstance(part, HookPoint)}
+
+
+def test_every_hook_site_a_model_records_has_a_node_of_its_diagram():
+    """Every card's classroom model, and the switches no card turns on (gated attention, soft-capped scores): each
+    recorded step names a node that its model's diagram colours, and together they record every site but the
+    tiled walk's (the Flash page draws those tile by tile, not in the block diagram)."""
+    configs = [card.config for card in MODEL_CARDS.values()]
+    configs.append(PRESETS["llama2"].replace(attn_gate=True, attn_softcap=30.0))
+    ids = torch.tensor([[1, 2, 3]])
+    recorded = set()
+    for cfg in configs:
+        model = Transformer(cfg, device="cpu").eval()
+        _, trace = model.run_with_trace(*((ids, ids) if cfg.arch == "encoder-decoder" else (ids,)))
+        for event in trace.events:
+            node = stepper.diagram_node(event.name)
+            assert node is not None and HIGHLIGHT in architecture_dot(cfg, highlight=node), (event.name, node)
+            recorded.add(stepper.suffix(event.name))
+    assert recorded == set(SITES) - hook_sites_of(TiledAttention())
+    assert set(stepper.SITE_NODES) <= set(SITES)  # no node for a site that is gone
 
 
 def test_diagram_nodes_of_hook_names():

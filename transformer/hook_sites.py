@@ -42,7 +42,6 @@ class HookSite:
     # what the step reads: a sentence when it is no recorded tensor, else sibling sites (a tuple inside = the first
     # of these that was recorded; "<input>" = the module's input); None = the step before it
     reads: str | tuple | None = None
-    node: str | None = None  # node of ui.figures.diagram.architecture_dot; None = its module's (MODULE_NODES)
 
     def latex(self, cfg: "TransformerConfig") -> str | None:
         return self.formula.choose(cfg) if isinstance(self.formula, ByAxis) else self.formula
@@ -58,19 +57,18 @@ SITES: dict[str, HookSite] = {
         RESID, "E[token ids]",
         "Each token id picks its row of the embedding matrix: the model's first vector per token.",
         r"x_t = E[\mathrm{id}_t]",
-        reads="the token ids", node="embed"),
+        reads="the token ids"),
     "hook_pos_embed": HookSite(
         RESID, {"sinusoidal": "sinusoidal position vectors", "learned": "learned position vectors"},
         "Position vectors, added to the token embeddings so attention can tell places apart.",
         ByAxis("position", {
             "sinusoidal": r"P_{t,2i} = \sin\!\left(t / 10000^{2i/d}\right),\quad P_{t,2i+1} = \cos\!\left(t / 10000^{2i/d}\right)",
             "*": r"P_t = P_{\text{learned}}[t]"}),
-        reads="the position ids", node="pos"),
+        reads="the position ids"),
     "hook_logits": HookSite(
         ("B", "T", "vocab"), "h W_U",
         "Scores over the vocabulary for the next token (or the masked one).",
-        r"\text{logits} = h\,W_U",
-        node="head"),
+        r"\text{logits} = h\,W_U"),
     # --- a norm (ln1, ln2, ln_cross, ln_final ...) ---
     "hook_normalized": HookSite(
         RESID, {"layernorm": "(x - mean(x)) / sqrt(var(x) + eps) * w + b", "rmsnorm": "x / sqrt(mean(x^2) + eps) * w"},
@@ -82,32 +80,27 @@ SITES: dict[str, HookSite] = {
     "hook_resid_pre": HookSite(
         RESID, "residual stream entering the block",
         "The residual stream entering the block: every sublayer reads it and adds its result to it.",
-        r"x = \text{the previous block's output (block 0: } E[\mathrm{id}] + P\text{)}",
-        node="ln1"),
+        r"x = \text{the previous block's output (block 0: } E[\mathrm{id}] + P\text{)}"),
     "hook_attn_out": HookSite(
         RESID, "attention output",
         "Line 5: the heads are concatenated and projected back to d_model.",
-        r"\mathrm{Attn}(x) = \mathrm{concat}(Z_1, \dots, Z_H)\,W_O",
-        node="attn"),
+        r"\mathrm{Attn}(x) = \mathrm{concat}(Z_1, \dots, Z_H)\,W_O"),
     "hook_resid_mid": HookSite(
         RESID, "residual after attention",
         "The residual stream after the attention sublayer.",
         ByAxis("block", {"pre": r"x \leftarrow x + \mathrm{Attn}(\mathrm{Norm}(x))",
                          "post": r"x \leftarrow \mathrm{Norm}(x + \mathrm{Attn}(x))",
                          "sandwich": r"x \leftarrow x + \mathrm{Norm}_{post}(\mathrm{Attn}(\mathrm{Norm}(x)))",
-                         "after": r"x \leftarrow x + \mathrm{Norm}(\mathrm{Attn}(x))"}),
-        node="attn"),
+                         "after": r"x \leftarrow x + \mathrm{Norm}(\mathrm{Attn}(x))"})),
     "hook_cross_attn_out": HookSite(
         RESID, "cross-attention output",
         "Cross-attention's output: decoder queries read the encoder's keys and values.",
-        r"\mathrm{CrossAttn}(x, m) = \mathrm{softmax}\!\left(\frac{(x W_Q)(m W_K)^\top}{\sqrt{d_{head}}}\right) m W_V\, W_O",
-        node="cross"),
+        r"\mathrm{CrossAttn}(x, m) = \mathrm{softmax}\!\left(\frac{(x W_Q)(m W_K)^\top}{\sqrt{d_{head}}}\right) m W_V\, W_O"),
     "hook_resid_cross": HookSite(
         RESID, "residual after cross-attention",
         "The residual stream after cross-attention.",
         ByAxis("block", {"pre": r"x \leftarrow x + \mathrm{CrossAttn}(\mathrm{Norm}(x), m)",
-                         "post": r"x \leftarrow \mathrm{Norm}(x + \mathrm{CrossAttn}(x, m))"}),
-        node="cross"),
+                         "post": r"x \leftarrow \mathrm{Norm}(x + \mathrm{CrossAttn}(x, m))"})),
     "hook_mlp_out": HookSite(
         RESID, "FFN output",
         "The FFN sublayer's output.",
@@ -115,8 +108,7 @@ SITES: dict[str, HookSite] = {
                        "swiglu": r"\mathrm{FFN}(x) = \left(\mathrm{SiLU}(x W_{gate}) \odot x W_{up}\right) W_{down}",
                        "geglu": r"\mathrm{FFN}(x) = \left(\mathrm{GELU}(x W_{gate}) \odot x W_{up}\right) W_{down}",
                        "*": r"\mathrm{FFN}(x) = \mathrm{act}(x W_{in} + b_{in})\, W_{out} + b_{out}"}),
-        reads=(("mlp.hook_post", "mlp.hook_expert_weights"),),  # MoE: the weights that mix the experts
-        node="ffn"),
+        reads=(("mlp.hook_post", "mlp.hook_expert_weights"),)),  # MoE: the weights that mix the experts
     "hook_resid_post": HookSite(
         RESID, "residual stream leaving the block",
         "The residual stream leaving the block.",
@@ -124,8 +116,7 @@ SITES: dict[str, HookSite] = {
                          "post": r"x \leftarrow \mathrm{Norm}(x + \mathrm{FFN}(x))",
                          "sandwich": r"x \leftarrow x + \mathrm{Norm}_{post}(\mathrm{FFN}(\mathrm{Norm}(x)))",
                          "after": r"x \leftarrow x + \mathrm{Norm}(\mathrm{FFN}(x))",
-                         "parallel": r"x \leftarrow x + \mathrm{Attn}(\mathrm{Norm}(x)) + \mathrm{FFN}(\mathrm{Norm}(x))"}),
-        node="ffn"),
+                         "parallel": r"x \leftarrow x + \mathrm{Attn}(\mathrm{Norm}(x)) + \mathrm{FFN}(\mathrm{Norm}(x))"})),
     # --- attention (attn, cross_attn), in forward order ---
     "hook_q": HookSite(
         ("B", "H", "T_q", "d_head"), "x W_q, split into H heads",
@@ -290,11 +281,4 @@ SITES: dict[str, HookSite] = {
     "hook_running_sum": HookSite(("B", "H", "rows"), "l_new = l_old * exp(m_old - m_new) + rowsum(P_ij)"),
     "hook_partial_out": HookSite(("B", "H", "rows", "d_head"), "acc = acc * exp(m_old - m_new) + P_ij V_j"),
     "hook_out": HookSite(("B", "H", "T_q", "d_head"), "out = acc / l"),
-}
-
-# module of a block or a stack -> node of ui.figures.diagram.architecture_dot: where the sites inside it sit
-MODULE_NODES = {
-    "ln1": "ln1", "attn": "attn", "ln_cross": "cross", "cross_attn": "cross", "ln2": "ln2", "mlp": "ffn",
-    "ln1_post": "ln1_post", "ln_cross_post": "ln_cross_post", "ln2_post": "ln2_post",
-    "ln_final": "ln_final", "ln_embed": "embed", "head_norm": "head",
 }

@@ -1,7 +1,8 @@
 """What the forward-pass stepper says about each recorded step: words, formula, source line, inputs, node.
 
-Words, formula, inputs and node come from the step's hook site (``transformer.hook_sites``, keyed
-by the name's last part: ``hook_pattern``, ``hook_normalized`` ...); the steps themselves always
+Words, formula and inputs come from the step's hook site (``transformer.hook_sites``, keyed by the
+name's last part: ``hook_pattern``, ``hook_normalized`` ...); where the step sits in the app's block
+diagram is the app's own fact (``SITE_NODES``, ``MODULE_NODES`` here); the steps themselves always
 come from the recorded trace.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pandas as pd
 from torch import nn
 
 from transformer import TransformerConfig
-from transformer.hook_sites import MODULE_NODES, SITES
+from transformer.hook_sites import SITES
 
 from ui.figures.base import masked_to_nan
 
@@ -87,13 +88,27 @@ def _module_input(events: list[dict], name: str, module: str) -> list[int]:
     return norms[-1:] or ([first - 1] if first > 0 else [])
 
 
+# where a step sits in ui.figures.diagram.architecture_dot. A stack's or a block's own sites by their name (a
+# residual sum is drawn at the sublayer that adds to it) ...
+SITE_NODES = {
+    "hook_embed": "embed", "hook_pos_embed": "pos", "hook_logits": "head",
+    "hook_resid_pre": "ln1", "hook_attn_out": "attn", "hook_resid_mid": "attn",
+    "hook_cross_attn_out": "cross", "hook_resid_cross": "cross", "hook_mlp_out": "ffn", "hook_resid_post": "ffn",
+}
+# ... and every site inside a module (q, k, the pattern; a norm's output; the router) by that module's name
+MODULE_NODES = {
+    "ln1": "ln1", "attn": "attn", "ln_cross": "cross", "cross_attn": "cross", "ln2": "ln2", "mlp": "ffn",
+    "ln1_post": "ln1_post", "ln_cross_post": "ln_cross_post", "ln2_post": "ln2_post",
+    "ln_final": "ln_final", "ln_embed": "embed", "head_norm": "head",
+}
+
+
 def diagram_node(name: str) -> str | None:
     """The node of architecture_dot that produced this step (encoder nodes are prefixed "enc_")."""
     prefix = "enc_" if name.startswith("encoder.") else ""
     parts = name.removeprefix("encoder.").removeprefix("decoder.").split(".")
     key = parts[2] if parts[0] == "blocks" and len(parts) > 2 else parts[0]
-    site = SITES.get(key)
-    node = site.node if site else MODULE_NODES.get(key)
+    node = SITE_NODES.get(key) or MODULE_NODES.get(key)
     return prefix + node if node else None
 
 
