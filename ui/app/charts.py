@@ -52,7 +52,8 @@ def standalone_html(fig, filename: str) -> str:
 
     About 4 MB (plotly.js itself), so it is built only when someone clicks its download button.
     """
-    config = chart_config("PNG", filename)
+    # no plotly logo and no "Share chart" button: both lead to plotly's website, and the file is meant for offline use
+    config = {**chart_config("PNG", filename), "displaylogo": False, "showSendToCloud": False}
     script = SVG_BUTTON_SCRIPT.replace("__FILENAME__", json.dumps(filename)).replace("__CONFIG__", json.dumps(config))
     return fig.to_html(include_plotlyjs=True, full_html=True, config=config, post_script=script)
 

@@ -17,6 +17,7 @@ from transformer.ffn import FFN_KINDS
 from transformer.positions import POSITIONS
 from transformer.training.tasks import TASKS, get_task
 
+from ui.app.charts import image_format_choice
 from ui.compute.runtime import trained_config, trained_tasks, weights_config, weights_info
 
 DEFAULT_PRESET = "llama2"
@@ -284,6 +285,7 @@ def sidebar() -> AppState:
         _sync_url()
         st.caption("This page's link reproduces the view:")
         st.code("?" + urlencode(dict(st.query_params)), language=None)
+        image_format_choice()
 
     config, error = None, None
     weights = s.get(WEIGHTS_KEY, "")
