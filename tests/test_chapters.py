@@ -12,6 +12,7 @@ from apptest_helpers import SHORT_TEXT, assert_clean, open_page
 from transformer import MODEL_CARDS, rnn, scaling
 from transformer.costs import param_terms
 from ui.lessons import steps as lessons
+from ui.lessons.steps.costs import SPARSE_BLOCK, SPARSE_T
 
 STEPS = {step.slug: step for step in lessons.STEPS}
 BUDGET_ERRORS = {"0": "must be positive", "-1": "must be positive", "1e40": "at most 1e+30",
@@ -68,7 +69,7 @@ def test_ten_times_the_compute_is_a_model_about_three_times_bigger():
 
 
 def test_the_block_local_share_is_counted_by_hand():
-    t, b = lessons.SPARSE_T, lessons.SPARSE_BLOCK
+    t, b = SPARSE_T, SPARSE_BLOCK
     by_hand = (t // b) * (b * (b + 1) // 2) / (t * (t + 1) // 2)  # each block's lower triangle, against the whole one
     live = STEPS["sparse"].build()
     assert live.choices[live.answer] == "About 1/64" and f"{by_hand:.1%}" in live.why

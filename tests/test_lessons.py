@@ -178,9 +178,10 @@ def test_the_images_step_links_to_the_vision_page_only_when_it_exists(monkeypatc
     assert step.link() is None
     monkeypatch.setattr(step_module, "page_exists", lambda page: True)
     assert step.link() == "vit"
-    patches = images_chapter.patches_of(images_chapter.synthetic_image(), 2)
+    image = images_chapter.synthetic_image()
+    patches = images_chapter.patches_of(image, 2)
     assert patches.shape == (16, 4)
-    assert np.array_equal(patches[1], images_chapter.synthetic_image()[0:2, 2:4].reshape(-1))  # reading order, row by row
+    assert np.array_equal(patches[1], image[0:2, 2:4].reshape(-1))  # reading order, row by row
 
 
 # --- the URL, the keyboard buttons and presenter mode -----------------------------------------------

@@ -7,7 +7,7 @@ import numpy as np
 
 from transformer import PRESETS
 from transformer.checkpoint import find_checkpoint, read_meta
-from ui.lessons import modern_steps
+from ui.lessons.steps import modern
 
 MEASURED = Path(__file__).resolve().parent.parent / "assets" / "measurements" / "modern-variants.json"
 
@@ -17,7 +17,7 @@ def measured() -> dict:
 
 
 def test_the_local_global_answer_is_the_layer_of_gemma3s_best_induction_head():
-    live = modern_steps.local_global()
+    live = modern.local_global.build()
     row = next(r for r in measured()["layer_roles"] if r["preset"] == "gemma3")
     best = int(np.argmax(row["induction"]))
     assert live.choices[live.answer].startswith(f"layer {best} ")
@@ -30,8 +30,8 @@ def test_the_local_global_answer_is_the_layer_of_gemma3s_best_induction_head():
 
 
 def test_the_latent_answer_compares_held_out_bits_with_the_other_trained_models():
-    live = modern_steps.latent()
-    points = {name: (figures["bits_per_char"], cfg) for name, figures, cfg in modern_steps._trained_decoders()}
+    live = modern.latent.build()
+    points = {name: (figures["bits_per_char"], cfg) for name, figures, cfg in modern._trained_decoders()}
     mla = [name for name, (_, cfg) in points.items() if cfg.kv_rank is not None]
     assert mla == ["deepseek-v3-language"]
     gap = points[mla[0]][0] - min(bits for name, (bits, _) in points.items() if name not in mla)
@@ -44,7 +44,7 @@ def test_the_latent_answer_compares_held_out_bits_with_the_other_trained_models(
 
 
 def test_the_qk_norm_answer_is_the_measured_ratio_of_the_largest_scores():
-    live = modern_steps.qk_norm()
+    live = modern.qk_norm.build()
     rows = measured()["score_sizes"]
     plain = max(max(r["score_max"]) for r in rows if r["qk_norm"] == "none")
     normed = max(max(r["score_max"]) for r in rows if r["qk_norm"] != "none")
@@ -55,7 +55,7 @@ def test_the_qk_norm_answer_is_the_measured_ratio_of_the_largest_scores():
 
 
 def test_the_sinks_answer_is_the_trained_gpt_oss_sinks_mean_share():
-    live = modern_steps.sinks()
+    live = modern.sinks.build()
     row = measured()["sinks"][0]
     assert row["preset"] == "gpt-oss"
     share = float(np.mean(row["sink_share"]))

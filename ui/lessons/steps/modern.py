@@ -1,11 +1,10 @@
-"""The chapter "What changed since 2023", in the lecture's order: local/global layers, MLA, QK-norm and
-soft-capping, sinks, RoPE scaling. Each step asks what a trained model did: its answer is read from the shipped
+"""The chapter "What changed since 2023": local/global layers, MLA, QK-norm and soft-capping, sinks, RoPE
+scaling. Each step asks what a trained model did: its answer is read from the shipped
 checkpoints (their JSON) and the measurements taken on them (assets/measurements/modern-variants.json); the
 real models' sizes come from the library."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +14,9 @@ from transformer.checkpoint import read_meta, shipped
 from transformer.costs import kv_cache_bytes, kv_cache_bytes_per_token
 from ui.figures import modern as figs
 from ui.lessons.live import Live
+from ui.lessons.steps.step import lesson_step
 
-MEASURED = Path(__file__).resolve().parent.parent.parent / "assets" / "measurements" / "modern-variants.json"
+MEASURED = Path(__file__).resolve().parents[3] / "assets" / "measurements" / "modern-variants.json"
 LONG = 131_072  # tokens: Gemma 3's and gpt-oss's context
 
 
@@ -39,7 +39,17 @@ def _nearest(options: list[float], value: float) -> int:
     return min(range(len(options)), key=lambda i: abs(options[i] - value))
 
 
-def local_global():
+@lesson_step(
+    "local-global", "Since 2023: local and global layers",
+    text="Most long-context models no longer let every layer see everything. **Local** layers see a sliding window "
+         "of W tokens; **global** layers see all. Gemma 2 and gpt-oss alternate them, Gemma 3 puts five local "
+         "layers before each global one: the cost and the cache of the local layers stop growing at W. What does "
+         "each kind of layer do in a trained model?",
+    question="Which layer of the trained Gemma 3 copies from far back?", kind="choice",
+    try_this="The Masks page opens the trained Gemma 3: each layer's mask in its strip, and the bytes local layers "
+             "save at 4k, 32k and 128k tokens.",
+    page="masks")
+def local_global() -> Live:
     """The trained Gemma 3: which layer copies a sentence written twice, when most copies lie beyond the window?"""
     row = next(r for r in _measured()["layer_roles"] if r["preset"] == "gemma3")
     windows = row["layer_windows"]
@@ -65,7 +75,16 @@ def local_global():
         figure=figs.layer_roles(row), query={"preset": "gemma3"})
 
 
-def latent():
+@lesson_step(
+    "latent", "Since 2023: multi-head latent attention",
+    text="DeepSeek-V2/V3 cache neither K nor V. Each token is squeezed into a small **latent**; every head rebuilds "
+         "its key and value from it. RoPE would not survive the squeeze, so one extra rotated key part is cached "
+         "and shared by all heads. Does a model that caches so little still read well?",
+    question="How well does the trained DeepSeek-V3 read, caching a latent?", kind="choice",
+    try_this="The KV heads page opens the trained DeepSeek-V3: what its cache holds per token, the absorbed form "
+             "giving the same weights, and the real 671B model's latent beside GQA and MHA of the same width.",
+    page="kv_heads")
+def latent() -> Live:
     """The trained DeepSeek-V3 caches a latent: what does that cost in how well it reads?"""
     points = [{"model": name, "bits": figures["bits_per_char"], "latent": cfg.kv_rank is not None,
                "cached": round(kv_cache_bytes_per_token(cfg) / 2 / cfg.n_layers)}
@@ -90,7 +109,15 @@ def latent():
         figure=figs.cache_and_bits(points), query={"preset": "deepseek-v3"})
 
 
-def qk_norm():
+@lesson_step(
+    "qk-norm", "Since 2023: QK-norm and soft-capping",
+    text="Dividing by √d fixes the head size, not the size of q and k, which grows in training. **QK-norm** "
+         "(Qwen3, Gemma 3, OLMo 2) puts an RMSNorm on q and k; **soft-capping** (Gemma 2) squeezes every score into "
+         "(−c, c).",
+    question="How large did the scores grow in models trained without QK-norm?", kind="choice",
+    try_this="On the Scores page, compare the trained model's scores with the same weights under QK-norm.",
+    page="scores")
+def qk_norm() -> Live:
     """Trained with and without QK-norm: how large did the attention scores grow?"""
     rows = _measured()["score_sizes"]
     normed = [r for r in rows if r["qk_norm"] != "none"]
@@ -111,7 +138,14 @@ def qk_norm():
         figure=figs.largest_scores(rows), query={"qk_norm": "head"})
 
 
-def sinks():
+@lesson_step(
+    "sinks", "Since 2023: attention sinks",
+    text="Softmax must spend all of a row's weight, even when a head has nothing to find. gpt-oss gives each head a "
+         "learned **sink** logit that joins the softmax and is dropped: the head can attend to nothing.",
+    question="How much of a query's weight do the trained gpt-oss sinks take?", kind="choice",
+    try_this="The Scores page opens the trained gpt-oss: each head's sink share per query, on your own text.",
+    page="scores")
+def sinks() -> Live:
     """The trained gpt-oss: how much of a query's weight do its sinks take?"""
     row = _measured()["sinks"][0]
     share = float(np.mean(row["sink_share"]))
@@ -132,7 +166,15 @@ def sinks():
         figure=figs.sinks_measured(row), query={"preset": "gpt-oss"})
 
 
-def rope_scaling():
+@lesson_step(
+    "rope-scaling", "Since 2023: RoPE scaling",
+    text="RoPE fails past its trained length: its slow dimensions reach angles never seen. Every long-context model "
+         "rescales the frequencies — linear, dynamic NTK, YaRN, LLaMA 3's bands — often with no retraining at all.",
+    question="Which scaling lets the trained LLaMA 2 read 4× its context best?", kind="choice",
+    try_this="On the Positions page, see each frequency's wavelength under each scaling, and the measured length "
+             "test for every trained RoPE model.",
+    page="positions")
+def rope_scaling() -> Live:
     """The trained LLaMA 2 reads 4x its context: which scaling reads best without retraining?"""
     model = next(m for m in _measured()["rope_scaling"] if m["model"].startswith("llama2"))
     rows = [r for r in model["rows"] if r["scaling"] == "none" or r["factor"] == 4.0]

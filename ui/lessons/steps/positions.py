@@ -1,0 +1,81 @@
+"""Where tokens are: attention alone sees a set, and four ways to tell it positions."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from transformer import probes
+from transformer.hooks import hook_name
+from ui.compute.measure import rope_geometry
+from ui.compute.probe_measure import permutation_results
+from ui.figures.axes import rope_scores
+from ui.figures.probe import equivariance_bars
+from ui.lessons.live import Live
+from ui.lessons.steps.lesson_model import LESSON_SEED, MAX_SHOWN, lesson_model
+from ui.lessons.steps.step import lesson_step
+
+SHUFFLE_SEED = 1
+
+
+@lesson_step(
+    "no-positions", "No positions: attention sees a set",
+    text="Attention is a weighted sum over a set: q · k knows what a token is, not where it is. Shuffle the input "
+         "of a model without positions and without a mask, and see what changes.",
+    question="What happens to the outputs when the input is shuffled?", kind="choice",
+    try_this="On the Why positions page, pick a causal mask: order leaks back in through who may see whom.",
+    page="permutation", uses_model=True)
+def no_positions() -> Live:
+    m = lesson_model()
+    ids = tuple(m.tokens.ids[:MAX_SHOWN])
+    perm = tuple(probes.seeded_permutation(len(ids), SHUFFLE_SEED).tolist())
+    results = permutation_results(m.config_json, ids, perm, LESSON_SEED, "float32")
+    tolerance = probes.rounding_tolerance(torch.float32, max(r["output_scale"] for r in results.values()))
+    positions = [p for mask, p in results if mask == "none"]
+    plain = results[("none", "none")]
+    worst = max(plain["outputs"], plain["patterns"])
+    choices = ["The same outputs, shuffled the same way", "Different outputs: the model notices the new order",
+               "The same outputs in the original order: attention sorts them back"]
+    return Live(
+        question=("Take a model with no position information and no mask, shuffle the order of its input tokens, "
+                  "and put its outputs back in the original order. Compared with the unshuffled run, they are …"),
+        choices=choices, answer=0 if worst <= tolerance else 1,
+        why=(f"Nothing in q · k says where a token is, so every token gets the same q, k and v and the same sums "
+             f"in another order: the largest difference is {worst:.1e}, float rounding. Every position scheme breaks "
+             "this symmetry (the other bars)."),
+        figure=equivariance_bars(positions, [results[("none", p)]["outputs"] for p in positions],
+                                 [results[("none", p)]["patterns"] for p in positions], tolerance,
+                                 "no mask: max |difference| after un-shuffling, per position scheme"),
+        query={"perm_seed": str(SHUFFLE_SEED), "perm_pos": "none", "perm_mask": "none"},
+        caption="Models with the lessons' sizes and random weights; bars drawn at the floor are exactly 0.")
+
+
+ROPE_POSITIONS = 24
+
+
+@lesson_step(
+    "positions", "Sinusoidal, learned, RoPE, ALiBi",
+    text="Four ways to tell attention where tokens are: **add** a fixed wave (sinusoidal, 2017) or a trained vector "
+         "(learned, GPT-2) to each embedding; **rotate** q and k by their position (RoPE, LLaMA); or **subtract** a "
+         "penalty growing with distance from the scores (ALiBi, BLOOM).",
+    question="On what does a RoPE score depend?", kind="choice",
+    try_this="On the Positions page, ALiBi tab: make the input longer than max_len — learned positions stop with an "
+             "error, RoPE and ALiBi run on.",
+    page="positions", uses_model=True)
+def four_schemes() -> Live:
+    m = lesson_model()
+    q = m.trace.arrays[hook_name(0, "attn.hook_q")][0, 0, -1]  # (d_head,) the last token's q, head 0, before RoPE
+    k = m.trace.arrays[hook_name(0, "attn.hook_k")][0, 0, 0]  # (d_head,) the first token's k
+    geo = rope_geometry(tuple(map(float, q)), tuple(map(float, k)), ROPE_POSITIONS, m.config.rope_theta)
+    relative = float(geo["spread"].max()) / (float(np.abs(geo["scores"]).max()) or 1.0)
+    choices = ["On m and n separately: every pair of positions differs", "Only on the distance m − n",
+               "Only on the query's position m"]
+    return Live(
+        question=("RoPE rotates q by an angle proportional to its position m, and k by one proportional to its "
+                  "position n. Put the same q and k contents at every pair of positions: the score q · k depends …"),
+        choices=choices, answer=1 if relative < 1e-4 else 0,
+        why=(f"Rotating q by mθ and k by nθ leaves their dot product with the angle (m − n)θ only: every diagonal "
+             f"holds one value (largest spread along a diagonal: {relative:.1e} of the largest score). Sinusoidal and "
+             "learned positions add vectors instead; ALiBi subtracts a penalty proportional to |m − n|."),
+        figure=rope_scores(geo["scores"], "RoPE(q, m) · RoPE(k, n), the live model's q and k (layer 0, head 0)"),
+        query={"pos_n": str(ROPE_POSITIONS)},
+        caption="Constant along every diagonal: absolute position is gone, relative position remains.")
