@@ -1,6 +1,6 @@
 """Lessons: the lecture's sequence, one idea per step -- predict, then reveal; presenter mode and a class poll.
 
-The steps are data (ui/lessons/steps.py); the page's parts -- URL state, the question, the reveal,
+The steps live in ui/lessons/steps/ (one module per chapter); the page's parts -- URL state, the question, the reveal,
 presenter mode, the share link with its QR code and the class poll -- live in ui/lessons/classroom.py.
 """
 from ui.app.app_entry import run_inside_app
