@@ -31,9 +31,9 @@ from ui.lessons import steps as lessons
 from ui.lessons.steps import images as images_chapter, step as step_module
 from ui.lessons.steps.lesson_model import token_name
 from ui.lessons.steps.step import binary_size
-from ui.lessons import classroom
+from ui.lessons import class_actions, classroom, report_panel
 from ui.lessons.class_report import report_csv, report_html
-from ui.lessons.classroom import N_STEPS
+from ui.lessons.url_state import N_STEPS
 from polls import open_store
 
 STEPS = lessons.STEPS
@@ -519,13 +519,13 @@ def cookies(monkeypatch):
     """One browser's cookies: a page opened while the jar holds a class's token is another tab of that browser
     (or the same tab reloaded). AppTest has no browser, so the page's cookie reader reads this jar."""
     jar: dict[str, str] = {}
-    monkeypatch.setattr(classroom, "_browser_token", lambda code: jar.get(classroom.STUDENT_COOKIE + code))
+    monkeypatch.setattr(class_actions, "browser_token", lambda code: jar.get(class_actions.STUDENT_COOKIE + code))
     return jar
 
 
 def same_browser(cookies: dict, student: AppTest, code: str) -> None:
     """What the student's page leaves in its browser: the class's cookie with its token."""
-    cookies[classroom.STUDENT_COOKIE + code] = student.session_state["lesson_student_tokens"][code]
+    cookies[class_actions.STUDENT_COOKIE + code] = student.session_state["lesson_student_tokens"][code]
 
 
 def captions(at: AppTest) -> str:
@@ -799,7 +799,7 @@ def test_the_teachers_report_counts_the_class_and_downloads_as_csv_and_html(stor
     assert "3 students joined; 2 answered at least half of the class's 2 steps." in text
     assert f"Hardest: step 1, {STEPS[0].title} (50% right of 2)." in text
     report = store.report(code, teacher_key(teacher))
-    titles = classroom.step_titles()
+    titles = report_panel.step_titles()
     mime, written = downloads[f"attention-lab-class-{code}-report.csv"]
     assert mime == "text/csv" and written() == report_csv(report, titles)  # the file: the store's report
     rows = {row["step"]: row for row in csv.DictReader(io.StringIO(written()))}
