@@ -1,4 +1,4 @@
-"""What it costs, the lecture's closing: a model's parameters counted from its dimensions, how compute-optimal
+"""What it costs: a model's parameters counted from its dimensions, how compute-optimal
 models grow, and attention below N²."""
 from __future__ import annotations
 
