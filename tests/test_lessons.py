@@ -736,17 +736,30 @@ def test_limits_reached_are_clear_messages(monkeypatch):
     assert "This server holds 1 of 1 class polls" in messages(another) and "lesson_teach" not in another.session_state
 
 
-def test_a_database_file_of_another_program_is_a_message_and_left_as_it_is(monkeypatch, tmp_path):
-    foreign = tmp_path / "gradebook.sqlite3"
-    with sqlite3.connect(foreign) as conn:
+def another_programs_database(path) -> None:
+    with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE pupils (name TEXT)")
     conn.close()
-    before = foreign.read_bytes()
-    monkeypatch.setenv("ATTENTION_LAB_DB", str(foreign))
+
+
+def a_corrupt_file(path) -> None:
+    path.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4000)  # a database's first words, then nothing it can read
+
+
+@pytest.mark.parametrize("make, said", [(another_programs_database, "holds another program's tables (pupils)"),
+                                        (a_corrupt_file, "is not a SQLite database")], ids=["foreign", "corrupt"])
+def test_a_database_file_of_another_program_or_corrupt_is_a_message_and_left_as_it_is(monkeypatch, tmp_path, make,
+                                                                                       said):
+    path = tmp_path / "gradebook.sqlite3"
+    make(path)
+    before, files = path.read_bytes(), sorted(tmp_path.iterdir())
+    monkeypatch.setenv("ATTENTION_LAB_DB", str(path))
     at = open_lessons()
     at.button(key="lesson_start").click().run()
     assert not at.exception and "The class poll is unavailable" in at.error[0].value
-    assert "holds another program's tables (pupils)" in at.error[0].value and foreign.read_bytes() == before
+    assert said in at.error[0].value and "ATTENTION_LAB_DB" in at.error[0].value
+    assert path.read_bytes() == before and sorted(tmp_path.iterdir()) == files  # nothing written, nothing beside it
+    assert "lesson_start" in [b.key for b in at.button] and at.title  # the lesson goes on without the poll
 
 
 def test_an_unusable_database_url_is_a_message(monkeypatch):
@@ -816,6 +829,25 @@ def test_the_teachers_report_counts_the_class_and_downloads_as_csv_and_html(stor
     mime, written = downloads[f"attention-lab-class-{code}-report.html"]
     assert mime == "text/html" and written() == report_html(report, titles)
     assert written().count("<svg") >= 2 and "<script" not in written()  # the charts are static SVG
+
+
+def test_the_report_says_in_words_an_empty_class_no_answers_and_a_step_without_a_right_answer():
+    teacher, code = start_class()
+    assert "No student has joined this class yet: there is nothing to report." in markdown(teacher)
+    student = join(code)
+    teacher.run()
+    assert "No student has answered yet." in markdown(teacher)
+    (table,) = teacher.dataframe
+    row = table.value.to_dict("records")[0]
+    assert (row["step"], row["answered"], row["right answer"], row["right"], row["each choice"], row["median time"],
+            row["note"]) == (1, 0, "—", "—", "—", "—", "no answers")
+    send(student, STEPS[0].slug, 0)
+    teacher.run()
+    assert "No step with answers has been revealed yet: the share right comes with the reveal." in markdown(teacher)
+    row = teacher.dataframe[0].value.to_dict("records")[0]
+    assert (row["answered"], row["right answer"], row["right"], row["note"]) == (
+        1, "—", "—", "not revealed yet: no right answer recorded")
+    assert_clean(teacher)
 
 
 def test_the_report_is_never_projected():
