@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from transformer.training import language  # noqa: E402
-from transformer.checkpoint import RESERVED_KEYS, SHIPPED_DIR, checkpoint_paths, load, save, shipped, variants  # noqa: E402
+from transformer.checkpoint import SHIPPED_DIR, load, save, shipped, variants  # noqa: E402
+from transformer.checkpoint_format import RESERVED_KEYS, checkpoint_paths  # noqa: E402
 from transformer.training.tasks import TASKS, expert_usage, head_scores, random_router_specialisation, specialisation  # noqa: E402
 from transformer.training.train import evaluate  # noqa: E402
 

@@ -22,6 +22,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from transformer import checkpoint  # noqa: E402
+from transformer.checkpoint_format import RESERVED_KEYS, checkpoint_paths  # noqa: E402
 from transformer.training import language  # noqa: E402
 from transformer.training.tasks import Language  # noqa: E402
 from transformer.training.train import config_for, describe, train  # noqa: E402
@@ -108,7 +109,7 @@ STATE_DIR = Path(__file__).resolve().parent.parent / "runs"  # training states, 
 
 
 def file_bytes(path: Path) -> int:
-    weights, meta = checkpoint.checkpoint_paths(path)
+    weights, meta = checkpoint_paths(path)
     return weights.stat().st_size + meta.stat().st_size
 
 
@@ -150,7 +151,7 @@ def store_halved(recipe: Recipe, directory: Path) -> None:
     """Store a trained language checkpoint again in bfloat16, measured as a freshly trained one would be."""
     path = directory / recipe.name
     model, meta = checkpoint.load(path, device="cpu")
-    meta = {k: v for k, v in meta.items() if k not in checkpoint.RESERVED_KEYS}
+    meta = {k: v for k, v in meta.items() if k not in RESERVED_KEYS}
     meta["storage"], store_as = halved_storage(model, recipe.corpus)
     if store_as is None:
         print(f"{recipe.name}: held-out bits move by more than 0.01 in bfloat16; kept in float32 {meta['storage']}")
@@ -190,7 +191,7 @@ def write_index(directory: Path) -> None:
     """index.json from the checkpoints present, in recipe order (several runs may train side by side)."""
     entries = {"checkpoints": [], "variants": []}
     for recipe in RECIPES:
-        _, meta_path = checkpoint.checkpoint_paths(directory / recipe.name)
+        _, meta_path = checkpoint_paths(directory / recipe.name)
         if meta_path.exists():
             meta = json.loads(meta_path.read_text())
             entries["variants" if recipe.variant else "checkpoints"].append({

@@ -10,7 +10,8 @@ import torch
 
 from transformer import PRESETS
 from transformer.training import language
-from transformer.checkpoint import checkpoint_paths, load, shipped, variants
+from transformer.checkpoint import load, shipped, variants
+from transformer.checkpoint_format import checkpoint_paths
 from transformer.hooks import ablations
 
 LANGUAGE = [entry for entry in shipped() if entry.task == "language"]

@@ -9,6 +9,7 @@ import torch
 
 from transformer import checkpoint, rnn
 from transformer.checkpoint import CheckpointError
+from transformer.checkpoint_format import checkpoint_paths
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +24,7 @@ def test_the_shipped_models_load_through_the_one_loader_and_are_small(context):
     assert isinstance(model, rnn.GRUSeq2Seq) and not model.training
     assert meta["config"] == model.cfg.to_dict() and model.cfg.context == context and meta["task"] == "copy"
     assert isinstance(model.encoder, torch.nn.GRU) and isinstance(model.decoder, torch.nn.GRU)  # torch's own GRU
-    weights, _ = checkpoint.checkpoint_paths(path)
+    weights, _ = checkpoint_paths(path)
     assert weights.stat().st_size < 100 * 1024  # KiB, not MiB
     assert meta["train_cpu_seconds"] < 60 and meta["parameters"] == sum(p.numel() for p in model.parameters())
 

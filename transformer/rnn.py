@@ -37,13 +37,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import checkpoint
-from .checkpoint import CheckpointError, checkpoint_paths
+from . import checkpoint_format
+from .checkpoint_format import CheckpointError, checkpoint_paths
 from .training.tasks import LETTERS, SequenceToSequence, get_task
 
 Context = Literal["bottleneck", "attention"]
 TaskName = Literal["copy", "reverse"]
-SEQ2SEQ_KEY = "seq2seq"  # the JSON entry that marks a GRU checkpoint (transformer.checkpoint.load dispatches on it)
+SEQ2SEQ_KEY = "seq2seq"  # the JSON entry that marks a GRU checkpoint (transformer.checkpoint.load reads it)
 
 
 @dataclass(frozen=True)
@@ -247,12 +247,12 @@ def accuracy_by_length(model: GRUSeq2Seq, n_samples: int = 256, seed: int = 1234
 
 def save(model: GRUSeq2Seq, path: str | Path, meta: dict | None = None) -> tuple[Path, Path]:
     """PATH.safetensors + PATH.json; the JSON's "seq2seq" entry marks a GRU, its "config" is the Seq2SeqConfig."""
-    return checkpoint.save(model, path, {**(meta or {}), SEQ2SEQ_KEY: "gru", "task": model.cfg.task})
+    return checkpoint_format.save(model, path, {**(meta or {}), SEQ2SEQ_KEY: "gru", "task": model.cfg.task})
 
 
 def load(path: str | Path, device: torch.device | str | None = None) -> tuple[GRUSeq2Seq, dict]:
     """(model in eval mode, meta); a missing, damaged or mismatched file raises CheckpointError naming it."""
-    document = checkpoint.read_document(path)
+    document = checkpoint_format.read_document(path)
     _, json_path = checkpoint_paths(path)
     if SEQ2SEQ_KEY not in document:
         raise CheckpointError(f"{json_path}: has no \"{SEQ2SEQ_KEY}\" entry; it is not a GRU checkpoint "
@@ -263,7 +263,7 @@ def load(path: str | Path, device: torch.device | str | None = None) -> tuple[GR
         raise CheckpointError(f"{json_path}: has no \"config\" entry") from None
     except (TypeError, ValueError) as error:
         raise CheckpointError(f"{json_path}: its config is not a valid Seq2SeqConfig: {error}") from None
-    return checkpoint.load_weights(GRUSeq2Seq(cfg).to(device or "cpu"), path), document
+    return checkpoint_format.load_weights(GRUSeq2Seq(cfg).to(device or "cpu"), path), document
 
 
 # the shipped pair: copying, where the bottleneck fails clearly and attention learns the diagonal in seconds
@@ -272,12 +272,12 @@ SHIPPED = {f"gru-copy-{context}": Seq2SeqConfig(task="copy", context=context) fo
 
 def shipped_path(context: str) -> Path:
     """Where the shipped copy model with this context ("bottleneck" or "attention") lives."""
-    return checkpoint.SHIPPED_DIR / f"gru-copy-{context}"
+    return checkpoint_format.SHIPPED_DIR / f"gru-copy-{context}"
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Train the GRU encoder-decoders, with and without attention.")
-    parser.add_argument("--out", default=str(checkpoint.SHIPPED_DIR), help="directory for the checkpoints")
+    parser.add_argument("--out", default=str(checkpoint_format.SHIPPED_DIR), help="directory for the checkpoints")
     parser.add_argument("--only", choices=list(SHIPPED), help="train one of them")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)  # the seconds in the checkpoints' JSON are for one thread

@@ -30,8 +30,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import checkpoint
-from .checkpoint import CheckpointError, checkpoint_paths, read_meta
+from . import checkpoint_format
+from .checkpoint_format import CheckpointError, checkpoint_paths, read_meta
 from .config import TransformerConfig
 from .hooks import Trace
 from .model import Transformer
@@ -41,7 +41,8 @@ PIXEL_MAX = 16.0  # ... with values 0..16
 N_CLASSES = 10
 TEST_SHARE = 0.2  # the last 20% of the digits, never trained on
 CLS = 0  # the [CLS] token sits at position 0, the patches after it
-SHIPPED_PATH = checkpoint.SHIPPED_DIR / "vit-digits"
+SHIPPED_PATH = checkpoint_format.SHIPPED_DIR / "vit-digits"
+VISION_KEY = "vision"  # the JSON entry that marks a ViT checkpoint: its image and patch size (checkpoint.load reads it)
 
 
 # --- patches ----------------------------------------------------------------------------
@@ -251,7 +252,7 @@ def train_vit(settings: TrainSettings = TrainSettings(), split: DigitSplit | Non
 
 def save(model: VisionTransformer, path: str | Path, meta: dict | None = None) -> tuple[Path, Path]:
     """PATH.safetensors + PATH.json, as transformer.checkpoint.save, with "vision" (image and patch size) added."""
-    return checkpoint.save(model, path, {**(meta or {}), "vision": dataclasses.asdict(model.shape),
+    return checkpoint_format.save(model, path, {**(meta or {}), VISION_KEY: dataclasses.asdict(model.shape),
                                          "dataset": "scikit-learn digits (8x8), last 20% held out"})
 
 
@@ -260,17 +261,17 @@ def load(path: str | Path = SHIPPED_PATH, device: torch.device | str | None = "c
     _, json_path = checkpoint_paths(path)
     document, cfg = read_meta(path)
     try:
-        shape = VisionShape(**document["vision"])
+        shape = VisionShape(**document[VISION_KEY])
     except KeyError:
-        raise CheckpointError(f"{json_path}: has no \"vision\" entry; it is not a vision checkpoint "
+        raise CheckpointError(f"{json_path}: has no \"{VISION_KEY}\" entry; it is not a vision checkpoint "
                               "(open text checkpoints with transformer.checkpoint.load)") from None
     except (TypeError, ValueError) as error:
-        raise CheckpointError(f"{json_path}: its \"vision\" entry is not valid: {error}") from None
+        raise CheckpointError(f"{json_path}: its \"{VISION_KEY}\" entry is not valid: {error}") from None
     try:
         model = VisionTransformer(cfg, shape, device=device)
     except ValueError as error:
         raise CheckpointError(f"{json_path}: {error}") from None
-    return checkpoint.load_weights(model, path), document
+    return checkpoint_format.load_weights(model, path), document
 
 
 # --- command line -----------------------------------------------------------------------

@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
 
-from transformer.checkpoint import checkpoint_paths
+from transformer.checkpoint_format import checkpoint_paths
 
 from ui.figures.base import DIVERGING, masked_to_nan
 
