@@ -68,14 +68,14 @@ def show_chart(fig, *, key: str | None = None, where=None, **plotly_chart_kwargs
     filename = chart_filename(key, fig)
     config = {**chart_config(st.session_state.get(IMAGE_FORMAT, DEFAULT_FORMAT), filename),
               **plotly_chart_kwargs.pop("config", {})}
-    # one container holds the chart and its button, so a placeholder (st.empty) keeps both
-    with (st if where is None else where).container():
-        drawn = st.plotly_chart(fig, key=key, config=config, **plotly_chart_kwargs)
-        st.download_button("Interactive HTML", data=lambda: standalone_html(fig, filename),
-                           file_name=f"{filename}.html", mime="text/html", on_click="ignore", type="tertiary",
-                           icon=":material/download:", key=None if key is None else f"{key}_html",
-                           help="This chart as one file that opens in any browser, offline: zoom and hover "
-                                "work, and its toolbar saves a PNG or an SVG.")
+    # inside a column or a placeholder, one container holds the chart and its button (st.empty keeps one element)
+    place = st if where is None else where.container()
+    drawn = place.plotly_chart(fig, key=key, config=config, **plotly_chart_kwargs)
+    place.download_button("Interactive HTML", data=lambda: standalone_html(fig, filename),
+                          file_name=f"{filename}.html", mime="text/html", on_click="ignore", type="tertiary",
+                          icon=":material/download:", key=None if key is None else f"{key}_html",
+                          help="This chart as one file that opens in any browser, offline: zoom and hover "
+                               "work, and its toolbar saves a PNG or an SVG.")
     return drawn
 
 
