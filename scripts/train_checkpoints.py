@@ -4,7 +4,9 @@
     python scripts/train_checkpoints.py --only gpt2-induction bert-mirror
 
 Each recipe is a preset, a task and a few training settings; the accuracy stored with a
-checkpoint is measured on fresh samples after training. Training uses one CPU thread
+checkpoint is measured on fresh samples after training. A recipe trains its preset at the size its
+card sets (transformer.presets: MODEL_CARDS, each card's classroom sizes), so the app finds the
+checkpoint for that preset; only a variant changes the preset, on the one axis it compares. Training uses one CPU thread
 by default (--threads), which is both fair on a shared two-core machine and, for models
 this small, faster than two threads that fight over cores.
 """
@@ -37,7 +39,7 @@ class Recipe:
     batch_size: int = 32
     seed: int = 0
     aux_loss_weight: float = 0.01  # MoE load balancing
-    changes: dict = field(default_factory=dict)  # config fields sized for the task (n_layers, max_len)
+    changes: dict = field(default_factory=dict)  # a variant's one change to its preset (position="sinusoidal")
     induction_warmup: bool = False  # language task: the curriculum that starts on repeated spans
     docstrings: bool = False  # language task: the standard library's docstrings as more training text
     context: int | None = None  # language task: crop length after any warm-up (None: the task's own)
@@ -54,10 +56,6 @@ class Recipe:
 # everyday English: the induction warm-up (repeated spans of text in 128-character crops for the first 30%), then
 # 512-character crops with a quarter of the rows repeating a span
 ENGLISH = dict(corpus="english", context=512, batch_size=16, steps=4000, induction_warmup=True, repeat_rate=0.25)
-WIDER = dict(d_model=128, n_layers=4, n_heads=4)  # d_head 32; 4 layers leave room for previous-token and induction heads
-# the SwiGLU families keep LLaMA 2's English width, 176 (not 8/3 x 128 = 344): they compare with one another, and
-# each step costs about two thirds as much, which keeps Mixtral's two experts per character inside the budget
-SWIGLU_WIDTH = dict(d_ff=176)
 
 RECIPES = [
     # every family on English text first: the index's first match for a preset is what the app opens.
@@ -65,30 +63,26 @@ RECIPES = [
     # sentence of up to 200 characters written twice. With a quarter of the rows repeating a span from the
     # first step and no warm-up, LLaMA 2 had no induction head after 2,200 steps (0.02) and did not copy a
     # repeated span at all; the warm-up forms the circuit first.
-    Recipe("llama2", "language", lr=3e-3, **ENGLISH),  # the preset is already this size (presets.ENGLISH_SIZE)
-    # Mistral's window covers half the context, as Mistral 7B's 4,096 of its 8,192 trained tokens. LLaMA 2's recipe
-    # gave it an induction head of 0.48; 35% of the rows repeating (not a quarter) give copying more practice
-    Recipe("mistral", "language", lr=3e-3, **{**ENGLISH, "repeat_rate": 0.35},
-           changes=dict(WIDER, **SWIGLU_WIDTH, n_kv_heads=2, sliding_window=256)),
-    Recipe("gpt2", "language", lr=2e-3, **ENGLISH, changes=WIDER, bfloat16=True),
-    # 10 heads of 16 at d_model 160 (ALiBi's steepest slope 2^-0.5): with 8 heads of 16 at 128 the best
-    # previous-token head put 0.44 on the character before; now 0.65, in a head of slope 1/2 (docs/checkpoints.md)
-    Recipe("bloom", "language", lr=2e-3, **ENGLISH, changes=dict(WIDER, d_model=160, n_heads=10, n_kv_heads=10),
-           bfloat16=True),
-    Recipe("falcon", "language", lr=3e-3, **ENGLISH, changes=dict(WIDER, n_kv_heads=1)),
-    Recipe("palm", "language", lr=3e-3, **ENGLISH, changes=dict(WIDER, **SWIGLU_WIDTH, n_kv_heads=1)),
-    Recipe("mixtral", "language", lr=3e-3, **ENGLISH, changes=dict(WIDER, **SWIGLU_WIDTH, n_kv_heads=2), bfloat16=True),
+    Recipe("llama2", "language", lr=3e-3, **ENGLISH),
+    # Mistral's window covers half the context (its card). LLaMA 2's recipe gave it an induction head of 0.48; 35% of
+    # the rows repeating (not a quarter) give copying more practice
+    Recipe("mistral", "language", lr=3e-3, **{**ENGLISH, "repeat_rate": 0.35}),
+    Recipe("gpt2", "language", lr=2e-3, **ENGLISH, bfloat16=True),
+    # 10 heads of 16 at d_model 160 (its card): the best previous-token head now sits in a head of slope 1/2
+    Recipe("bloom", "language", lr=2e-3, **ENGLISH, bfloat16=True),
+    Recipe("falcon", "language", lr=3e-3, **ENGLISH),
+    Recipe("palm", "language", lr=3e-3, **ENGLISH),
+    Recipe("mixtral", "language", lr=3e-3, **ENGLISH, bfloat16=True),
     # Qwen3: LLaMA 2's recipe with QK-norm per head (head_dim 32 of its own, two kv heads)
-    Recipe("qwen3", "language", lr=3e-3, **ENGLISH, changes=dict(WIDER, **SWIGLU_WIDTH, n_kv_heads=2), bfloat16=True),
-    # the models of 2024-2026 train at their cards' classroom sizes (presets.MODEL_CARDS), with no changes here
+    Recipe("qwen3", "language", lr=3e-3, **ENGLISH, bfloat16=True),
     Recipe("deepseek-v3", "language", lr=3e-3, **ENGLISH, bfloat16=True),  # MLA, sigmoid-routed experts
     Recipe("gpt-oss", "language", lr=3e-3, **ENGLISH, bfloat16=True),  # sinks, alternating 64-key windows, experts
     Recipe("gemma3", "language", lr=3e-3, **ENGLISH, bfloat16=True),  # five local layers (64 keys) to one global
     # the fixed table outweighs the characters: at GPT-2's 2e-3, 2.35 bits and a previous-token head of 0.42
-    Recipe("gpt2", "language", lr=3e-3, **ENGLISH, changes=dict(WIDER, position="sinusoidal"), variant="sinusoidal"),
+    Recipe("gpt2", "language", lr=3e-3, **ENGLISH, changes=dict(position="sinusoidal"), variant="sinusoidal"),
     # BERT reads masked characters with the encoder's own curriculum: 8-, 16- and 32-character crops, then 64.
     # Post-norm at 4 layers of 128: at lr 3e-3 it stayed on the unigram whatever the curriculum
-    Recipe("bert", "language", steps=8000, lr=1e-3, batch_size=32, corpus="english", changes=WIDER),
+    Recipe("bert", "language", steps=8000, lr=1e-3, batch_size=32, corpus="english"),
     Recipe("llama2", "induction", steps=2000),  # at the English size the head forms later: 0.57 after 1,000 steps
     Recipe("mistral", "induction", steps=2000),  # as LLaMA 2's, at the English size
     Recipe("falcon", "induction", steps=2000),  # at the English size: 0.56 after 1,000 steps
@@ -113,11 +107,16 @@ def file_bytes(path: Path) -> int:
     return weights.stat().st_size + meta.stat().st_size
 
 
-def train_recipe(recipe: Recipe, directory: Path) -> None:
+def recipe_task(recipe: Recipe) -> Language | str:
+    """The task a recipe trains on: the language task with its curriculum, or a synthetic task's name."""
     settings = {name: value for name, value in (("context", recipe.context), ("repeat_rate", recipe.repeat_rate))
                 if value is not None}
-    task = (Language(induction_warmup=recipe.induction_warmup, docstrings=recipe.docstrings, corpus=recipe.corpus,
+    return (Language(induction_warmup=recipe.induction_warmup, docstrings=recipe.docstrings, corpus=recipe.corpus,
                      **settings) if recipe.task == "language" else recipe.task)
+
+
+def train_recipe(recipe: Recipe, directory: Path) -> None:
+    task = recipe_task(recipe)
     cfg = config_for(recipe.preset, task, **recipe.changes)
     state = STATE_DIR / f"{recipe.name}.state.pt"  # a stopped run goes on from here when started again
     model, history = train(cfg, task, recipe.steps, lr=recipe.lr, batch_size=recipe.batch_size,

@@ -7,11 +7,12 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from scripts import train_checkpoints
 from transformer import PRESETS, Transformer
-from transformer.checkpoint import (CheckpointError, find_checkpoint, load, read_meta, same_model, save, shipped,
-                                    trained_tokens)
+from transformer.checkpoint import (SHIPPED_DIR, CheckpointError, find_checkpoint, load, read_meta, same_model, save,
+                                    shipped, trained_tokens)
 from transformer.training.tasks import TASKS, head_scores, random_router_specialisation, routing_specialisation
-from transformer.training.train import trained_length
+from transformer.training.train import config_for, trained_length
 
 SMALL = dict(vocab_size=30, d_model=32, n_heads=4, n_layers=2, max_len=32)
 
@@ -176,9 +177,20 @@ def test_find_checkpoint_matches_a_preset_and_nothing_else():
         assert found == entry.path
         _, cfg = read_meta(found)
         assert cfg.replace(vocab_size=128, max_len=PRESETS[entry.preset].max_len) == PRESETS[entry.preset]
-    assert find_checkpoint(PRESETS["llama2"]) == next(e.path for e in SHIPPED if e.preset == "llama2")
+    for preset in {entry.preset for entry in SHIPPED}:  # what a page opens: the index's first file of the preset
+        assert find_checkpoint(PRESETS[preset]) == next(e.path for e in SHIPPED if e.preset == preset), preset
     assert find_checkpoint(PRESETS["llama2"].replace(position="alibi")) is None
     assert find_checkpoint(PRESETS["llama2"], task="mixed") is None
+
+
+def test_every_recipe_builds_the_config_its_shipped_file_holds():
+    """The recipes read their sizes from the presets' cards: each builds exactly the config of the file it shipped
+    (vocabulary and length included), with nothing retrained, and only a variant changes its preset."""
+    for recipe in train_checkpoints.RECIPES:
+        _, trained = read_meta(SHIPPED_DIR / recipe.name)
+        built = config_for(recipe.preset, train_checkpoints.recipe_task(recipe), **recipe.changes)
+        assert built == trained, recipe.name
+        assert bool(recipe.changes) == bool(recipe.variant), recipe.name
 
 
 def test_same_model_sets_aside_only_what_a_task_sizes():

@@ -37,13 +37,19 @@ class ModelCard:
 
 CLASSROOM = dict(vocab_size=128, d_model=64, n_heads=4, n_layers=2, max_len=256)  # sizes a laptop trains in minutes
 # the families whose language model reads everyday English: wide and deep enough for previous-token and
-# induction heads on real sentences, and still under 50 ms for a page's forward of 256 characters
+# induction heads on real sentences (4 heads of 32), and still under 50 ms for a page's forward of 256 characters
 ENGLISH_SIZE = dict(d_model=128, n_layers=4)
+# their gated FFNs (SwiGLU, GeGLU, the experts of Mixtral) keep LLaMA 2's width, 176, not 8/3 x 128 = 344: they
+# compare with one another, and each step costs about two thirds as much, which keeps Mixtral's two experts per
+# character inside the training budget
+ENGLISH_GATED = dict(ENGLISH_SIZE, d_ff=176)
 
 
 def _card(key, name, year, summary, axes: dict, real: dict[str, dict], published=None, active=None,
           classroom: dict | None = None, active_counts: str = "used") -> ModelCard:
-    """`axes` hold for every size; `classroom` adds what only the classroom size sets (its own small widths)."""
+    """`axes` hold for every size; `classroom` adds what only the classroom size sets (its own small widths): the
+    one place a classroom size is written, which the shipped checkpoints were trained at (scripts/train_checkpoints.py
+    changes none of them)."""
     small = TransformerConfig(**{**CLASSROOM, **axes, **(classroom or {})})
     real_cfgs = {size: TransformerConfig(**{**axes, **dims}) for size, dims in real.items()}
     return ModelCard(key, name, year, summary, small, real_cfgs, published or {}, active or {}, active_counts)
@@ -62,48 +68,49 @@ _BLOOM = dict(arch="decoder", position="alibi", norm="layernorm", norm_position=
 _CARDS = [
     _card("original", "Original Transformer", 2017, "encoder-decoder · MHA · sinusoidal · post-LayerNorm · ReLU", _ORIGINAL,
           {"base": dict(vocab_size=37000, d_model=512, n_heads=8, n_layers=6, d_ff=2048, max_len=512)}, {"base": 65e6}),
-    _card("gpt2", "GPT-2", 2019, "decoder · MHA · learned · pre-LayerNorm · GELU", {**_GPT2, **ENGLISH_SIZE},
+    _card("gpt2", "GPT-2", 2019, "decoder · MHA · learned · pre-LayerNorm · GELU", _GPT2,
           {"small": dict(vocab_size=50257, d_model=768, n_heads=12, n_layers=12, d_ff=3072, max_len=1024),
            "xl": dict(vocab_size=50257, d_model=1600, n_heads=25, n_layers=48, d_ff=6400, max_len=1024),
            # GPT-3 is GPT-2's recipe at 175B (Brown et al. 2020, Table 2.1); its alternating locally banded
            # sparse layers change no parameter
            "175B (GPT-3)": dict(vocab_size=50257, d_model=12288, n_heads=96, n_layers=96, d_ff=49152, max_len=2048)},
-          {"small": 124e6, "xl": 1.558e9, "175B (GPT-3)": 175e9}),
-    _card("bert", "BERT", 2018, "encoder · MHA · learned · post-LayerNorm · GELU", {**_BERT, **ENGLISH_SIZE},
+          {"small": 124e6, "xl": 1.558e9, "175B (GPT-3)": 175e9}, classroom=ENGLISH_SIZE),
+    _card("bert", "BERT", 2018, "encoder · MHA · learned · post-LayerNorm · GELU", _BERT,
           {"base": dict(vocab_size=30522, d_model=768, n_heads=12, n_layers=12, d_ff=3072, max_len=512, norm_eps=1e-12)},
-          {"base": 110e6}),
+          {"base": 110e6}, classroom=ENGLISH_SIZE),
     _card("llama2", "LLaMA 2", 2023, "decoder · MHA (7B) / GQA (70B) · RoPE · pre-RMSNorm · SwiGLU",
-          {**_LLAMA, "n_kv_heads": 2, **ENGLISH_SIZE, "d_ff": 176},  # the SwiGLU width its English model has
+          _LLAMA,
           {"7B": dict(vocab_size=32000, d_model=4096, n_heads=32, n_kv_heads=32, n_layers=32, d_ff=11008, max_len=4096),
            "70B": dict(vocab_size=32000, d_model=8192, n_heads=64, n_kv_heads=8, n_layers=80, d_ff=28672, max_len=4096)},
-          {"7B": 6.74e9, "70B": 68.98e9}),
+          {"7B": 6.74e9, "70B": 68.98e9}, classroom=dict(ENGLISH_GATED, n_kv_heads=2)),
     _card("mistral", "Mistral", 2023, "decoder · GQA · RoPE · sliding window · pre-RMSNorm · SwiGLU",
-          # its window covers half of the 512 characters its English model trained on, as Mistral 7B's 4,096 of 8,192
-          {**_LLAMA, "n_kv_heads": 2, "sliding_window": 256, **ENGLISH_SIZE, "d_ff": 176},
+          _LLAMA,
           {"7B": dict(vocab_size=32000, d_model=4096, n_heads=32, n_kv_heads=8, n_layers=32, d_ff=14336, max_len=32768,
                       sliding_window=4096)},
-          {"7B": 7.24e9}),
+          {"7B": 7.24e9},
+          # its window covers half of the 512 characters its English model trained on, as Mistral 7B's 4,096 of 8,192
+          classroom=dict(ENGLISH_GATED, n_kv_heads=2, sliding_window=256)),
     _card("palm", "PaLM", 2022, "decoder · MQA · RoPE · parallel block · pre-LayerNorm · SwiGLU",
-          {**_PALM, "n_kv_heads": 1, **ENGLISH_SIZE, "d_ff": 176},
+          {**_PALM, "n_kv_heads": 1},
           {"8B": dict(vocab_size=256000, d_model=4096, n_heads=16, n_kv_heads=1, n_layers=32, d_ff=16384, max_len=2048),
            "62B": dict(vocab_size=256000, d_model=8192, n_heads=32, n_kv_heads=1, n_layers=64, d_ff=32768, max_len=2048)},
-          {"8B": 8.63e9, "62B": 62.5e9}),
+          {"8B": 8.63e9, "62B": 62.5e9}, classroom=ENGLISH_GATED),
     _card("mixtral", "Mixtral", 2024, "decoder · GQA · RoPE · pre-RMSNorm · MoE (8 SwiGLU experts, top-2)",
-          {**_LLAMA, "n_kv_heads": 2, "ffn": "moe", "n_experts": 4, "top_k": 2, **ENGLISH_SIZE, "d_ff": 176},
+          {**_LLAMA, "ffn": "moe", "top_k": 2},
           {"8x7B": dict(vocab_size=32000, d_model=4096, n_heads=32, n_kv_heads=8, n_layers=32, d_ff=14336, max_len=32768,
                         n_experts=8, top_k=2, rope_theta=1e6)},
-          {"8x7B": 46.7e9}, {"8x7B": 12.9e9}),
+          {"8x7B": 46.7e9}, {"8x7B": 12.9e9}, classroom=dict(ENGLISH_GATED, n_kv_heads=2, n_experts=4)),
     _card("falcon", "Falcon", 2023, "decoder · MQA · RoPE · parallel block · pre-LayerNorm · GELU",
-          {**_FALCON, "n_kv_heads": 1, **ENGLISH_SIZE},
+          {**_FALCON, "n_kv_heads": 1},
           {"7B": dict(vocab_size=65024, d_model=4544, n_heads=71, n_kv_heads=1, n_layers=32, d_ff=18176, max_len=2048)},
-          {"7B": 6.92e9}),
-    # 10 heads of 16 at d_model 160: at 8 heads of 16 in 128 its English model's best previous-token head put 0.44
-    # on the character before, at this size 0.65 (docs/checkpoints.md)
-    _card("bloom", "BLOOM", 2022, "decoder · MHA · ALiBi · pre-LayerNorm (+ embedding norm) · GELU",
-          {**_BLOOM, **ENGLISH_SIZE, "d_model": 160, "n_heads": 10},
+          {"7B": 6.92e9}, classroom=ENGLISH_SIZE),
+    _card("bloom", "BLOOM", 2022, "decoder · MHA · ALiBi · pre-LayerNorm (+ embedding norm) · GELU", _BLOOM,
           {"560M": dict(vocab_size=250880, d_model=1024, n_heads=16, n_layers=24, d_ff=4096, max_len=2048),
            "176B": dict(vocab_size=250880, d_model=14336, n_heads=112, n_layers=70, d_ff=57344, max_len=2048)},
-          {"560M": 559e6, "176B": 176e9}),
+          {"560M": 559e6, "176B": 176e9},
+          # 10 heads of 16 at d_model 160 (ALiBi's steepest slope 2^-0.5): at 8 heads of 16 in 128 its English model's
+          # best previous-token head put 0.44 on the character before, at this size 0.65 (docs/checkpoints.md)
+          classroom=dict(ENGLISH_SIZE, d_model=160, n_heads=10)),
 ]
 
 # --- the models of 2024-2026 -----------------------------------------------------------------------------
@@ -150,7 +157,7 @@ _RECENT_CARDS = [
            "235B-A22B": dict(vocab_size=151936, d_model=4096, n_heads=64, n_kv_heads=4, head_dim=128, n_layers=94,
                              ffn="moe", d_ff=12288, d_expert=1536, n_experts=128, top_k=8, max_len=40960)},
           {"8B": 8.2e9, "235B-A22B": 235e9}, {"235B-A22B": 22e9},
-          classroom=dict(ENGLISH_SIZE, n_kv_heads=2, head_dim=32, d_ff=176)),  # the size its English model trained at
+          classroom=dict(ENGLISH_GATED, n_kv_heads=2, head_dim=32)),  # the size its English model trained at
     # the language model: 1,416M embedding + 25,600M other parameters (Gemma 3 report, Table 1); the 417M of its
     # SigLIP vision encoder are left out. Five local layers (window 1,024, RoPE base 10k) to one global (1M, x8)
     _card("gemma3", "Gemma 3", 2025, "decoder · GQA · RoPE · 5 local : 1 global layers · sandwich RMSNorm (1 + w) · "
@@ -160,7 +167,7 @@ _RECENT_CARDS = [
                        rope_scaling="linear", rope_factor=8.0)},
           {"27B": 27.0e9},
           # the size its English model trained at: six layers keep the 5 : 1 pattern, the one global layer last
-          classroom=dict(ENGLISH_SIZE, n_layers=6, n_kv_heads=2, head_dim=32, d_ff=176, sliding_window=64)),
+          classroom=dict(ENGLISH_GATED, n_layers=6, n_kv_heads=2, head_dim=32, sliding_window=64)),
     # 671B and 37B active as published: the main model, without its 14B multi-token-prediction module
     # (the Hugging Face checkpoint's 685B include it)
     _card("deepseek-v3", "DeepSeek-V3", 2024, "decoder · MLA · RoPE (decoupled, YaRN) · pre-RMSNorm · MoE (256 "
@@ -173,8 +180,8 @@ _RECENT_CARDS = [
           {"671B": 671e9}, {"671B": 37e9},
           # the size its English model trained at: a latent of 64 numbers (+ an 8-number rotated key) per token
           # where 4 heads of 32 would cache 256; 8 small experts (a quarter of the width, as V3's 2,048 of 7,168)
-          classroom=dict(ENGLISH_SIZE, head_dim=32, rope_dim=8, v_head_dim=32, kv_rank=64, q_rank=96, d_ff=176,
-                         n_experts=8, top_k=2, n_expert_groups=4, top_groups=2, d_expert=32, first_dense_layers=1)),
+          classroom=dict(ENGLISH_GATED, head_dim=32, rope_dim=8, v_head_dim=32, kv_rank=64, q_rank=96, n_experts=8,
+                         top_k=2, n_expert_groups=4, top_groups=2, d_expert=32, first_dense_layers=1)),
     # OpenAI's model card counts the active parameters a token multiplies by: the unembedding, not the embedding
     _card("gpt-oss", "gpt-oss", 2025, "decoder · GQA · RoPE (YaRN) · alternating 128-token windows · sinks · "
           "pre-RMSNorm · MoE (clamped SwiGLU experts, top-4) · biases", _GPT_OSS,
