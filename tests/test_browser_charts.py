@@ -1,6 +1,7 @@
-"""A chart's standalone HTML file in Chromium: opened from a file:// address with every network request blocked, the
-heatmap draws, its toolbar's SVG button saves an SVG with the title, axis titles, token labels and the colour scale
-(its gradient and its numbers), and the camera button saves a PNG."""
+"""Charts' downloads in Chromium. A chart's standalone HTML file, opened from a file:// address with every network
+request blocked: the heatmap draws, its toolbar's SVG button saves an SVG with the title, axis titles, token labels
+and the colour scale (its gradient and its numbers), and the camera button saves a PNG. In the app: the camera button
+saves a PNG, an SVG once the sidebar says so, and the button below a chart downloads its HTML file."""
 import re
 import sys
 from pathlib import Path
@@ -13,10 +14,11 @@ from ui.figures.base import heatmap
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-from screenshots import launch_chromium  # noqa: E402
+from screenshots import VIEWPORT, launch_chromium, serve_app, wait_until_ready  # noqa: E402
 
 SVG_BUTTON = ".modebar-btn[data-title='Download plot as SVG']"
 PNG_BUTTON = ".modebar-btn[data-title='Download plot as a PNG']"
+CAMERA_BUTTON = ".modebar-btn[data-title^='Download plot']"  # plotly.js names the format only when it is PNG
 
 
 def svg_texts(svg: str) -> list[str]:
@@ -63,3 +65,35 @@ def test_the_html_file_draws_offline_and_saves_its_chart_as_svg_and_png(tmp_path
     assert {"0", "0.2", "0.8", "1"} <= set(svg_texts(colorbar))  # ... and its numbers
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5_000
     assert errors == [] and fetched == []
+
+
+def camera_download(page) -> tuple[str, bytes]:
+    """Click the first chart's camera button: the file's name and bytes."""
+    chart = page.locator(".js-plotly-plot").first
+    chart.hover()  # the toolbar shows on hover
+    with page.expect_download() as download:
+        chart.locator(CAMERA_BUTTON).click()
+    return download.value.suggested_filename, Path(download.value.path()).read_bytes()
+
+
+def test_in_the_app_the_camera_saves_the_format_the_sidebar_chose_and_each_chart_downloads_as_html():
+    with serve_app() as base, sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        page = browser.new_context(viewport=VIEWPORT, accept_downloads=True).new_page()
+        page.set_default_timeout(90_000)
+        page.goto(f"{base}/ffn")
+        wait_until_ready(page)
+        name, image = camera_download(page)
+        assert name == "attention-lab-ffn-curves.png" and image.startswith(b"\x89PNG")
+
+        page.locator('[data-testid="stSidebar"]').get_by_text("SVG", exact=True).click()
+        wait_until_ready(page)
+        name, image = camera_download(page)
+        assert name == "attention-lab-ffn-curves.svg" and image.startswith(b"<svg")
+
+        with page.expect_download() as download:
+            page.get_by_role("button", name="Interactive HTML").first.click()
+        name, document = download.value.suggested_filename, Path(download.value.path()).read_text(encoding="utf-8")
+        browser.close()
+    assert name == "attention-lab-ffn-curves.html"
+    assert "Plotly.newPlot" in document and len(document) > 3_000_000 and "'svg'" in document
