@@ -66,8 +66,8 @@ def open_path(tab, base_url: str, path: str) -> None:
 
 
 def pick(tab, index: int) -> None:
-    """Choose the answer with this index (the radio group's options, not its label)."""
-    tab.locator('[data-testid="stRadio"] [role="radiogroup"] label').nth(index).click()
+    """Choose the answer with this index (the lesson's radio group, not the sidebar's; its options, not its label)."""
+    tab.locator('[data-testid="stMain"] [data-testid="stRadio"] [role="radiogroup"] label').nth(index).click()
     tab.wait_for_timeout(300)
     wait_until_ready(tab)
 
