@@ -76,8 +76,7 @@ def test_no_page_draws_a_chart_without_its_downloads():
     """st.plotly_chart alone offers a PNG only; show_chart adds the SVG and the HTML file."""
     sources = [*ROOT.glob("pages/*.py"), *ROOT.glob("ui/**/*.py")]
     direct = {str(path.relative_to(ROOT)) for path in sources if re.search(r"\.plotly_chart\(", path.read_text())}
-    # show_chart's own call; the Lessons page's views in ui/lessons/ draw their figures with the camera button only
-    assert {path for path in direct if not path.startswith("ui/lessons/")} == {"ui/app/charts.py"}
+    assert direct == {"ui/app/charts.py"}  # show_chart's own call
     assert len(sources) > 40 and "pages/playground.py" in {str(p.relative_to(ROOT)) for p in sources}
 
 

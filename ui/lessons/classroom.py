@@ -36,6 +36,7 @@ from streamlit.delta_generator import DeltaGenerator
 
 import plotly.graph_objects as go
 
+from ui.app.charts import show_chart
 from ui.app.state import sidebar
 from ui.figures import lesson as lesson_figures
 from ui.lessons.class_actions import (FROM_URL, end_poll, go_to, join_typed, leave, notify, remember_in_browser,
@@ -118,7 +119,7 @@ def _figure(step: Step, live: Live) -> None:
     figure = live.figure
     if st.session_state[PRESENT]:
         figure = lesson_figures.for_projector(figure)
-    st.plotly_chart(figure, key=f"lesson_figure_{step.slug}")
+    show_chart(figure, key=f"lesson_figure_{step.slug}")
     if live.caption:
         st.caption(live.caption)
 
@@ -225,8 +226,8 @@ def _live_counts(code: str, step: int, choices: tuple[str, ...]) -> None:
         st.error(error)
         return
     values = [counts.get(letter(i), 0) for i in range(len(choices))]
-    st.plotly_chart(lesson_figures.answer_bars(list(choices), values, title="the class's answers so far"),
-                    key="lesson_counts")
+    show_chart(lesson_figures.answer_bars(list(choices), values, title="the class's answers so far"),
+               key="lesson_counts")
 
 
 def student(step: Step, live: Live, index: int) -> None:
