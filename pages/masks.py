@@ -13,6 +13,7 @@ from ui.compute.chapters_measure import pairs_at_length, sparse_attention
 from ui.compute.measure import cross_attention, encoder_decoder_twin, masked_attention, padded_attention
 from ui.app.page import load_page
 from ui.app.charts import show_chart
+from ui.app.figure_cache import cached_figure
 from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.compute.runtime import tokenize
 
@@ -192,7 +193,7 @@ st.markdown("Since 2024 most long-context models mix the two: **local** layers s
             "growing once it holds W tokens; the global layers keep the long-range path. Choose the pattern in the "
             "sidebar (**Local / global layers**, with the window W).")
 windows = cfg.layer_windows()
-show_chart(modern_figs.layer_strip(list(windows)), key="mask_layer_strip")
+show_chart(cached_figure(modern_figs.layer_strip, list(windows)), key="mask_layer_strip")
 if any(w is not None for w in windows) and any(w is None for w in windows):
     kinds = {"a local layer": next(i for i, w in enumerate(windows) if w is not None),
              "a global layer": next(i for i, w in enumerate(windows) if w is None)}
@@ -214,7 +215,7 @@ for key in LOCAL_GLOBAL_CARDS:
     lines[f"{card.name} {size}, every layer global"] = [kv_cache_bytes(everything, n)["total"] for n in contexts]
     lines[f"{card.name} {size}, {real.layer_pattern} (W = {real.sliding_window})"] = [
         kv_cache_bytes(real, n)["total"] for n in contexts]
-show_chart(modern_figs.kv_cache_by_context(contexts, lines), key="mask_kv_saved")
+show_chart(cached_figure(modern_figs.kv_cache_by_context, contexts, lines), key="mask_kv_saved")
 st.dataframe(pd.DataFrame([{"model and layers": name, **{f"{n:,} tokens (GiB)": round(v / 2**30, 2)
                                                           for n, v in zip(contexts, values)}}
                            for name, values in lines.items()]), hide_index=True)

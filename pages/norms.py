@@ -11,6 +11,7 @@ from ui.figures.block import depth_lines, norm_bars, norm_placement_dot
 from ui.compute.measure import NORM_DEPTH_BASE, depth_profile, normalized
 from ui.app.page import load_page
 from ui.app.charts import show_chart
+from ui.app.figure_cache import cached_figure
 from ui.app.page_controls import KEEP, keep_valid, url_state
 
 INITS = {"variance-preserving": "every matrix N(0, 1/fan_in): the bare effect of the placement",
@@ -83,12 +84,12 @@ else:
     progress.empty()
     dashed = {variant_label(n, p) for n, p in variants if NORM_PLACEMENTS[p].on_sum}
     col1, col2 = st.columns(2)
-    show_chart(depth_lines({k: p["resid_norms"] for k, p in profiles.items()},
-                           "residual stream: mean ‖x‖ per token", "L2 norm of x", "after block (0 = embedding)",
-                           dashed=dashed), key="norm_resid", where=col1)
-    show_chart(depth_lines({k: p["grad_norms"] for k, p in profiles.items()},
-                           "gradient norm of each block's weights", "L2 norm of the gradient (log scale)", "block",
-                           log=True, dashed=dashed), key="norm_grad", where=col2)
+    show_chart(cached_figure(depth_lines, {k: p["resid_norms"] for k, p in profiles.items()},
+                             "residual stream: mean ‖x‖ per token", "L2 norm of x", "after block (0 = embedding)",
+                             dashed=dashed), key="norm_resid", where=col1)
+    show_chart(cached_figure(depth_lines, {k: p["grad_norms"] for k, p in profiles.items()},
+                             "gradient norm of each block's weights", "L2 norm of the gradient (log scale)", "block",
+                             log=True, dashed=dashed), key="norm_grad", where=col2)
     rows = [{"variant": label, "after_block": i, "resid_norm": r,
              "grad_norm_of_that_block": p["grad_norms"][i - 1] if i else None}
             for label, p in profiles.items() for i, r in enumerate(p["resid_norms"])]
@@ -136,7 +137,7 @@ except ValueError as exc:
 else:
     x = np.array(values)
     out = normalized(values)
-    show_chart(norm_bars(x, out["layernorm"], out["rmsnorm"]), key="norm_bars")
+    show_chart(cached_figure(norm_bars, x, out["layernorm"], out["rmsnorm"]), key="norm_bars")
     col1, col2, col3 = st.columns(3)
     shown = {"input": x, "LayerNorm": out["layernorm"], "RMSNorm": out["rmsnorm"]}
     for col, (name, v) in zip((col1, col2, col3), shown.items()):

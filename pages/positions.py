@@ -16,6 +16,7 @@ from ui.compute.measure import (alibi, beyond_trained_length, cosine_similarity,
                         rope_geometry, sinusoidal)
 from ui.app.page import load_page
 from ui.app.charts import show_chart
+from ui.app.figure_cache import cached_figure
 from ui.app.page_controls import KEEP, keep_valid, url_state
 
 url_state("pos", pos_n=48, pos_p=3, pos_train=16, pos_run=24, rope_scale_factor=4.0, rope_scale_model="llama2-language")
@@ -51,8 +52,9 @@ with sin_tab:
                 "clock running at its own speed, fast on the left, slow on the right — a binary counter made smooth.")
     table, similarity = sinusoidal(n_positions, cfg.d_model)
     col1, col2 = st.columns(2)
-    show_chart(figs.position_table(table, "position vectors (position × dimension)"), key="sin_table", where=col1)
-    show_chart(figs.position_similarity(similarity, "PE[m] · PE[n]"), key="sin_similarity", where=col2)
+    show_chart(cached_figure(figs.position_table, table, "position vectors (position × dimension)"), key="sin_table",
+               where=col1)
+    show_chart(cached_figure(figs.position_similarity, similarity, "PE[m] · PE[n]"), key="sin_similarity", where=col2)
     _, spread = analysis.diagonal_spread(analysis.sinusoidal_similarity(n_positions, cfg.d_model))
     st.markdown(f"The dot product of two position vectors is Σ cos((m − n)·ω_i): it depends on the distance only — "
                 f"every diagonal holds one value (largest spread along a diagonal: {float(spread.max()):.1e}) — and "
@@ -72,9 +74,9 @@ with learned_tab:
                    "nearby rows become similar. Note its hard limit: it has exactly max_len rows.", icon="🎲")
     shown = table[:n_positions]
     col1, col2 = st.columns(2)
-    show_chart(figs.position_table(shown, f"learned table, first {len(shown)} of {len(table)} rows"),
+    show_chart(cached_figure(figs.position_table, shown, f"learned table, first {len(shown)} of {len(table)} rows"),
                key="learned_table", where=col1)
-    show_chart(figs.position_similarity(cosine_similarity(shown), "cosine similarity of rows"),
+    show_chart(cached_figure(figs.position_similarity, cosine_similarity(shown), "cosine similarity of rows"),
                key="learned_similarity", where=col2)
 
 with rope_tab:
@@ -98,7 +100,7 @@ with rope_tab:
             st.caption(f"The sidebar's model stretches these frequencies with "
                        f"{axes.label('rope_scaling', cfg.rope_scaling)} (factor {cfg.rope_factor:g}): "
                        f"{axes.AXES['rope_scaling'].choices[cfg.rope_scaling].does}. Shown here as trained, unscaled.")
-        show_chart(figs.rope_angles(geo["angles"], rope_inv_freq(d_rot, cfg.rope_theta).numpy()),
+        show_chart(cached_figure(figs.rope_angles, geo["angles"], rope_inv_freq(d_rot, cfg.rope_theta).numpy()),
                    key="rope_angles")
         keep_valid("pos_p", range(n_positions), 0)
         st.slider("Position of the query", min_value=0, max_value=n_positions - 1, key="pos_p", **KEEP)
@@ -126,8 +128,8 @@ with alibi_tab:
                 "learned. Each head has its own slope, so some heads look far and others stay local.")
     slopes, bias = alibi(cfg.n_heads, 12)
     col1, col2 = st.columns([1, 2])
-    show_chart(figs.alibi_slopes(slopes), key="alibi_slopes", where=col1)
-    show_chart(figs.alibi_biases(bias), key="alibi_biases", where=col2)
+    show_chart(cached_figure(figs.alibi_slopes, slopes), key="alibi_slopes", where=col1)
+    show_chart(cached_figure(figs.alibi_biases, bias), key="alibi_biases", where=col2)
 
     st.subheader("Longer than trained")
     st.markdown("Each scheme gets `max_len` = the trained length, then an input longer than that. A table with "
@@ -146,7 +148,7 @@ with alibi_tab:
     if run <= trained:
         st.info(f"The input ({run} tokens) fits in max_len = {trained}: make it longer to see the difference.")
     weights = results["alibi"]["pattern"]  # (H, T, T)
-    show_chart(figs.grid_heatmap(weights[0], list(range(run)), list(range(run)),
+    show_chart(cached_figure(figs.grid_heatmap, weights[0], list(range(run)), list(range(run)),
                                  f"ALiBi, head 0 of the last layer, {run} tokens (trained length {trained})",
                                  "key position", "query position", zmin=0), key="alibi_long")
 
@@ -160,7 +162,7 @@ st.markdown("Each shipped language model saw crops of one length (256 or 512 cha
             "penalties are computed from the distance itself, so the model meets distances it knows.")
 rows = length_extrapolation()
 if rows:
-    show_chart(figs.length_extrapolation(rows), key="length_extrapolation")
+    show_chart(cached_figure(figs.length_extrapolation, rows), key="length_extrapolation")
     table = pd.DataFrame([{"position": r["position"], "model": r["model"], "trained on (characters)": r["context"],
                            **r["lengths"]} for r in rows])
     st.dataframe(table, hide_index=True)
@@ -188,8 +190,8 @@ factor = float(st.session_state["rope_scale_factor"])
 trained = 512
 rope_cfg = cfg if POSITIONS[cfg.position].rotates_qk else cfg.replace(position="rope")
 waves = analysis.rope_wavelengths(rope_cfg.replace(rope_scaling="none", rope_factor=1.0), factor, trained)
-show_chart(modern_figs.rope_wavelengths({axes.label("rope_scaling", k): v.numpy() for k, v in waves.items()},
-                                        trained), key="rope_wavelengths")
+wavelengths = {axes.label("rope_scaling", k): v.numpy() for k, v in waves.items()}
+show_chart(cached_figure(modern_figs.rope_wavelengths, wavelengths, trained), key="rope_wavelengths")
 st.caption(f"d_rope = {rope_cfg.d_rope} rotated dimensions"
            + (f" of d_head = {rope_cfg.d_head} (partial rotary: the other {rope_cfg.d_head - rope_cfg.d_rope} carry "
               "no position at all)" if rope_cfg.d_rope != rope_cfg.d_head else "")
@@ -205,7 +207,7 @@ else:
     if names:
         st.selectbox("Trained RoPE model", names, key="rope_scale_model", **KEEP)
         chosen = next(m for m in measured if m["model"] == st.session_state["rope_scale_model"])
-        show_chart(modern_figs.scaling_length_test(chosen["rows"]), key="rope_scaling_test")
+        show_chart(cached_figure(modern_figs.scaling_length_test, chosen["rows"]), key="rope_scaling_test")
         plain = next(r for r in chosen["rows"] if r["scaling"] == "none")["bits_per_char"]
         best = min((r for r in chosen["rows"] if r["scaling"] != "none"), key=lambda r: r["bits_per_char"]["4x"])
         st.caption(f"{chosen['model']}, trained on {chosen['context']} characters, read held-out English with each "

@@ -39,7 +39,6 @@ def _as_numpy(result: dict) -> dict:
     return {k: v.float().numpy() if isinstance(v, torch.Tensor) else v for k, v in result.items()}
 
 
-@st.cache_data(max_entries=8, show_spinner="Running each model on the text and on its shuffle…")
 def permutation_results(config_json: str, ids: tuple[int, ...], perm: tuple[int, ...], seed: int,
                         dtype: str) -> dict[tuple[str, str], dict]:
     """(mask, position) -> probes.permutation_test's result, for every position scheme with no mask and with a causal mask.
@@ -47,17 +46,21 @@ def permutation_results(config_json: str, ids: tuple[int, ...], perm: tuple[int,
     mask is "none" (the config made an encoder) or "causal" (a decoder).
     """
     cfg = TransformerConfig.from_json(config_json)
-    results = {}
-    for mask in ("none", "causal"):
-        for position in choices("position"):
-            run_cfg = probes.equivariance_config(cfg, position, causal=mask == "causal")
-            results[(mask, position)] = _as_numpy(probes.permutation_test(
-                run_cfg, torch.tensor(ids), torch.tensor(perm), seed, DTYPES[dtype]))
-    return results
+    runs = {(mask, position): probes.equivariance_config(cfg, position, causal=mask == "causal")
+            for mask in ("none", "causal") for position in choices("position")}
+    return {run: permutation_run(run_cfg.to_json(), ids, perm, seed, dtype) for run, run_cfg in runs.items()}
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
 def prefix_shuffle(config_json: str, ids: tuple[int, ...], perm: tuple[int, ...], seed: int, dtype: str) -> dict:
     """A causal decoder with no positions, its prefix shuffled and its last token kept last."""
     cfg = probes.equivariance_config(TransformerConfig.from_json(config_json), "none", causal=True)
-    return _as_numpy(probes.permutation_test(cfg, torch.tensor(ids), torch.tensor(perm), seed, DTYPES[dtype]))
+    return permutation_run(cfg.to_json(), ids, perm, seed, dtype)
+
+
+# Each run is cached under its own config, which replaces the sidebar's position and mask: choosing another
+# position in the sidebar reuses all ten runs (the prefix shuffle is one more run, cached the same way).
+@st.cache_data(max_entries=96, show_spinner="Running each model on the text and on its shuffle…")
+def permutation_run(run_config_json: str, ids: tuple[int, ...], perm: tuple[int, ...], seed: int, dtype: str) -> dict:
+    """probes.permutation_test of one model (its config as JSON), weights as float32 numpy."""
+    return _as_numpy(probes.permutation_test(TransformerConfig.from_json(run_config_json), torch.tensor(ids),
+                                             torch.tensor(perm), seed, DTYPES[dtype]))

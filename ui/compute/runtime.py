@@ -176,7 +176,14 @@ def score_text(meta: dict) -> str:
 
 def _trained_matches(cfg: TransformerConfig) -> list[_ShippedModel]:
     """Every shipped checkpoint that is the model this config asks for (the library's rule), in index order."""
-    return [shipped for shipped in _shipped_configs() if checkpoint.same_model(shipped.cfg, cfg)]
+    return list(_trained_matches_of(cfg.to_json()))
+
+
+@functools.lru_cache(maxsize=256)
+def _trained_matches_of(config_json: str) -> tuple[_ShippedModel, ...]:
+    # the sidebar asks three times a rerun; comparing the config with every shipped one took ~10 ms each time
+    cfg = TransformerConfig.from_json(config_json)
+    return tuple(shipped for shipped in _shipped_configs() if checkpoint.same_model(shipped.cfg, cfg))
 
 
 def trained_tasks(cfg: TransformerConfig) -> list[str]:
