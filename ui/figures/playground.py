@@ -108,10 +108,8 @@ def stage_figure(stage: Stage, x_labels: list[str], y_labels: list[str], x_title
                  height: int = 380) -> go.Figure:
     """One stage as a heatmap; masked cells of the scores are left blank."""
     scale = {"signed": dict(signed=True), "mask": dict(zmin=0.0, zmax=1.0), "weights": dict(zmin=0.0, zmax=1.0)}
-    fig = heatmap(stage.matrix, x_labels, y_labels, stage.title, x_title=x_title, y_title=y_title,
-                  height=height, **scale[stage.style])
-    fig.update_layout(title_font_size=15)
-    return fig
+    return heatmap(stage.matrix, x_labels, y_labels, stage.title, x_title=x_title, y_title=y_title,
+                   height=height, title_size=15, **scale[stage.style])
 
 
 def label_grid_axes(fig: go.Figure, x_title: str, y_title: str) -> go.Figure:
@@ -129,12 +127,11 @@ def label_grid_axes(fig: go.Figure, x_title: str, y_title: str) -> go.Figure:
 
 def query_bars(weights: np.ndarray, key_labels: list[str], query_label: str) -> go.Figure:
     """One query's attention distribution over the keys, as bars (0..1)."""
-    fig = go.Figure(go.Bar(x=unique_labels(list(key_labels)), y=np.asarray(weights, dtype=float), marker_color="#21918c",
-                           hovertemplate="key %{x}<br>weight %{y:.3f}<extra></extra>"))
-    fig.update_layout(title=f"where query '{query_label}' looks", height=320, font=FONT,
-                      margin=dict(l=10, r=10, t=50, b=10), xaxis_title="key", yaxis_title="softmax weight",
-                      yaxis_range=[0, 1])
-    return fig
+    return go.Figure(go.Bar(x=unique_labels(list(key_labels)), y=np.asarray(weights, dtype=float), marker_color="#21918c",
+                            hovertemplate="key %{x}<br>weight %{y:.3f}<extra></extra>"),
+                     dict(title=dict(text=f"where query '{query_label}' looks"), height=320, font=FONT,
+                          margin=dict(l=10, r=10, t=50, b=10), xaxis=dict(title=dict(text="key")),
+                          yaxis=dict(title=dict(text="softmax weight"), range=[0, 1])))
 
 
 def cross_arcs(weights: np.ndarray, query_labels: list[str], key_labels: list[str], query: int) -> go.Figure:
@@ -218,8 +215,7 @@ def rope_figure(angles: np.ndarray, labels: list[str]) -> go.Figure:
                                              "cos %{z:.3f}<extra></extra>"))
     fig.update_layout(title="RoPE: cos(position × θᵢ), the rotation applied to q and k", height=420, font=FONT,
                       margin=dict(l=10, r=10, t=50, b=10), xaxis_title="frequency pair i (fast → slow)",
-                      yaxis_title="position (token)")
-    fig.update_yaxes(autorange="reversed")
+                      yaxis=dict(title=dict(text="position (token)"), autorange="reversed"))
     return fig
 
 
@@ -231,11 +227,10 @@ def visible_keys(mask_row: np.ndarray) -> int:
 def next_token_bars(top: list[tuple[str, float]], title: str = "next token") -> go.Figure:
     """The most likely tokens (next, or behind a mask) and their probabilities, most likely first."""
     labels, probs = zip(*top) if top else ((), ())
-    fig = go.Figure(go.Bar(x=unique_labels(list(labels)), y=np.asarray(probs, dtype=float), marker_color="#3b528b",
-                           hovertemplate="%{x}<br>probability %{y:.3f}<extra></extra>"))
-    fig.update_layout(title=title, height=300, font=FONT, margin=dict(l=10, r=10, t=50, b=10),
-                      xaxis_title="token", yaxis_title="probability", yaxis_range=[0, 1])
-    return fig
+    return go.Figure(go.Bar(x=unique_labels(list(labels)), y=np.asarray(probs, dtype=float), marker_color="#3b528b",
+                            hovertemplate="%{x}<br>probability %{y:.3f}<extra></extra>"),
+                     dict(title=dict(text=title), height=300, font=FONT, margin=dict(l=10, r=10, t=50, b=10),
+                          xaxis=dict(title=dict(text="token")), yaxis=dict(title=dict(text="probability"), range=[0, 1])))
 
 
 def actual_next_figure(labels: list[str], full: np.ndarray, ablated: np.ndarray | None = None,
@@ -245,14 +240,14 @@ def actual_next_figure(labels: list[str], full: np.ndarray, ablated: np.ndarray 
     token for a decoder, a hidden one for a masked-character encoder); with parts switched off, a second line
     shows what the ablation cost (an induction head's loss is the repeat)."""
     x = unique_labels(list(labels[1:]))
-    fig = go.Figure(go.Scatter(x=x, y=np.asarray(full, dtype=float), mode="lines+markers", name="whole model",
-                               line=dict(color="#21918c", width=3),
-                               hovertemplate="%{x}: p = %{y:.3f}<extra>whole model</extra>"))
+    traces = [go.Scatter(x=x, y=np.asarray(full, dtype=float), mode="lines+markers", name="whole model",
+                         line=dict(color="#21918c", width=3),
+                         hovertemplate="%{x}: p = %{y:.3f}<extra>whole model</extra>")]
     if ablated is not None:
-        fig.add_trace(go.Scatter(x=x, y=np.asarray(ablated, dtype=float), mode="lines+markers", name="parts switched off",
+        traces.append(go.Scatter(x=x, y=np.asarray(ablated, dtype=float), mode="lines+markers", name="parts switched off",
                                  line=dict(color="#b35806", width=3, dash="dot"),
                                  hovertemplate="%{x}: p = %{y:.3f}<extra>switched off</extra>"))
-    fig.update_layout(title=title, height=300, font=FONT,
-                      margin=dict(l=10, r=10, t=50, b=10), xaxis_title=x_title, yaxis_title="probability",
-                      yaxis_range=[0, 1], legend=dict(orientation="h", y=-0.3))
-    return fig
+    return go.Figure(traces, dict(title=dict(text=title), height=300, font=FONT, margin=dict(l=10, r=10, t=50, b=10),
+                                  xaxis=dict(title=dict(text=x_title)),
+                                  yaxis=dict(title=dict(text="probability"), range=[0, 1]),
+                                  legend=dict(orientation="h", y=-0.3)))
