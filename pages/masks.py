@@ -14,6 +14,7 @@ from ui.compute.measure import cross_attention, encoder_decoder_twin, masked_att
 from ui.app.page import load_page
 from ui.app.charts import show_chart
 from ui.app.figure_cache import cached_figure
+from ui.app.tabs import lazy_tabs, when_open
 from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.compute.runtime import tokenize
 
@@ -77,18 +78,19 @@ def show(additive: np.ndarray, weights: np.ndarray, x_labels, y_labels, title: s
         col3.metric("rows sum to 1, worst error", f"{float(abs(weights.sum(-1) - 1).max()):.1e}")
 
 
-tabs = st.tabs(["none", "causal", "padding", "sliding window", "cross-attention", "strided", "block-local",
-               "global + local"])
-with tabs[0]:
+# only the open tab is computed: three of them build a model of their own
+tabs = lazy_tabs(["none", "causal", "padding", "sliding window", "cross-attention", "strided", "block-local",
+                 "global + local"], key="mask_tab")
+for _ in when_open(tabs[0]):
     st.markdown("**No mask** (encoders, BERT): every token sees every other, before and after it.")
     additive, weights = masked_attention(ctx.state.config_json, ctx.state.seed, ids, layer, "none", 1)
     show(additive, weights, labels, labels, "no mask", "mask_none")
-with tabs[1]:
+for _ in when_open(tabs[1]):
     st.markdown("**Causal** (decoders, GPT): query *i* sees keys 0…*i*. Training on every position at once is then "
                 "the same as predicting one token at a time.")
     additive, weights = masked_attention(ctx.state.config_json, ctx.state.seed, ids, layer, "causal", 1)
     show(additive, weights, labels, labels, "causal mask", "mask_causal")
-with tabs[2]:
+for _ in when_open(tabs[2]):
     st.markdown("**Padding**: a batch holds texts of different lengths, so the shorter one is filled with a pad token "
                 "on the right. Its pad columns are masked for every query; the two sequences run together in one batch.")
     st.text_input("Second text of the batch", key="mask_text2", **KEEP, max_chars=MAX_SHOWN)
@@ -103,7 +105,7 @@ with tabs[2]:
             st.markdown(f"Sequence {row + 1}: {int(pad[row].sum())} real tokens, {int((pad[row] == 0).sum())} pad")
             show(additive[row], weights[row], padded_labels, padded_labels, f"sequence {row + 1} of the batch",
                  f"mask_pad_{row}")
-with tabs[3]:
+for _ in when_open(tabs[3]):
     st.markdown("**Sliding window** (Mistral, Longformer): in a decoder a query sees only the W most recent keys, "
                 "itself included, so the cost per token is W instead of T; in an encoder it sees (W − 1) / 2 keys on "
                 "each side. Information still travels further through the layers: each layer reaches W − 1 more "
@@ -112,7 +114,7 @@ with tabs[3]:
     window = int(st.session_state["mask_w"])
     additive, weights = masked_attention(ctx.state.config_json, ctx.state.seed, ids, layer, "sliding window", window)
     show(additive, weights, labels, labels, f"sliding window, W = {window}", "mask_window")
-with tabs[4]:
+for _ in when_open(tabs[4]):
     st.markdown("**Cross-attention** (encoder-decoder): queries come from the decoder's T_q tokens, keys and values "
                 "from the encoder's S outputs, so the matrix is T_q × S. There is no causal mask — the whole source is "
                 "known — only the source's padding is masked.")
@@ -151,7 +153,7 @@ SPARSE_TEXT = {
 n_tokens = len(ids)
 dense_pairs = n_tokens * (n_tokens + 1) // 2 if cfg.arch == "decoder" else n_tokens * n_tokens
 for tab, (pattern, (size_key, size_label, _)) in zip(tabs[5:], SPARSE_SIZES.items()):
-    with tab:
+    for _ in when_open(tab):
         st.markdown(SPARSE_TEXT[pattern])
         col1, col2 = st.columns(2)
         col1.number_input(size_label, min_value=1, max_value=MAX_SIZE, key=size_key, **KEEP,

@@ -98,7 +98,11 @@ def test_kv_heads_table_has_every_real_model_and_the_llama_number():
 
 def test_masks_controls_and_zero_weight():
     at = open_page("pages/masks.py", text="the cat sat")
-    zero_metrics = [m.value for m in at.metric if m.label == "max weight on masked cells"]
+    zero_metrics = []
+    for tab in ("none", "causal", "padding", "sliding window", "cross-attention"):  # a tab is computed when open
+        at.session_state["mask_tab"] = tab
+        assert_clean(at.run())
+        zero_metrics += [m.value for m in at.metric if m.label == "max weight on masked cells"]
     assert zero_metrics and all(v in ("0.0", "—") for v in zero_metrics)
     assert "0.0" in zero_metrics
     for layer in at.selectbox(key="mask_layer").options:
@@ -107,9 +111,13 @@ def test_masks_controls_and_zero_weight():
     for head in at.selectbox(key="mask_head").options:
         at.selectbox(key="mask_head").set_value(int(head)).run()
         assert_clean(at)
+    at.session_state["mask_tab"] = "sliding window"
+    at.run()
     for window in (1, 64):
         at.number_input(key="mask_w").set_value(window).run()
         assert_clean(at)
+    at.session_state["mask_tab"] = "padding"
+    at.run()
     at.text_input(key="mask_text2").set_value("a much longer second text").run()
     assert_clean(at)
     at.text_input(key="mask_text2").set_value("").run()

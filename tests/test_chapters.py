@@ -161,15 +161,20 @@ def test_the_sparse_tabs_count_pairs_and_agree_fused_with_explicit():
     at = open_page("pages/masks.py")
     assert_clean(at)
     n = len(SHORT_TEXT)
-    gaps = [float(m.value) for m in at.metric if m.label == "fused SDPA vs the five lines"]
+    gaps, pairs = [], []
+    for tab in ("strided", "block-local", "global + local"):  # a tab is computed when it is the open one
+        at.session_state["mask_tab"] = tab
+        assert_clean(at.run())
+        gaps += [float(m.value) for m in at.metric if m.label == "fused SDPA vs the five lines"]
+        pairs += [str(m.value) for m in at.metric if m.label == f"pairs scored, T = {n}"]
     assert len(gaps) == 3 and max(gaps) <= 1e-5
-    pairs = [str(m.value) for m in at.metric if m.label == f"pairs scored, T = {n}"]
     assert len(pairs) == 3 and all(p.endswith(f"of {n * (n + 1) // 2}") for p in pairs)  # GPT-2: causal
 
 
 def test_a_block_larger_than_the_text_is_refused_and_the_other_tabs_stay():
     at = open_page("pages/masks.py")
-    charts = len(at.get("plotly_chart"))
+    at.session_state["mask_tab"] = "block-local"
+    charts = len(at.run().get("plotly_chart"))
     at.number_input(key="mask_block").set_value(16).run()
     assert_clean(at)
     assert [w.value for w in at.warning][1:] == [f"a block of 16 does not fit a text of T = {len(SHORT_TEXT)} tokens; "
