@@ -17,6 +17,7 @@ from ui.compute.measure import (alibi, beyond_trained_length, cosine_similarity,
 from ui.app.page import load_page
 from ui.app.charts import show_chart
 from ui.app.figure_cache import cached_figure
+from ui.app.tabs import lazy_tabs, when_open
 from ui.app.page_controls import KEEP, keep_valid, url_state
 
 url_state("pos", pos_n=48, pos_p=3, pos_train=16, pos_run=24, rope_scale_factor=4.0, rope_scale_model="llama2-language")
@@ -44,10 +45,11 @@ st.caption(f"The sidebar's model uses **{axes.label('position', cfg.position)}**
 st.slider("Positions shown", min_value=8, max_value=256, key="pos_n", **KEEP)
 n_positions = int(st.session_state["pos_n"])
 
-sin_tab, learned_tab, rope_tab, alibi_tab = st.tabs([axes.label("position", p)
-                                                      for p in ("sinusoidal", "learned", "rope", "alibi")])
+# only the open tab is computed: ALiBi's builds five models past their trained length
+sin_tab, learned_tab, rope_tab, alibi_tab = lazy_tabs(
+    [axes.label("position", p) for p in ("sinusoidal", "learned", "rope", "alibi")], key="pos_tab")
 
-with sin_tab:
+for _ in when_open(sin_tab):
     st.markdown("PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(p / 10000^(2i/d)): each pair of dimensions is a "
                 "clock running at its own speed, fast on the left, slow on the right — a binary counter made smooth.")
     table, similarity = sinusoidal(n_positions, cfg.d_model)
@@ -60,7 +62,7 @@ with sin_tab:
                 f"every diagonal holds one value (largest spread along a diagonal: {float(spread.max()):.1e}) — and "
                 "falls off with distance, so nearby positions look alike.")
 
-with learned_tab:
+for _ in when_open(learned_tab):
     found = learned_checkpoint()
     if found:
         name, table = found
@@ -79,7 +81,7 @@ with learned_tab:
     show_chart(cached_figure(figs.position_similarity, cosine_similarity(shown), "cosine similarity of rows"),
                key="learned_similarity", where=col2)
 
-with rope_tab:
+for _ in when_open(rope_tab):
     # the dimensions RoPE turns: all of a head's, or the first d_rope of them (partial RoPE, MLA's decoupled part)
     d_rot = cfg.d_rope or cfg.d_head
     if d_rot % 2:
@@ -123,7 +125,7 @@ with rope_tab:
                            data=lambda: pd.DataFrame({"distance_m_minus_n": geo["offsets"], "max_minus_min": geo["spread"]})
                            .to_csv(index=False))
 
-with alibi_tab:
+for _ in when_open(alibi_tab):
     st.markdown("ALiBi adds −m_h × |i − j| to head h's scores: nothing is added to the embeddings and nothing is "
                 "learned. Each head has its own slope, so some heads look far and others stay local.")
     slopes, bias = alibi(cfg.n_heads, 12)

@@ -127,13 +127,16 @@ def test_masks_controls_and_zero_weight():
 
 def test_positions_controls():
     at = open_page("pages/positions.py")
-    metric = [m for m in at.metric if m.label.startswith("largest spread")][0]
+    at.session_state["pos_tab"] = "RoPE"  # a tab is computed when it is the open one
+    metric = [m for m in at.run().metric if m.label.startswith("largest spread")][0]
     assert float(metric.value) < 1e-5  # RoPE: constant along diagonals
     for n in (8, 256):
         at.slider(key="pos_n").set_value(n).run()
         assert_clean(at)
     at.slider(key="pos_p").set_value(255).run()
     assert_clean(at)
+    at.session_state["pos_tab"] = "ALiBi"
+    at.run()
     for trained, run in ((16, 24), (4, 4), (128, 1)):
         at.number_input(key="pos_train").set_value(trained).run()
         at.number_input(key="pos_run").set_value(run).run()

@@ -124,12 +124,18 @@ def test_two_sessions_with_other_heads_get_their_own_cached_position_figures():
     """The Positions page keeps ALiBi's slopes and biases per number of heads, the sinusoidal table per d_model."""
     first = assert_clean(open_page("pages/positions.py", n_heads=4))
     second = assert_clean(open_page("pages/positions.py", n_heads=2, n_kv_heads=2, d_model=32))
-    a, b = charts(first), charts(second)
+    a, b = charts(first), charts(second)  # the sinusoidal tab, open by default
+    for at in (first, second):
+        at.session_state["pos_tab"] = "ALiBi"
+        assert_clean(at.run())
+    a, b = {**a, **charts(first)}, {**b, **charts(second)}
     assert len(values(a["alibi_slopes"]["data"][0]["y"])) == 4
     assert len(values(b["alibi_slopes"]["data"][0]["y"])) == 2
     assert not same_values(a["alibi_biases"], b["alibi_biases"])
     assert values(a["sin_table"]["data"][0]["z"]).shape[1] != values(b["sin_table"]["data"][0]["z"]).shape[1]
     first.run()
     again = charts(first)
+    first.session_state["pos_tab"] = "sinusoidal"
+    again |= charts(first.run())
     for key in ("alibi_slopes", "alibi_biases", "sin_table"):
         assert same_values(again[key], a[key]), key
