@@ -135,7 +135,7 @@ async def commit_option(page, key: str, candidates, used: set) -> str:
     fresh = [t for t in matching if t not in used] or matching
     choice = fresh[0]
     await page.evaluate(ARM)
-    await options.filter(has_text=choice).first.click()
+    await page.get_by_role("option", name=choice, exact=True).first.click()
     used.add(choice)
     return f"{key}: {current} -> {choice}"
 
