@@ -8,7 +8,7 @@ picked. Every view is still there, one click away, computed when it is looked at
 
     tabs = lazy_tabs(["none", "causal"], key="mask_tab")
     for _ in when_open(tabs[0]):   # runs once, inside the tab, when it is open; else not at all
-        st.plotly_chart(...)
+        show_chart(...)
 """
 from __future__ import annotations
 
