@@ -223,12 +223,10 @@ def permutation_test(cfg: TransformerConfig, ids: torch.Tensor, perm: torch.Tens
     model = model.to(dtype)
     patterns = [hook_name(i, "attn.hook_pattern") for i in range(cfg.n_layers)]
     resid = [hook_name(i, "hook_resid_post") for i in range(cfg.n_layers)]
-    runs = []
-    for order in (ids, ids[perm]):
-        with torch.no_grad(), recording(patterns + resid) as recorder:
-            logits = model(order[None])[0]  # (T, vocab)
-        runs.append({"logits": logits.double(), **{name: recorder.trace[name][0].double() for name in patterns + resid}})
-    plain, shuffled = runs
+    with torch.no_grad(), recording(patterns + resid) as recorder:  # the text and its shuffle, one batch of two
+        logits = model(torch.stack((ids, ids[perm])))  # (2, T, vocab)
+    plain, shuffled = ({"logits": logits[row].double(),
+                        **{name: recorder.trace[name][row].double() for name in patterns + resid}} for row in (0, 1))
     back = unshuffle(perm)  # shuffled position of each original token
     out_diff = (shuffled["logits"][back] - plain["logits"]).abs()  # (T, vocab)
     per_layer = [float((shuffled[name][:, back][:, :, back] - plain[name]).abs().max()) for name in patterns]  # (H, T, T)
