@@ -136,12 +136,12 @@ def main(argv: list[str] | None = None) -> list[Row]:
     default_threads = torch.get_num_threads()
     torch.set_num_threads(1 if args.smoke else args.threads)
     try:
-        info = machine()
+        info = machine(torch.device("cpu"))
         started = time.perf_counter()
         rows = checkpoint_rows(sizes) + gpt2_rows(sizes)
     finally:
         torch.set_num_threads(default_threads)
-    report(rows, info, started, args.smoke, sizes, args.out)
+    report(rows, info, started, "smoke" if args.smoke else "full", sizes, args.out)
     return rows
 
 

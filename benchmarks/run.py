@@ -1,8 +1,9 @@
 """Library benchmarks: ours against a reference, timed in the same loop, reported as ratios.
 
-    python -m benchmarks.run [--smoke] [--only ROWS] [--out results.json] [--threads N] [--malloc keep]
+    python -m benchmarks.run [--smoke | --large] [--only ROWS] [--out results.json] [--threads N] [--malloc keep]
+                             [--device cuda]
 
-Rows (CPU, float32, as many torch threads as the machine gives):
+Rows (float32; on the CPU with as many torch threads as the machine gives, or on --device cuda):
 
     1    our plain forward / Hugging Face LlamaForCausalLM (sdpa), same weights    target <= 1.0
     2    run_with_trace (every hook) / HF eager with attentions + hidden states    target <= 1.0
@@ -25,7 +26,10 @@ loop that alternates ours and the reference (reversing their order every other r
 so a busy neighbour slows both alike; each side's median is reported, every sample is
 kept in the JSON. Each loop also has a time budget: on a busy machine it stops after
 fewer rounds (at least one) instead of running long, and the JSON says how many it took. --smoke runs the same code at tiny sizes with one repeat (for CI): its
-numbers mean nothing, it only proves the benchmark still runs.
+numbers mean nothing, it only proves the benchmark still runs. --large is a GPU's shape (d 1024, 8 layers,
+B 8 x T 1024): at the default sizes a GPU waits on kernel launches, not arithmetic. On a GPU every call
+is followed by torch.cuda.synchronize() inside its timing, and rows 2's T x T count and 7 read the CUDA
+allocator's events and peak.
 """
 from __future__ import annotations
 
@@ -92,6 +96,10 @@ FULL = Sizes(batch=4, seq=256, d_model=256, n_layers=4, n_heads=8, n_kv_heads=2,
              gen_repeats=3, gen_budget_s=45,
              flops_d_model=768, flops_layers=12, flops_heads=12, flops_vocab=50257, flops_seq=512, matmul_n=2048,
              flops_repeats=5, flops_budget_s=30)
+# a GPU's shape: rows 1-4 and 7 at d 1024 with 1,024 tokens in each of 8 rows; generation and row 6 GPT-2-small-sized
+LARGE = replace(FULL, batch=8, seq=1024, d_model=1024, n_layers=8, n_heads=16, n_kv_heads=4, d_ff=2816,
+                time_limit_s=300, repeats=9, budget_s=30, gen_d_model=768, gen_layers=12, gen_heads=12,
+                gen_vocab=32000, flops_seq=1024, matmul_n=8192)
 # d_ff 48: no tensor but the scores has B x H x T x T numbers (square_tensors counts by size)
 SMOKE = Sizes(batch=2, seq=16, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=48, vocab=128,
               n_experts=4, top_k=2, time_limit_s=math.inf, repeats=1, budget_s=10,
@@ -143,8 +151,14 @@ def timed_row(row: str, what: str, ours: list[float], reference: list[float], ta
 
 # --- timing -----------------------------------------------------------------------------------
 
+def synchronizer(device: torch.device) -> Callable[[], None]:
+    """What makes a call's time include its GPU work: the CPU only queues CUDA kernels."""
+    return torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+
+
 def interleaved(fns: dict[str, Callable[[], object]], repeats: int, budget_s: float,
-                warm_up: bool = True, cpu: dict[str, list[float]] | None = None) -> dict[str, list[float]]:
+                warm_up: bool = True, cpu: dict[str, list[float]] | None = None,
+                device: torch.device = torch.device("cpu")) -> dict[str, list[float]]:
     """Seconds per call of each function, all timed in one loop, alternating the order each round.
 
     Stops after `repeats` rounds, or earlier -- after at least one -- once `budget_s` has gone by.
@@ -152,10 +166,12 @@ def interleaved(fns: dict[str, Callable[[], object]], repeats: int, budget_s: fl
     """
     names = list(fns)
     samples: dict[str, list[float]] = {name: [] for name in names}
+    sync = synchronizer(device)
     with torch.no_grad():
         if warm_up:  # lazy initialisation, allocator pools, caches
             for name in names:
                 fns[name]()
+            sync()
         gc.collect()
         gc.disable()  # a collection inside one side's timing would be charged to it alone
         started = time.perf_counter()
@@ -164,6 +180,7 @@ def interleaved(fns: dict[str, Callable[[], object]], repeats: int, budget_s: fl
                 for name in (names if round_ % 2 == 0 else names[::-1]):
                     start, start_cpu = time.perf_counter(), time.process_time()
                     fns[name]()
+                    sync()
                     samples[name].append(time.perf_counter() - start)
                     if cpu is not None:
                         cpu.setdefault(name, []).append(time.process_time() - start_cpu)
@@ -270,21 +287,33 @@ COMPARISONS = {
 AS_HF = ["hook_embed", "blocks.*.hook_resid_post", "blocks.*.attn.hook_pattern", "ln_final.hook_normalized"]
 
 
-def square_tensors(fn: Callable[[], object], batch: int, heads: int, seq: int) -> int:
-    """How many (batch, heads, seq, seq) tensors -- or (.., seq, seq + 1): scores with a sink's column -- of
-    float32 torch's CPU allocator hands out while fn runs (profiler memory events; fn runs once untimed first)."""
-    from torch.profiler import ProfilerActivity, profile
+def allocator_events(device: torch.device):
+    """(profiler activities, the profiler's device type) whose memory events are `device`'s allocator's."""
+    from torch.profiler import ProfilerActivity
 
+    if device.type == "cuda":
+        return [ProfilerActivity.CPU, ProfilerActivity.CUDA], torch.autograd.DeviceType.CUDA
+    return [ProfilerActivity.CPU], torch.autograd.DeviceType.CPU
+
+
+def square_tensors(fn: Callable[[], object], batch: int, heads: int, seq: int,
+                   device: torch.device = torch.device("cpu")) -> int:
+    """How many (batch, heads, seq, seq) tensors -- or (.., seq, seq + 1): scores with a sink's column -- of
+    float32 the device's allocator hands out while fn runs (profiler memory events; fn runs once untimed first)."""
+    from torch.profiler import profile
+
+    activities, device_type = allocator_events(device)
     sizes = {batch * heads * seq * seq * 4, batch * heads * seq * (seq + 1) * 4}
     with torch.no_grad():
         fn()
-        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        with profile(activities=activities, profile_memory=True) as prof:
             fn()
+            synchronizer(device)()
     return sum(1 for e in prof.profiler.kineto_results.events()
-               if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU and e.nbytes() in sizes)
+               if e.name() == "[memory]" and e.device_type() == device_type and e.nbytes() in sizes)
 
 
-def family_rows(name: str, s: Sizes, wanted: set[str], deadline: float) -> list[Row]:
+def family_rows(name: str, s: Sizes, wanted: set[str], deadline: float, device: torch.device) -> list[Row]:
     """Build the HF model and ours from its weights; time every function the wanted rows need in one loop."""
     from transformer.interop import from_hf
 
@@ -292,13 +321,14 @@ def family_rows(name: str, s: Sizes, wanted: set[str], deadline: float) -> list[
     if family.vocab is not None:
         s = replace(s, vocab=family.vocab)
     torch.manual_seed(0)
-    hf = family.build(s).eval()
+    hf = family.build(s).eval().to(device)
     ours = from_hf(hf)
-    ids = torch.randint(0, s.vocab, (s.batch, s.seq), generator=torch.Generator().manual_seed(1))
+    ids = torch.randint(0, s.vocab, (s.batch, s.seq), generator=torch.Generator().manual_seed(1)).to(device)
     functions = {
         "ours_plain": lambda: ours(ids),
-        "ours_trace": lambda: ours.run_with_trace(ids),
-        "ours_trace_as_hf": lambda: ours.run_with_trace(ids, names=AS_HF),
+        # no cap on the trace's bytes (the app's guard): at --large sizes every hook holds about 16 GiB
+        "ours_trace": lambda: ours.run_with_trace(ids, max_bytes=None),
+        "ours_trace_as_hf": lambda: ours.run_with_trace(ids, names=AS_HF, max_bytes=None),
         "hf_sdpa": lambda: hf(input_ids=ids, use_cache=False),
     }
     rows = {row: comparison for row, comparison in family.rows.items() if row in wanted}
@@ -312,11 +342,11 @@ def family_rows(name: str, s: Sizes, wanted: set[str], deadline: float) -> list[
         max_diff = (ours(ids) - hf(input_ids=ids, use_cache=False).logits).abs().max().item()
     squares = {}  # T x T tensors allocated per layer, for the rows that trace every hook
     if "trace" in rows.values():
-        squares = {side: square_tensors(functions[fn], s.batch, s.n_heads, s.seq) / s.n_layers
+        squares = {side: square_tensors(functions[fn], s.batch, s.n_heads, s.seq, device) / s.n_layers
                    for side, fn in (("ours", "ours_trace"), ("reference", "hf_eager_outputs"))}
     cpu: dict[str, list[float]] = {}
     samples = interleaved({fn: functions[fn] for fn in functions if fn in needed}, s.repeats,
-                          budget(s.budget_s, deadline), cpu=cpu)
+                          budget(s.budget_s, deadline), cpu=cpu, device=device)
 
     shape = (f"d {s.d_model}, {s.n_layers} layers, {s.n_heads} heads"
              + (f" / {s.n_kv_heads} kv" if name != "gpt2" else "")
@@ -339,17 +369,18 @@ def family_rows(name: str, s: Sizes, wanted: set[str], deadline: float) -> list[
 KV_KINDS = {"MHA": lambda heads: heads, "GQA": lambda heads: max(1, heads // 4), "MQA": lambda heads: 1}
 
 
-def generation_rows(s: Sizes, wanted: set[str], deadline: float) -> list[Row]:
+def generation_rows(s: Sizes, wanted: set[str], deadline: float, device: torch.device) -> list[Row]:
     """Lengths outer, kinds inner: if the time limit comes, it is the longest runs that go unmeasured."""
     short, middle, long = s.gen_lengths
-    models, prompt = {}, torch.randint(0, s.gen_vocab, (1, s.gen_prompt), generator=torch.Generator().manual_seed(1))
+    models = {}
+    prompt = torch.randint(0, s.gen_vocab, (1, s.gen_prompt), generator=torch.Generator().manual_seed(1)).to(device)
     for kind, kv_heads in KV_KINDS.items():
         if any(f"5.{kind}.{n}" in wanted for n in s.gen_lengths):
             torch.manual_seed(0)
             models[kind] = Transformer(TransformerConfig(
                 vocab_size=s.gen_vocab, d_model=s.gen_d_model, n_heads=s.gen_heads, n_kv_heads=kv_heads(s.gen_heads),
                 n_layers=s.gen_layers, max_len=s.gen_prompt + long, position="rope", norm="rmsnorm", ffn="swiglu"),
-                device="cpu").eval()
+                device=device).eval()
     out, previous = [], {}  # kind -> (length, cached s, recompute s) of its last measured length
     for n in s.gen_lengths:
         for kind, model in models.items():
@@ -378,7 +409,8 @@ def generation_rows(s: Sizes, wanted: set[str], deadline: float) -> list[Row]:
 
             # the model warms up on the first length; recomputing a long run again just to warm up costs minutes
             samples = interleaved({"cached": cached, "recompute": recompute}, s.gen_repeats,
-                                  budget(s.gen_budget_s * n / long, deadline), warm_up=kind not in previous)
+                                  budget(s.gen_budget_s * n / long, deadline), warm_up=kind not in previous,
+                                  device=device)
             cached_s, recompute_s = statistics.median(samples["cached"]), statistics.median(samples["recompute"])
             previous[kind] = (n, cached_s, recompute_s)
             speedup = recompute_s / cached_s
@@ -400,16 +432,16 @@ def generation_rows(s: Sizes, wanted: set[str], deadline: float) -> list[Row]:
 
 # --- row 6: achieved GFLOP/s against a plain matmul ----------------------------------------------
 
-def flops_rows(s: Sizes, deadline: float) -> list[Row]:
+def flops_rows(s: Sizes, deadline: float, device: torch.device) -> list[Row]:
     cfg = TransformerConfig(vocab_size=s.flops_vocab, d_model=s.flops_d_model, n_heads=s.flops_heads,
                             n_layers=s.flops_layers, max_len=s.flops_seq, position="learned", norm="layernorm",
                             ffn="gelu", gelu_approximate="tanh", bias=True)  # GPT-2's recipe
     torch.manual_seed(0)
-    model = Transformer(cfg, device="cpu").eval()
-    ids = torch.randint(0, cfg.vocab_size, (1, s.flops_seq), generator=torch.Generator().manual_seed(1))
-    a, b = torch.randn(s.matmul_n, s.matmul_n), torch.randn(s.matmul_n, s.matmul_n)
+    model = Transformer(cfg, device=device).eval()
+    ids = torch.randint(0, cfg.vocab_size, (1, s.flops_seq), generator=torch.Generator().manual_seed(1)).to(device)
+    a, b = torch.randn(s.matmul_n, s.matmul_n, device=device), torch.randn(s.matmul_n, s.matmul_n, device=device)
     samples = interleaved({"forward": lambda: model(ids), "matmul": lambda: a @ b}, s.flops_repeats,
-                          budget(s.flops_budget_s, deadline))
+                          budget(s.flops_budget_s, deadline), device=device)
     flops, matmul_flops = forward_flops(cfg, 1, s.flops_seq), 2 * s.matmul_n**3
     achieved = flops / statistics.median(samples["forward"]) / 1e9
     peak = matmul_flops / statistics.median(samples["matmul"]) / 1e9
@@ -436,17 +468,19 @@ def held_bytes(tensors: list[torch.Tensor]) -> int:
     return sum(per_storage.values())
 
 
-def allocator_peak(fn: Callable[[], object]) -> tuple[object, int]:
-    """(fn's result, the peak of bytes allocated by torch's CPU allocator above the level at the start).
+def allocator_peak(fn: Callable[[], object], device: torch.device = torch.device("cpu")) -> tuple[object, int]:
+    """(fn's result, the peak of bytes allocated by the device's torch allocator above the level at the start).
 
     Read from the profiler's memory events (every allocation and free, in time order).
     """
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import profile
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    activities, device_type = allocator_events(device)
+    with profile(activities=activities, profile_memory=True) as prof:
         result = fn()
+        synchronizer(device)()
     events = sorted((e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"
-                     and e.device_type() == torch.autograd.DeviceType.CPU), key=lambda e: e.start_ns())
+                     and e.device_type() == device_type), key=lambda e: e.start_ns())
     level = peak = 0
     for e in events:
         level += e.nbytes()
@@ -454,19 +488,19 @@ def allocator_peak(fn: Callable[[], object]) -> tuple[object, int]:
     return result, peak
 
 
-def memory_rows(s: Sizes) -> list[Row]:
+def memory_rows(s: Sizes, device: torch.device) -> list[Row]:
     cfg = TransformerConfig(vocab_size=s.vocab, d_model=s.d_model, n_heads=s.n_heads, n_kv_heads=s.n_kv_heads,
                             n_layers=s.n_layers, d_ff=s.d_ff, max_len=2 * s.seq, position="rope", norm="rmsnorm",
                             ffn="swiglu", tie_embeddings=False)  # the LLaMA shape of row 1
     torch.manual_seed(0)
-    model = Transformer(cfg, device="cpu").eval()
-    ids = torch.randint(0, s.vocab, (s.batch, s.seq), generator=torch.Generator().manual_seed(1))
-    model.run_with_trace(ids)  # warm-up
+    model = Transformer(cfg, device=device).eval()
+    ids = torch.randint(0, s.vocab, (s.batch, s.seq), generator=torch.Generator().manual_seed(1)).to(device)
+    model.run_with_trace(ids, max_bytes=None)  # warm-up
     gc.collect()
-    (logits, trace), peak = allocator_peak(lambda: model.run_with_trace(ids))
+    (logits, trace), peak = allocator_peak(lambda: model.run_with_trace(ids, max_bytes=None), device)
     held = held_bytes([e.tensor for e in trace.events] + [logits])
     pattern_bytes = cfg.n_layers * s.batch * cfg.n_heads * s.seq**2 * 4
-    what = (f"peak bytes allocated during run_with_trace (torch CPU allocator, profiler memory events) / "
+    what = (f"peak bytes allocated during run_with_trace (torch {device.type.upper()} allocator, profiler memory events) / "
             f"bytes the trace holds ({len(trace)} tensors, shared storage once); LLaMA shape of row 1, "
             f"B {s.batch} x T {s.seq}; the {cfg.n_layers} softmax patterns alone are {pattern_bytes / 2**20:.0f} MiB")
     return [Row("7", what, peak / 2**20, held / 2**20, "MiB", peak / held, "<= 1.5", peak / held <= 1.5,
@@ -496,13 +530,13 @@ def select(ids: list[str], only: str | None) -> set[str]:
     return chosen
 
 
-def run_rows(s: Sizes, wanted: set[str]) -> list[Row]:
+def run_rows(s: Sizes, wanted: set[str], device: torch.device = torch.device("cpu")) -> list[Row]:
     """The wanted rows, in table order. Generation runs last: it is the long one, and yields to the time limit."""
     deadline = time.perf_counter() + s.time_limit_s
-    groups = [(lambda name=name: family_rows(name, s, wanted, deadline), set(family.rows))
+    groups = [(lambda name=name: family_rows(name, s, wanted, deadline, device), set(family.rows))
               for name, family in FAMILIES.items()]
-    groups += [(lambda: flops_rows(s, deadline), {"6"}), (lambda: memory_rows(s), {"7"}),
-               (lambda: generation_rows(s, wanted, deadline), {r for r in wanted if r.startswith("5.")})]
+    groups += [(lambda: flops_rows(s, deadline, device), {"6"}), (lambda: memory_rows(s, device), {"7"}),
+               (lambda: generation_rows(s, wanted, deadline, device), {r for r in wanted if r.startswith("5.")})]
     rows: list[Row] = []
     for measure, ids in groups:
         if wanted & ids:
@@ -530,7 +564,7 @@ def malloc_keeps_freed_memory() -> None:
             raise RuntimeError(f"glibc refused mallopt({param}, {value})")
 
 
-def machine() -> dict:
+def machine(device: torch.device) -> dict:
     cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as f:
@@ -540,7 +574,8 @@ def machine() -> dict:
     import transformers
     return dict(cpu=cpu, cores=os.cpu_count(), torch_threads=torch.get_num_threads(), torch=torch.__version__,
                 transformers=transformers.__version__, python=platform.python_version(),
-                load_average_at_start=list(os.getloadavg()))
+                load_average_at_start=list(os.getloadavg()), device=str(device),
+                gpu=torch.cuda.get_device_name(device) if device.type == "cuda" else None)
 
 
 def format_value(value: float, unit: str) -> str:
@@ -561,7 +596,10 @@ def markdown(rows: list[Row]) -> str:
 
 def main(argv: list[str] | None = None) -> list[Row]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--smoke", action="store_true", help="tiny sizes, one repeat: checks the code runs (CI)")
+    sizes_group = parser.add_mutually_exclusive_group()
+    sizes_group.add_argument("--smoke", action="store_true", help="tiny sizes, one repeat: checks the code runs (CI)")
+    sizes_group.add_argument("--large", action="store_true", help="a GPU's shape: d 1024, 8 layers, B 8 x T 1024")
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     parser.add_argument("--only", help="comma-separated rows or groups, e.g. '1,2' or '5' or '4.4'")
     parser.add_argument("--out", help="write every row, sample and the machine to this JSON file")
     parser.add_argument("--threads", type=int, help="torch threads (default: what the machine gives; --smoke: 1)")
@@ -569,7 +607,10 @@ def main(argv: list[str] | None = None) -> list[Row]:
                         help="keep: glibc keeps freed memory for reuse (mallopt, this process only); "
                              "default: as a notebook gets it")
     args = parser.parse_args(argv)
-    sizes = SMOKE if args.smoke else FULL
+    sizes = SMOKE if args.smoke else LARGE if args.large else FULL
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: torch sees no CUDA device here")
     threads = args.threads or (1 if args.smoke else None)
     try:
         wanted = select(row_ids(sizes), args.only)
@@ -583,28 +624,29 @@ def main(argv: list[str] | None = None) -> list[Row]:
     if args.malloc == "keep":
         malloc_keeps_freed_memory()  # for the rest of this process: run it as a command of its own
     try:
-        info = machine()
+        info = machine(device)
         info["malloc"] = args.malloc
         started = time.perf_counter()
-        rows = run_rows(sizes, wanted)
+        rows = run_rows(sizes, wanted, device)
     finally:
         torch.set_num_threads(default_threads)
-    report(rows, info, started, args.smoke, sizes, args.out)
+    report(rows, info, started, "smoke" if args.smoke else "large" if args.large else "full", sizes, args.out)
     return rows
 
 
-def report(rows: list[Row], info: dict, started: float, smoke: bool, sizes, out: str | None) -> None:
+def report(rows: list[Row], info: dict, started: float, mode: str, sizes, out: str | None) -> None:
     """Print the machine (load average at the end added to `info`) and the table; with `out`, write
     the mode, the machine, the sizes and every row with its samples as JSON."""
     info.update(load_average_at_end=list(os.getloadavg()), seconds=round(time.perf_counter() - started, 1))
-    print(f"{'SMOKE (numbers mean nothing) — ' if smoke else ''}{info['cpu']}, {info['cores']} cores, "
+    print(f"{'SMOKE (numbers mean nothing) — ' if mode == 'smoke' else ''}"
+          f"{'on ' + info['gpu'] + ' — ' if info.get('gpu') else ''}{info['cpu']}, {info['cores']} cores, "
           f"{info['torch_threads']} torch threads, torch {info['torch']}, transformers {info['transformers']}; "
           f"load average {info['load_average_at_start'][0]:.1f} at start, {info['load_average_at_end'][0]:.1f} "
           f"at end; {info['seconds']} s; malloc {info.get('malloc', 'default')}\n")
     print(markdown(rows))
     if out:
         with open(out, "w") as f:
-            json.dump(dict(mode="smoke" if smoke else "full", machine=info, sizes=asdict(sizes),
+            json.dump(dict(mode=mode, machine=info, sizes=asdict(sizes),
                            rows=[asdict(r) for r in rows]), f, indent=1)
 
 

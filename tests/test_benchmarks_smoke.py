@@ -53,13 +53,20 @@ def test_past_the_time_limit_loops_take_one_round_and_long_generation_runs_are_s
     assert {k: len(v) for k, v in samples.items()} == {"a": 1, "b": 1} and calls == ["a", "b", "a", "b"]  # warm-up + 1
 
     wanted = {f"5.MHA.{n}" for n in run.SMOKE.gen_lengths}
-    rows = run.generation_rows(run.SMOKE, wanted, deadline=time.perf_counter())  # already past
+    rows = run.generation_rows(run.SMOKE, wanted, deadline=time.perf_counter(), device=torch.device("cpu"))  # past
     first, *later = rows
     assert [r.row for r in rows] == [f"5.MHA.{n}" for n in run.SMOKE.gen_lengths]
     assert math.isfinite(first.ratio) and "skipped" not in first.details  # the first length sets the estimate
     for r in later:
         assert math.isnan(r.ratio) and r.met is None and "time limit" in r.details["skipped"]
     assert "time limit" in run.markdown(rows)
+
+
+def test_asking_for_a_gpu_where_there_is_none_says_so(capsys, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SystemExit):
+        run.main(["--smoke", "--device", "cuda", "--only", "1"])
+    assert "torch sees no CUDA device here" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("ffn,n_kv_heads", [("gelu", 4), ("swiglu", 2)])
