@@ -100,3 +100,14 @@ def test_describe_hf_names_the_new_choices_in_words():
     assert "LLaMA 3 scaling x8" in axes["llama31_llama3_rope"]["position"]
     assert "4 of 16 dimensions turn" in axes["gpt_neox_partial"]["position"]
     assert axes["gemma2_small"]["scores"] == "soft-capped at 5" and "soft-capped at 3" in axes["gemma2_small"]["head"]
+
+
+def test_gpt_oss_from_a_transformers_release_whose_config_has_no_clamp_limit_reads_its_fixed_7(monkeypatch):
+    """transformers 5.17's GptOssConfig has no swiglu_limit: its experts clamp at 7.0 in code (seen on a GPU machine)."""
+    hf = FACTORIES["gpt_oss_small"]()
+    assert hf.config.swiglu_limit == 7.0
+    vars(hf.config).pop("swiglu_limit", None)
+    for cls in type(hf.config).__mro__:  # the field's default lives on the class
+        monkeypatch.delattr(cls, "swiglu_limit", raising=False)
+    assert not hasattr(hf.config, "swiglu_limit")
+    assert from_hf(hf).cfg.expert_limit == 7.0

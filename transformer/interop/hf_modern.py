@@ -272,13 +272,18 @@ def _deepseek_weights(model, cfg: TransformerConfig) -> Weights:
 # --- gpt-oss: sinks, alternating windows, YaRN, clamped experts with biases --------------------------------
 
 
+# transformers releases before the config named it (5.17 among them) clamp the experts at 7.0 in the model's code
+SWIGLU_LIMIT_BEFORE_CONFIG = 7.0
+
+
 def _gpt_oss_config(c, hf_class: str, has_head: bool) -> dict:
     if getattr(c, "swiglu_alpha", 1.702) != 1.702:
         raise unsupported(hf_class, f"swiglu_alpha={c.swiglu_alpha}", "the clamped SwiGLU's alpha is gpt-oss's 1.702")
     return _decoder(c, head_dim=head_dim(c), **rope_fields(hf_class, c), norm="rmsnorm", norm_position="pre",
                     norm_eps=c.rms_norm_eps, sinks=True, bias=True, ffn="moe", n_experts=c.num_local_experts,
                     top_k=c.num_experts_per_tok, d_ff=c.intermediate_size, d_expert=c.intermediate_size,
-                    expert_activation="clamped-swiglu", expert_limit=float(c.swiglu_limit), **_windows(c))
+                    expert_activation="clamped-swiglu",
+                    expert_limit=float(getattr(c, "swiglu_limit", SWIGLU_LIMIT_BEFORE_CONFIG)), **_windows(c))
 
 
 def _gpt_oss_weights(model, cfg: TransformerConfig) -> Weights:
