@@ -12,6 +12,7 @@ from ui.app.export import heatmaps_png, trace_npz
 from ui.figures.base import arcs, head_grid
 from ui.app.page import load_page
 from ui.app.charts import show_chart
+from ui.app.tabs import lazy_tabs, when_open
 from ui.compute.runtime import Ablation, actual_next, fill_in, get_trace, masked_each, predict, weights_info
 from ui.app.page_controls import KEEP, keep_valid, url_state, write_url
 from ui.app.state import use_text
@@ -47,9 +48,9 @@ ctx = load_page("Attention playground",
                 "Pick a layer, a head and a query token below.")
 cfg, trace, state = ctx.state.config, ctx.trace, ctx.state
 url_state("playground", attn=str, layer=int, head=int, query=int, off=str, temperature=float, sample_top_k=int, sample=int,
-          hide=int)
+          hide=int, play_tab=str)  # play_tab: the open tab (lazy_tabs below)
 
-# --- what the model predicts next, and parts switched off -------------------------------------------
+# --- parts switched off: every view on the page follows -------------------------------------------
 routed = FFN_KINDS[cfg.ffn].routed
 parts = {f"L{layer}H{head}": ("head", layer, head) for layer in range(cfg.n_layers) for head in range(cfg.n_heads)}
 if routed:  # the experts of every routed layer (a model's first dense layers have none)
@@ -58,83 +59,25 @@ if routed:  # the experts of every routed layer (a model's first dense layers ha
 if "switched_off" not in st.session_state:
     st.session_state["switched_off"] = str(st.session_state.get("off", "")).split(",")
 st.session_state["switched_off"] = [p for p in st.session_state["switched_off"] if p in parts]
-predict_col, ablate_col = st.columns([1, 1])
-with ablate_col:
-    st.subheader("Switch parts off")
-    st.multiselect("Heads (L1H2 = layer 1, head 2)" + (" and experts (L0E3 = layer 0, expert 3)" if routed else ""),
-                   list(parts), key="switched_off", **KEEP, placeholder="every part on",
-                   help="A switched-off head adds nothing to the residual stream (its output z is zeroed); "
-                        "a switched-off expert is never chosen (its router logit is −∞). Every view on this page "
-                        "follows.")
-    off = [parts[p] for p in st.session_state["switched_off"]]
-    ablation = Ablation(heads=tuple((l, i) for kind, l, i in off if kind == "head"),
-                        experts=tuple((l, i) for kind, l, i in off if kind == "expert"))
-    if routed and any(len([e for l, e in ablation.experts if l == layer]) > cfg.n_experts - cfg.top_k
-                                for layer in range(cfg.n_layers)):
-        st.error(f"Each token needs its top {cfg.top_k} experts: switch off at most {cfg.n_experts - cfg.top_k} "
-                 "experts per layer.")
-        ablation = Ablation(heads=ablation.heads)
+st.subheader("Switch parts off")
+st.multiselect("Heads (L1H2 = layer 1, head 2)" + (" and experts (L0E3 = layer 0, expert 3)" if routed else ""),
+               list(parts), key="switched_off", **KEEP, placeholder="every part on",
+               help="A switched-off head adds nothing to the residual stream (its output z is zeroed); "
+                    "a switched-off expert is never chosen (its router logit is −∞). Every view on this page "
+                    "follows.")
+off = [parts[p] for p in st.session_state["switched_off"]]
+ablation = Ablation(heads=tuple((l, i) for kind, l, i in off if kind == "head"),
+                    experts=tuple((l, i) for kind, l, i in off if kind == "expert"))
+if routed and any(len([e for l, e in ablation.experts if l == layer]) > cfg.n_experts - cfg.top_k
+                  for layer in range(cfg.n_layers)):
+    st.error(f"Each token needs its top {cfg.top_k} experts: switch off at most {cfg.n_experts - cfg.top_k} "
+             "experts per layer.")
+    ablation = Ablation(heads=ablation.heads)
 st.session_state["off"] = ",".join(st.session_state["switched_off"])
 if ablation:
     trace = get_trace(state.config_json, state.seed, tuple(ctx.tokens.ids), tuple(ctx.tokens.labels), state.weights,
                       ablation)
 labels = {"src": trace.src_labels, "tgt": trace.tgt_labels}
-
-if cfg.arch == "decoder":
-    with predict_col:
-        st.subheader("Next token")
-        col1, col2, col3 = st.columns(3)
-        keep_valid("temperature", [x / 10 for x in range(0, 21)], default=0.8)
-        keep_valid("sample_top_k", range(1, 21), default=5)
-        keep_valid("sample", range(0, 1000), default=0)
-        col1.select_slider("Temperature", [x / 10 for x in range(0, 21)], key="temperature", **KEEP,
-                           help="0 picks the most likely token every time; higher flattens the distribution.")
-        col2.number_input("Top-k", min_value=1, max_value=20, key="sample_top_k", **KEEP,
-                          help="Sample only among the k most likely tokens.")
-        col3.number_input("Sample", min_value=0, max_value=999, key="sample", **KEEP, help="Another seed, another sample.")
-        prediction = predict(state.config_json, state.seed, tuple(ctx.tokens.ids), state.weights, ablation,
-                             st.session_state["temperature"], st.session_state["sample_top_k"], 40, st.session_state["sample"])
-        show_chart(next_token_bars(prediction.top), key="next_token")
-        st.markdown("**Continuation** (sampled with the KV cache, " + ("greedy" if not st.session_state["temperature"]
-                    else f"temperature {st.session_state['temperature']}, top-{st.session_state['sample_top_k']}") + "):")
-        st.text(prediction.continuation_text or "(no room left: the model's position table ends here)")
-        if weights_info(state.config_json, state.weights).task == "language":
-            st.caption("Try a prompt (it replaces the text in the sidebar):")
-            for column, prompt in zip(st.columns(len(EXAMPLE_PROMPTS)), EXAMPLE_PROMPTS):
-                column.button(prompt.strip() + " …", key=f"prompt_{prompt}", on_click=use_text, args=(prompt,),
-                              width="stretch")
-    with ablate_col:
-        ids = (state.config_json, state.seed, tuple(ctx.tokens.ids), state.weights)
-        show_chart(actual_next_figure(labels["src"], actual_next(*ids), actual_next(*ids, ablation) if ablation else None),
-                   key="actual_next")
-        st.caption("Switch off a previous-token head (a bright stripe just below the diagonal) and watch the "
-                   "probabilities fall all along the text; on a repeated sentence, switch off an induction head and "
-                   "the second copy gets harder to predict (on an induction checkpoint, Trained on: induction, it "
-                   "stops being predicted at all). " + weights_info(state.config_json, state.weights).heads)
-elif weights_info(state.config_json, state.weights).task == "language" and len(ctx.tokens.ids) > 1:  # BERT: fill in a blank
-    ids = tuple(ctx.tokens.ids)
-    with predict_col:
-        st.subheader("Fill in a hidden character")
-        positions = list(range(1, len(ids)))
-        keep_valid("hide", positions, default=positions[len(positions) // 2])
-        st.select_slider("Character to hide", positions, key="hide", **KEEP,
-                         format_func=lambda i: f"{i}: {labels['src'][i]}",
-                         help="The model sees <mask> in its place and guesses it from both sides.")
-        hidden = st.session_state["hide"]
-        shown = "".join(labels["src"][1:hidden]) + "▢" + "".join(labels["src"][hidden + 1:])
-        st.text(shown)
-        show_chart(next_token_bars(fill_in(state.config_json, state.seed, ids, hidden, state.weights, ablation),
-                                   title=f"guesses for the hidden {labels['src'][hidden]!r}"), key="fill_in")
-    with ablate_col:
-        each = (state.config_json, state.seed, ids, state.weights)
-        show_chart(actual_next_figure(labels["src"], masked_each(*each), masked_each(*each, ablation) if ablation
-                                      else None, title="probability of each character, hidden in turn",
-                                      x_title="the character hidden"), key="masked_each")
-        st.caption("BERT reads the whole text at once, so a hidden character is guessed from the characters on "
-                   "both sides: switch off the heads that look at its neighbours and watch the guesses fall. "
-                   + weights_info(state.config_json, state.weights).heads)
-else:
-    predict_col.caption("Next-token prediction needs a decoder; this model reads the whole text at once.")
 
 # --- the page's controls, kept in the URL ---------------------------------------------------
 kinds = KINDS_OF_ARCH[cfg.arch]
@@ -156,98 +99,177 @@ columns[2].selectbox("Query token", range(len(query_labels)), key="query", **KEE
                      format_func=lambda i: f"{i}: {query_labels[i]}")
 write_url()  # "off" is set above, from the switches
 layer, head, query = st.session_state["layer"], st.session_state["head"], st.session_state["query"]
+patterns = trace.arrays[view.hook(layer, "hook_pattern")][0]  # (H, T_q, T_kv)
+
+# --- the views, one tab each: a rerun computes and draws only the open tab's ---------------------------
+# (a sidebar change redrew a dozen charts and sampled 40 tokens to show the few on screen)
+grid_tab, stages_tab, query_tab, prediction_tab, position_tab = lazy_tabs(
+    ["Every head", "One head, stage by stage", "Where one query looks", "Prediction", "Position, experts, the model"],
+    key="play_tab")
 
 # --- every head of the layer ---------------------------------------------------------------------
-patterns = trace.arrays[view.hook(layer, "hook_pattern")][0]  # (H, T_q, T_kv)
-st.subheader(f"Layer {layer}: {view.label}")
-sharing = AXES["kv_heads"].choices[cfg.attention_kind].does
-if 1 < group < cfg.n_heads:  # query heads in groups: one group per row
-    sharing += f"; here H/G = {group}, one group per row of the grid"
-st.caption(f"Softmax weights of all {cfg.n_heads} heads ({axes.label('kv_heads', cfg.attention_kind)}: {sharing}). "
-           f"Rows: {view.y_title}; columns: {view.x_title}. Blank cells are masked.")
-sink_name = view.hook(layer, "hook_sink_share")
-if sink_name in trace.arrays:  # a sink takes part of each row's weight: the rows sum to less than 1
-    taken = trace.arrays[sink_name][0]  # (H, T_q)
-    st.caption(f"This model's heads have a sink ({AXES['scores'].choices['sinks'].does}), so a row's weights sum to "
-               f"1 minus the sink's share: here the sink takes {taken.min():.0%}–{taken.max():.0%} of a row.")
-layer_window = cfg.layer_windows()[layer] if view.module == "attn" else None
-if layer_window and len(key_labels) <= layer_window:
-    st.caption(f"The sliding window is {layer_window} tokens, so it covers this whole {len(key_labels)}-token "
-               f"text: every earlier key is inside it, and the mask is plain causal here. A text of more than "
-               f"{layer_window} tokens shows the band; the Masks page draws it at any size.")
-elif cfg.sliding_window and view.module == "attn" and layer_window is None:
-    st.caption(f"Layer {layer} is a global layer: its queries see every earlier key. The local layers "
-               f"({cfg.layer_pattern!r}) keep a window of {cfg.sliding_window} tokens.")
-layer_mask = trace.arrays[view.hook(layer, "hook_mask")][0]  # (1 or H, T_q, T_kv)
-show_chart(layer_grid(patterns, layer_mask, tuple(key_labels), tuple(query_labels), cfg.n_kv_heads), key="head_grid")
+for _ in when_open(grid_tab):
+    st.subheader(f"Layer {layer}: {view.label}")
+    sharing = AXES["kv_heads"].choices[cfg.attention_kind].does
+    if 1 < group < cfg.n_heads:  # query heads in groups: one group per row
+        sharing += f"; here H/G = {group}, one group per row of the grid"
+    st.caption(f"Softmax weights of all {cfg.n_heads} heads ({axes.label('kv_heads', cfg.attention_kind)}: "
+               f"{sharing}). Rows: {view.y_title}; columns: {view.x_title}. Blank cells are masked.")
+    sink_name = view.hook(layer, "hook_sink_share")
+    if sink_name in trace.arrays:  # a sink takes part of each row's weight: the rows sum to less than 1
+        taken = trace.arrays[sink_name][0]  # (H, T_q)
+        st.caption(f"This model's heads have a sink ({AXES['scores'].choices['sinks'].does}), so a row's weights "
+                   f"sum to 1 minus the sink's share: here the sink takes {taken.min():.0%}–{taken.max():.0%} "
+                   "of a row.")
+    layer_window = cfg.layer_windows()[layer] if view.module == "attn" else None
+    if layer_window and len(key_labels) <= layer_window:
+        st.caption(f"The sliding window is {layer_window} tokens, so it covers this whole {len(key_labels)}-token "
+                   f"text: every earlier key is inside it, and the mask is plain causal here. A text of more than "
+                   f"{layer_window} tokens shows the band; the Masks page draws it at any size.")
+    elif cfg.sliding_window and view.module == "attn" and layer_window is None:
+        st.caption(f"Layer {layer} is a global layer: its queries see every earlier key. The local layers "
+                   f"({cfg.layer_pattern!r}) keep a window of {cfg.sliding_window} tokens.")
+    layer_mask = trace.arrays[view.hook(layer, "hook_mask")][0]  # (1 or H, T_q, T_kv)
+    show_chart(layer_grid(patterns, layer_mask, tuple(key_labels), tuple(query_labels), cfg.n_kv_heads),
+               key="head_grid")
 
 # --- one head, stage by stage, under the five lines that computed it ------------------------------
-st.subheader(f"Head {head}, stage by stage")
-st.code(five_lines(), language="python", wrap_lines=True)
-st.caption("The library's own lines (`Attention.explicit_attention`). Each heatmap below is a tensor they produced, "
-           "recorded at a hook point: `hook_raw_scores` (line 1), `hook_mask` and, with ALiBi, `hook_alibi_bias` "
-           "(added in line 2), `hook_attn_scores` (line 2's result) and `hook_pattern` (line 3).")
-with st.expander("The whole method, `Attention.explicit_attention`"):
-    st.code(source_of(Attention.explicit_attention), language="python")
-stages = head_stages(trace.arrays, view, layer, head)
-per_row = 3 if len(stages) > 4 else 2
-for start in range(0, len(stages), per_row):
-    for column, stage in zip(st.columns(per_row), stages[start:start + per_row]):
-        show_chart(stage_figure(stage, key_labels, query_labels, view.x_title, view.y_title),
-                   key=f"stage_{stage.hook}", where=column)
-st.download_button(
-    "Download this head's stages (PNG)", key="download_png", on_click="ignore", mime="image/png",
-    file_name=f"layer{layer}_head{head}_{st.session_state['attn']}.png",
-    data=lambda: heatmaps_png([(s.title, s.matrix, s.style) for s in stages], key_labels, query_labels,
-                              title=f"{ctx.state.preset} · layer {layer} · head {head} · {view.label}",
-                              x_title=view.x_title, y_title=view.y_title))
+for _ in when_open(stages_tab):
+    st.subheader(f"Head {head}, stage by stage")
+    st.code(five_lines(), language="python", wrap_lines=True)
+    st.caption("The library's own lines (`Attention.explicit_attention`). Each heatmap below is a tensor they "
+               "produced, recorded at a hook point: `hook_raw_scores` (line 1), `hook_mask` and, with ALiBi, "
+               "`hook_alibi_bias` (added in line 2), `hook_attn_scores` (line 2's result) and `hook_pattern` (line 3).")
+    with st.expander("The whole method, `Attention.explicit_attention`"):
+        st.code(source_of(Attention.explicit_attention), language="python")
+    stages = head_stages(trace.arrays, view, layer, head)
+    per_row = 3 if len(stages) > 4 else 2
+    for start in range(0, len(stages), per_row):
+        for column, stage in zip(st.columns(per_row), stages[start:start + per_row]):
+            show_chart(stage_figure(stage, key_labels, query_labels, view.x_title, view.y_title),
+                       key=f"stage_{stage.hook}", where=column)
+    st.download_button(
+        "Download this head's stages (PNG)", key="download_png", on_click="ignore", mime="image/png",
+        file_name=f"layer{layer}_head{head}_{st.session_state['attn']}.png",
+        data=lambda: heatmaps_png([(s.title, s.matrix, s.style) for s in stages], key_labels, query_labels,
+                                  title=f"{ctx.state.preset} · layer {layer} · head {head} · {view.label}",
+                                  x_title=view.x_title, y_title=view.y_title))
 
 # --- where one query looks ------------------------------------------------------------------------
-st.subheader(f"Query {query} '{query_labels[query]}'")
-weights = patterns[head, query]  # (T_kv,)
-n_visible = visible_keys(trace.arrays[view.hook(layer, "hook_mask")][0, 0, query])
-bar_col, arc_col = st.columns(2)
-show_chart(query_bars(weights, key_labels, query_labels[query]), key="query_bars", where=bar_col)
-show_chart(query_arcs(weights, tuple(key_labels), tuple(query_labels), query, view.module == "cross_attn"),
-           key="query_arcs", where=arc_col)
-show_chart(entropy_figure(patterns, query, n_visible), key="entropy")
+for _ in when_open(query_tab):
+    st.subheader(f"Query {query} '{query_labels[query]}'")
+    weights = patterns[head, query]  # (T_kv,)
+    n_visible = visible_keys(trace.arrays[view.hook(layer, "hook_mask")][0, 0, query])
+    bar_col, arc_col = st.columns(2)
+    show_chart(query_bars(weights, key_labels, query_labels[query]), key="query_bars", where=bar_col)
+    show_chart(query_arcs(weights, tuple(key_labels), tuple(query_labels), query, view.module == "cross_attn"),
+               key="query_arcs", where=arc_col)
+    show_chart(entropy_figure(patterns, query, n_visible), key="entropy")
+
+# --- what the model predicts next, and what the parts switched off change -----------------------------
+for _ in when_open(prediction_tab):
+    predict_col, ablate_col = st.columns([1, 1])
+    if cfg.arch == "decoder":
+        with predict_col:
+            st.subheader("Next token")
+            col1, col2, col3 = st.columns(3)
+            keep_valid("temperature", [x / 10 for x in range(0, 21)], default=0.8)
+            keep_valid("sample_top_k", range(1, 21), default=5)
+            keep_valid("sample", range(0, 1000), default=0)
+            col1.select_slider("Temperature", [x / 10 for x in range(0, 21)], key="temperature", **KEEP,
+                               help="0 picks the most likely token every time; higher flattens the distribution.")
+            col2.number_input("Top-k", min_value=1, max_value=20, key="sample_top_k", **KEEP,
+                              help="Sample only among the k most likely tokens.")
+            col3.number_input("Sample", min_value=0, max_value=999, key="sample", **KEEP,
+                              help="Another seed, another sample.")
+            prediction = predict(state.config_json, state.seed, tuple(ctx.tokens.ids), state.weights, ablation,
+                                 st.session_state["temperature"], st.session_state["sample_top_k"], 40,
+                                 st.session_state["sample"])
+            show_chart(next_token_bars(prediction.top), key="next_token")
+            st.markdown("**Continuation** (sampled with the KV cache, "
+                        + ("greedy" if not st.session_state["temperature"]
+                           else f"temperature {st.session_state['temperature']}, top-{st.session_state['sample_top_k']}")
+                        + "):")
+            st.text(prediction.continuation_text or "(no room left: the model's position table ends here)")
+            if weights_info(state.config_json, state.weights).task == "language":
+                st.caption("Try a prompt (it replaces the text in the sidebar):")
+                for column, prompt in zip(st.columns(len(EXAMPLE_PROMPTS)), EXAMPLE_PROMPTS):
+                    column.button(prompt.strip() + " …", key=f"prompt_{prompt}", on_click=use_text, args=(prompt,),
+                                  width="stretch")
+        with ablate_col:
+            ids = (state.config_json, state.seed, tuple(ctx.tokens.ids), state.weights)
+            show_chart(actual_next_figure(labels["src"], actual_next(*ids),
+                                          actual_next(*ids, ablation) if ablation else None), key="actual_next")
+            st.caption("Switch off a previous-token head (a bright stripe just below the diagonal) and watch the "
+                       "probabilities fall all along the text; on a repeated sentence, switch off an induction head "
+                       "and the second copy gets harder to predict (on an induction checkpoint, Trained on: induction, "
+                       "it stops being predicted at all). " + weights_info(state.config_json, state.weights).heads)
+    elif weights_info(state.config_json, state.weights).task == "language" and len(ctx.tokens.ids) > 1:
+        # BERT: fill in a blank
+        ids = tuple(ctx.tokens.ids)
+        with predict_col:
+            st.subheader("Fill in a hidden character")
+            positions = list(range(1, len(ids)))
+            keep_valid("hide", positions, default=positions[len(positions) // 2])
+            st.select_slider("Character to hide", positions, key="hide", **KEEP,
+                             format_func=lambda i: f"{i}: {labels['src'][i]}",
+                             help="The model sees <mask> in its place and guesses it from both sides.")
+            hidden = st.session_state["hide"]
+            shown = "".join(labels["src"][1:hidden]) + "▢" + "".join(labels["src"][hidden + 1:])
+            st.text(shown)
+            show_chart(next_token_bars(fill_in(state.config_json, state.seed, ids, hidden, state.weights, ablation),
+                                       title=f"guesses for the hidden {labels['src'][hidden]!r}"), key="fill_in")
+        with ablate_col:
+            each = (state.config_json, state.seed, ids, state.weights)
+            show_chart(actual_next_figure(labels["src"], masked_each(*each), masked_each(*each, ablation) if ablation
+                                          else None, title="probability of each character, hidden in turn",
+                                          x_title="the character hidden"), key="masked_each")
+            st.caption("BERT reads the whole text at once, so a hidden character is guessed from the characters on "
+                       "both sides: switch off the heads that look at its neighbours and watch the guesses fall. "
+                       + weights_info(state.config_json, state.weights).heads)
+    else:
+        predict_col.caption("Next-token prediction needs a decoder; this model reads the whole text at once.")
 
 # --- the position term and the router, next to the architecture ------------------------------
-detail_col, diagram_col = st.columns([2, 1])
-with detail_col:
-    st.subheader("Position")
-    alibi_name, rope_name = view.hook(layer, "hook_alibi_bias"), view.hook(layer, "hook_rope_angles")
-    if rope_name in trace.arrays:
-        show_chart(rope_figure(trace.arrays[rope_name][0], query_labels), key="rope")
-        part = (f" (here the first {cfg.d_rope} of each head's {cfg.d_head} dimensions; the rest pass unturned)"
-                if cfg.d_rope < cfg.d_head else "")
-        st.caption(f"{axes.label('position', cfg.position)} rotates each pair of q and k dimensions by position × θᵢ"
-                   f"{part}, so q·k depends on the distance between the tokens only.")
-    elif alibi_name in trace.arrays:
-        st.caption(f"{axes.label('position', cfg.position)} adds −m_h·|i−j| to the scores: see the bias panel above. "
-                   f"Each head has its own slope; head {head}'s is m = {float(alibi_slopes(cfg.n_heads)[head]):.4f}.")
-    elif view.module == "cross_attn":
-        st.caption("Cross-attention adds no position term: the decoder and the encoder each placed their tokens "
-                   "before this step.")
-    else:
-        does = AXES["position"].choices[cfg.position].does
-        st.caption(f"{does[:1].upper()}{does[1:]}.")
+for _ in when_open(position_tab):
+    detail_col, diagram_col = st.columns([2, 1])
+    with detail_col:
+        st.subheader("Position")
+        alibi_name, rope_name = view.hook(layer, "hook_alibi_bias"), view.hook(layer, "hook_rope_angles")
+        if rope_name in trace.arrays:
+            show_chart(rope_figure(trace.arrays[rope_name][0], query_labels), key="rope")
+            part = (f" (here the first {cfg.d_rope} of each head's {cfg.d_head} dimensions; the rest pass unturned)"
+                    if cfg.d_rope < cfg.d_head else "")
+            st.caption(f"{axes.label('position', cfg.position)} rotates each pair of q and k dimensions by "
+                       f"position × θᵢ{part}, so q·k depends on the distance between the tokens only.")
+        elif alibi_name in trace.arrays:
+            st.caption(f"{axes.label('position', cfg.position)} adds −m_h·|i−j| to the scores: see the bias panel in "
+                       f"One head, stage by stage. Each head has its own slope; head {head}'s is "
+                       f"m = {float(alibi_slopes(cfg.n_heads)[head]):.4f}.")
+        elif view.module == "cross_attn":
+            st.caption("Cross-attention adds no position term: the decoder and the encoder each placed their tokens "
+                       "before this step.")
+        else:
+            does = AXES["position"].choices[cfg.position].does
+            st.caption(f"{does[:1].upper()}{does[1:]}.")
 
-    router_name = view.ffn_hook(layer, "hook_router_probs")
-    if router_name in trace.arrays:
-        st.subheader(f"Mixture of experts, layer {layer}")
-        show_chart(routing_figure(trace.arrays[router_name][0],
-                                  trace.arrays[view.ffn_hook(layer, "hook_expert_indices")][0], query_labels),
-                   key="routing")
-        load = trace.arrays[view.ffn_hook(layer, "hook_expert_load")]
-        st.caption("Share of token slots per expert: "
-                   + ", ".join(f"expert {e} {share:.0%}" for e, share in enumerate(load)))
-    st.subheader("Download")
-    st.download_button("The whole trace (.npz)", key="download_npz", on_click="ignore",
-                       mime="application/octet-stream", file_name="trace.npz", data=lambda: trace_npz(trace.arrays))
-    st.caption("Every recorded tensor by hook name: `numpy.load('trace.npz')['blocks.0.attn.hook_pattern']`.")
+        router_name = view.ffn_hook(layer, "hook_router_probs")
+        if router_name in trace.arrays:
+            st.subheader(f"Mixture of experts, layer {layer}")
+            show_chart(routing_figure(trace.arrays[router_name][0],
+                                      trace.arrays[view.ffn_hook(layer, "hook_expert_indices")][0], query_labels),
+                       key="routing")
+            load = trace.arrays[view.ffn_hook(layer, "hook_expert_load")]
+            st.caption("Share of token slots per expert: "
+                       + ", ".join(f"expert {e} {share:.0%}" for e, share in enumerate(load)))
+        st.subheader("Download")
+        st.download_button("The whole trace (.npz)", key="download_npz", on_click="ignore",
+                           mime="application/octet-stream", file_name="trace.npz",
+                           data=lambda: trace_npz(trace.arrays))
+        st.caption("Every recorded tensor by hook name: `numpy.load('trace.npz')['blocks.0.attn.hook_pattern']`.")
 
-with diagram_col:
-    st.subheader("The model")
-    highlight = {"self": "attn", "encoder": "enc_attn", "decoder": "attn", "cross": "cross"}[st.session_state["attn"]]
-    st.graphviz_chart(architecture_dot(cfg, highlight=highlight))
+    with diagram_col:
+        st.subheader("The model")
+        highlight = {"self": "attn", "encoder": "enc_attn", "decoder": "attn",
+                     "cross": "cross"}[st.session_state["attn"]]
+        st.graphviz_chart(architecture_dot(cfg, highlight=highlight))

@@ -22,6 +22,25 @@ def charts(at: AppTest) -> dict[str, dict]:
     return {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
 
 
+# the playground's tabs (pages/playground.py): only the open one is computed and drawn
+GRID_TAB, STAGES_TAB, QUERY_TAB, PREDICTION_TAB, POSITION_TAB = (
+    "Every head", "One head, stage by stage", "Where one query looks", "Prediction", "Position, experts, the model")
+
+
+def open_tab(at: AppTest, label: str) -> AppTest:
+    """Open one of the playground's tabs (a reader's click reruns the page with it open)."""
+    at.session_state["play_tab"] = label
+    return at.run()
+
+
+def charts_in_tabs(at: AppTest, *labels: str) -> dict[str, dict]:
+    """The figures of these tabs, each opened in turn (the last one stays open)."""
+    drawn = {}
+    for label in labels:
+        drawn |= charts(open_tab(at, label))
+    return drawn
+
+
 def untrained(at: AppTest) -> AppTest:
     """Three layers: sizes no shipped checkpoint has, so the app runs seeded random weights the test can rebuild."""
     at.sidebar.number_input(key="n_layers").set_value(3).run()
@@ -49,14 +68,15 @@ def test_default_view(page):
     if page == "pages/home.py":
         assert {b.key for b in at.button} >= {f"open_{key}" for key in MODEL_CARDS}
     elif page == "pages/playground.py":
-        drawn = charts(at)
+        assert set(charts(at)) == {"head_grid"}  # the first tab's view only: the others are computed when opened
+        drawn = charts_in_tabs(at, GRID_TAB, STAGES_TAB, QUERY_TAB)
         assert {"head_grid", "stage_hook_raw_scores", "stage_hook_mask", "stage_hook_attn_scores",
                 "stage_hook_pattern", "query_bars", "query_arcs", "entropy"} <= set(drawn)
         for key in ("stage_hook_raw_scores", "stage_hook_pattern", "query_bars", "entropy"):
             layout = drawn[key]["layout"]
             assert layout["xaxis"]["title"]["text"] and layout["yaxis"]["title"]["text"], key
-        assert at.main.code[0].value == five_lines()  # the library's own lines
-        assert "digraph" in at.get("graphviz_chart")[0].proto.spec
+        assert open_tab(at, STAGES_TAB).main.code[0].value == five_lines()  # the library's own lines
+        assert "digraph" in open_tab(at, POSITION_TAB).get("graphviz_chart")[0].proto.spec
     else:
         events = library_trace(at).events  # the event names and their number do not depend on the weights
         assert at.slider(key="step").max == len(events) - 1
@@ -75,7 +95,8 @@ def test_every_sidebar_axis_option_runs(page):
             state = at.session_state
             encoder_decoder = state["arch"] == "encoder-decoder"
             if page == "pages/playground.py":
-                drawn = charts(at)
+                drawn = charts_in_tabs(at, POSITION_TAB, STAGES_TAB)  # the stages' tab stays open for the next run
+                assert_clean(at)
                 assert ("stage_hook_alibi_bias" in drawn) == (state["position"] == "alibi")
                 assert ("rope" in drawn) == (state["position"] == "rope")
                 assert ("routing" in drawn) == (state["ffn"] == "moe")
@@ -97,7 +118,7 @@ def test_every_sidebar_axis_option_runs(page):
     at.sidebar.number_input(key="top_k").set_value(3).run()
     assert_clean(at)
     if page == "pages/playground.py":
-        routing = charts(at)["routing"]["data"]
+        routing = charts(open_tab(at, POSITION_TAB))["routing"]["data"]
         assert values(routing[0]["z"]).shape == (6, 5)  # 6 experts x 5 tokens
         assert len(routing[1]["x"]) == 5 * 3  # each token marks its top-3
 
@@ -111,7 +132,7 @@ def test_preset_fills_the_axes_and_an_edit_shows_custom():
         assert at.sidebar.selectbox(key=key).value == getattr(mixtral, key), key
     for key in ("n_experts", "top_k", "d_model", "n_heads"):
         assert at.sidebar.number_input(key=key).value == getattr(mixtral, key), key
-    assert "routing" in charts(at)
+    assert "routing" in charts(open_tab(at, POSITION_TAB))
     at.sidebar.selectbox(key="position").set_value("alibi").run()
     assert at.sidebar.selectbox(key="preset").value == "custom"
     assert any("custom" in c.value for c in at.sidebar.caption)
@@ -175,6 +196,8 @@ def test_bad_input_shows_a_message_never_a_traceback(page):
     assert_clean(at)
     if page != "pages/home.py":
         assert any("10000" in w.value and "128" in w.value for w in at.warning)  # said visibly
+    if page == "pages/playground.py":
+        open_tab(at, STAGES_TAB)
     for text, label in UNUSUAL_TEXT.values():
         at.sidebar.text_area(key="text").set_value(text).run()
         assert_clean(at)
@@ -212,7 +235,8 @@ def test_playground_controls_draw_the_library_numbers():
         at.selectbox(key="head").set_value(head).run()
         at.selectbox(key="query").set_value(query).run()
         assert_clean(at)
-        drawn = charts(at)
+        drawn = charts_in_tabs(at, GRID_TAB, STAGES_TAB, QUERY_TAB)
+        assert_clean(at)
         pattern = trace[f"blocks.{layer}.attn.hook_pattern"][0].numpy()  # (H, T, T)
         assert np.allclose(values(drawn["query_bars"]["data"][0]["y"]), pattern[head, query], atol=1e-6)
         stage = values(drawn["stage_hook_raw_scores"]["data"][0]["z"])
@@ -239,7 +263,7 @@ def test_playground_says_when_the_sliding_window_covers_the_whole_text():
 
 
 def test_playground_encoder_decoder_kinds_label_their_axes():
-    at = open_page("pages/playground.py", preset="original")
+    at = open_tab(open_page("pages/playground.py", preset="original"), STAGES_TAB)
     assert_clean(at)
     assert at.selectbox(key="attn").value == "cross"  # the view an encoder-decoder adds
     layout = charts(at)["stage_hook_pattern"]["layout"]
@@ -342,10 +366,14 @@ def test_largest_view_keeps_the_figures_small():
     at.sidebar.selectbox(key="position").set_value("rope").run()
     assert_clean(at)
     assert any("128" in w.value for w in at.warning)
-    figure_bytes = sum(len(c.proto.spec) for c in at.get("plotly_chart"))
-    print(f"\nplayground, 128 tokens x 16 heads x 16 experts: {figure_bytes / 2**20:.2f} MiB of figure JSON")
-    assert figure_bytes < 10 * 2**20
-    grid = charts(at)["head_grid"]["data"]
+    grid = charts(at)["head_grid"]["data"]  # the first tab
+    tab_bytes = {}  # what one rerun sends: the open tab's figures
+    for label in (GRID_TAB, STAGES_TAB, QUERY_TAB, PREDICTION_TAB, POSITION_TAB):
+        tab_bytes[label] = sum(len(c.proto.spec) for c in open_tab(at, label).get("plotly_chart"))
+        assert_clean(at)
+    print(f"\nplayground, 128 tokens x 16 heads x 16 experts: {sum(tab_bytes.values()) / 2**20:.2f} MiB of figure "
+          f"JSON in its five tabs, {max(tab_bytes.values()) / 2**20:.2f} MiB at most in one")
+    assert sum(tab_bytes.values()) < 10 * 2**20
     assert len(grid) == 16 and values(grid[0]["z"]).shape[0] <= 64  # each small heatmap is downsampled
     at = open_page("pages/stepper.py", text=text)
     at.sidebar.number_input(key="n_heads").set_value(16).run()

@@ -66,6 +66,13 @@ def open_path(page, base_url: str, path: str) -> None:
     wait_until_ready(page)
 
 
+def open_tab(page, label: str, shown: str) -> None:
+    """Click a page's tab, as a reader would; the page reruns with it open (ui/app/tabs.py) until `shown` is drawn."""
+    page.get_by_role("tab", name=label, exact=True).click()
+    page.wait_for_function("text => document.body.innerText.includes(text)", arg=shown, polling=250)
+    wait_until_ready(page)
+
+
 def choose(page, label: str, option: str) -> None:
     """Pick an option of the selectbox with this label, as a user would."""
     box = page.get_by_role("combobox", name=label, exact=True)
@@ -88,16 +95,20 @@ def test_playground_heatmaps_follow_the_position_axis(page, base_url):
     open_path(page, base_url, "playground?preset=gpt2&n_layers=3&text=hello+world")
     assert page.locator(EXCEPTION).count() == 0
     plots = page.locator(".js-plotly-plot")
+    assert plots.count() == 1  # the first tab: the head grid; the other tabs are drawn when opened
+    open_tab(page, "One head, stage by stage", "Head 0, stage by stage")
     before_count, before = plots.count(), page.evaluate(PLOT_DATA)
-    assert before_count >= 8 and '"hello"' not in before  # the head grid, four stages, bars, arcs, entropy
+    assert before_count == 4 and '"hello"' not in before  # the four stages
 
     choose(page, "Position", "rope")
     page.wait_for_function(f"before => ({PLOT_DATA})() !== before", arg=before, polling=250)
     wait_until_ready(page)
     assert page.locator(EXCEPTION).count() == 0
     assert page.evaluate(PLOT_DATA) != before  # RoPE instead of learned positions: other scores, other weights
-    assert plots.count() == before_count + 1  # and the RoPE angle heatmap
+    assert plots.count() == before_count  # the stages' tab stays open
     assert "position=rope" in page.url
+    open_tab(page, "Position, experts, the model", "Every recorded tensor by hook name")
+    assert plots.count() == 1  # the RoPE angle heatmap
     save_png(page, ARTIFACTS / "playground_rope.png")
 
 
@@ -105,6 +116,7 @@ def test_a_shared_link_opens_the_same_view(page, base_url):
     open_path(page, base_url, "playground?preset=custom&position=alibi&n_heads=4&n_kv_heads=2&head=3&layer=1")
     assert page.locator(EXCEPTION).count() == 0
     assert page.get_by_role("combobox", name="Head", exact=True).input_value() == "3 (kv head 1)"
+    open_tab(page, "One head, stage by stage", "Head 3, stage by stage")
     assert page.get_by_text("Head 3, stage by stage").count() == 1
     assert page.get_by_text("ALiBi bias").count() >= 1  # the bias panel's title inside the plot
 

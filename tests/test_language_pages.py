@@ -26,6 +26,12 @@ def open_default(page: str) -> AppTest:
     return at
 
 
+def open_prediction(at: AppTest) -> AppTest:
+    """The playground's Prediction tab (only the open tab is computed: pages/playground.py)."""
+    at.session_state["play_tab"] = "Prediction"
+    return at.run()
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_opens_on_a_language_checkpoint_and_takes_any_text(page):
     at = open_default(page)
@@ -47,8 +53,10 @@ def test_the_playground_default_shows_a_trained_language_model_and_its_predictio
     at = open_default("pages/playground.py")
     assert_clean(at)
     assert any("llama2-language" in s.value for s in at.success)
-    drawn = {c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")}
-    assert {"next_token", "actual_next", "head_grid"} <= drawn
+    assert "head_grid" in {c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")}  # the first tab
+    drawn = {c.proto.id.rsplit("-", 1)[-1] for c in open_prediction(at).get("plotly_chart")}
+    assert_clean(at)
+    assert {"next_token", "actual_next"} <= drawn
 
 
 def test_changing_the_preset_keeps_the_sentence():
@@ -83,6 +91,7 @@ def test_bert_fills_in_a_hidden_character_on_the_playground():
     assert_clean(at)
     assert any("bert-language" in s.value and "masked-character accuracy" in s.value for s in at.success)
     at.sidebar.text_area(key="text").set_value("The cat sat on the mat.").run()
+    open_prediction(at)
     at.select_slider(key="hide").set_value(1 + "The cat sat on the mat.".index("mat") + 1).run()  # the 'a' of mat
     assert_clean(at)
     assert "m▢t" in at.text[0].value
@@ -113,7 +122,7 @@ def test_a_text_past_the_trained_context_says_so_next_to_the_views():
 
 
 def test_the_continuation_panel_offers_example_prompts_that_replace_the_text():
-    at = open_default("pages/playground.py")
+    at = open_prediction(open_default("pages/playground.py"))
     prompts = [b for b in at.button if str(b.key).startswith("prompt_")]
     assert len(prompts) >= 3
     prompts[0].click().run()
