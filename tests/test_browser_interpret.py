@@ -1,5 +1,6 @@
-""""Why this prediction?" in Chromium: the four figures draw, a lens cell's hover lists its top tokens, a
-ready-made pair chosen in the browser goes into the address, and the address opens the same view.
+""""Why this prediction?" in Chromium: the lens draws in the first tab, a lens cell's hover lists its top tokens, the
+patching tab draws both patchings, a ready-made pair chosen in the browser goes into the address with the open tab,
+and the address opens the same view.
 
 The screenshot lands in artifacts/screenshots/ and refreshes docs/screenshots/interpret.png. Chromium must be
 installed (.ci/run installs it).
@@ -18,7 +19,10 @@ from screenshots import SHOTS, VIEWPORT, launch_chromium, save_png, serve_app, w
 
 ARTIFACTS = ROOT / "artifacts" / "screenshots"
 EXCEPTION = '[data-testid="stException"]'
-FOUR_FIGURES = "document.querySelectorAll('.js-plotly-plot').length === 4"  # lens, attribution, both patchings
+# only the open tab is drawn (ui/app/tabs.py): the lens in the first, both patchings in the third
+LENS = "document.querySelectorAll('.js-plotly-plot').length === 1"
+TWO_PATCHINGS = ("document.querySelectorAll('.js-plotly-plot').length === 2 && "
+                 "document.body.innerText.includes('Activation patching: which layer')")
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -31,7 +35,7 @@ def test_the_page_draws_hovers_and_keeps_its_view_in_the_address():
         tab.goto(f"{base}/interpret")
         wait_until_ready(tab)
         assert tab.locator(EXCEPTION).count() == 0, tab.locator(EXCEPTION).all_inner_texts()
-        tab.wait_for_function(FOUR_FIGURES)
+        tab.wait_for_function(LENS)
         save_png(tab, ARTIFACTS / "interpret.png")
         SHOTS.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(ARTIFACTS / "interpret.png", SHOTS / "interpret.png")
@@ -43,6 +47,10 @@ def test_the_page_draws_hovers_and_keeps_its_view_in_the_address():
         tab.wait_for_selector(".hoverlayer .hovertext", timeout=10_000)
         assert "top tokens" in lens.locator(".hoverlayer").text_content()
 
+        tab.get_by_role("tab", name="Activation patching", exact=True).click()
+        tab.wait_for_function(TWO_PATCHINGS, polling=250)
+        wait_until_ready(tab)
+        assert tab.locator(EXCEPTION).count() == 0
         prompts = tab.get_by_role("combobox", name="Prompts", exact=True)
         prompts.scroll_into_view_if_needed()
         prompts.click()
@@ -52,11 +60,12 @@ def test_the_page_draws_hovers_and_keeps_its_view_in_the_address():
         assert tab.locator(EXCEPTION).count() == 0
         query = parse_qs(urlsplit(tab.url).query)
         assert query["pair"] == ["a number changed"] and query["clean"] == ["The code is 4719. The code is 47"]
+        assert query["why_tab"] == ["Activation patching"]
 
         shared = browser.new_page(viewport=VIEWPORT)  # the address, opened elsewhere, shows the same prompts
         shared.set_default_timeout(90_000)
         shared.goto(tab.url)
         wait_until_ready(shared)
         expect(shared.get_by_label("Clean prompt")).to_have_value("The code is 4719. The code is 47")
-        shared.wait_for_function(FOUR_FIGURES)
+        shared.wait_for_function(TWO_PATCHINGS)
         browser.close()

@@ -33,6 +33,15 @@ def charts(at: AppTest) -> dict[str, dict]:
     return {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
 
 
+# the page's tabs: only the open one is computed and drawn
+LENS_TAB, ATTRIBUTION_TAB, PATCHING_TAB = TABS = ("The logit lens", "Attribution", "Activation patching")
+
+
+def open_tab(at: AppTest, label: str) -> AppTest:
+    at.session_state["why_tab"] = label
+    return at.run()
+
+
 def lesson_language_model():
     """The shipped checkpoint the lessons run on, loaded by the library alone."""
     model = lessons.lesson_model()
@@ -54,7 +63,13 @@ def default_page() -> AppTest:
 
 
 def test_the_page_draws_the_lens_attribution_and_both_patchings_on_the_trained_model(default_page):
-    drawn = charts(default_page)
+    assert set(charts(default_page)) == {"lens"}  # the first tab; the others are computed when opened
+    drawn, markdown, downloads = {}, [], set()
+    for label in TABS:
+        at = assert_clean(open_tab(default_page, label))
+        drawn |= charts(at)
+        markdown += [str(m.value) for m in at.markdown]
+        downloads |= {b.proto.label for b in at.get("download_button")}
     assert set(drawn) == {"lens", "attribution", "patch_residual", "patch_heads"}
     assert any("llama2-language" in s.value for s in default_page.success)
     lens = drawn["lens"]["data"][0]
@@ -63,8 +78,8 @@ def test_the_page_draws_the_lens_attribution_and_both_patchings_on_the_trained_m
     assert "<br>" in lens["text"][0][0] and "top tokens" in lens["hovertemplate"]
     heads = drawn["patch_heads"]["data"]
     assert [values(t["z"]).shape for t in heads] == [(cfg.n_layers, cfg.n_heads)] * 2  # trained and random-init
-    assert sum("What to look for" in str(m.value) for m in default_page.markdown) == 4
-    assert {b.proto.label for b in default_page.get("download_button")} >= {
+    assert sum("What to look for" in m for m in markdown) == 4
+    assert downloads >= {
         "Download the lens, every position (CSV)", "Download the attribution (CSV)", "The residual heatmap (PNG)",
         "The head heatmaps (PNG)", "Every effect (CSV)"}
 
@@ -77,7 +92,8 @@ def test_the_head_heatmap_is_the_librarys_patching_and_the_induction_head_stands
     with torch.no_grad():
         corrupted = float(metric(model(corrupt)))
     expected = patch_heads_by_hand(model, clean, corrupt, metric) - corrupted
-    trained, random_init = (values(t["z"]) for t in charts(default_page)["patch_heads"]["data"])
+    drawn = charts(assert_clean(open_tab(default_page, PATCHING_TAB)))
+    trained, random_init = (values(t["z"]) for t in drawn["patch_heads"]["data"])
     np.testing.assert_allclose(trained, expected.numpy(), atol=1e-4)
     assert trained.max() > 5 * np.abs(random_init).max()  # the copying head is learned, far beyond random init
 
@@ -85,8 +101,12 @@ def test_the_head_heatmap_is_the_librarys_patching_and_the_induction_head_stands
 def test_the_view_lives_in_the_url():
     at = open_interpret(pair="your own", clean="abcabc", corrupt="abdabd", right="c", wrong="d", lens_end=20, attr=1)
     assert_clean(at)
+    assert at.select_slider(key="lens_end").value == 20
+    assert open_tab(at, ATTRIBUTION_TAB).selectbox(key="attr").value == 1
+    open_tab(at, PATCHING_TAB)
+    assert_clean(at)
     assert at.text_input(key="clean").value == "abcabc" and not at.text_input(key="clean").disabled
-    assert at.select_slider(key="lens_end").value == 20 and at.selectbox(key="attr").value == 1
+    assert at.query_params["lens_end"] in ("20", ["20"]) and at.query_params["attr"] in ("1", ["1"])  # tabs hidden
     at.selectbox(key="pair").set_value("a number changed").run()
     assert_clean(at)
     assert at.query_params["pair"] == "a number changed"
@@ -109,13 +129,14 @@ def test_the_view_lives_in_the_url():
 ])
 def test_bad_prompts_and_answers_get_a_clear_message(clean, corrupt, right, wrong, message):
     at = open_interpret(pair="your own", clean=clean, corrupt=corrupt, right=right, wrong=wrong)
+    open_tab(at, PATCHING_TAB)
     assert not at.exception, [e.value for e in at.exception]
     errors = [e.value for e in at.error]
     if message is None:
         assert not errors and "patch_heads" in charts(at)
     else:
         assert len(errors) == 1 and message in errors[0], errors
-        assert "lens" in charts(at)  # the rest of the page still works
+        assert "lens" in charts(assert_clean(open_tab(at, LENS_TAB)))  # the rest of the page still works
 
 
 def test_an_encoder_is_told_the_page_needs_a_decoder():
@@ -125,7 +146,7 @@ def test_an_encoder_is_told_the_page_needs_a_decoder():
 
 
 def test_a_model_too_large_for_the_budget_is_offered_fewer_blocks_and_positions():
-    at = open_interpret(preset="gpt2", n_layers=12, d_model=512, n_heads=8)
+    at = open_tab(open_interpret(preset="gpt2", n_layers=12, d_model=512, n_heads=8), PATCHING_TAB)
     assert_clean(at)
     (warning,) = [w.value for w in at.warning if "forward passes" in w.value]
     assert "takes 764 forward passes of this 44-token prompt" in warning
