@@ -210,24 +210,33 @@ def test_scaling_page():
     assert any("two tokens" in i.value for i in at.info)
 
 
+def open_permutation_tab(at, label: str):
+    """One of the permutation page's tabs: only the open one is computed and drawn."""
+    at.session_state["perm_tab"] = label
+    return at.run()
+
+
 def test_permutation_page():
     at = open_page("pages/permutation.py", text="the cat sat", perm_seed=5)
     assert_clean(at)
     assert at.number_input(key="perm_seed").value == 5
     assert {m.label: m.value for m in at.metric}["verdict"] == "zero up to float rounding"
-    table = at.dataframe[0].value
+    table = open_permutation_tab(at, "Every position scheme").dataframe[0].value
     verdicts = dict(zip(zip(table["mask"], table["position"]), table["verdict"]))
     assert verdicts.pop(("no mask (encoder)", "none")).startswith("equivariant")
     assert set(verdicts.values()) == {"not equivariant"}  # every position scheme, and the causal mask alone
     at.button[0].click().run()
     assert at.number_input(key="perm_seed").value == 6
+    open_permutation_tab(at, "No positions, no mask")
     at.selectbox(key="perm_dtype").set_value("float64").run()
     outputs = {m.label: m.value for m in at.metric}["max |logits − un-shuffled logits|"]
     assert float(outputs) <= 1e-12
+    open_permutation_tab(at, "Weights put back in order")
     for key, value in (("perm_mask", "causal"), ("perm_pos", "rope"), ("perm_layer", 2), ("perm_head", 3)):
         at.selectbox(key=key).set_value(value).run()
         assert_clean(at)
-    spec = json.loads(at.get("plotly_chart")[2].proto.spec)
+    (chart,) = at.get("plotly_chart")
+    spec = json.loads(chart.proto.spec)
     assert len(spec["data"]) == 3  # the weights, the weights put back, their difference
     at.sidebar.text_area(key="text").set_value("x").run()
     assert_clean(at, errors_allowed=True)
