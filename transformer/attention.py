@@ -255,7 +255,8 @@ class Attention(nn.Module):
             bias = torch.cat((bias, sink.detach() if share_channel else sink), dim=-1)  # (B or 1, H, T_q, T_kv + 1)
         if v.shape[-1] != q.shape[-1]:  # the fast kernels want one head size: zeros pad the narrower side (the scale is explicit)
             width = max(v.shape[-1], q.shape[-1])
-            q, k, v = (F.pad(t, (0, width - t.shape[-1])) for t in (q, k, v))  # (B, ., T, width)
+            # only the narrower side: F.pad by nothing would still copy the wider ones
+            q, k, v = (t if t.shape[-1] == width else F.pad(t, (0, width - t.shape[-1])) for t in (q, k, v))  # (B, ., T, width)
         z = F.scaled_dot_product_attention(
             q, k, v, attn_mask=bias, is_causal=use_is_causal, scale=self.scale,
             dropout_p=self.dropout if self.training else 0.0,
