@@ -7,17 +7,19 @@ from transformer.axes import label
 from transformer.hooks import attention_stacks
 from transformer.probes import with_position
 from ui.figures.block import per_position
-from ui.figures.base import heatmap
+from ui.figures.base import side_by_side
 from ui.compute.measure import output_comparison
 from ui.app.page import load_page
 from ui.app.charts import show_chart
+from ui.app.tabs import lazy_tabs, when_open
 from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.compute.runtime import get_trace, tokenize
 
 SAME = "same"  # an axis of B left equal to its base
 FIELDS = {"cmp_arch": "arch", "cmp_position": "position", "cmp_norm": "norm", "cmp_place": "norm_position",
           "cmp_ffn": "ffn"}  # widget key -> the config field B may change
-url_state("cmp", cmp_base="A", cmp_kv=SAME, cmp_layer=0, cmp_head=0, **{k: SAME for k in FIELDS} | {"cmp_position": "rope"})
+url_state("cmp", cmp_base="A", cmp_kv=SAME, cmp_layer=0, cmp_head=0, **{k: SAME for k in FIELDS} | {"cmp_position": "rope"},
+          cmp_tab=str)  # cmp_tab: the open tab (lazy_tabs below)
 keep_valid("cmp_base", ["A", *PRESETS], "A")
 for key, field in FIELDS.items():
     keep_valid(key, [SAME, *choices(field)], SAME)
@@ -63,10 +65,7 @@ if changes.get("arch") == "encoder-decoder" or (base.arch == "encoder-decoder" a
 try:
     # a position scheme (or an architecture) B cannot keep drops what only fits the old one: RoPE's details, MLA
     cfg_b = with_position(base, changes.pop("position", base.position), **changes)
-    # the very same tokens when the vocabularies agree; otherwise the text encoded for B's vocabulary
-    tokens_b = ctx.tokens if cfg_b.vocab_size == cfg_a.vocab_size else tokenize(ctx.state.text, cfg_b.vocab_size)
-    trace_b = get_trace(cfg_b.to_json(), ctx.state.seed, tuple(tokens_b.ids), tuple(tokens_b.labels))
-except (ValueError, MemoryError) as exc:
+except ValueError as exc:
     st.error(f"Configuration B is impossible: {exc}")
     st.stop()
 trace_a = ctx.trace
@@ -76,65 +75,82 @@ st.caption("Parameters created in the same order with the same shapes get the sa
            "adds no parameters (RoPE vs ALiBi, pre vs post, LayerNorm vs RMSNorm) A and B share their weights and only "
            "the axis differs.")
 
-st.header("Attention, side by side")
-n_layers, n_heads = min(cfg_a.n_layers, cfg_b.n_layers), min(cfg_a.n_heads, cfg_b.n_heads)
-keep_valid("cmp_layer", range(n_layers), 0)
-keep_valid("cmp_head", range(n_heads), 0)
-col1, col2 = st.columns(2)
-col1.selectbox("Layer", range(n_layers), key="cmp_layer", **KEEP)
-col2.selectbox("Head", range(n_heads), key="cmp_head", **KEEP)
-layer, head = st.session_state["cmp_layer"], st.session_state["cmp_head"]
-weights = {}
-for name, cfg, trace in (("A", cfg_a, trace_a), ("B", cfg_b, trace_b)):
-    weights[name] = trace.pattern(layer, attention_stacks(cfg.arch).input)[head]  # (T, T)
-labels_a, labels_b = trace_a.src_labels, trace_b.src_labels
-col1, col2 = st.columns(2)
-show_chart(heatmap(weights["A"], labels_a, labels_a, f"A: layer {layer}, head {head}", zmin=0, zmax=1),
-           key="cmp_a", where=col1)
-show_chart(heatmap(weights["B"], labels_b, labels_b, f"B: layer {layer}, head {head}", zmin=0, zmax=1),
-           key="cmp_b", where=col2)
-if weights["A"].shape == weights["B"].shape:
-    show_chart(heatmap(weights["B"] - weights["A"], labels_a, labels_a, "B − A (orange: B attends more)",
-                       signed=True), key="cmp_diff")
-else:
-    st.caption(f"No difference map: A's matrix is {weights['A'].shape} and B's {weights['B'].shape}.")
-if "encoder-decoder" in (cfg_a.arch, cfg_b.arch):
-    st.caption("For an encoder-decoder the maps show its encoder's self-attention, which reads the same text.")
 
-st.header("Cost")
-context = len(ctx.tokens.ids)
-rows = {}
-for name, cfg in (("A", cfg_a), ("B", cfg_b)):
-    counts = param_counts(cfg)
-    rows[name] = {
-        "axes": f"{label('arch', cfg.arch)} · {label('kv_heads', cfg.attention_kind)} "
-                + (f"({cfg.n_heads} q / latent {cfg.kv_rank}) · " if cfg.kv_rank is not None
-                   else f"({cfg.n_heads} q / {cfg.n_kv_heads} kv) · ")
-                + f"{label('position', cfg.position)} · {label('norm', cfg.norm)} "
-                  f"({label('block', 'parallel') if cfg.parallel_block else label('norm_position', cfg.norm_position)})"
-                  f" · {label('ffn', cfg.ffn)}",
-        "parameters": f"{counts['total']:,}",
-        "active parameters per token": f"{counts['active']:,}",
-        f"forward FLOPs per token (context {context})": f"{costs.forward_flops_per_token(cfg, context):,}",
-        "KV cache per token (fp16 bytes)": f"{kv_cache_bytes_per_token(cfg):,}",
-    }
-st.dataframe(pd.DataFrame(rows))
-st.caption("FLOPs per token = 2 × the parameters a token multiplies by (embedding lookups excluded, MoE: only the "
-           "top-k experts) + 4 × keys seen × n_heads × d_head per attention layer (q·K and weights·V); see "
-           "`transformer.costs.forward_flops_per_token`.")
+def b_trace():
+    """B run on the text: the very same tokens when the vocabularies agree, else the text encoded for B's vocabulary;
+    on a model B cannot build or run, an error and a stop."""
+    try:
+        tokens_b = ctx.tokens if cfg_b.vocab_size == cfg_a.vocab_size else tokenize(ctx.state.text, cfg_b.vocab_size)
+        return get_trace(cfg_b.to_json(), ctx.state.seed, tuple(tokens_b.ids), tuple(tokens_b.labels))
+    except (ValueError, MemoryError) as exc:
+        st.error(f"Configuration B is impossible: {exc}")
+        st.stop()
 
-st.header("Next-token distributions")
-out = output_comparison(trace_a.logits, trace_b.logits)
-positions = trace_a.tgt_labels
-show_chart(per_position({"A": out["entropy_a"], "B": out["entropy_b"]}, positions,
-                        "entropy of the next-token distribution", "entropy (nats)"), key="cmp_entropy")
-same_inputs = trace_a.tgt_labels == trace_b.tgt_labels
-if "kl" in out and same_inputs:
-    show_chart(per_position({"KL(A ‖ B)": out["kl"]}, positions, "how far B's prediction is from A's",
-                            "KL (nats)"), key="cmp_kl")
-    st.download_button("Download entropy and KL (CSV)", on_click="ignore", file_name="compare.csv", mime="text/csv",
-                       data=lambda: pd.DataFrame({"token": positions, "entropy_A": out["entropy_a"],
-                                                  "entropy_B": out["entropy_b"], "KL_A_B": out["kl"]}).to_csv(index=False))
-else:
-    st.caption("KL(A‖B) needs both models to predict over the same vocabulary from the same inputs; here they differ "
-               "(an encoder-decoder's decoder reads its own greedy output).")
+
+# --- the three views, one tab each: a rerun computes and draws only the open tab's ------------------------------
+# (a sidebar change ran B and drew all five charts; the cost table needs no run of B at all)
+attention_tab, cost_tab, outputs_tab = lazy_tabs(["Attention, side by side", "Cost", "Next-token distributions"],
+                                                 key="cmp_tab")
+
+for _ in when_open(attention_tab):
+    trace_b = b_trace()
+    st.header("Attention, side by side")
+    n_layers, n_heads = min(cfg_a.n_layers, cfg_b.n_layers), min(cfg_a.n_heads, cfg_b.n_heads)
+    keep_valid("cmp_layer", range(n_layers), 0)
+    keep_valid("cmp_head", range(n_heads), 0)
+    col1, col2 = st.columns(2)
+    col1.selectbox("Layer", range(n_layers), key="cmp_layer", **KEEP)
+    col2.selectbox("Head", range(n_heads), key="cmp_head", **KEEP)
+    layer, head = st.session_state["cmp_layer"], st.session_state["cmp_head"]
+    weights = {}
+    for name, cfg, trace in (("A", cfg_a, trace_a), ("B", cfg_b, trace_b)):
+        weights[name] = trace.pattern(layer, attention_stacks(cfg.arch).input)[head]  # (T, T)
+    # A, B and their difference in one figure: one chart for the browser to draw, not three
+    show_chart(side_by_side(weights["A"], weights["B"], trace_a.src_labels, trace_b.src_labels,
+                            f"layer {layer}, head {head}: A, B and B − A"), key="cmp_patterns")
+    if weights["A"].shape != weights["B"].shape:
+        st.caption(f"No difference map: A's matrix is {weights['A'].shape} and B's {weights['B'].shape}.")
+    if "encoder-decoder" in (cfg_a.arch, cfg_b.arch):
+        st.caption("For an encoder-decoder the maps show its encoder's self-attention, which reads the same text.")
+
+for _ in when_open(cost_tab):
+    st.header("Cost")
+    context = len(ctx.tokens.ids)
+    rows = {}
+    for name, cfg in (("A", cfg_a), ("B", cfg_b)):
+        counts = param_counts(cfg)
+        rows[name] = {
+            "axes": f"{label('arch', cfg.arch)} · {label('kv_heads', cfg.attention_kind)} "
+                    + (f"({cfg.n_heads} q / latent {cfg.kv_rank}) · " if cfg.kv_rank is not None
+                       else f"({cfg.n_heads} q / {cfg.n_kv_heads} kv) · ")
+                    + f"{label('position', cfg.position)} · {label('norm', cfg.norm)} "
+                      f"({label('block', 'parallel') if cfg.parallel_block else label('norm_position', cfg.norm_position)})"
+                      f" · {label('ffn', cfg.ffn)}",
+            "parameters": f"{counts['total']:,}",
+            "active parameters per token": f"{counts['active']:,}",
+            f"forward FLOPs per token (context {context})": f"{costs.forward_flops_per_token(cfg, context):,}",
+            "KV cache per token (fp16 bytes)": f"{kv_cache_bytes_per_token(cfg):,}",
+        }
+    st.dataframe(pd.DataFrame(rows))
+    st.caption("FLOPs per token = 2 × the parameters a token multiplies by (embedding lookups excluded, MoE: only the "
+               "top-k experts) + 4 × keys seen × n_heads × d_head per attention layer (q·K and weights·V); see "
+               "`transformer.costs.forward_flops_per_token`.")
+
+for _ in when_open(outputs_tab):
+    trace_b = b_trace()
+    st.header("Next-token distributions")
+    out = output_comparison(trace_a.logits, trace_b.logits)
+    positions = trace_a.tgt_labels
+    show_chart(per_position({"A": out["entropy_a"], "B": out["entropy_b"]}, positions,
+                            "entropy of the next-token distribution", "entropy (nats)"), key="cmp_entropy")
+    same_inputs = trace_a.tgt_labels == trace_b.tgt_labels
+    if "kl" in out and same_inputs:
+        show_chart(per_position({"KL(A ‖ B)": out["kl"]}, positions, "how far B's prediction is from A's",
+                                "KL (nats)"), key="cmp_kl")
+        st.download_button("Download entropy and KL (CSV)", on_click="ignore", file_name="compare.csv", mime="text/csv",
+                           data=lambda: pd.DataFrame({"token": positions, "entropy_A": out["entropy_a"],
+                                                      "entropy_B": out["entropy_b"],
+                                                      "KL_A_B": out["kl"]}).to_csv(index=False))
+    else:
+        st.caption("KL(A‖B) needs both models to predict over the same vocabulary from the same inputs; here they "
+                   "differ (an encoder-decoder's decoder reads its own greedy output).")

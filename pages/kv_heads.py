@@ -11,13 +11,15 @@ from ui.figures.axes import cache_bytes_by_step, kv_cache_growth, kv_sharing
 from ui.compute.measure import generation_steps
 from ui.app.page import load_page
 from ui.app.charts import show_chart
+from ui.app.tabs import lazy_tabs, when_open
 from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.compute.runtime import char_label
 from ui.compute.stepper import named_shape
 
 DTYPES = {"fp16 / bf16 (2 bytes)": 2, "fp32 (4 bytes)": 4, "int8 (1 byte)": 1}
 REAL = {f"{key} {size}": (card, size, cfg) for key, card in MODEL_CARDS.items() for size, cfg in card.real.items()}
-url_state("kv", kv_ctx=4096, kv_dtype=next(iter(DTYPES)), kv_model="llama2 70B", kv_steps=6)
+url_state("kv", kv_ctx=4096, kv_dtype=next(iter(DTYPES)), kv_model="llama2 70B", kv_steps=6,
+          kv_tab=str)  # kv_tab: the open tab (lazy_tabs below)
 keep_valid("kv_ctx", range(1, 1_048_577), 4096)
 keep_valid("kv_dtype", list(DTYPES))
 keep_valid("kv_model", list(REAL), "llama2 70B")
@@ -37,105 +39,114 @@ the cache tensors growing by one token per step while the logits stay identical 
 cfg = ctx.state.config
 stack = attention_stacks(cfg.arch).output
 
-st.header("Who reads which K and V")
-show_chart(kv_sharing(cfg.n_heads, cfg.n_kv_heads))
-events = {e["name"]: e for e in ctx.trace.events}
-sites = ("hook_q", "hook_k", "hook_v", "hook_latent", "hook_k_rope")
-named = {site: named_shape(events[name]) for site in sites if (name := hook_name(0, f"attn.{site}", stack)) in events}
-if "hook_latent" in named:  # multi-head latent attention: the cache keeps a latent, not K and V
-    rope_key = f" and the one rotated key all heads share, `hook_k_rope` {named['hook_k_rope']}" \
-        if "hook_k_rope" in named else ""
-    st.markdown(f"On the live model ({axes.label('kv_heads', cfg.attention_kind)}): `hook_q` {named['hook_q']}, and "
-                f"`hook_k` {named['hook_k']} and `hook_v` {named['hook_v']} for every head — but they are rebuilt "
-                f"from a latent of kv_rank = {cfg.kv_rank} numbers per token, `hook_latent` {named['hook_latent']}. "
-                f"The cache keeps only that latent{rope_key}.")
-    gap = analysis.mla_absorbed_gap(ctx.model, torch.tensor([ctx.tokens.ids], device=ctx.model.device), 0)
-    st.metric("absorbed form − explicit form, largest weight difference (layer 0)", f"{gap:.1e}",
-              help="the inference form folds W_uk into the query and scores the cached latent directly, never "
-                   "building a key: q_h·k_h = q_rope·k_rope + (q_nope,h W_uk,h^T)·c (LatentAttention.absorbed_weights)")
-    st.caption("Training rebuilds each head's key from the latent; inference folds the key up-projection into the query "
-               "and reads the latent straight from the cache. The same weights, up to float rounding.")
-else:
-    st.markdown(f"On the live model ({axes.label('kv_heads', cfg.attention_kind)}): `hook_q` {named['hook_q']} but "
-                f"`hook_k` {named['hook_k']} and `hook_v` {named['hook_v']} — only G = {cfg.n_kv_heads} heads of K and V "
-                "are computed and cached. Inside attention `repeat_kv` hands each kv head to its group of query heads.")
-live_counts = param_counts(cfg)
-st.caption(f"Attention parameters of the live model: {live_counts['attention']:,} "
-           f"(q and o: 2 × d_model × H × d_head; k and v: 2 × d_model × G × d_head).")
+# --- the three views, one tab each: a rerun computes and draws only the open tab's ------------------------------
+# (a sidebar change generated tokens twice over, with and without the cache, and redrew every table, to show the
+# sharing of the first view)
+sharing_tab, memory_tab, generation_tab = lazy_tabs(
+    ["Who reads which K and V", "KV-cache memory at real sizes", "Generation step by step"], key="kv_tab")
 
-st.header("KV-cache memory at real sizes")
-col1, col2 = st.columns(2)
-col1.number_input("Context length (tokens)", min_value=1, max_value=1_048_576, step=1024, key="kv_ctx", **KEEP)
-col2.selectbox("Cache precision", list(DTYPES), key="kv_dtype", **KEEP)
-context, n_bytes = int(st.session_state["kv_ctx"]), DTYPES[st.session_state["kv_dtype"]]
-rows = []
-for label, (card, size, real) in REAL.items():
-    per_token = kv_cache_bytes_per_token(real, n_bytes)
-    counts = param_counts(real)
-    rows.append({"model": card.name, "size": size, "attention": real.attention_kind, "layers": real.n_layers,
-                 "H": real.n_heads, "G": real.n_kv_heads, "d_head": real.d_head, "KV bytes / token": per_token,
-                 f"KV cache at {context:,} tokens (GiB)": round(per_token * context / 2**30, 3),
-                 "attention params (M)": round(counts["attention"] / 1e6, 1),
-                 "weights (GiB, same precision)": round(counts["total"] * n_bytes / 2**30, 1)})
-table = pd.DataFrame(rows)
-st.dataframe(table, hide_index=True, height=36 * (len(table) + 1) + 2)
-st.caption("KV bytes per token = 2 (K and V) × layers × G × d_head × bytes per value; e.g. LLaMA 2 70B in fp16: "
-           "2 × 80 × 8 × 128 × 2 = 327,680 bytes. One sequence; a batch multiplies it.")
-st.download_button("Download the table (CSV)", on_click="ignore", file_name="kv_cache.csv", mime="text/csv",
-                   data=lambda: table.to_csv(index=False))
+for _ in when_open(sharing_tab):
+    st.header("Who reads which K and V")
+    show_chart(kv_sharing(cfg.n_heads, cfg.n_kv_heads), key="kv_sharing")
+    events = {e["name"]: e for e in ctx.trace.events}
+    sites = ("hook_q", "hook_k", "hook_v", "hook_latent", "hook_k_rope")
+    named = {site: named_shape(events[name]) for site in sites if (name := hook_name(0, f"attn.{site}", stack)) in events}
+    if "hook_latent" in named:  # multi-head latent attention: the cache keeps a latent, not K and V
+        rope_key = f" and the one rotated key all heads share, `hook_k_rope` {named['hook_k_rope']}" \
+            if "hook_k_rope" in named else ""
+        st.markdown(f"On the live model ({axes.label('kv_heads', cfg.attention_kind)}): `hook_q` {named['hook_q']}, and "
+                    f"`hook_k` {named['hook_k']} and `hook_v` {named['hook_v']} for every head — but they are rebuilt "
+                    f"from a latent of kv_rank = {cfg.kv_rank} numbers per token, `hook_latent` {named['hook_latent']}. "
+                    f"The cache keeps only that latent{rope_key}.")
+        gap = analysis.mla_absorbed_gap(ctx.model, torch.tensor([ctx.tokens.ids], device=ctx.model.device), 0)
+        st.metric("absorbed form − explicit form, largest weight difference (layer 0)", f"{gap:.1e}",
+                  help="the inference form folds W_uk into the query and scores the cached latent directly, never "
+                       "building a key: q_h·k_h = q_rope·k_rope + (q_nope,h W_uk,h^T)·c (LatentAttention.absorbed_weights)")
+        st.caption("Training rebuilds each head's key from the latent; inference folds the key up-projection into the query "
+                   "and reads the latent straight from the cache. The same weights, up to float rounding.")
+    else:
+        st.markdown(f"On the live model ({axes.label('kv_heads', cfg.attention_kind)}): `hook_q` {named['hook_q']} but "
+                    f"`hook_k` {named['hook_k']} and `hook_v` {named['hook_v']} — only G = {cfg.n_kv_heads} heads of K and V "
+                    "are computed and cached. Inside attention `repeat_kv` hands each kv head to its group of query heads.")
+    live_counts = param_counts(cfg)
+    st.caption(f"Attention parameters of the live model: {live_counts['attention']:,} "
+               f"(q and o: 2 × d_model × H × d_head; k and v: 2 × d_model × G × d_head).")
 
-st.subheader("The same model as MHA, GQA and MQA")
-st.selectbox("Real model", list(REAL), key="kv_model", **KEEP,
-             format_func=lambda k: f"{REAL[k][0].name} {REAL[k][1]} (H={REAL[k][2].n_heads}, G={REAL[k][2].n_kv_heads})")
-card, size, real = REAL[st.session_state["kv_model"]]
-H = real.n_heads
-divisors = [g for g in range(2, H) if H % g == 0]
-gqa = real.n_kv_heads if 1 < real.n_kv_heads < H else min(divisors, key=lambda g: abs(g - H / 8), default=None)
-# a latent-attention model (MLA) is shown beside the same model with plain K and V heads
-plain = real.replace(kv_rank=None, q_rank=None) if real.kv_rank is not None else real
-variant_cfgs = {f"{axes.label('kv_heads', v.attention_kind)} (G={v.n_kv_heads})": v
-                for v in (plain.replace(n_kv_heads=g) for g in (H, *((gqa,) if gqa else ()), 1))}
-if real.kv_rank is not None:
-    variant_cfgs = {f"{axes.label('kv_heads', real.attention_kind)} (latent {real.kv_rank})": real, **variant_cfgs}
-per_token = {label: kv_cache_bytes_per_token(v, n_bytes) for label, v in variant_cfgs.items()}
-contexts = np.linspace(0, max(32_768, context), 200).astype(int)
-show_chart(kv_cache_growth(contexts, per_token, f"{card.name} {size}: KV cache for one sequence"))
-if not gqa:
-    st.caption(f"H = {H} has no divisor between 1 and H, so this model has no GQA variant.")
-variant_table = pd.DataFrame([{
-    "variant": label, "KV bytes / token": per_token[label],
-    f"KV cache at {context:,} tokens (GiB)": round(kv_cache_bytes(v, context, n_bytes)["total"] / 2**30, 3),
-    "attention params (M)": round(param_counts(v)["attention"] / 1e6, 1),
-    "total params (B)": round(param_counts(v)["total"] / 1e9, 2)} for label, v in variant_cfgs.items()])
-st.dataframe(variant_table, hide_index=True)
-
-st.header("Generation step by step, with the cache")
-if cfg.arch == "encoder":
-    st.info("An encoder-only model does not generate. Choose **decoder** or **encoder-decoder** as the Architecture "
-            "in the sidebar to watch the cache grow.")
-else:
-    st.number_input("New tokens", min_value=1, max_value=32, key="kv_steps", **KEEP)
-    prompt = tuple(ctx.tokens.ids[:64])
-    steps = generation_steps(ctx.state.config_json, ctx.state.seed, prompt, int(st.session_state["kv_steps"]))
-    what = ("the decoder starts from its start token and caches its own K, V (which grow) and, once, the encoder's "
-            "K, V for cross-attention (which stay)" if cfg.arch == "encoder-decoder" else
-            f"step 0 reads the {len(prompt)}-token prompt at once (prefill); each later step feeds only the new token")
-    st.markdown(f"Greedy decoding; {what}. At every step the logits computed **with** the cache are compared with a "
-                "full recomputation **without** it.")
-    step_rows = []
-    for i, step in enumerate(steps):
-        layer_shapes = "; ".join(f"{name}: {tuple(shape)}" for name, shape in step["cache_shapes"].items())
-        shape_column = ("cached latent shape per layer (B, T, kv_rank)" if cfg.kv_rank is not None
-                        else "cached K (= V) shape per layer (B, G, T, d_head)")
-        step_rows.append({"step": i, "new token": char_label(chr(step["token_id"])), "id": step["token_id"],
-                          shape_column: layer_shapes,
-                          "cache bytes": step["cache_nbytes"],
-                          "max |logits cached − uncached|": f"{step['max_abs_diff']:.2e}"})
-    st.dataframe(pd.DataFrame(step_rows), hide_index=True)
-    worst = max(s["max_abs_diff"] for s in steps)
+for _ in when_open(memory_tab):
+    st.header("KV-cache memory at real sizes")
     col1, col2 = st.columns(2)
-    col1.metric("Largest logit difference, cached vs recomputed", f"{worst:.2e}")
-    col2.metric("Cache after the last step", f"{steps[-1]['cache_nbytes'] / 1024:.1f} KiB")
-    st.caption("Differences of order 1e-7 are float32 rounding: the cached path adds the same numbers in another "
-               "order. The cache here is float32 (4 bytes a value) on the classroom-size model.")
-    show_chart(cache_bytes_by_step([s["cache_nbytes"] for s in steps]))
+    col1.number_input("Context length (tokens)", min_value=1, max_value=1_048_576, step=1024, key="kv_ctx", **KEEP)
+    col2.selectbox("Cache precision", list(DTYPES), key="kv_dtype", **KEEP)
+    context, n_bytes = int(st.session_state["kv_ctx"]), DTYPES[st.session_state["kv_dtype"]]
+    rows = []
+    for label, (card, size, real) in REAL.items():
+        per_token = kv_cache_bytes_per_token(real, n_bytes)
+        counts = param_counts(real)
+        rows.append({"model": card.name, "size": size, "attention": real.attention_kind, "layers": real.n_layers,
+                     "H": real.n_heads, "G": real.n_kv_heads, "d_head": real.d_head, "KV bytes / token": per_token,
+                     f"KV cache at {context:,} tokens (GiB)": round(per_token * context / 2**30, 3),
+                     "attention params (M)": round(counts["attention"] / 1e6, 1),
+                     "weights (GiB, same precision)": round(counts["total"] * n_bytes / 2**30, 1)})
+    table = pd.DataFrame(rows)
+    st.dataframe(table, hide_index=True, height=36 * (len(table) + 1) + 2)
+    st.caption("KV bytes per token = 2 (K and V) × layers × G × d_head × bytes per value; e.g. LLaMA 2 70B in fp16: "
+               "2 × 80 × 8 × 128 × 2 = 327,680 bytes. One sequence; a batch multiplies it.")
+    st.download_button("Download the table (CSV)", on_click="ignore", file_name="kv_cache.csv", mime="text/csv",
+                       data=lambda: table.to_csv(index=False))
+
+    st.subheader("The same model as MHA, GQA and MQA")
+    st.selectbox("Real model", list(REAL), key="kv_model", **KEEP,
+                 format_func=lambda k: f"{REAL[k][0].name} {REAL[k][1]} (H={REAL[k][2].n_heads}, G={REAL[k][2].n_kv_heads})")
+    card, size, real = REAL[st.session_state["kv_model"]]
+    H = real.n_heads
+    divisors = [g for g in range(2, H) if H % g == 0]
+    gqa = real.n_kv_heads if 1 < real.n_kv_heads < H else min(divisors, key=lambda g: abs(g - H / 8), default=None)
+    # a latent-attention model (MLA) is shown beside the same model with plain K and V heads
+    plain = real.replace(kv_rank=None, q_rank=None) if real.kv_rank is not None else real
+    variant_cfgs = {f"{axes.label('kv_heads', v.attention_kind)} (G={v.n_kv_heads})": v
+                    for v in (plain.replace(n_kv_heads=g) for g in (H, *((gqa,) if gqa else ()), 1))}
+    if real.kv_rank is not None:
+        variant_cfgs = {f"{axes.label('kv_heads', real.attention_kind)} (latent {real.kv_rank})": real, **variant_cfgs}
+    per_token = {label: kv_cache_bytes_per_token(v, n_bytes) for label, v in variant_cfgs.items()}
+    contexts = np.linspace(0, max(32_768, context), 200).astype(int)
+    show_chart(kv_cache_growth(contexts, per_token, f"{card.name} {size}: KV cache for one sequence"), key="kv_growth")
+    if not gqa:
+        st.caption(f"H = {H} has no divisor between 1 and H, so this model has no GQA variant.")
+    variant_table = pd.DataFrame([{
+        "variant": label, "KV bytes / token": per_token[label],
+        f"KV cache at {context:,} tokens (GiB)": round(kv_cache_bytes(v, context, n_bytes)["total"] / 2**30, 3),
+        "attention params (M)": round(param_counts(v)["attention"] / 1e6, 1),
+        "total params (B)": round(param_counts(v)["total"] / 1e9, 2)} for label, v in variant_cfgs.items()])
+    st.dataframe(variant_table, hide_index=True)
+
+for _ in when_open(generation_tab):
+    st.header("Generation step by step, with the cache")
+    if cfg.arch == "encoder":
+        st.info("An encoder-only model does not generate. Choose **decoder** or **encoder-decoder** as the Architecture "
+                "in the sidebar to watch the cache grow.")
+    else:
+        st.number_input("New tokens", min_value=1, max_value=32, key="kv_steps", **KEEP)
+        prompt = tuple(ctx.tokens.ids[:64])
+        steps = generation_steps(ctx.state.config_json, ctx.state.seed, prompt, int(st.session_state["kv_steps"]))
+        what = ("the decoder starts from its start token and caches its own K, V (which grow) and, once, the encoder's "
+                "K, V for cross-attention (which stay)" if cfg.arch == "encoder-decoder" else
+                f"step 0 reads the {len(prompt)}-token prompt at once (prefill); each later step feeds only the new token")
+        st.markdown(f"Greedy decoding; {what}. At every step the logits computed **with** the cache are compared with a "
+                    "full recomputation **without** it.")
+        step_rows = []
+        for i, step in enumerate(steps):
+            layer_shapes = "; ".join(f"{name}: {tuple(shape)}" for name, shape in step["cache_shapes"].items())
+            shape_column = ("cached latent shape per layer (B, T, kv_rank)" if cfg.kv_rank is not None
+                            else "cached K (= V) shape per layer (B, G, T, d_head)")
+            step_rows.append({"step": i, "new token": char_label(chr(step["token_id"])), "id": step["token_id"],
+                              shape_column: layer_shapes,
+                              "cache bytes": step["cache_nbytes"],
+                              "max |logits cached − uncached|": f"{step['max_abs_diff']:.2e}"})
+        st.dataframe(pd.DataFrame(step_rows), hide_index=True)
+        worst = max(s["max_abs_diff"] for s in steps)
+        col1, col2 = st.columns(2)
+        col1.metric("Largest logit difference, cached vs recomputed", f"{worst:.2e}")
+        col2.metric("Cache after the last step", f"{steps[-1]['cache_nbytes'] / 1024:.1f} KiB")
+        st.caption("Differences of order 1e-7 are float32 rounding: the cached path adds the same numbers in another "
+                   "order. The cache here is float32 (4 bytes a value) on the classroom-size model.")
+        show_chart(cache_bytes_by_step([s["cache_nbytes"] for s in steps]), key="kv_steps_bytes")

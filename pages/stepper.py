@@ -7,6 +7,7 @@ from ui.app.export import table_csv
 from ui.figures.base import bars, heatmap, masked_to_nan
 from ui.app.page import load_page
 from ui.app.charts import show_chart
+from ui.app.tabs import lazy_tabs, when_open
 from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.compute.stepper import diagram_node, explain, formula, inputs_of, named_shape, shape_table, slice_2d, source_line
 
@@ -18,7 +19,7 @@ events = trace.events
 last = len(events) - 1
 
 # --- which step: buttons, slider and jump list all move one index kept in the URL ----------------
-url_state("stepper", step=int)
+url_state("stepper", step=int, step_tab=str)  # step_tab: the open tab (lazy_tabs below)
 keep_valid("step", range(len(events)))
 
 
@@ -42,9 +43,14 @@ batched = event["dims"][:1] == ["B"]
 values = trace.arrays[name][0] if batched else trace.arrays[name]  # the first (only) sequence
 dims = event["dims"][1:] if batched else event["dims"]
 
-main_col, diagram_col = st.columns([3, 1])
-with main_col:
-    st.subheader(f"Step {step} of {last}: `{name}`")
+st.subheader(f"Step {step} of {last}: `{name}`")
+
+# --- the step, where it sits, every step's shape: one tab each; a rerun computes and draws only the open tab's -----
+# (a sidebar change redrew the values, the whole model's diagram and the shape trace of every step to show one step)
+step_tab, diagram_tab, table_tab = lazy_tabs(["This step", "Where it sits in the model", "Shape trace"],
+                                             key="step_tab")
+
+for _ in when_open(step_tab):
     st.markdown(explain(name))
     latex = formula(name, cfg)
     if latex:
@@ -60,8 +66,7 @@ with main_col:
         st.markdown(f"**Source** — `{found.path}`, line {found.line} (`{found.qualname}`)")
         st.code(found.snippet, language="python", wrap_lines=True)
 
-# --- the values: a 2-D slice the learner chooses -------------------------------------------------
-with main_col:
+    # --- the values: a 2-D slice the learner chooses ---------------------------------------------
     st.markdown("**Values**")
     side = "tgt" if name.startswith("decoder.") else "src"
     token_dims = {"T": side, "T_q": side, "T_kv": side, "S": "src"}  # axes that run over tokens get their labels
@@ -105,18 +110,18 @@ with main_col:
                           x_title=dims[cols], y_title=dims[rows], signed=signed)
             show_chart(fig, key="values")
 
-with diagram_col:
-    st.markdown("**Where this step sits**")
+for _ in when_open(diagram_tab):
+    st.markdown(f"**Where this step sits**: `{name}` is recorded at the highlighted node.")
     st.graphviz_chart(architecture_dot(cfg, highlight=diagram_node(name)))
 
 # --- the shape trace of every step ----------------------------------------------------------------
-st.subheader("Shape trace")
-st.caption("Every recorded step, in order. Bytes are the recorded tensor's (float32 unless an index). "
-           "min / mean / max leave out masked entries (the mask's most negative number); `masked` counts them.")
-table = shape_table(events, trace.arrays)
-st.dataframe(table, hide_index=True, key="shape_table", height=360,
-             column_config={"min": st.column_config.NumberColumn(format="%.4g"),
-                            "mean": st.column_config.NumberColumn(format="%.4g"),
-                            "max": st.column_config.NumberColumn(format="%.4g")})
-st.download_button("Download the shape trace (CSV)", key="download_csv", on_click="ignore", mime="text/csv",
-                   file_name="shape_trace.csv", data=lambda: table_csv(table))
+for _ in when_open(table_tab):
+    st.caption("Every recorded step, in order. Bytes are the recorded tensor's (float32 unless an index). "
+               "min / mean / max leave out masked entries (the mask's most negative number); `masked` counts them.")
+    table = shape_table(events, trace.arrays)
+    st.dataframe(table, hide_index=True, key="shape_table", height=360,
+                 column_config={"min": st.column_config.NumberColumn(format="%.4g"),
+                                "mean": st.column_config.NumberColumn(format="%.4g"),
+                                "max": st.column_config.NumberColumn(format="%.4g")})
+    st.download_button("Download the shape trace (CSV)", key="download_csv", on_click="ignore", mime="text/csv",
+                       file_name="shape_trace.csv", data=lambda: table_csv(table))

@@ -27,6 +27,16 @@ GRID_TAB, STAGES_TAB, QUERY_TAB, PREDICTION_TAB, POSITION_TAB = (
     "Every head", "One head, stage by stage", "Where one query looks", "Prediction", "Position, experts, the model")
 
 
+# the tabs of the pages that show their views in lazy tabs (computed when open): the session key and every label
+LAZY_TABS = {"pages/playground.py": ("play_tab", [GRID_TAB, STAGES_TAB, QUERY_TAB, PREDICTION_TAB, POSITION_TAB]),
+             "pages/stepper.py": ("step_tab", ["This step", "Where it sits in the model", "Shape trace"]),
+             "pages/compare.py": ("cmp_tab", ["Attention, side by side", "Cost", "Next-token distributions"]),
+             "pages/kv_heads.py": ("kv_tab", ["Who reads which K and V", "KV-cache memory at real sizes",
+                                              "Generation step by step"]),
+             "pages/norms.py": ("norm_tab", ["Where the norm sits", "Residual and gradient norms with depth",
+                                             "LayerNorm vs RMSNorm on one vector"])}
+
+
 def open_tab(at: AppTest, label: str) -> AppTest:
     """Open one of the playground's tabs (a reader's click reruns the page with it open)."""
     at.session_state["play_tab"] = label
@@ -80,8 +90,9 @@ def test_default_view(page):
     else:
         events = library_trace(at).events  # the event names and their number do not depend on the weights
         assert at.slider(key="step").max == len(events) - 1
-        assert len(at.dataframe[0].value) == len(events)
         assert at.latex and "hook_embed(" in at.main.code[0].value  # the formula and the source line of step 0
+        at.session_state["step_tab"] = "Shape trace"  # every step's shape, one tab away
+        assert len(assert_clean(at.run()).dataframe[0].value) == len(events)
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -300,7 +311,8 @@ def test_stepper_moves_through_the_recorded_steps():
         at.slider(key="step").set_value(step).run()
         assert_clean(at)
         assert f"`{names[step]}`" in title()
-    table = at.dataframe[0].value
+    at.session_state["step_tab"] = "Shape trace"
+    table = assert_clean(at.run()).dataframe[0].value
     assert list(table["name"]) == names
     assert list(table["elements"]) == [e.tensor.numel() for e in events]
     assert list(table["shape"]) == [e.named_shape for e in events]
@@ -393,7 +405,11 @@ def test_downloads_are_built_on_click_only(page):
     (a 404 for a slow browser); each download button hands Streamlit a callable instead."""
     at = open_page(page, preset="mixtral")  # MoE: the FFN page shows its routing table
     assert_clean(at)
-    buttons = at.get("download_button")
+    buttons = list(at.get("download_button"))
+    key, labels = LAZY_TABS.get(page, (None, []))
+    for label in labels:  # a tabbed page's downloads, every tab opened
+        at.session_state[key] = label
+        buttons += assert_clean(at.run()).get("download_button")
     assert buttons
     for button in buttons:
         assert button.proto.deferred_file_id and not button.proto.url, button.proto.label

@@ -11,6 +11,12 @@ from apptest_helpers import assert_clean, open_page, values
 
 PAGES = ["pages/kv_heads.py", "pages/masks.py", "pages/positions.py", "pages/norms.py", "pages/ffn.py",
          "pages/compare.py"]
+# the pages whose views sit in lazy tabs (computed when open), kept in the URL: the tab key and every tab, in order
+TABS = {"pages/kv_heads.py": ("kv_tab", ["Who reads which K and V", "KV-cache memory at real sizes",
+                                         "Generation step by step"]),
+        "pages/norms.py": ("norm_tab", ["Where the norm sits", "Residual and gradient norms with depth",
+                                        "LayerNorm vs RMSNorm on one vector"]),
+        "pages/compare.py": ("cmp_tab", ["Attention, side by side", "Cost", "Next-token distributions"])}
 
 
 
@@ -19,6 +25,22 @@ PAGES = ["pages/kv_heads.py", "pages/masks.py", "pages/positions.py", "pages/nor
 
 def charts(at: AppTest) -> list[dict]:
     return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def open_tab(at: AppTest, page: str, label: str) -> AppTest:
+    """A reader's click on one of the page's tabs: the page reruns with it open."""
+    at.session_state[TABS[page][0]] = label
+    return at.run()
+
+
+def every_tab(at: AppTest, page: str) -> list[dict]:
+    """Open each tab of a tabbed page in turn (the first stays open), checking each run; the charts of them all."""
+    if page not in TABS:
+        return charts(assert_clean(at))
+    drawn = []
+    for label in [*TABS[page][1][1:], TABS[page][1][0]]:
+        drawn += charts(assert_clean(open_tab(at, page, label)))
+    return drawn
 
 
 
@@ -33,7 +55,7 @@ def axis_titles(spec: dict, axis: str) -> list[str]:
 def test_default_view_draws_titled_charts(page):
     at = open_page(page, text=None)  # the default text
     assert_clean(at)
-    specs = charts(at)
+    specs = every_tab(at, page)  # a tabbed page's charts, every tab opened
     assert len(specs) >= 3
     for spec in specs:  # every chart names both of its axes
         assert axis_titles(spec, "xaxis") and axis_titles(spec, "yaxis"), spec["layout"].get("title")
@@ -43,18 +65,18 @@ def test_default_view_draws_titled_charts(page):
 def test_every_sidebar_axis_option_runs(page):
     at = open_page(page)
     if page == "pages/norms.py":
-        at.slider(key="norm_depth").set_value(2).run()  # the measurement reruns for every position and FFN
+        open_tab(at, page, TABS[page][1][1]).slider(key="norm_depth").set_value(2).run()  # quick, for every option
     preset = PRESETS["gpt2"]
     for key in ("arch", "position", "norm", "norm_position", "ffn"):
         for option in choices(key):
             at.sidebar.selectbox(key=key).set_value(option).run()
-            assert_clean(at)
+            every_tab(at, page)  # each view of a tabbed page, computed when open, runs on every option
         at.sidebar.selectbox(key=key).set_value(getattr(preset, key)).run()
     for g in (1, 2, 4):
         at.sidebar.selectbox(key="n_kv_heads").set_value(g).run()
-        assert_clean(at)
+        every_tab(at, page)
     at.sidebar.number_input(key="sliding_window").set_value(2).run()
-    assert_clean(at)
+    every_tab(at, page)
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -71,7 +93,7 @@ def test_bad_sidebar_input_shows_an_error(page):
 
 
 def test_kv_heads_controls():
-    at = open_page("pages/kv_heads.py")
+    at = open_tab(open_page("pages/kv_heads.py"), "pages/kv_heads.py", "KV-cache memory at real sizes")
     for dtype in at.selectbox(key="kv_dtype").options:
         at.selectbox(key="kv_dtype").set_value(dtype).run()
         assert_clean(at)
@@ -81,7 +103,7 @@ def test_kv_heads_controls():
     for label in at.selectbox(key="kv_model").options:  # every real model, Falcon's prime head count included
         at.selectbox(key="kv_model").set_value(label).run()
         assert_clean(at)
-    at.number_input(key="kv_steps").set_value(32).run()
+    open_tab(at, "pages/kv_heads.py", "Generation step by step").number_input(key="kv_steps").set_value(32).run()
     assert_clean(at)
     steps = at.dataframe[-1].value
     assert len(steps) == 32 and steps["cache bytes"].is_monotonic_increasing
@@ -89,7 +111,7 @@ def test_kv_heads_controls():
 
 
 def test_kv_heads_table_has_every_real_model_and_the_llama_number():
-    at = open_page("pages/kv_heads.py")
+    at = open_tab(open_page("pages/kv_heads.py"), "pages/kv_heads.py", "KV-cache memory at real sizes")
     table = at.dataframe[0].value
     assert len(table) == sum(len(card.real) for card in MODEL_CARDS.values())
     llama70 = table[(table["model"] == "LLaMA 2") & (table["size"] == "70B")].iloc[0]
@@ -148,13 +170,14 @@ def test_positions_controls():
 
 
 def test_norms_controls_and_vector():
-    at = open_page("pages/norms.py")
+    at = open_tab(open_page("pages/norms.py"), "pages/norms.py", "Residual and gradient norms with depth")
     at.slider(key="norm_depth").set_value(24).run()
     assert_clean(at)
     at.slider(key="norm_depth").set_value(1).run()
     for init in at.selectbox(key="norm_init").options:
         at.selectbox(key="norm_init").set_value(init.split(":")[0]).run()
         assert_clean(at)
+    open_tab(at, "pages/norms.py", "LayerNorm vs RMSNorm on one vector")
     at.text_input(key="norm_vec").set_value("4 4 4 5").run()
     assert_clean(at)
     metrics = {m.label: float(m.value) for m in at.metric if m.label.endswith((": mean", ": RMS"))}
@@ -180,22 +203,27 @@ def test_ffn_controls_for_every_ffn():
 
 
 def test_norms_page_draws_every_placement_and_measures_the_sidebars():
-    at = open_page("pages/norms.py")
-    at.slider(key="norm_depth").set_value(3).run()
+    at = open_page("pages/norms.py")  # the first tab: where the norm sits
     drawn = [c.proto.spec for c in at.get("graphviz_chart")]
     assert len(drawn) == len(choices("norm_position"))
     assert any("x + norm(sublayer(norm(x)))" in d for d in drawn)  # sandwich: a norm on each side of the sublayer
     assert any("sublayer -> norm_out;" in d and "x -> sublayer;" in d for d in drawn)  # after: on the output only
+    open_tab(at, "pages/norms.py", "Residual and gradient norms with depth").slider(key="norm_depth").set_value(3).run()
     at.sidebar.selectbox(key="norm_position").set_value("sandwich").run()
     assert_clean(at)
+    assert at.session_state["norm_tab"] == "Residual and gradient norms with depth"  # the open tab stays open
     resid = [s for s in charts(at) if s["layout"]["title"]["text"].startswith("residual stream")][0]
     names = [t["name"] for t in resid["data"]]
     assert len(names) == 5 and any(n.startswith("sandwich") for n in names)  # pre, post x two norms, and the sidebar's
 
 
 def diff_map(at: AppTest) -> np.ndarray:
-    spec = [s for s in charts(at) if s["layout"].get("title", {}).get("text", "").startswith("B − A")][0]
-    return np.nan_to_num(values(spec["data"][0]["z"]))
+    """B − A, the third panel of the attention tab's one figure (A, B and their difference)."""
+    (spec,) = charts(at)
+    assert [t["name"] for t in spec["data"]] == ["A", "B", "B − A"]
+    a, b, diff = (np.nan_to_num(values(t["z"])) for t in spec["data"])
+    assert np.array_equal(diff, b - a)
+    return diff
 
 
 def test_compare_controls():
@@ -218,7 +246,8 @@ def test_compare_controls():
     at.selectbox(key="cmp_position").set_value("same").run()
     diff = diff_map(at)
     assert diff.shape == (5, 5) and np.all(diff == 0.0)
-    specs = {s["layout"]["title"]["text"]: s for s in charts(at) if s["layout"].get("title")}
+    specs = {s["layout"]["title"]["text"]: s for s in charts(open_tab(at, "pages/compare.py", "Next-token distributions"))
+             if s["layout"].get("title")}
     kl = values(specs["how far B's prediction is from A's"]["data"][0]["y"])
     assert kl.shape == (5,) and np.abs(kl).max() < 1e-6
 
@@ -233,10 +262,12 @@ def test_compare_impossible_b_shows_an_error():
 
 
 def test_page_controls_come_from_the_url_and_bad_values_fall_back():
-    at = open_page("pages/kv_heads.py", kv_ctx=8192, kv_model="mistral 7B", kv_steps="x")
+    at = open_page("pages/kv_heads.py", kv_ctx=8192, kv_model="mistral 7B", kv_steps="x",
+                   kv_tab="KV-cache memory at real sizes")  # a link opens the tab it names
     assert_clean(at)
     assert at.number_input(key="kv_ctx").value == 8192
     assert at.selectbox(key="kv_model").value == "mistral 7B"
+    open_tab(at, "pages/kv_heads.py", "Generation step by step")
     assert at.number_input(key="kv_steps").value == 6  # "x" is not a number: the default
     assert at.query_params["kv_ctx"] == ["8192"] or at.query_params["kv_ctx"] == "8192"
     at = open_page("pages/masks.py", mask_head=99, mask_w=3)

@@ -92,12 +92,13 @@ def chart_exports(at) -> dict[str, tuple[dict, object]]:
     return exports
 
 
-@pytest.mark.parametrize("page, other_page", [("pages/ffn.py", "pages/positions.py"),
-                                              ("pages/compare.py", "pages/scores.py")])
-def test_every_chart_saves_png_or_svg_as_the_sidebar_says_and_downloads_as_html(page, other_page):
-    at = assert_clean(open_page(page, preset="mixtral"))  # MoE: the FFN page draws its routing charts too
+@pytest.mark.parametrize("page, other_page, query, n_charts", [
+    ("pages/ffn.py", "pages/positions.py", {}, 3),
+    ("pages/compare.py", "pages/scores.py", {"cmp_tab": "Next-token distributions"}, 2)])  # the tab the link opens
+def test_every_chart_saves_png_or_svg_as_the_sidebar_says_and_downloads_as_html(page, other_page, query, n_charts):
+    at = assert_clean(open_page(page, preset="mixtral", **query))  # MoE: the FFN page draws its routing charts too
     exports = chart_exports(at)
-    assert len(exports) >= 3
+    assert len(exports) >= n_charts
     for key, (options, html_button) in exports.items():
         assert options == {"format": "png", "scale": 2, "filename": chart_filename(key, None)}
         assert html_button.proto.deferred_file_id and not html_button.proto.url  # built on click only

@@ -1,14 +1,19 @@
-"""The playground, "Why this prediction?" and "Why positions" show their views in lazy tabs (ui/app/tabs.py): a rerun
-computes and draws only the open tab. Every view the pages drew in one long column is still there, one click away:
-each tab, opened, draws its charts; the first tab draws only its own."""
+"""The playground, "Why this prediction?", "Why positions", the stepper, Compare, KV heads and Norms show their views
+in lazy tabs (ui/app/tabs.py): a rerun computes and draws only the open tab. Every view the pages drew in one long
+column is still there, one click away: each tab, opened, draws its charts; the first tab draws only its own. A lesson
+step about a view in another tab links to that tab."""
 import json
+from urllib.parse import parse_qsl, urlsplit
+
+import numpy as np
+import pytest
 
 import torch
 from streamlit.testing.v1 import AppTest
 
 from transformer import probes
 
-from apptest_helpers import APP, assert_clean, open_page
+from apptest_helpers import APP, assert_clean, open_page, values
 
 
 def charts(at: AppTest) -> set[str]:
@@ -137,3 +142,155 @@ def test_why_positions_weights_tab_runs_only_the_run_it_shows_and_gets_the_ten_r
         assert_clean(at)
     (chart,) = at.get("plotly_chart")
     assert len(json.loads(chart.proto.spec)["data"]) == 3  # the weights, the weights put back, their difference
+
+
+# --- the stepper ------------------------------------------------------------------------------------------------
+
+STEPPER_TABS = {"This step": {"values"}, "Where it sits in the model": set(), "Shape trace": set()}
+
+
+def test_the_stepper_opens_on_the_step_and_its_diagram_and_shape_trace_are_one_tab_away():
+    at = open_page("pages/stepper.py", step=12)
+    assert charts(at) == STEPPER_TABS["This step"]
+    assert not at.get("graphviz_chart") and not at.main.dataframe  # the diagram and the table belong to their tabs
+    assert at.latex and at.main.code  # the step's formula and source line, beside its values
+    name = at.selectbox(key="step_jump").options[12].split(": ", 1)[1]
+    each_tab(at, "step_tab", STEPPER_TABS)
+    open_tab(at, "step_tab", "Where it sits in the model")
+    (diagram,) = at.get("graphviz_chart")
+    assert "digraph" in diagram.proto.spec and any(name in m.value for m in at.markdown)
+    at.button(key="next").click().run()  # the step moves above the tabs; the open tab stays open
+    assert_clean(at)
+    assert at.session_state["step_tab"] == "Where it sits in the model" and at.query_params["step"] in ("13", ["13"])
+    assert at.subheader[0].value.startswith("Step 13 of")
+    table = open_tab(at, "step_tab", "Shape trace").dataframe[0].value
+    assert len(table) == at.slider(key="step").max + 1
+    assert {b.proto.label for b in at.get("download_button")} == {"Download the shape trace (CSV)"}
+
+
+# --- Compare ----------------------------------------------------------------------------------------------------
+
+COMPARE_TABS = {"Attention, side by side": {"cmp_patterns"}, "Cost": set(),
+                "Next-token distributions": {"cmp_entropy", "cmp_kl"}}
+
+
+def test_compare_opens_on_the_attention_of_both_in_one_figure_and_every_view_is_one_tab_away():
+    at = open_page("pages/compare.py")  # GPT-2's learned positions; B: RoPE
+    assert charts(at) == COMPARE_TABS["Attention, side by side"]  # A, B and B − A: one chart, not three
+    assert not at.main.dataframe  # the cost table belongs to its tab
+    (spec,) = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    a, b, diff = (values(t["z"]) for t in spec["data"])
+    assert [t["name"] for t in spec["data"]] == ["A", "B", "B − A"] and np.array_equal(diff, b - a)
+    assert {t["coloraxis"] for t in spec["data"]} == {"coloraxis", "coloraxis2"}  # weights 0..1, the difference signed
+    assert (spec["layout"]["coloraxis"]["cmin"], spec["layout"]["coloraxis"]["cmax"]) == (0, 1)
+    assert spec["layout"]["coloraxis2"]["cmax"] == pytest.approx(np.abs(diff).max())
+    each_tab(at, "cmp_tab", COMPARE_TABS)
+    table = open_tab(at, "cmp_tab", "Cost").dataframe[0].value
+    assert list(table.columns) == ["A", "B"] and "KV cache per token (fp16 bytes)" in table.index
+    open_tab(at, "cmp_tab", "Next-token distributions")
+    at.selectbox(key="cmp_position").set_value("alibi").run()  # B's controls stay above the tabs; the tab stays open
+    assert_clean(at)
+    assert charts(at) == COMPARE_TABS["Next-token distributions"]
+    assert at.query_params["cmp_tab"] in ("Next-token distributions", ["Next-token distributions"])  # a link keeps it
+
+
+def test_compares_figure_draws_each_matrix_as_its_own_heatmap_did():
+    """The three panels hold what three heatmaps held: the same values, downsampled the same way past 128 tokens."""
+    from ui.figures.base import heatmap, side_by_side
+
+    rng = np.random.default_rng(0)
+    labels = [chr(97 + i % 26) for i in range(200)]
+    a, b = rng.random((200, 200)), rng.random((200, 200))
+    fig = side_by_side(a, b, labels, labels, "layer 0, head 0")
+    for trace, alone in zip(fig.data, (heatmap(a, labels, labels), heatmap(b, labels, labels),
+                                       heatmap(b - a, labels, labels, signed=True))):
+        assert np.array_equal(np.asarray(trace.z), np.asarray(alone.data[0].z))
+        assert list(trace.x) == list(alone.data[0].x) and list(trace.y) == list(alone.data[0].y)
+    assert fig.layout.coloraxis2.cmax == heatmap(b - a, labels, labels, signed=True).data[0].zmax
+    assert fig.layout.yaxis.showticklabels and not fig.layout.yaxis2.showticklabels  # A's rows, labelled once
+    shorter = side_by_side(a[:5, :5], b[:6, :6], labels[:5], labels[:6])
+    assert [t.name for t in shorter.data] == ["A", "B"]  # no difference between matrices of two shapes
+    assert shorter.layout.yaxis2.showticklabels  # B's own tokens, labelled
+
+
+# --- KV heads ---------------------------------------------------------------------------------------------------
+
+KV_TABS = {"Who reads which K and V": {"kv_sharing"}, "KV-cache memory at real sizes": {"kv_growth"},
+           "Generation step by step": {"kv_steps_bytes"}}
+
+
+def test_kv_heads_opens_on_who_shares_and_the_cache_at_real_sizes_and_generation_are_one_tab_away():
+    at = open_page("pages/kv_heads.py")
+    assert charts(at) == KV_TABS["Who reads which K and V"]
+    assert not at.main.dataframe and not at.main.number_input  # the real sizes and the generation: their tabs
+    each_tab(at, "kv_tab", KV_TABS)
+    steps = at.dataframe[0].value  # the generation tab, open last
+    assert len(steps) == 6 and max(float(d) for d in steps["max |logits cached − uncached|"]) < 1e-4
+    assert len(open_tab(at, "kv_tab", "KV-cache memory at real sizes").dataframe) == 2  # every real model; one's variants
+    at.sidebar.selectbox(key="n_kv_heads").set_value(1).run()  # a sidebar change: nothing in this tab depends on it
+    assert_clean(at)
+    assert charts(at) == KV_TABS["KV-cache memory at real sizes"]
+
+
+# --- Norms ------------------------------------------------------------------------------------------------------
+
+NORMS_TABS = {"Where the norm sits": set(), "Residual and gradient norms with depth": {"norm_resid", "norm_grad"},
+              "LayerNorm vs RMSNorm on one vector": {"norm_bars"}}
+
+
+def test_norms_opens_on_the_placements_and_the_measurement_and_the_vector_are_one_tab_away():
+    at = open_page("pages/norms.py")
+    assert not charts(at) and len(at.get("graphviz_chart")) == 4  # the four placements, drawn; nothing measured
+    assert not at.main.metric and not at.main.slider
+    each_tab(at, "norm_tab", NORMS_TABS)
+    open_tab(at, "norm_tab", "Residual and gradient norms with depth")
+    assert {m.label for m in at.metric} >= {"pre-norm: ‖x‖, last / first block", "post-norm: gradient, last / first block"}
+    assert not at.get("graphviz_chart")
+
+
+# --- lesson links into a tab ------------------------------------------------------------------------------------
+
+TAB_KEYS = {"playground": ("play_tab", PLAYGROUND_TABS), "interpret": ("why_tab", INTERPRET_TABS),
+            "permutation": ("perm_tab", PERMUTATION_TABS), "stepper": ("step_tab", STEPPER_TABS),
+            "compare": ("cmp_tab", COMPARE_TABS), "kv_heads": ("kv_tab", KV_TABS), "norms": ("norm_tab", NORMS_TABS)}
+LINKED_TABS = {  # the steps about a view that sits in another tab than the first: the tab their link opens
+    "soft-lookup": "Where one query looks",  # one query's weights over the keys: its figure and its "try this"
+    "copying-head": "Prediction",  # switch the head off and watch the second copy get harder to predict
+    "no-positions": "Weights put back in order",  # pick a causal mask: that tab's Mask box, set by the link
+    "block": "Residual and gradient norms with depth",  # "compare the gradient plot"
+    "kv-cache": "KV-cache memory at real sizes",  # "compare the real models' caches"
+}
+
+
+def link_query(step) -> tuple[str, dict[str, str]]:
+    link = step.link()
+    return urlsplit(link).path, dict(parse_qsl(urlsplit(link).query))
+
+
+def test_every_lesson_link_into_a_tabbed_page_names_one_of_its_tabs():
+    from ui.lessons.steps import STEPS
+
+    linked = {}
+    for step in STEPS:
+        if step.link() is None or step.page not in TAB_KEYS:
+            continue
+        key, tabs = TAB_KEYS[step.page]
+        query = link_query(step)[1]
+        assert query.get(key, next(iter(tabs))) in tabs, step.slug  # no tab key: the page's first tab
+        if key in query:
+            linked[step.slug] = query[key]
+    assert linked == LINKED_TABS
+
+
+@pytest.mark.parametrize("slug", list(LINKED_TABS))
+def test_a_lesson_link_opens_the_tab_its_step_is_about(slug):
+    from ui.lessons.steps import STEPS
+
+    page, query = link_query(next(s for s in STEPS if s.slug == slug))
+    key, tabs = TAB_KEYS[page]
+    at = AppTest.from_file(APP, default_timeout=120)
+    for name, value in {"preset": "gpt2", "n_layers": "2", "text": "the cat sat", **query}.items():
+        at.query_params[name] = value
+    at.switch_page(f"pages/{page}.py").run()
+    assert_clean(at)
+    assert at.session_state[key] == LINKED_TABS[slug] and charts(at) == tabs[LINKED_TABS[slug]]

@@ -87,6 +87,46 @@ def subplot_grid(titles: list[str], cols: int, gap_x: float = 0.04, gap_y: float
     return cells, layout
 
 
+def side_by_side(a: np.ndarray, b: np.ndarray, labels_a: list[str], labels_b: list[str], title: str = "", *,
+                 x_title: str = "key", y_title: str = "query") -> go.Figure:
+    """Two (T, T) weight matrices, A and B, and B − A, as one figure of three heatmaps (two when their shapes differ).
+
+    A and B share one Viridis scale from 0 to 1; the difference has its own symmetric blue-orange scale (white = 0,
+    orange: B attends more). Each panel holds what ``heatmap`` draws: masked cells blank, downsampled past MAX_CELLS.
+    One figure is one chart for the browser to lay out; panels whose rows are A's tokens write their labels once.
+    """
+    panels = [("A", masked_to_nan(a), list(labels_a)), ("B", masked_to_nan(b), list(labels_b))]
+    if panels[0][1].shape == panels[1][1].shape:
+        panels.append(("B − A", panels[1][1] - panels[0][1], list(labels_a)))
+    titles = {"A": "A", "B": "B", "B − A": "B − A (orange: B attends more)"}
+    cells, grid = subplot_grid([titles[name] for name, _, _ in panels], len(panels), gap_x=0.1)
+    traces = []
+    for cell, (name, values, labels) in zip(cells, panels):
+        values, ys, xs = downsample(values, labels, labels)
+        traces.append(go.Heatmap(z=values, x=unique_labels(xs), y=unique_labels(ys), name=name, **cell,
+                                 coloraxis="coloraxis2" if name == "B − A" else "coloraxis", hoverongaps=False,
+                                 hovertemplate=f"{name}<br>{y_title} %{{y}}<br>{x_title} %{{x}}<br>value %{{z:.4g}}"
+                                               "<extra></extra>"))
+    for i, (_, _, labels) in enumerate(panels):
+        # a panel whose rows are A's tokens shares A's row labels, written once on the left (hover names each row)
+        own_rows = i == 0 or labels != panels[0][2]
+        suffix = "" if i == 0 else str(i + 1)
+        grid[f"yaxis{suffix}"].update(autorange="reversed", showticklabels=own_rows,
+                                      title=dict(text=y_title if own_rows else ""))
+        grid[f"xaxis{suffix}"].update(title=dict(text=x_title))
+    bar = dict(len=0.8, thickness=12, xanchor="left")
+    layout = dict(grid, title=dict(text=title), font=FONT, height=460, margin=dict(l=10, r=10, t=70, b=10),
+                  coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=1,
+                                 colorbar=dict(bar, x=grid["xaxis2"]["domain"][1] + 0.01, title=dict(text="weight"))))
+    if len(panels) == 3:
+        diff = traces[2].z
+        bound = float(np.nanmax(np.abs(diff))) if np.isfinite(diff).any() else 0.0
+        bound = bound or 1e-12  # all white when B attends exactly as A does
+        layout["coloraxis2"] = dict(colorscale=DIVERGING, cmin=-bound, cmax=bound,
+                                    colorbar=dict(bar, x=1.0, title=dict(text="B − A")))
+    return go.Figure(traces, layout)
+
+
 def head_grid(patterns: np.ndarray, x_labels: list[str], y_labels: list[str], n_kv_heads: int,
               title: str = "", cols: int | None = None, mask: np.ndarray | None = None) -> go.Figure:
     """(H, T_q, T_kv) weights as a grid of small heatmaps, heads sharing a kv head side by side.

@@ -30,7 +30,7 @@ INDUCTION_MIN = 0.3  # a head whose weight on the token after an earlier copy av
     question="Which earlier token will this head look at?", kind="token",
     try_this="In the playground, pick other query tokens and heads: some heads look at the token just before, an "
              "induction head at the token after an earlier copy of the query's token.",
-    page="playground", uses_model=True)
+    page="playground", query={"play_tab": "Where one query looks"}, uses_model=True)
 def soft_lookup() -> Live:
     m = lesson_model()
     ids = torch.tensor([m.tokens.ids])

@@ -23,7 +23,7 @@ DEPTH = 12
          "RMSNorm drops LayerNorm's mean subtraction.",
     question="Which placement keeps the residual stream's size constant?", kind="choice",
     try_this="On the Norms page, compare the gradient plot: where does each placement put the largest gradients?",
-    page="norms", uses_model=True)
+    page="norms", query={"norm_tab": "Residual and gradient norms with depth"}, uses_model=True)
 def residual_and_norms() -> Live:
     m = lesson_model()
     cfg = m.config

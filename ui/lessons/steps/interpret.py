@@ -69,7 +69,7 @@ MAX_HEAD_CHOICES = 6
     question="Which head brings the clean answer back?", kind="choice",
     try_this="In the playground, switch that head off on a repeated sentence: the second copy gets harder to "
              "predict.",
-    page="playground", uses_model=True)
+    page="playground", query={"play_tab": "Prediction"}, uses_model=True)
 def copying_head() -> Live:
     m = lesson_model()
     pair = PAIRS[COPY_PAIR]
@@ -112,5 +112,5 @@ def copying_head() -> Live:
         query={"text": pair.clean, "layer": str(induction // H), "head": str(induction % H),
                "query": str(len(clean.ids) - 1)},
         caption=(f"Weights of {m.weights}. Each cell: the corrupted run with that head's output (every position, "
-                 "before W_o) taken from the clean run. The link opens the playground on the clean prompt at the "
-                 "induction head."))
+                 "before W_o) taken from the clean run. The link opens the playground's prediction on the clean prompt, "
+                 "the induction head chosen above its tabs."))

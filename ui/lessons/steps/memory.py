@@ -22,7 +22,7 @@ KV_CONTEXT = 4096
          "MQA shares a single one.",
     question="How many bytes of KV cache does LLaMA 2 70B need for 4,096 tokens?", kind="number",
     try_this="On the KV heads page, set the context to 32,768 and compare the real models' caches.",
-    page="kv_heads")
+    page="kv_heads", query={"kv_tab": "KV-cache memory at real sizes"})
 def kv_cache() -> Live:
     card = MODEL_CARDS["llama2"]
     real = card.real["70B"]

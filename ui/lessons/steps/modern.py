@@ -81,8 +81,9 @@ def local_global() -> Live:
          "its key and value from it. RoPE would not survive the squeeze, so one extra rotated key part is cached "
          "and shared by all heads. Does a model that caches so little still read well?",
     question="How well does the trained DeepSeek-V3 read, caching a latent?", kind="choice",
-    try_this="The KV heads page opens the trained DeepSeek-V3: what its cache holds per token, the absorbed form "
-             "giving the same weights, and the real 671B model's latent beside GQA and MHA of the same width.",
+    try_this="The KV heads page opens the trained DeepSeek-V3: what its cache holds per token and the absorbed form "
+             "giving the same weights; its KV-cache tab sets the real 671B model's latent beside GQA and MHA of the "
+             "same width.",
     page="kv_heads")
 def latent() -> Live:
     """The trained DeepSeek-V3 caches a latent: what does that cost in how well it reads?"""
@@ -106,7 +107,7 @@ def latent() -> Live:
              f"model (a gap of {gap:+.2f}). Every head's key and value is rebuilt from the latent, so the heads keep "
              f"their own views; at real size DeepSeek-V3 caches {real.kv_rank + real.d_rope} numbers per token and "
              f"layer where {real.n_heads} heads with their own K and V would cache {2 * real.n_heads * real.d_head:,}."),
-        figure=figs.cache_and_bits(points), query={"preset": "deepseek-v3"})
+        figure=figs.cache_and_bits(points), query={"preset": "deepseek-v3", "kv_model": "deepseek-v3 671B"})
 
 
 @lesson_step(

@@ -23,7 +23,7 @@ SHUFFLE_SEED = 1
          "of a model without positions and without a mask, and see what changes.",
     question="What happens to the outputs when the input is shuffled?", kind="choice",
     try_this="On the Why positions page, pick a causal mask: order leaks back in through who may see whom.",
-    page="permutation", uses_model=True)
+    page="permutation", query={"perm_tab": "Weights put back in order"}, uses_model=True)
 def no_positions() -> Live:
     m = lesson_model()
     ids = tuple(m.tokens.ids[:MAX_SHOWN])
