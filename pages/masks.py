@@ -26,6 +26,7 @@ MAX_SIZE = 64
 LONG_TEXT = 4096  # tokens: the saving of a pattern shows at lengths real models read
 LOCAL_GLOBAL_CARDS = ("gemma3", "gpt-oss")  # real models whose layers are local and global
 url_state("mask", mask_layer=0, mask_head=0, mask_w=3, mask_text2="a dog ran", mask_global=1,
+          mask_tab=str,  # the open tab (lazy_tabs below), so a link can open one
           **{key: default for key, _, default in SPARSE_SIZES.values()})
 for key, default in (("mask_w", 3), *((key, default) for key, _, default in SPARSE_SIZES.values())):
     keep_valid(key, range(1, MAX_SIZE + 1), default)

@@ -20,7 +20,8 @@ from ui.app.figure_cache import cached_figure
 from ui.app.tabs import lazy_tabs, when_open
 from ui.app.page_controls import KEEP, keep_valid, url_state
 
-url_state("pos", pos_n=48, pos_p=3, pos_train=16, pos_run=24, rope_scale_factor=4.0, rope_scale_model="llama2-language")
+url_state("pos", pos_n=48, pos_p=3, pos_train=16, pos_run=24, rope_scale_factor=4.0, rope_scale_model="llama2-language",
+          pos_tab=str)  # pos_tab: the open tab (lazy_tabs below), so a link can open one
 keep_valid("pos_n", range(8, 257), 48)
 keep_valid("pos_train", range(2, 129), 16)
 keep_valid("pos_run", range(1, 257), 24)

@@ -294,3 +294,32 @@ def test_a_lesson_link_opens_the_tab_its_step_is_about(slug):
     at.switch_page(f"pages/{page}.py").run()
     assert_clean(at)
     assert at.session_state[key] == LINKED_TABS[slug] and charts(at) == tabs[LINKED_TABS[slug]]
+
+
+# Masks and Positions draw views below their tabs too: a link's tab is checked by the chart only that tab draws
+UNTABBED_PAGE_LINKS = {  # step -> (page, tab key, the tab its link opens, a chart only that tab draws)
+    "masks": ("masks", "mask_tab", "sliding window", "mask_window"),  # "open the sliding-window tab with W = 3"
+    "sparse": ("masks", "mask_tab", "block-local", "local"),  # "open the block-local tab" (its key mask_block-local)
+    "positions": ("positions", "pos_tab", "ALiBi", "alibi_long"),  # "ALiBi tab: make the input longer than max_len"
+}
+
+
+@pytest.mark.parametrize("slug", list(UNTABBED_PAGE_LINKS))
+def test_a_lesson_link_opens_the_masks_or_positions_tab_its_try_this_names(slug):
+    from ui.lessons.steps import STEPS
+
+    page, key, tab, chart = UNTABBED_PAGE_LINKS[slug]
+    step = next(s for s in STEPS if s.slug == slug)
+    assert link_query(step) == (page, {key: tab}) and tab in step.try_this.replace("-", " ").replace("block local",
+                                                                                                     "block-local")
+    at = AppTest.from_file(APP, default_timeout=120)
+    for name, value in {"preset": "gpt2", "n_layers": "2", "text": "the cat sat", key: tab}.items():
+        at.query_params[name] = value
+    at.switch_page(f"pages/{page}.py").run()
+    assert_clean(at)
+    assert at.session_state[key] == tab and chart in charts(at)
+    fresh = AppTest.from_file(APP, default_timeout=120)  # without the key, the first tab: not that chart
+    for name, value in {"preset": "gpt2", "n_layers": "2", "text": "the cat sat"}.items():
+        fresh.query_params[name] = value
+    fresh.switch_page(f"pages/{page}.py").run()
+    assert chart not in charts(fresh)

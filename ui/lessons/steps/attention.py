@@ -118,7 +118,7 @@ def five_lines_and_scaling() -> Live:
     question="Which cells does a causal mask blank?", kind="choice",
     try_this="On the Masks page, open the sliding-window tab with W = 3: each query keeps only its 3 most recent "
              "keys.",
-    page="masks", uses_model=True)
+    page="masks", query={"mask_tab": "sliding window"}, uses_model=True)
 def masks() -> Live:
     m = lesson_model()
     ids, labels = tuple(m.tokens.ids[:MAX_SHOWN]), m.labels[:MAX_SHOWN]

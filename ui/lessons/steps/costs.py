@@ -89,7 +89,7 @@ SHOWN_BLOCK = 4  # the block drawn on the lesson text
     question="What share of the pairs does block-local attention score?", kind="choice",
     try_this="On the Masks page, open the block-local tab and make the block larger than the text: the page says "
              "why that is impossible.",
-    page="masks", uses_model=True)
+    page="masks", query={"mask_tab": "block-local"}, uses_model=True)
 def sparse() -> Live:
     pairs = analysis.allowed_pairs("block-local", SPARSE_T, SPARSE_BLOCK, causal=True)
     dense = SPARSE_T * (SPARSE_T + 1) // 2  # every pair a causal mask allows

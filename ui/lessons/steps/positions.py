@@ -60,7 +60,7 @@ ROPE_POSITIONS = 24
     question="On what does a RoPE score depend?", kind="choice",
     try_this="On the Positions page, ALiBi tab: make the input longer than max_len — learned positions stop with an "
              "error, RoPE and ALiBi run on.",
-    page="positions", uses_model=True)
+    page="positions", query={"pos_tab": "ALiBi"}, uses_model=True)
 def four_schemes() -> Live:
     m = lesson_model()
     q = m.trace.arrays[hook_name(0, "attn.hook_q")][0, 0, -1]  # (d_head,) the last token's q, head 0, before RoPE
