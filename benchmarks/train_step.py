@@ -64,6 +64,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
           f"{info['gpu'] or info['cpu'] + f' ({torch.get_num_threads()} threads)'}")
     print("| preset | parameters | ms a step (median) | steps/s | characters/s | loss first -> last |")
     print("|---|---|---|---|---|---|")
+    for preset in args.presets:  # a misspelt preset says so before any training starts
+        try:
+            config_for(preset, english_task())
+        except ValueError as e:
+            parser.error(str(e))
     rows = []
     for preset in args.presets:
         r = measure(preset, args.steps, args.warm_up, device)

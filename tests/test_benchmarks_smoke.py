@@ -175,3 +175,11 @@ def test_checkpoint_forward_reads_every_language_checkpoint_within_its_trained_c
     assert by_name["bert-language"]["characters"] == 64  # BERT's table ends at the 64 characters it trained on
     assert by_name["llama2-language"]["characters"] == checkpoint_forward.TEXT_CHARS
     assert all(row["forward_ms"] > 0 for row in rows)
+
+
+def test_the_training_step_benchmark_names_a_misspelt_preset_before_training(capsys):
+    from benchmarks import train_step
+
+    with pytest.raises(SystemExit):
+        train_step.main(["--presets", "llama2", "lama2", "--steps", "1"])
+    assert "unknown preset 'lama2'" in capsys.readouterr().err
