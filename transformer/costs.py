@@ -348,13 +348,6 @@ def kv_cache_bytes_per_token(cfg: TransformerConfig, bytes_per_value: int = 2, c
 # --- FLOPs ------------------------------------------------------------------------
 
 
-def attention_layers(cfg: TransformerConfig) -> int:
-    """How many attention sublayers a token passes: self-attention in every block, plus the
-    decoder's cross-attention in an encoder-decoder (whose encoder is a second stack)."""
-    stacks = attention_stacks(cfg.arch)
-    return cfg.n_layers * (len(stacks.self_attention) + len(stacks.cross_attention))
-
-
 def forward_flops_per_token(cfg: TransformerConfig, context: int) -> int:
     """Forward-pass FLOPs for one token that attends to `context` keys.
 
@@ -414,10 +407,6 @@ def training_flops(n_params: float, n_tokens: float) -> float:
     if n_params <= 0 or n_tokens <= 0:
         raise ValueError(f"parameters ({n_params:g}) and tokens ({n_tokens:g}) must both be positive")
     return 2 * (1 + BACKWARD_PER_FORWARD) * n_params * n_tokens
-
-
-# weight matrices in one FFN of each kind, from its row (a routed kind: the router, then each expert's)
-FFN_MATRICES = {name: len(row.matrices) for name, row in FFN_KINDS.items()}
 
 
 def matmul_weights_per_token(cfg: TransformerConfig) -> int:

@@ -194,20 +194,3 @@ def largest_scores(rows: list[dict]) -> go.Figure:
     return layout(fig, "the largest attention score in any layer, on held-out English", 420, "checkpoint",
                   "largest |q·k / √d|")
 
-
-def cache_bytes_per_token(kinds: dict[str, float]) -> go.Figure:
-    """KV-cache bytes per token for each way of holding keys and values (one bar each, log-free)."""
-    names = list(kinds)
-    fig = go.Figure(go.Bar(x=names, y=[kinds[n] / 1024 for n in names],
-                           marker_color=[OKABE_ITO[i % len(OKABE_ITO)] for i in range(len(names))],
-                           text=[f"{kinds[n] / 1024:,.0f} KiB" for n in names], textposition="outside",
-                           hovertemplate="%{x}: %{y:,.1f} KiB per token<extra></extra>"))
-    return layout(fig, "KV cache per token (16-bit, every layer)", 380, "", "KiB per token")
-
-
-def latent_matrix(latent: np.ndarray, tokens: list[str]) -> go.Figure:
-    """(T, kv_rank) what MLA's cache holds for each token."""
-    fig = heatmap(np.asarray(latent), [str(i) for i in range(latent.shape[1])], tokens,
-                  "what the cache holds per token: the latent c", x_title="latent dimension", y_title="token",
-                  signed=True)
-    return fig
