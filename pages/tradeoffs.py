@@ -6,7 +6,8 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from transformer.training import tournament
+from transformer.training.tournament import document
+from transformer.training.tournament.statistics import NO_DIFFERENCE
 from ui.app.page import start_page
 from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, keep_valid, url_state
@@ -30,15 +31,15 @@ choice saves or spends, and the training curves.
 """)
 
 # one JSON per machine it was measured on (tournament.json, tournament-<hardware>.json); the tests point elsewhere
-DIRECTORY = Path(os.environ.get("ATTENTION_LAB_MEASUREMENTS", tournament.TOURNAMENT_PATH.parent))
+DIRECTORY = Path(os.environ.get("ATTENTION_LAB_MEASUREMENTS", document.TOURNAMENT_PATH.parent))
 files = sorted(p for p in DIRECTORY.glob("tournament*.json") if not p.name.endswith(".partial")) or \
-    [DIRECTORY / tournament.TOURNAMENT_PATH.name]
+    [DIRECTORY / document.TOURNAMENT_PATH.name]
 
 
 def load(path: Path):
     try:
-        return tournament.load(path), None
-    except tournament.TournamentError as exc:
+        return document.load(path), None
+    except document.TournamentError as exc:
         return None, str(exc)
 
 
@@ -62,7 +63,7 @@ st.caption(f"Recipe: d_model {recipe['d_model']}, {recipe['n_heads']} heads, {re
            f"peak learning rate {recipe['lr']:g} after {recipe['warmup']} warm-up steps. {data['hardware']}; "
            f"{data.get('runs_trained', '?')} runs trained, {data.get('processor_seconds_total', 0) / 60:.0f} processor "
            "minutes in all (a run two comparisons share is trained once). "
-           f"File: {path.relative_to(tournament.ROOT) if path.is_relative_to(tournament.ROOT) else path}.")
+           f"File: {path.relative_to(document.ROOT) if path.is_relative_to(document.ROOT) else path}.")
 
 comparisons = {c["key"]: c for c in data["comparisons"]}
 keep_valid("trade_comparison", list(comparisons))
@@ -76,14 +77,14 @@ col1, col2 = st.columns(2)
 col1.markdown(f"**The lecture says.** {comp['claim']}")
 col2.markdown(f"**Measured here.** {verdict}")
 if not comp.get("complete", False):
-    st.warning(f"Fewer than {tournament.MIN_SEEDS} seeds per entry so far ({comp.get('seeds_per_entry', 0)}): "
-               f"a provisional verdict. `{tournament.COMMAND}` goes on where it stopped.")
+    st.warning(f"Fewer than {document.MIN_SEEDS} seeds per entry so far ({comp.get('seeds_per_entry', 0)}): "
+               f"a provisional verdict. `{document.COMMAND}` goes on where it stopped.")
 if verdict.startswith("Disagrees"):  # a finding, not a fault of the page: a warning, never an error
     st.warning("**They disagree:** the measurement here contradicts the lecture's claim.", icon="⚖️")
 elif verdict.startswith("Partly"):
     st.warning("The measurement here bears out only part of the lecture's claim.", icon="⚖️")
-elif tournament.NO_DIFFERENCE in verdict:
-    st.info(f"Within the seeds' spread: {tournament.NO_DIFFERENCE}.", icon="⚖️")
+elif NO_DIFFERENCE in verdict:
+    st.info(f"Within the seeds' spread: {NO_DIFFERENCE}.", icon="⚖️")
 failed = [f"{c} (seed {s})" for c, seeds, d in zip(arrays.choices, arrays.seeds, arrays.diverged)
           for s, x in zip(seeds, d) if x]
 if failed:
@@ -107,9 +108,9 @@ if len(arrays.multiples) > 1:
                "Every length reads the same held-out characters, in longer windows.")
 show_chart(figs.training_curves(arrays.choices, arrays.curves, "Training curves, every seed"),
            key="trade_curves")
-st.markdown(f"**What this size cannot test.** {comp['cannot_test']} {data.get('scale_note', tournament.SCALE_NOTE)}")
+st.markdown(f"**What this size cannot test.** {comp['cannot_test']} {data.get('scale_note', document.SCALE_NOTE)}")
 
-rows = pd.DataFrame([r for r in tournament.summary_rows(data) if r["comparison"] == comp["axis"]])
+rows = pd.DataFrame([r for r in document.summary_rows(data) if r["comparison"] == comp["axis"]])
 if not rows.empty:
     table = rows[["choice", "mean", "low", "high", "seeds", "diverged", "cost"]].rename(
         columns={"mean": "bits/char (mean)", "low": "lowest seed", "high": "highest seed",
@@ -119,7 +120,7 @@ if not rows.empty:
 st.subheader("Every comparison")
 st.dataframe(pd.DataFrame([{"comparison": c["axis"], "the lecture says": c["claim"], "measured here": c["verdict"]}
                            for c in data["comparisons"]]), hide_index=True)
-st.caption(f"Reproduce with `{tournament.COMMAND}` "
+st.caption(f"Reproduce with `{document.COMMAND}` "
            f"(`--comparison {key}` for this one alone); the Train page reruns any single cell live.")
 st.download_button("Download the measurements (JSON)", on_click="ignore", file_name=path.name,
                    mime="application/json", data=lambda: json.dumps(data, indent=1))

@@ -7,6 +7,7 @@
 The JSON is written after every run, so a partial tournament is usable and a rerun with the same recipe goes on
 where it stopped (runs already in the file are kept, never trained again). Seeds run outermost: seed 0 of every
 comparison first, then seed 1, so a stopped tournament has every comparison, labelled with the seeds it has.
+The README's table is rendered here from the JSON (`readme_table`); `--readme` writes it between its markers.
 """
 from __future__ import annotations
 
@@ -25,7 +26,12 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `python scripts/tournament.py` as well as `python -m scripts.tournament`
     sys.path.insert(0, str(ROOT))
 
-from transformer.training import tournament as T  # noqa: E402
+from transformer.config import TransformerConfig  # noqa: E402
+from transformer.training import language  # noqa: E402
+from transformer.training.tournament.comparisons import COMPARISONS  # noqa: E402
+from transformer.training.tournament.document import (  # noqa: E402
+    MIN_SEEDS, TOURNAMENT_PATH, comparison, finish, load, new_document, run_key, summary_rows)
+from transformer.training.tournament.run import TINY, Recipe, forward_ms, train_run  # noqa: E402
 
 
 def hardware(threads: int) -> str:
@@ -45,14 +51,14 @@ def write(data: dict, path: Path) -> None:
     """Atomically: a reader never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(T.finish(data), indent=1) + "\n", encoding="utf-8")
+    partial.write_text(json.dumps(finish(data), indent=1) + "\n", encoding="utf-8")
     partial.replace(path)
 
 
 def same_config(old: dict | None, new: dict) -> bool:
     """Whether a stored config is this one (a field added to TransformerConfig since reads as its default)."""
     try:
-        return old is not None and T.TransformerConfig.from_dict(old).to_dict() == new
+        return old is not None and TransformerConfig.from_dict(old).to_dict() == new
     except (TypeError, ValueError):
         return False
 
@@ -68,13 +74,13 @@ def merge(old: dict, new: dict) -> dict:
                 entry["runs"], entry["forward_ms"] = before["runs"], before.get("forward_ms")
     # comparisons this invocation does not run stay as they were
     new["comparisons"] += [c for c in old.get("comparisons", []) if c["key"] not in kept]
-    order = list(T.COMPARISONS)
+    order = list(COMPARISONS)
     new["comparisons"].sort(key=lambda c: order.index(c["key"]) if c["key"] in order else len(order))
     return new
 
 
-def run(recipe: T.Recipe, keys: list[str], seeds: list[int], out: Path, threads: int, log=print) -> dict:
-    data = T.new_document(recipe, hardware(threads), list(T.COMPARISONS))
+def run(recipe: Recipe, keys: list[str], seeds: list[int], out: Path, threads: int, log=print) -> dict:
+    data = new_document(recipe, hardware(threads), list(COMPARISONS))
     if out.exists():
         try:
             old = json.loads(out.read_text(encoding="utf-8"))
@@ -85,65 +91,98 @@ def run(recipe: T.Recipe, keys: list[str], seeds: list[int], out: Path, threads:
                              f"(its recipe: {json.dumps(old.get('recipe'))})")
         data = merge(old, data)
     # what a model that learned nothing but character frequencies (unigram) or pairs (bigram) reads held out
-    data["baselines"] = T.language.ngram_baselines(recipe.corpus)
+    data["baselines"] = language.ngram_baselines(recipe.corpus)
     done = {}  # run key -> (where, run): one comparison's baseline serves another's
     for comp in data["comparisons"]:
         for entry in comp["entries"]:
             for r in entry["runs"]:
-                done.setdefault(T.run_key(entry["config"], entry["lr"], entry["warmup_steps"], r["seed"]),
+                done.setdefault(run_key(entry["config"], entry["lr"], entry["warmup_steps"], r["seed"]),
                                 (f"{comp['axis']}: {entry['choice']}", r))
     write(data, out)
     started = time.perf_counter()
     for seed in seeds:
         for key in keys:
-            comp = T.comparison(data, key)
+            comp = comparison(data, key)
             for entry in comp["entries"]:
                 if any(r["seed"] == seed for r in entry["runs"]):
                     continue
                 where = f"{comp['axis']}: {entry['choice']}"
-                run_key = T.run_key(entry["config"], entry["lr"], entry["warmup_steps"], seed)
-                if run_key in done:
-                    source, shared = done[run_key]
+                same_run = run_key(entry["config"], entry["lr"], entry["warmup_steps"], seed)
+                if same_run in done:
+                    source, shared = done[same_run]
                     run_json = {**shared, "shared_with": shared.get("shared_with", source)}
                     log(f"[{time.perf_counter() - started:7.0f}s] seed {seed} {where}: the same run as {source}")
                 else:
-                    cfg = T.TransformerConfig.from_dict(entry["config"])
-                    run_json = T.train_run(cfg, recipe, seed, lr=entry["lr"], warmup=entry["warmup_steps"])
-                    done[run_key] = (where, run_json)
+                    cfg = TransformerConfig.from_dict(entry["config"])
+                    run_json = train_run(cfg, recipe, seed, lr=entry["lr"], warmup=entry["warmup_steps"])
+                    done[same_run] = (where, run_json)
                     log(f"[{time.perf_counter() - started:7.0f}s] seed {seed} {where}: "
                         f"held-out {run_json['held_out_bits_per_char']} bits/char, diverged {run_json['diverged']}, "
                         f"{run_json['processor_seconds']:.1f} processor s")
                 entry["runs"].append(run_json)
                 entry["runs"].sort(key=lambda r: r["seed"])
                 if entry.get("forward_ms") is None:
-                    entry["forward_ms"] = T.forward_ms(T.TransformerConfig.from_dict(entry["config"]), recipe)
+                    entry["forward_ms"] = forward_ms(TransformerConfig.from_dict(entry["config"]), recipe)
                 write(data, out)
     return data
 
 
 README = ROOT / "README.md"
 
+COST_LABELS = {"kv_bytes_per_token": "KV bytes/token", "parameters": "parameters", "forward_ms": "forward ms"}
+
+
+def readme_table(data: dict) -> str:
+    """The README's table: for each comparison its verdict, and each entry's held-out bits per character (mean and
+    the seeds' range), its cost and its diverged runs."""
+    lines = ["| comparison | choice | held-out bits/char: mean (seeds' range) | seeds | diverged | cost |",
+             "|---|---|---|---|---|---|"]
+    for row in summary_rows(data):
+        bits = ("–" if row["mean"] is None else
+                f"{row['mean']:.3f} ({row['low']:.3f}–{row['high']:.3f})")
+        if row["longer"] and row["mean"] is not None:  # the positions comparison: the same text read in longer windows
+            bits += "; " + ", ".join(f"{k.replace('x', '×')} " + ("cannot read" if v is None else f"{v:.3f}")
+                                     for k, v in row["longer"].items())
+        cost = row["cost"]
+        cost_text = "–" if cost is None else (f"{cost:,}" if isinstance(cost, int) else f"{cost:.2f}")
+        lines.append(f"| {row['comparison']} | {row['choice']} | {bits} | {row['seeds']} | "
+                     f"{row['diverged']}/{row['runs']} | {cost_text} {COST_LABELS[row['cost_axis']]} |")
+    lines.append("")
+    lines.append("| comparison | the lecture says | measured here |")
+    lines.append("|---|---|---|")
+    for comp in data["comparisons"]:
+        lines.append(f"| {comp['axis']} | {comp['claim']} | {comp['verdict']} |")
+    return "\n".join(lines)
+
+
+README_MARKERS = ("<!-- tournament:table -->", "<!-- /tournament:table -->")
+
+
+def readme_block(data: dict) -> str:
+    """The table between its markers, as the README carries it."""
+    return f"{README_MARKERS[0]}\n{readme_table(data)}\n{README_MARKERS[1]}"
+
 
 def write_readme(data: dict, readme: Path = README) -> Path:
     """Replace the README's tournament table (between its markers) with the one rendered from `data`."""
     text = readme.read_text(encoding="utf-8")
-    start, end = T.README_MARKERS
+    start, end = README_MARKERS
     if start not in text or end not in text:
         raise SystemExit(f"{readme} has no {start} ... {end} block to fill")
     before, rest = text.split(start, 1)
     after = rest.split(end, 1)[1]
-    readme.write_text(before + T.readme_block(data) + after, encoding="utf-8")
+    readme.write_text(before + readme_block(data) + after, encoding="utf-8")
     return readme
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m scripts.tournament", description=__doc__.splitlines()[0])
-    parser.add_argument("--comparison", action="append", choices=[*T.COMPARISONS, "switches", "all"],
+    parser.add_argument("--comparison", action="append", choices=[*COMPARISONS, "switches", "all"],
                         help="which comparison to run (repeat for several; 'switches' = qk-norm, sinks and softcap; "
                              "default all)")
-    parser.add_argument("--steps", type=int, default=None, help=f"steps per run (default {T.Recipe.steps})")
-    parser.add_argument("--seeds", type=int, default=T.MIN_SEEDS, help="seeds per entry: 0, 1, ... (default 3)")
-    parser.add_argument("--out", default=None, help=f"the JSON (default {T.TOURNAMENT_PATH.relative_to(T.ROOT)}; "
+    parser.add_argument("--steps", type=int, default=None, help=f"steps per run (default {Recipe.steps})")
+    parser.add_argument("--seeds", type=int, default=MIN_SEEDS, help="seeds per entry: 0, 1, ... (default 3)")
+    parser.add_argument("--out", default=None, help=f"the JSON (default {TOURNAMENT_PATH.relative_to(ROOT)}; "
                                                      "with --tiny, a file in the temporary directory)")
     parser.add_argument("--tiny", action="store_true", help="the smallest budget (a few steps of a tiny model on the "
                                                             "Python documentation): seconds, for tests")
@@ -153,31 +192,31 @@ def main(argv: list[str] | None = None) -> None:
                                                                "one thread's)")
     args = parser.parse_args(argv)
     if args.seeds < 1:
-        parser.error(f"--seeds {args.seeds}: at least 1 (the tournament's claims need {T.MIN_SEEDS})")
+        parser.error(f"--seeds {args.seeds}: at least 1 (the tournament's claims need {MIN_SEEDS})")
     if args.steps is not None and args.steps < 1:
         parser.error(f"--steps {args.steps}: at least 1")
     torch.set_num_threads(args.threads)
-    recipe = T.TINY if args.tiny else T.Recipe()
+    recipe = TINY if args.tiny else Recipe()
     if args.steps is not None:
         recipe = replace(recipe, steps=args.steps, warmup=args.steps // 10)  # the recipe's 10% warm-up
     chosen = args.comparison or ["all"]
     keys = []
     for name in chosen:
-        names = list(T.COMPARISONS) if name == "all" else ["qk-norm", "sinks", "softcap"] if name == "switches" \
+        names = list(COMPARISONS) if name == "all" else ["qk-norm", "sinks", "softcap"] if name == "switches" \
             else [name]
         keys += [k for k in names if k not in keys]
     import tempfile
     out = Path(args.out) if args.out else (Path(tempfile.gettempdir()) / "tournament-tiny.json" if args.tiny
-                                          else T.TOURNAMENT_PATH)
+                                          else TOURNAMENT_PATH)
     if args.readme:
-        print(f"rewrote the table in {write_readme(T.load(out))}")
+        print(f"rewrote the table in {write_readme(load(out))}")
         return
     if args.fresh and out.exists():
         out.unlink()
     start = time.perf_counter()
     run(recipe, keys, list(range(args.seeds)), out, args.threads)
     print(f"wrote {out} in {time.perf_counter() - start:.0f} s")
-    for comp in T.load(out)["comparisons"]:
+    for comp in load(out)["comparisons"]:
         print(f"{comp['axis']}: {comp['verdict']}")
 
 

@@ -13,7 +13,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from apptest_helpers import APP, assert_clean, values
-from transformer.training import tournament as T
+from scripts.tournament import readme_block
+from transformer.training.tournament.comparisons import COMPARISONS
+from transformer.training.tournament.document import MIN_SEEDS, TOURNAMENT_PATH, comparison, finish, load
+from transformer.training.tournament.run import TINY, Recipe, diverged_at, spikes
+from transformer.training.tournament.statistics import (NO_DIFFERENCE, entry_stats, kv_verdict, qk_verdict,
+                                                       switch_verdict)
 from ui.figures import tradeoffs as figs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,24 +28,24 @@ README = ROOT / "README.md"
 @pytest.fixture(scope="module")
 def shipped() -> dict:
     """The JSON the page reads (ATTENTION_LAB_MEASUREMENTS points the page and this at another directory)."""
-    return T.load(Path(os.environ.get("ATTENTION_LAB_MEASUREMENTS", T.TOURNAMENT_PATH.parent)) / T.TOURNAMENT_PATH.name)
+    return load(Path(os.environ.get("ATTENTION_LAB_MEASUREMENTS", TOURNAMENT_PATH.parent)) / TOURNAMENT_PATH.name)
 
 
 # --- the shipped JSON ----------------------------------------------------------------------------------
 
 
 def test_shipped_json_has_every_comparison_with_three_seeds_and_one_budget(shipped):
-    assert [c["key"] for c in shipped["comparisons"]] == list(T.COMPARISONS)
+    assert [c["key"] for c in shipped["comparisons"]] == list(COMPARISONS)
     assert shipped["hardware"] and shipped["recipe"]["steps"] >= 100
     for comp in shipped["comparisons"]:
         assert comp["claim"] and comp["verdict"] and comp["cannot_test"], comp["key"]
-        expected = [e.choice for e in T.COMPARISONS[comp["key"]].entries(T.Recipe(**{
-            k: v for k, v in shipped["recipe"].items() if k in T.Recipe.__dataclass_fields__}))]
+        expected = [e.choice for e in COMPARISONS[comp["key"]].entries(Recipe(**{
+            k: v for k, v in shipped["recipe"].items() if k in Recipe.__dataclass_fields__}))]
         assert [e["choice"] for e in comp["entries"]] == expected
         budgets = set()
         for entry in comp["entries"]:
             seeds = {r["seed"] for r in entry["runs"]}
-            assert len(seeds) >= T.MIN_SEEDS, f"{comp['axis']}: {entry['choice']} has seeds {sorted(seeds)}"
+            assert len(seeds) >= MIN_SEEDS, f"{comp['axis']}: {entry['choice']} has seeds {sorted(seeds)}"
             assert len(seeds) == len(entry["runs"])  # one run per seed
             for run in entry["runs"]:
                 budgets.add((run["steps"], run["tokens"]))
@@ -63,7 +68,7 @@ def test_entries_keep_width_and_match_their_costs(shipped):
             cfg = TransformerConfig.from_dict(entry["config"])
             assert entry["parameters"] == param_counts(cfg)["total"]
             assert entry["kv_bytes_per_token"] == kv_cache_bytes_per_token(cfg)
-    ffn = T.comparison(shipped, "ffn")["entries"]
+    ffn = comparison(shipped, "ffn")["entries"]
     dense = {e["parameters"] for e in ffn[:3]}
     assert max(dense) - min(dense) <= 0.01 * min(dense)  # ReLU, GELU and SwiGLU at equal parameters
     assert abs(ffn[3]["active_parameters"] - ffn[2]["parameters"]) <= 0.01 * ffn[2]["parameters"]  # MoE: active
@@ -78,14 +83,14 @@ def _finite(a) -> np.ndarray:
     return a[np.isfinite(a)]
 
 
-@pytest.mark.parametrize("key", list(T.COMPARISONS))
+@pytest.mark.parametrize("key", list(COMPARISONS))
 def test_page_figures_show_the_json_numbers(shipped, key):
-    comp = T.comparison(shipped, key)
+    comp = comparison(shipped, key)
     arrays = figs.comparison_arrays(comp)
     fig = figs.bits_by_choice(arrays.choices, arrays.seeds, arrays.bits, arrays.diverged)
     traces = {t.name: t for t in fig.data}
     for entry in comp["entries"]:
-        stats = T.entry_stats(entry)
+        stats = entry_stats(entry)
         mean = values(traces["mean of the seeds"].y)[list(traces["mean of the seeds"].x).index(entry["choice"])]
         assert (math.isnan(mean) if stats.mean is None else mean == pytest.approx(stats.mean))
         for run in entry["runs"]:
@@ -113,7 +118,7 @@ def test_page_figures_show_the_json_numbers(shipped, key):
 
 
 def test_length_figure_shows_every_seed_at_every_length(shipped):
-    comp = T.comparison(shipped, "positions")
+    comp = comparison(shipped, "positions")
     arrays = figs.comparison_arrays(comp)
     fig = figs.bits_by_length(arrays.choices, arrays.multiples, arrays.by_length, shipped["recipe"]["context"])
     for i, entry in enumerate(comp["entries"]):
@@ -129,7 +134,7 @@ def test_length_figure_shows_every_seed_at_every_length(shipped):
 
 def test_readme_table_is_the_one_the_json_renders(shipped):
     text = README.read_text(encoding="utf-8")
-    assert T.readme_block(shipped) in text, "README out of date: run `python -m scripts.tournament --readme`"
+    assert readme_block(shipped) in text, "README out of date: run `python -m scripts.tournament --readme`"
     assert "python -m scripts.tournament" in text
 
 
@@ -147,22 +152,22 @@ def _entry(choice, bits, **extra):
 
 def test_a_difference_within_the_seeds_spread_is_no_difference():
     comp = {"entries": [_entry("off", [2.50, 2.52, 2.55]), _entry("sinks", [2.51, 2.53, 2.56])]}
-    assert T.NO_DIFFERENCE in T._switch_verdict(comp, "sinks")
+    assert NO_DIFFERENCE in switch_verdict(comp, "sinks")
     comp = {"entries": [_entry("off", [2.50, 2.51, 2.52]), _entry("sinks", [2.60, 2.61, 2.62])]}
-    assert T._switch_verdict(comp, "sinks").startswith("Disagrees")
+    assert switch_verdict(comp, "sinks").startswith("Disagrees")
 
 
 def test_kv_verdict_says_plainly_when_the_measurement_contradicts_the_claim():
     kv = lambda bits: [_entry("MHA", [2.80, 2.81, 2.82], kv_bytes_per_token=512),
                        _entry("MQA", bits, kv_bytes_per_token=128)]
-    assert T.kv_verdict({"entries": kv([2.79, 2.81, 2.83]), "recipe_small_loss": 0.02}).startswith("Agrees: no difference")
-    assert T.kv_verdict({"entries": kv([3.00, 3.01, 3.02]), "recipe_small_loss": 0.02}).startswith("Disagrees")
+    assert kv_verdict({"entries": kv([2.79, 2.81, 2.83]), "recipe_small_loss": 0.02}).startswith("Agrees: no difference")
+    assert kv_verdict({"entries": kv([3.00, 3.01, 3.02]), "recipe_small_loss": 0.02}).startswith("Disagrees")
 
 
 def test_qk_norm_verdict_counts_diverged_runs_and_keeps_them():
     comp = {"entries": [_entry("off", [2.8, 2.81, 2.82]), _entry("QK-norm", [2.8, 2.81, 2.82]),
                         _entry("off, 10x lr", [None, None, 3.5]), _entry("QK-norm, 10x lr", [2.9, 2.91, 2.92])]}
-    verdict = T.qk_verdict(comp)
+    verdict = qk_verdict(comp)
     assert verdict.startswith("Agrees") and "diverged 2/3" in verdict
     arrays = figs.comparison_arrays({**comp, "cost_axis": "forward_ms"})
     fig = figs.bits_by_choice(arrays.choices, arrays.seeds, arrays.bits, arrays.diverged)
@@ -172,11 +177,11 @@ def test_qk_norm_verdict_counts_diverged_runs_and_keeps_them():
 
 def test_divergence_is_a_loss_that_is_not_finite_or_blows_up_for_good():
     falling = [8 - 0.01 * i for i in range(100)]
-    assert T.diverged_at(falling) is None and T.spikes(falling) == []
-    assert T.diverged_at(falling[:50] + [float("nan")] * 5) == 50
-    assert T.diverged_at(falling[:50] + [9.0] * 50) == 50  # back above the lowest by more than a bit, to the end
+    assert diverged_at(falling) is None and spikes(falling) == []
+    assert diverged_at(falling[:50] + [float("nan")] * 5) == 50
+    assert diverged_at(falling[:50] + [9.0] * 50) == 50  # back above the lowest by more than a bit, to the end
     spike = falling[:50] + [9.0] * 10 + falling[50:]  # up and back down: a spike, not divergence
-    assert T.diverged_at(spike) is None and T.spikes(spike) == [50]
+    assert diverged_at(spike) is None and spikes(spike) == [50]
 
 
 # --- the script, end to end at a tiny budget -------------------------------------------------------------
@@ -188,14 +193,14 @@ def test_script_runs_one_comparison_end_to_end_and_resumes(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
-    data = T.load(out)
-    sinks = T.comparison(data, "sinks")
+    data = load(out)
+    sinks = comparison(data, "sinks")
     assert sinks["complete"] and sinks["verdict"] and not sinks["verdict"].startswith("Not measured")
     for entry in sinks["entries"]:
         assert sorted(r["seed"] for r in entry["runs"]) == [0, 1, 2]
-        assert {(r["steps"], r["tokens"]) for r in entry["runs"]} == {(T.TINY.steps, T.TINY.tokens)}
+        assert {(r["steps"], r["tokens"]) for r in entry["runs"]} == {(TINY.steps, TINY.tokens)}
         assert entry["forward_ms"] > 0 and entry["parameters"] > 0
-    assert T.comparison(data, "kv-heads")["verdict"].startswith("Not measured")  # labelled, not faked
+    assert comparison(data, "kv-heads")["verdict"].startswith("Not measured")  # labelled, not faked
     first = out.read_text()
     again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
     assert again.returncode == 0 and "held-out" not in again.stdout  # every run was already there
@@ -226,8 +231,8 @@ def test_page_shows_each_comparison_claim_verdict_and_figures(monkeypatch, shipp
         assert len(at.get("plotly_chart")) == (4 if comp["key"] == "positions" else 3)
         if comp["verdict"].startswith("Disagrees"):
             assert any("They disagree" in w.value for w in at.warning)
-        if T.NO_DIFFERENCE in comp["verdict"] and comp["verdict"].startswith("Agrees"):
-            assert any(T.NO_DIFFERENCE in i.value for i in at.info)
+        if NO_DIFFERENCE in comp["verdict"] and comp["verdict"].startswith("Agrees"):
+            assert any(NO_DIFFERENCE in i.value for i in at.info)
     assert any("What this size cannot test" in m.value and "thousands" in m.value for m in at.markdown)
 
 
@@ -247,12 +252,12 @@ def test_page_names_the_file_and_the_command_when_the_json_is_missing_or_corrupt
 
 def test_page_shows_a_diverged_run_as_diverged(monkeypatch, tmp_path, shipped):
     data = copy.deepcopy(shipped)
-    run = T.comparison(data, "norms")["entries"][3]["runs"][0]
+    run = comparison(data, "norms")["entries"][3]["runs"][0]
     run.update(diverged=True, held_out_bits_per_char=None, diverged_at_step=7)
-    (tmp_path / "tournament.json").write_text(json.dumps(T.finish(data)))
+    (tmp_path / "tournament.json").write_text(json.dumps(finish(data)))
     at = _page(monkeypatch, tmp_path, trade_comparison="norms")
     assert not at.exception
-    choice = T.comparison(data, "norms")["entries"][3]["choice"]
+    choice = comparison(data, "norms")["entries"][3]["choice"]
     assert any(f"{choice} (seed {run['seed']})" in w.value for w in at.warning)
 
 

@@ -8,7 +8,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from transformer.training import english, language, tournament
+from transformer import TransformerConfig
+from transformer.training import english, language
+from transformer.training.tournament.document import TOURNAMENT_PATH, TournamentError, load
+from transformer.training.tournament.statistics import entry_stats
 from transformer.training.tasks import Language
 
 TOURNAMENT_TASK = "tournament_task"  # session key: train on the tournament's text and crops
@@ -39,11 +42,106 @@ def settings_problem(steps: int, warmup: int, lr: float) -> str | None:
     return None
 
 
+# --- a live run against the tournament ------------------------------------------------------------------
+
+MATCH_IGNORES = ("vocab_size", "max_len")  # the Train page sizes these to its task
+# what makes a model the same cell: its axes and sizes, and the switches a comparison turns (the FFN's exact
+# width and the family details a sidebar cannot set are reported as differences, not refused)
+MATCH_FIELDS = ("arch", "position", "norm", "norm_position", "ffn", "n_layers", "d_model", "n_heads", "n_kv_heads",
+                "sliding_window", "qk_norm", "sinks", "attn_softcap", "logit_softcap", "kv_rank")
+MOE_FIELDS = ("n_experts", "top_k")
+
+
+def _match_fields(config: dict) -> tuple[str, ...]:
+    return MATCH_FIELDS + (MOE_FIELDS if config.get("ffn") == "moe" else ())
+
+
+def find_cells(data: dict, cfg: TransformerConfig) -> list[tuple[dict, dict]]:
+    """Every (comparison, entry) of the tournament whose model has `cfg`'s axes, sizes and switches."""
+    wanted = cfg.to_dict()
+    fields = _match_fields(wanted)
+    return [(comp, entry) for comp in data["comparisons"] for entry in comp["entries"]
+            if all(entry["config"].get(f) == wanted.get(f) for f in fields)]
+
+
+def pick_cell(cells: list[tuple[dict, dict]], lr: float, warmup: int) -> tuple[dict, dict] | None:
+    """Of the matching cells, the one trained at this learning rate and with (or without) warm-up, else the
+    first at any."""
+    for comp, entry in cells:
+        if math.isclose(entry["lr"], lr) and (entry["warmup_steps"] > 0) == (warmup > 0):
+            return comp, entry
+    for comp, entry in cells:
+        if math.isclose(entry["lr"], lr):
+            return comp, entry
+    return cells[0] if cells else None
+
+
+def config_differences(entry_config: dict, cfg: TransformerConfig) -> list[str]:
+    """The fields where `cfg` differs from a cell's model (vocabulary and max_len aside), as 'name yours vs its'."""
+    have = cfg.to_dict()
+    return [f"{k} {have.get(k)!r} (the tournament's {v!r})" for k, v in entry_config.items()
+            if k not in MATCH_IGNORES and have.get(k) != v]
+
+
+def curve_at(points: list[list[float]], step: int) -> float | None:
+    """A curve's value at the point nearest `step` (None past its end or where it is not finite)."""
+    if not points or step > points[-1][0] + (points[1][0] - points[0][0] if len(points) > 1 else 0):
+        return None
+    nearest = min(points, key=lambda p: abs(p[0] - step))
+    return nearest[1]
+
+
+def compare_live(entry: dict, recipe: dict, *, steps: int, lr: float, warmup: int, batch_size: int,
+                 context: int, corpus: str, training_bits: float | None, held_out: float | None,
+                 differences: list[str] = ()) -> str:
+    """One paragraph: how a live run of a tournament cell compares with the tournament's seeds of that cell."""
+    stats = entry_stats(entry)
+    seeds = ", ".join(f"{r['held_out_bits_per_char']:.3f}" if r["held_out_bits_per_char"] is not None else "diverged"
+                      for r in entry["runs"])
+    n = len(entry["runs"])
+    said = [f"The tournament trained this model {'once' if n == 1 else f'{n} times'} (seed{'s' if n != 1 else ''} "
+            f"{', '.join(str(r['seed']) for r in entry['runs'])}) "
+            f"for {recipe['steps']} steps of batch {recipe['batch_size']} at lr {entry['lr']:g}, warm-up "
+            f"{entry['warmup_steps']}: held-out {seeds} bits per character" +
+            (f" (mean {stats.mean:.3f})." if stats.values else ".")]
+    differs = []
+    if steps != recipe["steps"]:
+        differs.append(f"{steps} steps")
+    if batch_size != recipe["batch_size"]:
+        differs.append(f"batch {batch_size}")
+    if not math.isclose(lr, entry["lr"]):
+        differs.append(f"lr {lr:g}")
+    if warmup != entry["warmup_steps"]:
+        differs.append(f"warm-up {warmup}")
+    if context != recipe["context"]:
+        differs.append(f"crops of {context} characters")
+    if corpus != recipe["corpus"]:
+        differs.append(f"the text it read ({corpus}; the tournament's: {recipe['corpus']})")
+    differs += list(differences)
+    at_step = [curve_at(r["curve"], steps - 1) for r in entry["runs"]]
+    at_step = [v for v in at_step if v is not None]
+    if training_bits is not None and at_step:
+        low, high = min(at_step), max(at_step)
+        where = ("within" if low - 0.02 <= training_bits <= high + 0.02 else
+                 "below" if training_bits < low else "above")
+        said.append(f"At step {steps} their training loss read {low:.2f}–{high:.2f} bits per character; your run "
+                    f"{training_bits:.2f}, {where} their range.")
+    if held_out is not None and stats.values and not differs:
+        where = ("within" if stats.low - 0.02 <= held_out <= stats.high + 0.02 else
+                 "below" if held_out < stats.low else "above")
+        said.append(f"Your run's held-out {held_out:.3f} lies {where} the seeds' range.")
+    if differs:
+        said.append("Your run differs in " + ", ".join(differs) + ", so the numbers are not the same measurement.")
+    else:
+        said.append("Same recipe: a live seed of the same cell.")
+    return " ".join(said)
+
+
 def tournament_data() -> dict | None:
-    directory = Path(os.environ.get("ATTENTION_LAB_MEASUREMENTS", tournament.TOURNAMENT_PATH.parent))
+    directory = Path(os.environ.get("ATTENTION_LAB_MEASUREMENTS", TOURNAMENT_PATH.parent))
     try:
-        return tournament.load(directory / tournament.TOURNAMENT_PATH.name)
-    except tournament.TournamentError:
+        return load(directory / TOURNAMENT_PATH.name)
+    except TournamentError:
         return None
 
 
@@ -52,8 +150,8 @@ def matching_cell(cfg, lr: float, warmup: int):
     data = tournament_data()
     if data is None:
         return None
-    cells = tournament.find_cells(data, cfg)
-    picked = tournament.pick_cell(cells, lr, warmup)
+    cells = find_cells(data, cfg)
+    picked = pick_cell(cells, lr, warmup)
     return None if picked is None else (data, *picked, cells)
 
 
@@ -101,10 +199,10 @@ def show_live_comparison(model, history: list[dict], task, settings: dict) -> No
     corpus = getattr(task, "corpus", "python-docs")
     context = getattr(task, "context", recipe["context"])
     repeats = getattr(task, "repeat_rate", 0.0)
-    differences = tournament.config_differences(entry["config"], model.cfg)
+    differences = config_differences(entry["config"], model.cfg)
     if repeats:
         differences.append(f"{repeats:.0%} of rows repeating a span (the tournament's: none)")
-    text = tournament.compare_live(entry, recipe, steps=steps, lr=settings["lr"], warmup=settings["warmup"],
-                                   batch_size=settings["batch_size"], context=context, corpus=corpus,
-                                   training_bits=training_bits, held_out=held_out, differences=differences)
+    text = compare_live(entry, recipe, steps=steps, lr=settings["lr"], warmup=settings["warmup"],
+                        batch_size=settings["batch_size"], context=context, corpus=corpus,
+                        training_bits=training_bits, held_out=held_out, differences=differences)
     st.markdown(f"**Against the tournament** ({comp['axis']}: {entry['choice']}). {text}")
