@@ -56,6 +56,9 @@ class ParamTerm:
     copies: int  # 1, or one per block (x 2 stacks in an encoder-decoder)
     where: tuple[str, ...]  # the model's parameter names that hold it (fnmatch patterns)
     active_per_copy: int | None = None  # MoE experts: the parameters of the top-k experts one token uses
+    # of one copy, the weights a token's matrix products multiply by: biases, norms, sinks and lookups none;
+    # MoE experts the top-k's; a token embedding that the output head is tied to, all of it
+    matmul_per_copy: int = 0
 
     @property
     def count(self) -> int:
@@ -64,6 +67,16 @@ class ParamTerm:
     @property
     def active(self) -> int:
         return (self.per_copy if self.active_per_copy is None else self.active_per_copy) * self.copies
+
+    @property
+    def matmul_weights(self) -> int:
+        return self.matmul_per_copy * self.copies
+
+
+def _matrices(part: str, name: str, formula: str, weights: int, biases: int, copies: int, where: tuple[str, ...]
+              ) -> ParamTerm:
+    """A term of weight matrices and their biases: a token multiplies by the weights and adds the biases."""
+    return ParamTerm(part, name, formula, weights + biases, copies, where, matmul_per_copy=weights)
 
 
 def _with_bias(formula: str, bias: str, has_bias: bool) -> str:
@@ -89,7 +102,9 @@ def param_terms(cfg: TransformerConfig) -> list[ParamTerm]:
     blocks = n_stacks * L  # blocks with self-attention and an FFN
     cross_layers = L if cfg.arch == "encoder-decoder" else 0  # decoder blocks that also cross-attend
     norm, norm_formula = (2 * d, "2·D") if NORMS[cfg.norm].centres else (d, "D")  # LayerNorm: a scale and a shift
-    terms = [ParamTerm("embedding", "token embedding", "V·D", V * d, 1, ("embed.weight",))]
+    table = V * d  # the token embedding; the output head multiplies by a matrix of the same size, or by this one
+    terms = [ParamTerm("embedding", "token embedding", "V·D", table, 1, ("embed.weight",),
+                       matmul_per_copy=table if cfg.tie_embeddings else 0)]
     if POSITIONS[cfg.position].table_param_terms:
         terms.append(ParamTerm("embedding", "position table", "P·D", cfg.max_len * d, n_stacks,
                                ("*pos.table.weight",)))
@@ -111,10 +126,11 @@ def param_terms(cfg: TransformerConfig) -> list[ParamTerm]:
     if cfg.has_final_norm:
         terms.append(ParamTerm("norms", "final norm", norm_formula, norm, n_stacks, ("*ln_final.*",)))
     if cfg.head_transform:  # BERT's masked-LM head: dense -> GELU -> LayerNorm before the unembedding
-        terms.append(ParamTerm("head", "head transform", "D·D + D + 2·D", d * d + 3 * d, 1,
-                               ("head_dense.*", "head_norm.*")))
+        dense = d * d
+        terms.append(ParamTerm("head", "head transform", "D·D + D + 2·D", dense + 3 * d, 1,
+                               ("head_dense.*", "head_norm.*"), matmul_per_copy=dense))
     if not cfg.tie_embeddings:
-        terms.append(ParamTerm("head", "unembedding W_U", "D·V", d * V, 1, ("unembed.weight",)))
+        terms.append(_matrices("head", "unembedding W_U", "D·V", table, 0, 1, ("unembed.weight",)))
     if cfg.head_bias:
         terms.append(ParamTerm("head", "output bias", "V", V, 1, ("unembed.bias",)))
     return terms
@@ -122,28 +138,51 @@ def param_terms(cfg: TransformerConfig) -> list[ParamTerm]:
 
 def _attention_terms(cfg: TransformerConfig, blocks: int) -> list[ParamTerm]:
     """MHA, GQA, MQA: W_q, W_k, W_v, W_o (q, k, v biases with has_qkv_bias; W_o's with bias), gate and sinks."""
+    return _projection_terms(cfg, blocks, "*blocks.*.attn.") + _sink_terms(cfg, blocks)
+
+
+def _projection_terms(cfg: TransformerConfig, copies: int, prefix: str) -> list[ParamTerm]:
+    """W_q, W_k and W_v, W_o, and with attn_gate W_gate: one term each, for the attention modules under `prefix`."""
     d, H, G, dh, dv = cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.d_head, cfg.d_v
     qkv_b, b = int(cfg.has_qkv_bias), int(cfg.bias)
     v = _value_width(cfg)
-    kv, kv_bias = ("2·D·G·d_h", "2·G·d_h") if v == "d_h" else ("D·G·d_h + D·G·d_v", "G·d_h + G·d_v")
-    attn = "*blocks.*.attn."
+    kv, kv_bias = _kv_formulas(cfg)
     terms = [
-        ParamTerm("attention", "W_q", _with_bias("D·H·d_h", "H·d_h", qkv_b), d * H * dh + qkv_b * H * dh, blocks,
-                  (attn + "q_proj.*",)),
-        ParamTerm("attention", "W_k and W_v", _with_bias(kv, kv_bias, qkv_b),
-                  d * G * (dh + dv) + qkv_b * G * (dh + dv), blocks, (attn + "k_proj.*", attn + "v_proj.*")),
-        ParamTerm("attention", "W_o", _with_bias(f"H·{v}·D", "D", b), H * dv * d + b * d, blocks,
-                  (attn + "o_proj.*",)),
+        _q_term(cfg, copies, prefix),
+        _matrices("attention", "W_k and W_v", _with_bias(kv, kv_bias, qkv_b), d * G * (dh + dv), qkv_b * G * (dh + dv),
+                  copies, (prefix + "k_proj.*", prefix + "v_proj.*")),
+        _o_term(cfg, copies, prefix),
     ]
     if cfg.attn_gate:  # gated attention: concat(heads) * sigmoid(x W_gate)
-        terms.append(ParamTerm("attention", "W_gate (output gate)", _with_bias(f"D·H·{v}", f"H·{v}", b),
-                               d * H * dv + b * H * dv, blocks, (attn + "gate_proj.*",)))
-    return terms + _sink_terms(cfg, blocks)
+        terms.append(_matrices("attention", "W_gate (output gate)", _with_bias(f"D·H·{v}", f"H·{v}", b), d * H * dv,
+                               b * H * dv, copies, (prefix + "gate_proj.*",)))
+    return terms
+
+
+def _q_term(cfg: TransformerConfig, copies: int, prefix: str) -> ParamTerm:
+    """W_q, D -> H·d_h, with a bias when has_qkv_bias."""
+    d, H, dh, qkv_b = cfg.d_model, cfg.n_heads, cfg.d_head, int(cfg.has_qkv_bias)
+    return _matrices("attention", "W_q", _with_bias("D·H·d_h", "H·d_h", qkv_b), d * H * dh, qkv_b * H * dh, copies,
+                     (prefix + "q_proj.*",))
+
+
+def _o_term(cfg: TransformerConfig, copies: int, prefix: str) -> ParamTerm:
+    """W_o, H·d_v -> D, with a bias when bias."""
+    d, H, dv, b = cfg.d_model, cfg.n_heads, cfg.d_v, int(cfg.bias)
+    return _matrices("attention", "W_o", _with_bias(f"H·{_value_width(cfg)}·D", "D", b), H * dv * d, b * d, copies,
+                     (prefix + "o_proj.*",))
 
 
 def _value_width(cfg: TransformerConfig) -> str:
     """The letter of a head's value width in the formulas: d_v only where it differs from d_h."""
     return "d_h" if cfg.d_v == cfg.d_head else "d_v"
+
+
+def _kv_formulas(cfg: TransformerConfig) -> tuple[str, str]:
+    """W_k and W_v's weights and biases in letters: 2·D·G·d_h and 2·G·d_h, spelt out when d_v differs."""
+    if _value_width(cfg) == "d_h":
+        return "2·D·G·d_h", "2·G·d_h"
+    return "D·G·d_h + D·G·d_v", "G·d_h + G·d_v"
 
 
 def _sink_terms(cfg: TransformerConfig, blocks: int) -> list[ParamTerm]:
@@ -155,26 +194,24 @@ def _sink_terms(cfg: TransformerConfig, blocks: int) -> list[ParamTerm]:
 def _latent_attention_terms(cfg: TransformerConfig, blocks: int) -> list[ParamTerm]:
     """MLA: q (full, or down -> norm -> up), the latent kv_down, the shared rope key, k_up and v_up, W_o."""
     d, H, dh, dv, r, dr = cfg.d_model, cfg.n_heads, cfg.d_head, cfg.d_v, cfg.kv_rank, cfg.d_rope
-    qkv_b, b = int(cfg.has_qkv_bias), int(cfg.bias)
+    qkv_b = int(cfg.has_qkv_bias)
     attn = "*blocks.*.attn."
     if cfg.q_rank is not None:
         rq = cfg.q_rank
-        terms = [ParamTerm("attention", "W_q down and up (MLA)", _with_bias("D·r_q + r_q·H·d_h", "r_q", qkv_b),
-                           d * rq + qkv_b * rq + rq * H * dh, blocks, (attn + "q_down.*", attn + "q_up.*"))]
+        terms = [_matrices("attention", "W_q down and up (MLA)", _with_bias("D·r_q + r_q·H·d_h", "r_q", qkv_b),
+                           d * rq + rq * H * dh, qkv_b * rq, blocks, (attn + "q_down.*", attn + "q_up.*"))]
     else:
-        terms = [ParamTerm("attention", "W_q", _with_bias("D·H·d_h", "H·d_h", qkv_b), d * H * dh + qkv_b * H * dh,
-                           blocks, (attn + "q_proj.*",))]
-    terms.append(ParamTerm("attention", "W_kv down (MLA: the latent the cache keeps)",
-                           _with_bias("D·r_kv", "r_kv", qkv_b), d * r + qkv_b * r, blocks, (attn + "kv_down.*",)))
+        terms = [_q_term(cfg, blocks, attn)]
+    terms.append(_matrices("attention", "W_kv down (MLA: the latent the cache keeps)",
+                           _with_bias("D·r_kv", "r_kv", qkv_b), d * r, qkv_b * r, blocks, (attn + "kv_down.*",)))
     if dr:
-        terms.append(ParamTerm("attention", "W_k rope (MLA: one rotated key for all heads)",
-                               _with_bias("D·d_r", "d_r", qkv_b), d * dr + qkv_b * dr, blocks, (attn + "k_rope.*",)))
+        terms.append(_matrices("attention", "W_k rope (MLA: one rotated key for all heads)",
+                               _with_bias("D·d_r", "d_r", qkv_b), d * dr, qkv_b * dr, blocks, (attn + "k_rope.*",)))
     terms += [
-        ParamTerm("attention", "W_k up and W_v up (MLA)",
+        _matrices("attention", "W_k up and W_v up (MLA)",
                   "r_kv·H·(d_h - d_r) + r_kv·H·d_v" if dr else "r_kv·H·d_h + r_kv·H·d_v",
-                  r * H * (dh - dr) + r * H * dv, blocks, (attn + "k_up.*", attn + "v_up.*")),
-        ParamTerm("attention", "W_o", _with_bias(f"H·{_value_width(cfg)}·D", "D", b), H * dv * d + b * d, blocks,
-                  (attn + "o_proj.*",)),
+                  r * H * (dh - dr) + r * H * dv, 0, blocks, (attn + "k_up.*", attn + "v_up.*")),
+        _o_term(cfg, blocks, attn),
         ParamTerm("norms", "MLA latent norms", "r_kv + r_q" if cfg.q_rank is not None else "r_kv",
                   r + (cfg.q_rank or 0), blocks, (attn + "kv_norm.*", attn + "q_down_norm.*")),
     ]
@@ -182,21 +219,20 @@ def _latent_attention_terms(cfg: TransformerConfig, blocks: int) -> list[ParamTe
 
 
 def _cross_attention_terms(cfg: TransformerConfig, layers: int) -> list[ParamTerm]:
-    d, H, G, dh, dv = cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.d_head, cfg.d_v
-    qkv_b, b = int(cfg.has_qkv_bias), int(cfg.bias)
-    gate = int(cfg.attn_gate)
-    weights = d * H * dh + d * G * (dh + dv) + H * dv * d + gate * d * H * dv
-    biases = qkv_b * (H * dh + G * (dh + dv)) + b * (d + gate * H * dv)
+    """The decoder's cross-attention: self-attention's projections (no sinks), in one term."""
+    cross = "*blocks.*.cross_attn."
+    projections = _projection_terms(cfg, layers, cross)
+    weights = sum(term.matmul_per_copy for term in projections)
+    biases = sum(term.per_copy for term in projections) - weights
+    qkv_b, b, gate = int(cfg.has_qkv_bias), int(cfg.bias), int(cfg.attn_gate)
     v = _value_width(cfg)
-    kv, kv_bias = ("2·D·G·d_h", "2·G·d_h") if v == "d_h" else ("D·G·d_h + D·G·d_v", "G·d_h + G·d_v")
+    kv, kv_bias = _kv_formulas(cfg)
     formula = f"D·H·d_h + {kv} + H·{v}·D" + (f" + D·H·{v}" if gate else "")
     bias_formula = " + ".join([*([f"H·d_h + {kv_bias}"] if qkv_b else []), *(["D"] if b else []),
                                *([f"H·{v}"] if b and gate else [])])
     name = "cross-attention W_q, W_k, W_v, W_o" + (" and W_gate" if gate else "")
-    cross = "*blocks.*.cross_attn."
-    return [ParamTerm("attention", name, f"{formula} + {bias_formula}" if bias_formula else formula,
-                      weights + biases, layers,
-                      tuple(cross + m + ".*" for m in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj")))]
+    return [_matrices("attention", name, f"{formula} + {bias_formula}" if bias_formula else formula, weights, biases,
+                      layers, tuple(cross + m + ".*" for m in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj")))]
 
 
 def _block_norm_terms(cfg: TransformerConfig, blocks: int, cross_layers: int, norm: int, norm_formula: str
@@ -231,16 +267,16 @@ def _ffn_terms(cfg: TransformerConfig, n_stacks: int) -> list[ParamTerm]:
                                 d, f, "F", b, blocks, mlp, n=len(row.matrices))]
         # an MLP: every matrix but the last widens D -> F, the last narrows F -> D
         *widen, narrow = row.matrices
-        return [*(ParamTerm("ffn", f"W_{m}", _with_bias("D·F", "F", b), d * f + b * f, blocks, (mlp + m + ".*",))
+        return [*(_matrices("ffn", f"W_{m}", _with_bias("D·F", "F", b), d * f, b * f, blocks, (mlp + m + ".*",))
                   for m in widen),
-                ParamTerm("ffn", f"W_{narrow}", _with_bias("F·D", "D", b), f * d + b * d, blocks,
-                          (mlp + narrow + ".*",))]
+                _matrices("ffn", f"W_{narrow}", _with_bias("F·D", "D", b), f * d, b * d, blocks, (mlp + narrow + ".*",))]
     # routed: the first layers may keep a dense gated FFN of width F; the others route
     dense_layers = n_stacks * min(cfg.first_dense_layers, cfg.n_layers)
     routed_layers = n_stacks * cfg.n_layers - dense_layers
     E, k, fe, S = cfg.n_experts, cfg.top_k, cfg.d_expert or cfg.d_ff, cfg.n_shared_experts
     n = _expert_matrices(row)  # each expert is a gated FFN (SwiGLU, GeGLU or gpt-oss's clamped SwiGLU)
-    expert = n * d * fe + b * ((n - 1) * fe + d)
+    expert_weights = n * d * fe
+    expert = expert_weights + b * ((n - 1) * fe + d)
     expert_formula = _with_bias(f"{n}·D·F_e", f"{n - 1}·F_e + D", b)
     terms = []
     if dense_layers:  # a dense gated FFN, built as an expert is
@@ -248,9 +284,10 @@ def _ffn_terms(cfg: TransformerConfig, n_stacks: int) -> list[ParamTerm]:
                                  d, f, "F", b, dense_layers, mlp, n=n))
     if routed_layers:
         terms += [
-            ParamTerm("ffn", "router", _with_bias("D·E", "E", b), d * E + b * E, routed_layers, (mlp + "router.*",)),
+            _matrices("ffn", "router", _with_bias("D·E", "E", b), d * E, b * E, routed_layers, (mlp + "router.*",)),
             ParamTerm("ffn", f"experts (each a gated FFN: {cfg.expert_activation})", f"E·({expert_formula})",
-                      E * expert, routed_layers, (mlp + "experts.*",), active_per_copy=k * expert),
+                      E * expert, routed_layers, (mlp + "experts.*",), active_per_copy=k * expert,
+                      matmul_per_copy=k * expert_weights),
         ]
         if S:  # one gated FFN S experts wide that every token passes through
             terms.append(_gated_term("shared experts", d, S * fe, "S·F_e", b, routed_layers, mlp + "shared.",
@@ -268,7 +305,7 @@ def _gated_term(name: str, d: int, width: int, width_formula: str, b: int, copie
     """A gated FFN's n = 3 matrices: W_gate, W_up (D -> width) and W_down (width -> D), with their biases."""
     w = width_formula if width_formula.isalpha() else f"({width_formula})"
     formula = _with_bias(f"{n}·D·{w}", f"{n - 1}·{w} + D", b)
-    return ParamTerm("ffn", name, formula, n * d * width + b * ((n - 1) * width + d), copies,
+    return _matrices("ffn", name, formula, n * d * width, b * ((n - 1) * width + d), copies,
                      where or (prefix + "gate.*", prefix + "up.*", prefix + "down.*"))
 
 
@@ -287,9 +324,9 @@ def multiplied_params(cfg: TransformerConfig) -> int:
     """The active parameters a token multiplies by: the embedding table is looked up, not multiplied, so it is
     left out, except that a tied output head multiplies by the same matrix. 2 x this is the weights' share of
     a token's forward FLOPs; some publishers count "active parameters" this way (gpt-oss)."""
-    counts = param_counts(cfg)
-    tied_head = cfg.vocab_size * cfg.d_model if cfg.tie_embeddings else 0
-    return counts["active"] - counts["embedding"] + tied_head
+    terms = param_terms(cfg)
+    tied_head = sum(t.matmul_weights for t in terms if t.part == "embedding")  # the token table, when tied
+    return sum(t.active for t in terms if t.part != "embedding") + tied_head
 
 
 # --- KV cache ---------------------------------------------------------------------
@@ -411,29 +448,9 @@ def training_flops(n_params: float, n_tokens: float) -> float:
 
 def matmul_weights_per_token(cfg: TransformerConfig) -> int:
     """Weights in the matrix products one token goes through (biases, norms and lookups left out): every
-    attention and FFN projection of every stack, MoE's router and its top-k experts only, and the unembedding."""
-    d, H, G, dh, dv = cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.d_head, cfg.d_v
-    if cfg.kv_rank is not None:
-        r, dr = cfg.kv_rank, cfg.d_rope
-        q = d * cfg.q_rank + cfg.q_rank * H * dh if cfg.q_rank is not None else d * H * dh
-        self_attention = q + d * r + d * dr + r * H * (dh - dr) + r * H * dv + H * dv * d
-    else:
-        self_attention = d * H * dh + d * G * (dh + dv) + H * dv * d + int(cfg.attn_gate) * d * H * dv
-    cross_attention = d * H * dh + d * G * (dh + dv) + H * dv * d + int(cfg.attn_gate) * d * H * dv
-    row = FFN_KINDS[cfg.ffn]
-    ffn = 0
-    for layer in range(cfg.n_layers):
-        if not row.routed:
-            ffn += len(row.matrices) * d * cfg.d_ff
-        elif not cfg.layer_is_moe(layer):
-            ffn += _expert_matrices(row) * d * cfg.d_ff  # a dense gated FFN, built as an expert is
-        else:
-            fe = cfg.d_expert or cfg.d_ff
-            ffn += d * cfg.n_experts + _expert_matrices(row) * d * fe * (cfg.top_k + cfg.n_shared_experts)
-    stacks = attention_stacks(cfg.arch)
-    head = d * cfg.vocab_size + (d * d if cfg.head_transform else 0)
-    return (len(stacks.self_attention) * (cfg.n_layers * self_attention + ffn)
-            + len(stacks.cross_attention) * cfg.n_layers * cross_attention + head)
+    attention and FFN projection of every stack, MoE's router and its top-k experts only, and the output head,
+    as ``param_terms`` counts them."""
+    return sum(term.matmul_weights for term in param_terms(cfg))
 
 
 def forward_flops(cfg: TransformerConfig, batch: int, seq: int) -> int:
