@@ -13,10 +13,32 @@ anyone.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:
-    from polls.store import Transaction
+class Transaction:
+    """One transaction's queries, written with ? placeholders whatever the database.
+
+    `store` is the PollStore whose database the queries run on: its `_sql` turns the placeholders into its own.
+    """
+
+    def __init__(self, store: Any, conn: Any):
+        self.store, self.conn = store, conn
+
+    def exec(self, sql: str, *params) -> int:
+        cur = self.conn.execute(self.store._sql(sql), params)
+        return cur.rowcount
+
+    def one(self, sql: str, *params) -> tuple | None:
+        return self.conn.execute(self.store._sql(sql), params).fetchone()
+
+    def all(self, sql: str, *params) -> list[tuple]:
+        return self.conn.execute(self.store._sql(sql), params).fetchall()
+
+    def columns(self, table: str) -> set[str]:
+        """The column names `table` has now (an empty query's description, the same on both databases)."""
+        return {column[0].lower() for column in self.conn.execute(f"SELECT * FROM {table} WHERE 1 = 0").description}
+
+
 
 TABLES_SQL = (
     """CREATE TABLE IF NOT EXISTS poll_sessions (

@@ -59,7 +59,7 @@ from typing import Any, Callable, Sequence
 from polls.report import ClassReport, summarize
 from polls.rules import (MAX_POLLS_ENV, MAX_STUDENTS_ENV, Limits, PollError, check_key, check_step, digest,
                          new_code, new_secret, normalize_code, shown_code)
-from polls.schema import create_or_migrate
+from polls.schema import Transaction, create_or_migrate
 
 PURGE_AFTER_S = 3600.0  # an ended class's rows are kept this long, so its code says "ended", not "no class"
 PURGE_EVERY_S = 60.0  # a store looks for rows to purge at most this often (by its clock), at the start of a write
@@ -85,27 +85,6 @@ class SessionInfo:
     revealed: bool  # the current step's answer is revealed
     created_at: float  # seconds since the epoch
     expires_at: float  # when the class ends unless the teacher ends it sooner
-
-
-class Transaction:
-    """One transaction's queries, written with ? placeholders whatever the database."""
-
-    def __init__(self, store: PollStore, conn: Any):
-        self.store, self.conn = store, conn
-
-    def exec(self, sql: str, *params) -> int:
-        cur = self.conn.execute(self.store._sql(sql), params)
-        return cur.rowcount
-
-    def one(self, sql: str, *params) -> tuple | None:
-        return self.conn.execute(self.store._sql(sql), params).fetchone()
-
-    def all(self, sql: str, *params) -> list[tuple]:
-        return self.conn.execute(self.store._sql(sql), params).fetchall()
-
-    def columns(self, table: str) -> set[str]:
-        """The column names `table` has now (an empty query's description, the same on both databases)."""
-        return {column[0].lower() for column in self.conn.execute(f"SELECT * FROM {table} WHERE 1 = 0").description}
 
 
 class PollStore:

@@ -66,11 +66,13 @@ def module_name(path: Path, root: Path = ROOT) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def import_cycle(files: list[Path], root: Path = ROOT) -> list[str]:
-    """A cycle among these files' top-level imports, as the modules around it ([] when there is none). A package a
+def import_cycle(files: list[Path], root: Path = ROOT, every_import: bool = False) -> list[str]:
+    """A cycle among these files' top-level imports (with `every_import`, their imports at any depth: inside
+    functions and under TYPE_CHECKING too), as the modules around it ([] when there is none). A package a
     module sits in is left out: Python runs it first, so it can never be half-made when the module needs it."""
     modules = {module_name(path, root): path for path in files}
-    imports = {name: sorted(m for m in top_level_imports(path, root) if m in modules and not name.startswith(m + "."))
+    read = referenced_modules if every_import else top_level_imports
+    imports = {name: sorted(m for m in read(path, root) if m in modules and m != name and not name.startswith(m + "."))
                for name, path in modules.items()}
     done: set[str] = set()
 
@@ -151,3 +153,29 @@ def test_the_cycle_finder_sees_top_level_imports_only(tmp_path):
     assert import_cycle(files, root=tmp_path) == []
     (package / "a.py").write_text("try:\n    from .c import later\nexcept ImportError:\n    later = None\n")
     assert import_cycle(files, root=tmp_path) == ["lib.a", "lib.c", "lib.b", "lib.a"]
+
+
+PROJECT = sorted(path for top in ("transformer", "ui", "pages", "polls", "scripts", "benchmarks")
+                 for path in (ROOT / top).rglob("*.py")) + [ROOT / "app.py"]
+
+
+def test_no_module_of_the_project_reaches_back_to_one_that_imports_it():
+    """Imports run one way (the table of choices -> config -> modules -> model -> app), counting the imports
+    hidden inside functions and under TYPE_CHECKING: a circle there is one the reader cannot see at the top."""
+    assert import_cycle(PROJECT, every_import=True) == []
+    config_imports = {m for m in referenced_modules(ROOT / "transformer" / "config.py") if m.startswith("transformer")}
+    assert config_imports <= {"transformer.axes", "transformer.axes.AXES", "transformer.axes.FIELD_AXES",
+                              "transformer.axes.Choice", "transformer.axes.divisors", "transformer.axes.keys",
+                              "transformer.layer_plan", "transformer.layer_plan.LayerSpec",
+                              "transformer.layer_plan.build_plan"}, "config.py imports only the table and the plan"
+    assert "torch" not in {m.split(".")[0] for m in referenced_modules(ROOT / "transformer" / "config.py")}
+
+
+def test_the_cycle_finder_sees_hidden_imports_when_asked(tmp_path):
+    package = tmp_path / "lib"
+    package.mkdir()
+    (package / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import B\nA = 1\n")
+    (package / "b.py").write_text("def later():\n    from .a import A\n")
+    files = sorted(package.glob("*.py"))
+    assert import_cycle(files, root=tmp_path) == []
+    assert import_cycle(files, root=tmp_path, every_import=True) == ["lib.a", "lib.b", "lib.a"]

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from transformer import Transformer, TransformerConfig, choices, param_counts
 from transformer.attention import LatentAttention
 from transformer.model import KVCache
-from transformer.positions import ROPE_SCALINGS, rope_inv_freq, scaled_inv_freq
+from transformer.positions import ROPE_SCALES, rope_inv_freq, scaled_inv_freq
 
 TINY = dict(vocab_size=32, d_model=16, n_heads=4, n_layers=2, max_len=32)
 
@@ -172,8 +172,8 @@ def test_mla_caches_only_the_latent_and_the_rope_key_and_its_absorbed_form_gives
     inputs_cache = {}
     from transformer.model import self_attention_inputs
     positions = torch.arange(9)
-    inputs = self_attention_inputs(cfg, True, positions, positions, positions[None], positions[None], None,
-                                   torch.float32, 0)
+    inputs = self_attention_inputs(cfg, model.blocks[0].spec, True, positions, positions, positions[None],
+                                   positions[None], None, torch.float32, 0)
     absorbed = attn.absorbed_weights(trace["blocks.0.attn.hook_rot_q"], trace["blocks.0.attn.hook_latent"],
                                      trace["blocks.0.attn.hook_k_rope"], inputs)
     torch.testing.assert_close(absorbed, trace["blocks.0.attn.hook_pattern"], atol=1e-5, rtol=0)
@@ -245,7 +245,7 @@ def test_rope_scalings_match_their_published_formulas():
     longer = scaled_inv_freq(cfg, 64)[0]
     assert longer[0] == plain[0] and (longer[1:] < plain[1:]).all()
     assert (longer / plain)[-1] < (longer / plain)[1]
-    assert set(ROPE_SCALINGS) == set(choices("rope_scaling"))
+    assert set(ROPE_SCALES) | {"none"} == set(choices("rope_scaling"))
 
 
 def test_partial_rotary_leaves_the_other_dimensions_alone():

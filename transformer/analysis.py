@@ -15,8 +15,9 @@ import torch.nn.functional as F
 from . import masks
 from .config import TransformerConfig
 from .hooks import attention_stacks, hook_name, recording
-from .model import KVCache, Transformer
-from .norms import NORMS
+from .model import DTYPES, KVCache, Transformer, self_attention_inputs
+from .axes import AXES
+from .norms import NORM_MODULES
 from .positions import apply_rope, rope_angles, rope_inv_freq, rope_tables, sinusoidal_table
 
 # --- activations ----------------------------------------------------------------------
@@ -105,10 +106,9 @@ def diagonal_spread(matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def normalize(x: torch.Tensor, kind: str, eps: float = 1e-5) -> torch.Tensor:
     """The library's LayerNorm or RMSNorm (weight 1, bias 0) applied to vectors (..., d)."""
-    if kind not in NORMS:
-        raise ValueError(f"norm={kind!r} is not one of {', '.join(NORMS)}")
+    AXES["norm"].row(kind, "norm")  # an unknown kind raises, listing the valid ones
     with torch.no_grad():
-        return NORMS[kind].module(x.shape[-1], eps)(x.float())
+        return NORM_MODULES[kind](x.shape[-1], eps)(x.float())
 
 
 def _variance_preserving(model: Transformer) -> None:
@@ -143,7 +143,7 @@ def depth_profile(cfg: TransformerConfig, ids: torch.Tensor, seed: int = 0, init
         raise ValueError(f"init={init!r} is not one of {', '.join(INITS)}")
     if ids.shape[-1] < 2:
         raise ValueError(f"depth_profile needs at least 2 tokens to predict a next one, got {ids.shape[-1]}")
-    if cfg.arch == "encoder-decoder":
+    if cfg.row("arch").cross:
         raise ValueError("depth_profile measures one stack; use arch='decoder' or 'encoder'")
     torch.manual_seed(seed)
     model = Transformer(cfg, device="cpu").train()
@@ -182,14 +182,14 @@ def cached_generation(model: Transformer, ids: torch.Tensor, n_steps: int, start
     ids: (1, T) prompt (the source for an encoder-decoder, whose target starts at start_token_id).
     Step 0 is the prefill of the prompt; each later step feeds one new token.
     """
-    if model.cfg.arch == "encoder":
+    if not model.cfg.row("arch").causal:
         raise ValueError("an encoder-only model does not generate; use arch='decoder' or 'encoder-decoder'")
     if n_steps < 1:
         raise ValueError(f"n_steps={n_steps} must be at least 1")
     names = {module: name for name, module in model.named_modules()}
     cache = KVCache()
     with torch.no_grad():
-        if model.cfg.arch == "encoder-decoder":
+        if model.cfg.row("arch").cross:
             memory = model.encode(ids)
             seq = torch.full((1, 1), start_token_id, dtype=torch.long, device=ids.device)
             run = lambda tokens, pos, c: model.decode(tokens, memory, position_ids=pos, cache=c)
@@ -280,7 +280,7 @@ def with_pattern(model: Transformer, pattern: str, size: int, n_global: int = 1)
 def fused_explicit_gap(model: Transformer, ids: torch.Tensor) -> float:
     """Largest |logit difference| between the fused SDPA path and the explicit five lines on `ids`. It switches the
     model's path while it runs (and leaves it fused): give it a model no other thread is running."""
-    args = (ids, ids) if model.cfg.arch == "encoder-decoder" else (ids,)
+    args = (ids, ids) if model.cfg.row("arch").cross else (ids,)
     fused = model.set_fused(True)(*args)
     explicit = model.set_fused(False)(*args)
     model.set_fused(True)
@@ -308,7 +308,7 @@ def attention_under_mask(model: Transformer, ids: torch.Tensor, layer: int, allo
                          for i in range(cfg.n_layers)}
     names = [hook_name(layer, "attn.hook_mask", stack), hook_name(layer, "attn.hook_pattern", stack)]
     with torch.no_grad(), recording(names, interventions) as recorder:
-        if cfg.arch == "encoder-decoder":
+        if cfg.row("arch").cross:
             model.encode(ids, attention_mask)
         else:
             model(ids, attention_mask=attention_mask)
@@ -394,15 +394,13 @@ def scores_and_weights(model: Transformer, ids: torch.Tensor, layer: int) -> dic
 def mla_absorbed_gap(model: Transformer, ids: torch.Tensor, layer: int = 0) -> float:
     """Largest |weight| difference between MLA's two forms in one layer: keys rebuilt from the latent (training)
     and W_uk folded into the query, reading the cached latent directly (inference). 0 up to float rounding."""
-    from .model import self_attention_inputs
 
     prefix = hook_name(layer, "attn.", "")
     names = [prefix + n for n in ("hook_rot_q", "hook_q", "hook_latent", "hook_k_rope", "hook_pattern")]
     _, trace = model.run_with_trace(ids, names=names)
     positions = torch.arange(ids.shape[1], device=model.device)
-    inputs = self_attention_inputs(model.cfg, True, positions, positions, positions[None], positions[None], None,
-                                   torch.float32 if model.cfg.dtype == "float32" else torch.bfloat16, 0,
-                                   model.blocks[layer].window)
+    inputs = self_attention_inputs(model.cfg, model.blocks[layer].spec, True, positions, positions, positions[None],
+                                   positions[None], None, DTYPES[model.cfg.dtype], 0)
     q = trace[names[0]] if names[0] in trace else trace[names[1]]
     k_rope = trace[names[3]] if names[3] in trace else q.new_zeros(*q.shape[:1], 1, q.shape[2], 0)
     absorbed = model.blocks[layer].attn.absorbed_weights(q, trace[names[2]], k_rope, inputs)

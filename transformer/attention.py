@@ -18,8 +18,8 @@ from torch import nn
 from . import masks
 from .config import TransformerConfig
 from .hooks import HookPoint, name_hook_points, wants_any
-from .norms import RMSNorm
-from .positions import apply_partial_rope, apply_rope
+from .norms import make_norm
+from .positions import Rotation, apply_partial_rope, apply_rope
 
 
 @dataclass
@@ -30,7 +30,7 @@ class AttentionInputs:
     mask: torch.Tensor  # the same as an additive mask (0 / most negative float)
     plain_causal: bool  # exactly causal, no padding, window, cache or ALiBi: SDPA's is_causal suffices
     no_mask: bool  # every query sees every key and there is no ALiBi: SDPA needs no mask
-    rope: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None  # cos, sin (B, 1, T, d_head); angles (B, T, d_head/2)
+    rope: Rotation | None = None  # cos and sin for q and for k (B, 1, T, d_rope); the angles (B, T, d_rope/2)
     alibi: torch.Tensor | None = None  # (B or 1, H, T_q, T_kv)
     fused_bias: torch.Tensor | None = None  # mask + alibi, handed to SDPA
 
@@ -87,10 +87,11 @@ class Attention(nn.Module):
         if projections and cfg.attn_gate:
             self.gate_proj = nn.Linear(cfg.d_model, H * d_v, bias=cfg.bias)
             self.hook_attn_gate = HookPoint("hook_attn_gate")
-        self.qk_norm_per_head = cfg.qk_norm == "head"
-        if projections and cfg.qk_norm != "none":  # always an RMSNorm: per head (width d_head) or over all heads
-            self.q_norm = RMSNorm(d_head if self.qk_norm_per_head else H * d_head, cfg.norm_eps, cfg.norm_plus_one, False)
-            self.k_norm = RMSNorm(d_head if self.qk_norm_per_head else G * d_head, cfg.norm_eps, cfg.norm_plus_one, False)
+        qk_norm = cfg.row("qk_norm")
+        self.qk_norm_per_head = qk_norm.per_head
+        if projections and qk_norm.normalises:  # always an RMSNorm: per head (width d_head) or over all heads
+            self.q_norm = make_norm(cfg, d_head if qk_norm.per_head else H * d_head, "rmsnorm", hook=False)
+            self.k_norm = make_norm(cfg, d_head if qk_norm.per_head else G * d_head, "rmsnorm", hook=False)
             self.hook_q_norm = HookPoint("hook_q_norm")
             self.hook_k_norm = HookPoint("hook_k_norm")
         if cfg.sinks and not cross:
@@ -152,11 +153,11 @@ class Attention(nn.Module):
         return norm(t.transpose(1, 2).reshape(B, T, n * d)).view(B, T, n, d).transpose(1, 2)
 
     def rotate(self, q: torch.Tensor, k: torch.Tensor, inputs: AttentionInputs) -> tuple[torch.Tensor, torch.Tensor]:
-        """RoPE on the first d_rope dimensions of every q and k head."""
-        cos, sin, angles = inputs.rope
-        self.hook_rope_angles(angles)
-        q = self.hook_rot_q(apply_partial_rope(q, cos, sin))  # (B, H, T_q, d_head)
-        k = self.hook_rot_k(apply_partial_rope(k, cos, sin))  # (B, G, T_q, d_head)
+        """RoPE (or another rotating scheme) on the first d_rope dimensions of every q and k head."""
+        turn = inputs.rope
+        self.hook_rope_angles(turn.angles)
+        q = self.hook_rot_q(apply_partial_rope(q, turn.q_cos, turn.q_sin))  # (B, H, T_q, d_head)
+        k = self.hook_rot_k(apply_partial_rope(k, turn.k_cos, turn.k_sin))  # (B, G, T_q, d_head)
         return q, k
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, inputs: AttentionInputs,
@@ -289,12 +290,12 @@ class LatentAttention(Attention):
         self.d_rope, self.d_nope, self.kv_rank = cfg.d_rope, cfg.d_head - cfg.d_rope, cfg.kv_rank
         if cfg.q_rank is not None:  # q from its own latent (DeepSeek-V3)
             self.q_down = nn.Linear(cfg.d_model, cfg.q_rank, bias=cfg.has_qkv_bias)
-            self.q_down_norm = RMSNorm(cfg.q_rank, cfg.norm_eps, cfg.norm_plus_one, False)
+            self.q_down_norm = make_norm(cfg, cfg.q_rank, "rmsnorm", hook=False)
             self.q_up = nn.Linear(cfg.q_rank, H * cfg.d_head, bias=False)
         else:
             self.q_proj = nn.Linear(cfg.d_model, H * cfg.d_head, bias=cfg.has_qkv_bias)
         self.kv_down = nn.Linear(cfg.d_model, cfg.kv_rank, bias=cfg.has_qkv_bias)
-        self.kv_norm = RMSNorm(cfg.kv_rank, cfg.norm_eps, cfg.norm_plus_one, False)
+        self.kv_norm = make_norm(cfg, cfg.kv_rank, "rmsnorm", hook=False)
         if self.d_rope:
             self.k_rope = nn.Linear(cfg.d_model, self.d_rope, bias=cfg.has_qkv_bias)
         self.k_up = nn.Linear(cfg.kv_rank, H * self.d_nope, bias=False)
@@ -305,10 +306,10 @@ class LatentAttention(Attention):
         del self.hook_rot_k  # the rotated key is hook_k_rope, one for all heads
 
     def rotate(self, q, k_rope, inputs):
-        cos, sin, angles = inputs.rope
-        self.hook_rope_angles(angles)
-        q = self.hook_rot_q(apply_partial_rope(q, cos, sin))  # (B, H, T_q, d_head): its first d_rope dims turn
-        return q, self.hook_k_rope(apply_rope(k_rope, cos, sin))  # (B, 1, T_q, d_rope)
+        turn = inputs.rope
+        self.hook_rope_angles(turn.angles)
+        q = self.hook_rot_q(apply_partial_rope(q, turn.q_cos, turn.q_sin))  # (B, H, T_q, d_head): its first d_rope dims turn
+        return q, self.hook_k_rope(apply_rope(k_rope, turn.k_cos, turn.k_sin))  # (B, 1, T_q, d_rope)
 
     def queries(self, x: torch.Tensor) -> torch.Tensor:
         if hasattr(self, "q_down"):
@@ -346,8 +347,8 @@ class LatentAttention(Attention):
         return self.softmax(self.soft_cap(scores) + self.position_bias(inputs))  # (B, H, T_q, T_kv)
 
 
-# the attention module for each KV-heads kind (cfg.attention_kind)
-ATTENTION_KINDS: dict[str, type[Attention]] = {"MHA": Attention, "GQA": Attention, "MQA": Attention,
+# the attention module of each KV-heads kind (the rows of AXES["kv_heads"], ``cfg.attention_kind``)
+KV_HEAD_MODULES: dict[str, type[Attention]] = {"MHA": Attention, "GQA": Attention, "MQA": Attention,
                                                "MLA": LatentAttention}
 
 

@@ -1,6 +1,6 @@
 """One block: attention and FFN sublayers, each wrapped in a residual connection and norms.
 
-Where the norms sit is one row of ``NORM_PLACEMENTS``:
+Where the norms sit is the config's row on the placement axis (transformer/axes/stack.py):
 
 Pre-norm (GPT-2, LLaMA):        x = x + sublayer(norm(x))
 Post-norm (2017, BERT):         x = norm(x + sublayer(x))
@@ -11,86 +11,74 @@ Decoder blocks of an encoder-decoder add cross-attention between the two.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 
-from .attention import ATTENTION_KINDS, Attention, AttentionInputs
+from .attention import KV_HEAD_MODULES, Attention, AttentionInputs
+from .axes import AXES
 from .config import TransformerConfig
 from .ffn import make_ffn
 from .hooks import HookPoint
+from .layer_plan import LayerSpec
 from .norms import make_norm
 
 
-@dataclass(frozen=True)
-class NormPlacement:
-    """Where a block's norms sit around each sublayer, as data."""
-
-    before: bool  # normalises the sublayer's input (ln1, ln2, ln_cross)
-    after: bool  # normalises the sublayer's output before the residual add (ln1_post, ln2_post, ln_cross_post)
-    on_sum: bool  # normalises the residual sum (post-norm: ln1, ln2, ln_cross)
-    final_norm: bool  # a norm after the last block by default (post-norm blocks already end on one)
-
-
-NORM_PLACEMENTS: dict[str, NormPlacement] = {
-    "pre": NormPlacement(before=True, after=False, on_sum=False, final_norm=True),
-    "post": NormPlacement(before=False, after=False, on_sum=True, final_norm=False),
-    "sandwich": NormPlacement(before=True, after=True, on_sum=False, final_norm=True),
-    "after": NormPlacement(before=False, after=True, on_sum=False, final_norm=True),
-}
-
-
-class Sublayer:
-    """The norms around one sublayer and its residual add, as the placement row says.
-
-    The norms are the block's own modules (``ln1`` before or on the sum, ``ln1_post`` after), made here.
-    """
-
-    def __init__(self, cfg: TransformerConfig, placement: NormPlacement, block: nn.Module, name: str):
-        self.placement = placement
-        if placement.before or placement.on_sum:
-            setattr(block, name, make_norm(cfg))
-        if placement.after:
-            setattr(block, name + "_post", make_norm(cfg))
-        self.name = name
-
-    def __call__(self, block: nn.Module, x: torch.Tensor, fn, dropout: nn.Module) -> torch.Tensor:
-        p = self.placement
-        h = getattr(block, self.name)(x) if p.before else x  # (B, T, d_model)
-        out = fn(h)
-        if p.after:
-            out = getattr(block, self.name + "_post")(out)
-        x = x + dropout(out)
-        return getattr(block, self.name)(x) if p.on_sum else x
+def residual(x: torch.Tensor, sublayer, norm_in: nn.Module | None, norm_out: nn.Module | None,
+             norm_sum: nn.Module | None, dropout: nn.Module) -> torch.Tensor:
+    """x + sublayer(x), with the norms the placement puts before it, after it, or on the sum."""
+    out = sublayer(norm_in(x) if norm_in is not None else x)  # (B, T, d_model)
+    if norm_out is not None:
+        out = norm_out(out)
+    x = x + dropout(out)
+    return norm_sum(x) if norm_sum is not None else x
 
 
 class Block(nn.Module):
-    def __init__(self, cfg: TransformerConfig, cross: bool = False, layer: int = 0):
+    """One layer, built from its row of the layer plan (``cfg.layer_plan()[i]``)."""
+
+    def __init__(self, cfg: TransformerConfig, spec: LayerSpec, cross: bool = False):
         super().__init__()
-        placement = NORM_PLACEMENTS[cfg.norm_position]
-        self.parallel = cfg.parallel_block
+        placement = cfg.row("norm_position")
+        self.parallel = cfg.row("block").parallel
         self.has_cross = cross
-        self.window = cfg.layer_windows()[layer]  # None: a global layer; W: a local one
-        self.attn = ATTENTION_KINDS[cfg.attention_kind](cfg)
-        if self.parallel:
+        self.spec = spec  # its window, positions and the layer whose K/V it reads
+        self.attn = KV_HEAD_MODULES[cfg.attention_kind](cfg)
+        # The norms, declared where they are used: ln1 around attention, ln_cross around cross-attention, ln2
+        # around the FFN, each on the sublayer's input (pre, sandwich) or on the sum (post); ln*_post on its output.
+        if self.parallel:  # one norm both sublayers read, or one each (GPT-NeoX)
             self.ln1 = make_norm(cfg)
-            if cfg.parallel_norms == 2:
-                self.ln2 = make_norm(cfg)
+            self.ln2 = make_norm(cfg) if cfg.parallel_norms == 2 else None
         else:
-            self._sublayers = {name: Sublayer(cfg, placement, self, name) for name in
-                               ("ln1", *(("ln_cross",) if cross else ()), "ln2")}
+            wraps, after = placement.before or placement.on_sum, placement.after
+            self.ln1 = make_norm(cfg) if wraps else None
+            self.ln1_post = make_norm(cfg) if after else None
+            if cross:
+                self.ln_cross = make_norm(cfg) if wraps else None
+                self.ln_cross_post = make_norm(cfg) if after else None
+            self.ln2 = make_norm(cfg) if wraps else None
+            self.ln2_post = make_norm(cfg) if after else None
             self.hook_resid_mid = HookPoint("hook_resid_mid")
+        self.on_sum = placement.on_sum
         if cross:
             self.cross_attn = Attention(cfg, cross=True)
             self.hook_cross_attn_out = HookPoint("hook_cross_attn_out")
             self.hook_resid_cross = HookPoint("hook_resid_cross")
-        self.mlp = make_ffn(cfg, layer)
+        self.mlp = make_ffn(cfg, spec.index)
         self.dropout = nn.Dropout(cfg.dropout)
         self.hook_resid_pre = HookPoint("hook_resid_pre")
         self.hook_attn_out = HookPoint("hook_attn_out")
         self.hook_mlp_out = HookPoint("hook_mlp_out")
         self.hook_resid_post = HookPoint("hook_resid_post")
+
+    @property
+    def window(self) -> int | None:
+        return self.spec.window
+
+    def around(self, name: str, x: torch.Tensor, sublayer) -> torch.Tensor:
+        """The residual step of one sublayer with its norms (``name``: ln1, ln_cross or ln2)."""
+        norm, norm_out = getattr(self, name), getattr(self, name + "_post")
+        return residual(x, sublayer, None if self.on_sum else norm, norm_out, norm if self.on_sum else None,
+                        self.dropout)
 
     def forward(self, x: torch.Tensor, inputs: AttentionInputs, cross_inputs: AttentionInputs | None = None,
                 memory: torch.Tensor | None = None, cache: dict | None = None) -> torch.Tensor:
@@ -98,13 +86,14 @@ class Block(nn.Module):
         if self.parallel:
             h = self.ln1(x)
             attn = self.hook_attn_out(self.attn(h, inputs, cache=cache))
-            mlp = self.hook_mlp_out(self.mlp(self.ln2(x) if hasattr(self, "ln2") else h))
+            mlp = self.hook_mlp_out(self.mlp(self.ln2(x) if self.ln2 is not None else h))
             return self.hook_resid_post(x + self.dropout(attn) + self.dropout(mlp))
-        x = self.hook_resid_mid(self._sublayers["ln1"](
-            self, x, lambda h: self.hook_attn_out(self.attn(h, inputs, cache=cache)), self.dropout))
+        x = self.hook_resid_mid(self.around("ln1", x, lambda h: self.hook_attn_out(self.attn(h, inputs, cache=cache))))
         if self.has_cross:
-            x = self.hook_resid_cross(self._sublayers["ln_cross"](
-                self, x, lambda h: self.hook_cross_attn_out(self.cross_attn(h, cross_inputs, memory, cache)),
-                self.dropout))
-        return self.hook_resid_post(self._sublayers["ln2"](
-            self, x, lambda h: self.hook_mlp_out(self.mlp(h)), self.dropout))
+            x = self.hook_resid_cross(self.around(
+                "ln_cross", x, lambda h: self.hook_cross_attn_out(self.cross_attn(h, cross_inputs, memory, cache))))
+        return self.hook_resid_post(self.around("ln2", x, lambda h: self.hook_mlp_out(self.mlp(h))))
+
+
+
+NORM_PLACEMENTS = AXES["norm_position"].choices  # the rows, until every caller asks ``cfg.row("norm_position")``

@@ -1,8 +1,9 @@
-"""One dataclass describes every model: five axes, three architectures, sizes.
+"""One dataclass describes every model: its choices on every axis, its sizes, its layer plan.
 
-Every choice is a plain string (a ``Literal``), so the app can list the options
-with ``typing.get_args`` and a URL can carry a whole configuration. Impossible
-combinations raise ``ValueError`` at construction, naming the numbers and the fix.
+Every choice is a plain string, a key of its axis in the table of choices (transformer/axes), so the
+app lists the options from the table and a URL can carry a whole configuration. The table's rows
+check the config, and callers ask a row's flags (``cfg.row("position").rotates_qk``), never the name.
+Impossible combinations raise ``ValueError`` at construction, naming the numbers and the fix.
 """
 from __future__ import annotations
 
@@ -10,41 +11,29 @@ import dataclasses
 import json
 import math
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal
 
-Arch = Literal["decoder", "encoder", "encoder-decoder"]
-Position = Literal["none", "sinusoidal", "learned", "rope", "alibi"]
-RopeScaling = Literal["none", "linear", "dynamic", "yarn", "llama3"]
-Norm = Literal["layernorm", "rmsnorm"]
-NormPosition = Literal["pre", "post", "sandwich", "after"]
-QKNorm = Literal["none", "head", "full"]
-FFN = Literal["relu", "gelu", "swiglu", "geglu", "moe"]
-Router = Literal["softmax", "sigmoid"]
-ExpertActivation = Literal["swiglu", "geglu", "clamped-swiglu"]
-AttentionPattern = Literal["dense", "strided", "block-local", "global-local"]
-GeluApproximate = Literal["none", "tanh"]
-DType = Literal["float32", "bfloat16"]
+from .axes import AXES, FIELD_AXES, Choice, divisors, keys
+from .layer_plan import LayerSpec, build_plan
 
-# field name -> the Literal listing its valid strings
-CHOICES = {
-    "arch": Arch,
-    "position": Position,
-    "rope_scaling": RopeScaling,
-    "norm": Norm,
-    "norm_position": NormPosition,
-    "qk_norm": QKNorm,
-    "ffn": FFN,
-    "router": Router,
-    "expert_activation": ExpertActivation,
-    "attention_pattern": AttentionPattern,
-    "gelu_approximate": GeluApproximate,
-    "dtype": DType,
-}
+# each choice field's valid strings are the keys of its axis in the table (transformer/axes)
+Arch = Literal[keys("arch")]
+Position = Literal[keys("position")]
+RopeScaling = Literal[keys("rope_scaling")]
+Norm = Literal[keys("norm")]
+NormPosition = Literal[keys("norm_position")]
+QKNorm = Literal[keys("qk_norm")]
+FFN = Literal[keys("ffn")]
+Router = Literal[keys("router")]
+ExpertActivation = Literal[keys("expert_activation")]
+AttentionPattern = Literal[keys("attention_pattern")]
+GeluApproximate = Literal[keys("gelu_approximate")]
+DType = Literal[keys("dtype")]
 
 
 def choices(field: str) -> tuple[str, ...]:
     """The valid strings of a choice field, e.g. ``choices("position")``."""
-    return get_args(CHOICES[field])
+    return keys(FIELD_AXES[field])
 
 
 def _round_up(n: int, multiple: int) -> int:
@@ -89,7 +78,8 @@ class TransformerConfig:
     v_head_dim: int | None = None  # None = head_dim; MLA's values may be narrower than its q and k
     qkv_bias: bool | None = None  # biases on q, k, v only; None = as `bias` (Qwen2: True with bias=False)
     attn_gate: bool = False  # gated attention: concat(heads) * sigmoid(x W_gate) before W_o
-    layer_pattern: str = "uniform"  # which layers are local (sliding_window) and which global: see LAYER_PATTERNS
+    layer_pattern: str = "uniform"  # which layers are local (sliding_window) and which global: see layer_plan.py
+    nope_layers: str = "none"  # layers that leave RoPE out: "none", "every 4" (Llama 4, SmolLM3) or "3, 7"
     rope_dim: int | None = None  # dimensions of each head RoPE rotates, the first ones (None = all; NeoX: d_head / 4)
     rope_scaling: RopeScaling = "none"  # stretching RoPE past its trained length
     rope_factor: float = 1.0  # how many times longer than rope_original_max_len
@@ -123,18 +113,15 @@ class TransformerConfig:
     first_dense_layers: int = 0  # the first layers keep a dense SwiGLU of d_ff (DeepSeek-V3: 3)
 
     def __post_init__(self) -> None:
-        for field, literal in CHOICES.items():
-            value = getattr(self, field)
-            valid = get_args(literal)
-            if value not in valid:
-                raise ValueError(f"{field}={value!r} is not a valid choice; choose one of {', '.join(map(repr, valid))}")
+        for field, axis in FIELD_AXES.items():
+            AXES[axis].row(getattr(self, field))  # an unknown choice raises, listing the valid ones
         for field in ("vocab_size", "d_model", "n_heads", "n_layers", "max_len"):
             if int(getattr(self, field)) < 1:
                 raise ValueError(f"{field}={getattr(self, field)} must be at least 1")
         if self.head_dim is None and self.d_model % self.n_heads:
             raise ValueError(
                 f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; "
-                f"pick n_heads among {_divisors(self.d_model)}, a d_model that is a multiple of {self.n_heads}, "
+                f"pick n_heads among {divisors(self.d_model)}, a d_model that is a multiple of {self.n_heads}, "
                 "or set head_dim"
             )
         for field in ("head_dim", "v_head_dim"):
@@ -152,38 +139,13 @@ class TransformerConfig:
         if self.n_heads % self.n_kv_heads:
             raise ValueError(
                 f"n_heads={self.n_heads} is not divisible by n_kv_heads={self.n_kv_heads}; "
-                f"each kv head must serve the same number of query heads: pick n_kv_heads among {_divisors(self.n_heads)}"
+                f"each kv head must serve the same number of query heads: pick n_kv_heads among {divisors(self.n_heads)}"
             )
-        self._check_rope()
-        self._check_latent()
-        if self.ffn == "moe":
-            if self.n_experts < 1:
-                raise ValueError(f"n_experts={self.n_experts} must be at least 1")
-            if not 1 <= self.top_k <= self.n_experts:
-                raise ValueError(
-                    f"top_k={self.top_k} must be between 1 and n_experts={self.n_experts}; "
-                    f"raise n_experts or lower top_k"
-                )
-            if self.n_expert_groups < 1 or self.n_experts % self.n_expert_groups:
-                raise ValueError(f"n_expert_groups={self.n_expert_groups} must divide n_experts={self.n_experts}; "
-                                 f"pick one of {_divisors(self.n_experts)}")
-            if not 1 <= self.top_groups <= self.n_expert_groups:
-                raise ValueError(f"top_groups={self.top_groups} must be between 1 and "
-                                 f"n_expert_groups={self.n_expert_groups}")
-            per_group = self.n_experts // self.n_expert_groups
-            if self.top_k > self.top_groups * per_group:
-                raise ValueError(f"top_k={self.top_k} experts cannot come from top_groups={self.top_groups} groups of "
-                                 f"{per_group}; raise top_groups or lower top_k")
-            if not 0 <= self.first_dense_layers <= self.n_layers:
-                raise ValueError(f"first_dense_layers={self.first_dense_layers} must be between 0 and "
-                                 f"n_layers={self.n_layers}")
-        else:
-            moe_only = {"n_shared_experts": 0, "first_dense_layers": 0, "router": "softmax", "n_expert_groups": 1,
-                        "expert_activation": "swiglu", "d_expert": None}
-            for field, default in moe_only.items():
-                if getattr(self, field) != default:
-                    raise ValueError(f"{field}={getattr(self, field)!r} is a mixture-of-experts setting, but "
-                                     f"ffn={self.ffn!r} is dense; set ffn='moe' or {field}={default!r}")
+        if self.rope_factor < 1:
+            raise ValueError(f"rope_factor={self.rope_factor} must be at least 1: scaling stretches RoPE to a context "
+                             "rope_factor times longer than the one it was trained on")
+        for axis in ("position", "rope_scaling", "kv_heads", "ffn"):
+            self._check_row(axis)
         if self.n_shared_experts < 0:
             raise ValueError(f"n_shared_experts={self.n_shared_experts} must be 0 or more")
         if self.sliding_window is not None and self.sliding_window < 1:
@@ -191,17 +153,8 @@ class TransformerConfig:
         if self.sliding_window is not None and self.sliding_window > self.max_len:
             raise ValueError(f"sliding_window={self.sliding_window} is larger than max_len={self.max_len}, so no "
                              f"query could ever miss a key; use a window of at most {self.max_len}, or None")
-        self.layer_windows()  # a pattern that does not parse raises here
-        if self.attention_pattern != "dense":
-            if self.sliding_window is not None or self.layer_pattern != "uniform":
-                raise ValueError(f"attention_pattern={self.attention_pattern!r} brings its own local keys; set "
-                                 f"sliding_window=None (now {self.sliding_window}) and layer_pattern='uniform' "
-                                 f"(now {self.layer_pattern!r}), or attention_pattern='dense' to keep the window")
-            if self.pattern_size < 1:
-                raise ValueError(f"pattern_size={self.pattern_size} must be at least 1 (the stride, block or window "
-                                 f"of the {self.attention_pattern} pattern)")
-            if self.n_global < 0:
-                raise ValueError(f"n_global={self.n_global} must be 0 or more (global tokens of the global-local pattern)")
+        self._check_row("attention_pattern")
+        self.layer_plan()  # a pattern that does not parse, or does not fit the model, raises here
         for field in ("attn_softcap", "logit_softcap", "score_scale"):
             value = getattr(self, field)
             if value is not None and not value > 0:
@@ -212,73 +165,23 @@ class TransformerConfig:
             self.d_ff = _derived_d_ff(self.d_model, self.ffn)
         if self.d_ff < 1:
             raise ValueError(f"d_ff={self.d_ff} must be at least 1")
-        if self.parallel_block and self.norm_position != "pre":
+        placement = self.row("norm_position")
+        if self.parallel_block and (placement.after or placement.on_sum):
             raise ValueError(f"parallel_block=True needs norm_position='pre' (now {self.norm_position!r}): "
                              "attention and FFN read normalised copies of one input")
         if self.parallel_norms not in (1, 2):
             raise ValueError(f"parallel_norms={self.parallel_norms} must be 1 (one norm both sublayers read) or 2")
-        if self.parallel_block and self.arch == "encoder-decoder":
+        if self.parallel_block and self.row("arch").cross:
             raise ValueError("parallel_block=True is for decoder-only or encoder-only stacks (the encoder-decoder has a "
                              "cross-attention step in between): set arch='decoder' or 'encoder', or parallel_block=False")
-        if self.norm_plus_one and self.norm != "rmsnorm":
+        if self.norm_plus_one and self.row("norm").centres:
             raise ValueError(f"norm_plus_one=True is Gemma's RMSNorm scale (1 + w); it needs norm='rmsnorm', not {self.norm!r}")
 
-    def _check_rope(self) -> None:
-        from .positions import POSITIONS, ROPE_SCALINGS
-
-        rotates = POSITIONS[self.position].rotates_qk
-        if self.rope_dim is not None:
-            if not rotates:
-                raise ValueError(f"rope_dim={self.rope_dim} needs a position scheme that rotates q and k "
-                                 f"(position='rope'), not {self.position!r}")
-            if self.rope_dim < 2 or self.rope_dim % 2 or self.rope_dim > self.d_head:
-                raise ValueError(f"rope_dim={self.rope_dim} must be an even number from 2 to d_head={self.d_head}: "
-                                 "RoPE rotates pairs of dimensions")
-        elif rotates and self.d_head % 2:
-            source = "head_dim" if self.head_dim is not None else f"d_model/n_heads = {self.d_model}/{self.n_heads}"
-            raise ValueError(
-                f"RoPE rotates pairs of dimensions, but d_head = {source} = {self.d_head} is odd; "
-                "choose sizes that give an even head dimension, or an even rope_dim"
-            )
-        scaled = self.rope_scaling != "none"
-        if scaled and not rotates:
-            raise ValueError(f"rope_scaling={self.rope_scaling!r} stretches RoPE, but position={self.position!r}; "
-                             "set position='rope' or rope_scaling='none'")
-        if self.rope_factor < 1:
-            raise ValueError(f"rope_factor={self.rope_factor} must be at least 1: scaling stretches RoPE to a context "
-                             "rope_factor times longer than the one it was trained on")
-        if self.rope_local_theta is not None and not rotates:
-            raise ValueError(f"rope_local_theta={self.rope_local_theta} needs position='rope', not {self.position!r}")
-        if scaled:
-            ROPE_SCALINGS[self.rope_scaling].check(self)
-
-    def _check_latent(self) -> None:
-        if self.kv_rank is None:
-            if self.q_rank is not None:
-                raise ValueError(f"q_rank={self.q_rank} is part of multi-head latent attention; set kv_rank too, "
-                                 "or q_rank=None")
-            return
-        width = self.n_heads * self.d_head
-        if not 1 <= self.kv_rank <= width:
-            raise ValueError(f"kv_rank={self.kv_rank} must be between 1 and the heads' width n_heads * head_dim = "
-                             f"{self.n_heads} * {self.d_head} = {width}: a latent wider than the keys saves nothing")
-        if self.q_rank is not None and not 1 <= self.q_rank <= width:
-            raise ValueError(f"q_rank={self.q_rank} must be between 1 and n_heads * head_dim = {width}")
-        if self.n_kv_heads != self.n_heads:
-            raise ValueError(f"multi-head latent attention rebuilds a key and a value for every head from its "
-                             f"latent; set n_kv_heads={self.n_heads} (= n_heads), not {self.n_kv_heads}")
-        if self.qk_norm != "none" or self.attn_gate:
-            raise ValueError(f"multi-head latent attention (kv_rank={self.kv_rank}) normalises its own latent; "
-                             f"qk_norm={self.qk_norm!r} and attn_gate={self.attn_gate} are not built for it: set "
-                             "qk_norm='none' and attn_gate=False, or kv_rank=None")
-        if self.arch != "decoder":
-            raise ValueError(f"multi-head latent attention (kv_rank={self.kv_rank}) is built for decoders; "
-                             f"set arch='decoder' (now {self.arch!r}) or kv_rank=None")
-        from .positions import POSITIONS
-
-        if POSITIONS[self.position].rotates_qk and (self.rope_dim is None or self.rope_dim == self.d_head):
-            raise ValueError(f"MLA keeps RoPE off the latent: give it a decoupled rope_dim smaller than "
-                             f"head_dim={self.d_head} (DeepSeek-V3: 64 of 192)")
+    def _check_row(self, axis: str) -> None:
+        """The config check of this config's row on `axis`, if it has one."""
+        check = self.row(axis).check
+        if check is not None:
+            check(self)
 
     @property
     def d_head(self) -> int:
@@ -292,9 +195,7 @@ class TransformerConfig:
     @property
     def d_rope(self) -> int:
         """How many of each head's dimensions RoPE rotates (0 without RoPE)."""
-        from .positions import POSITIONS
-
-        if not POSITIONS[self.position].rotates_qk:
+        if not self.row("position").rotates_qk:
             return 0
         return self.rope_dim if self.rope_dim is not None else self.d_head
 
@@ -304,9 +205,7 @@ class TransformerConfig:
 
     @property
     def has_final_norm(self) -> bool:
-        from .block import NORM_PLACEMENTS
-
-        return NORM_PLACEMENTS[self.norm_position].final_norm if self.final_norm is None else self.final_norm
+        return self.row("norm_position").final_norm if self.final_norm is None else self.final_norm
 
     @property
     def group_size(self) -> int:
@@ -321,12 +220,29 @@ class TransformerConfig:
             return "MHA"
         return "MQA" if self.n_kv_heads == 1 else "GQA"
 
+    def choice_key(self, axis: str) -> str:
+        """This config's choice on an axis: its field, or the key derived from other fields."""
+        if axis in DERIVED_KEYS:
+            return DERIVED_KEYS[axis](self)
+        if AXES[axis].field is None:
+            raise ValueError(f"axis {axis!r} has no single choice per config; ask the layer plan (attention) or the "
+                             f"fields that make it (mask, scores)")
+        return getattr(self, AXES[axis].field)
+
+    def row(self, axis: str) -> Choice:
+        """This config's row of the table on an axis: ``cfg.row("position").rotates_qk``."""
+        return AXES[axis].row(self.choice_key(axis))
+
+    def layer_plan(self) -> tuple[LayerSpec, ...]:
+        """One row per layer: its kind, window, positions and the layer whose K/V it reads (transformer/layer_plan.py)."""
+        return build_plan(self)
+
     def layer_windows(self) -> tuple[int | None, ...]:
         """Each layer's window: an int for a local layer, None for a global one (``layer_pattern``)."""
-        return parse_layer_pattern(self.layer_pattern, self.n_layers, self.sliding_window)
+        return tuple(spec.window for spec in self.layer_plan())
 
     def layer_is_moe(self, layer: int) -> bool:
-        return self.ffn == "moe" and layer >= self.first_dense_layers
+        return self.row("ffn").routed and layer >= self.first_dense_layers
 
     def replace(self, **changes) -> "TransformerConfig":
         """A copy with some fields changed (validated again).
@@ -360,63 +276,13 @@ class TransformerConfig:
         return cls.from_dict(json.loads(text))
 
 
-# --- per-layer attention kinds ---------------------------------------------------------
-
-# named patterns: layer index, layer count -> local?
-LAYER_PATTERNS = {
-    "uniform": None,  # every layer alike: local when sliding_window is set, else global (Mistral; LLaMA)
-    "global": lambda i, n: False,
-    "local": lambda i, n: True,
-    "alternate": lambda i, n: i % 2 == 0,  # local, global, local, ... (Gemma 2, gpt-oss)
+# the axes whose key is derived from other fields
+DERIVED_KEYS = {
+    "kv_heads": lambda cfg: cfg.attention_kind,
+    "block": lambda cfg: "parallel" if cfg.parallel_block else "sequential",
 }
-
-
-def parse_layer_pattern(pattern: str, n_layers: int, window: int | None) -> tuple[int | None, ...]:
-    """Each layer's window (None = global) from a pattern.
-
-    "uniform", "global", "local", "alternate"; "5:1" = five local layers, then one global, repeated
-    (Gemma 3); or a comma list with one entry per layer: "local", "global", or a window of its own ("64").
-    """
-    text = str(pattern).strip().lower()
-    if text in LAYER_PATTERNS:
-        rule = LAYER_PATTERNS[text]
-        local = [window is not None] * n_layers if rule is None else [rule(i, n_layers) for i in range(n_layers)]
-        windows = [window if is_local else None for is_local in local]
-    elif ":" in text:
-        parts = text.split(":")
-        if len(parts) != 2 or not all(p.strip().isdigit() for p in parts) or int(parts[0]) + int(parts[1]) < 1:
-            raise ValueError(f"layer_pattern={pattern!r} does not parse: write 'N:M' with whole numbers, e.g. '5:1' "
-                             "for five local layers then one global")
-        n_local, n_global = int(parts[0]), int(parts[1])
-        windows = [window if i % (n_local + n_global) < n_local else None for i in range(n_layers)]
-    else:
-        entries = [e.strip() for e in text.split(",")]
-        if len(entries) != n_layers:
-            raise ValueError(f"layer_pattern={pattern!r} names {len(entries)} layers but n_layers={n_layers}; "
-                             f"give one entry per layer, or one of {', '.join(LAYER_PATTERNS)} or 'N:M'")
-        windows = []
-        for entry in entries:
-            if entry in ("local", "l"):
-                windows.append(window if window is not None else -1)
-            elif entry in ("global", "g"):
-                windows.append(None)
-            elif entry.isdigit() and int(entry) >= 1:
-                windows.append(int(entry))
-            else:
-                raise ValueError(f"layer_pattern={pattern!r} does not parse: {entry!r} is not 'local', 'global' or "
-                                 "a window of at least 1")
-    if any(w == -1 for w in windows) or (window is None and text not in ("uniform", "global") and "," not in text):
-        raise ValueError(f"layer_pattern={pattern!r} has local layers but sliding_window is None; "
-                         "set sliding_window to the local layers' window")
-    return tuple(windows)
 
 
 def _derived_d_ff(d_model: int, ffn: str) -> int:
     """The FFN width when none is given: 4 * d_model, or about 8/3 of it where a gate's third matrix pays for less."""
-    from .ffn import FFN_KINDS
-
-    return _round_up(8 * d_model // 3, 8) if FFN_KINDS[ffn].gated else 4 * d_model
-
-
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    return _round_up(8 * d_model // 3, 8) if AXES["ffn"].row(ffn).gated else 4 * d_model

@@ -1,17 +1,18 @@
 """The feed-forward sublayer: an MLP (ReLU/GELU), a gated one (SwiGLU, GeGLU), or a routed mixture of experts.
 
-``FFN_KINDS`` has one row per kind: its module, its weight matrices, whether it is gated and whether
-it routes. Costs, pages and the block ask the row, never the name.
+What each kind is (its matrices, gated? routed?) is its row in the table of choices
+(transformer/axes/ffn.py); ``FFN_MODULES`` builds each one. Costs, pages and the block ask the row,
+never the name.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .axes import AXES
 from .hooks import HookPoint
 
 if TYPE_CHECKING:
@@ -19,8 +20,12 @@ if TYPE_CHECKING:
 
 
 def _gelu(cfg: "TransformerConfig") -> Callable[[torch.Tensor], torch.Tensor]:
-    approximate = cfg.gelu_approximate
+    approximate = cfg.row("gelu_approximate").torch_name
     return lambda x: F.gelu(x, approximate=approximate)
+
+
+# an MLP's nonlinearity, by its kind
+MLP_ACTIVATIONS: dict[str, Callable[["TransformerConfig"], Callable]] = {"relu": lambda cfg: F.relu, "gelu": _gelu}
 
 
 class MLP(nn.Module):
@@ -30,13 +35,11 @@ class MLP(nn.Module):
         super().__init__()
         self.up = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.bias)
         self.down = nn.Linear(cfg.d_ff, cfg.d_model, bias=cfg.bias)
-        if cfg.ffn == "relu":
-            self.act, activation = F.relu, "relu"
-        else:
-            self.act = _gelu(cfg)
-            activation = "gelu" if cfg.gelu_approximate == "none" else "gelu-tanh"
+        self.act = MLP_ACTIVATIONS[cfg.ffn](cfg)
+        kind = cfg.row("ffn")
+        words = cfg.row("gelu_approximate") if kind.gelu and cfg.row("gelu_approximate").ops else kind
         self.hook_pre = HookPoint("hook_pre")
-        self.hook_post = HookPoint("hook_post", activation)
+        self.hook_post = HookPoint("hook_post", words)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         pre = self.hook_pre(self.up(x))  # (B, T, d_ff)
@@ -56,6 +59,7 @@ class GatedFFN(nn.Module):
 
     def __init__(self, cfg: "TransformerConfig", d_ff: int | None = None, hooks: bool = True, kind: str = "swiglu"):
         super().__init__()
+        words = AXES["ffn"].row(kind)
         d_ff = d_ff or cfg.d_ff
         self.gate = nn.Linear(cfg.d_model, d_ff, bias=cfg.bias)
         self.up = nn.Linear(cfg.d_model, d_ff, bias=cfg.bias)
@@ -63,9 +67,9 @@ class GatedFFN(nn.Module):
         self.act = GATES[kind](cfg)
         self.hooks = hooks
         if hooks:
-            self.hook_gate = HookPoint("hook_gate", kind)
+            self.hook_gate = HookPoint("hook_gate", words)
             self.hook_up = HookPoint("hook_up")
-            self.hook_post = HookPoint("hook_post", kind)
+            self.hook_post = HookPoint("hook_post", words)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.hooks:  # a MoE expert: its tensors have a ragged token count
@@ -73,9 +77,6 @@ class GatedFFN(nn.Module):
         gate = self.hook_gate(self.act(self.gate(x)))  # (B, T, d_ff)
         up = self.hook_up(self.up(x))  # (B, T, d_ff)
         return self.down(self.hook_post(gate * up))  # (B, T, d_model)
-
-
-SwiGLU = GatedFFN  # the name most readers know
 
 
 class ClampedSwiGLU(GatedFFN):
@@ -113,7 +114,7 @@ class MoE(nn.Module):
     def __init__(self, cfg: "TransformerConfig", layer: int = 0):
         super().__init__()
         self.n_experts, self.top_k = cfg.n_experts, cfg.top_k
-        self.sigmoid = cfg.router == "sigmoid"
+        self.sigmoid = cfg.row("router").sigmoid
         self.renormalise, self.routed_scale = cfg.router_norm, cfg.routed_scale
         self.n_groups, self.top_groups = cfg.n_expert_groups, cfg.top_groups
         width = cfg.d_expert or cfg.d_ff
@@ -171,30 +172,20 @@ class MoE(nn.Module):
         return out.reshape(B, T, D)
 
 
-@dataclass(frozen=True)
-class FFNKind:
-    """What an FFN kind is, as data."""
-
-    module: Callable[["TransformerConfig", int], nn.Module]  # (cfg, layer index) -> the sublayer
-    matrices: tuple[str, ...]  # its weight matrices, by our parameter names
-    gated: bool  # a third matrix gates the hidden layer (so the default d_ff is about 8/3 d_model)
-    routed: bool = False  # a router sends each token to top_k experts
-    activation: str = ""  # the hidden layer's nonlinearity, in words
-
-
-FFN_KINDS: dict[str, FFNKind] = {
-    "relu": FFNKind(MLP, ("up", "down"), gated=False, activation="ReLU"),
-    "gelu": FFNKind(MLP, ("up", "down"), gated=False, activation="GELU"),
-    "swiglu": FFNKind(lambda cfg, layer: GatedFFN(cfg, kind="swiglu"), ("gate", "up", "down"), gated=True,
-                      activation="SiLU gate"),
-    "geglu": FFNKind(lambda cfg, layer: GatedFFN(cfg, kind="geglu"), ("gate", "up", "down"), gated=True,
-                     activation="GELU gate"),
-    "moe": FFNKind(MoE, ("router", "gate", "up", "down"), gated=True, routed=True, activation="experts"),
+# each kind's module: (cfg, layer index) -> the sublayer
+FFN_MODULES: dict[str, Callable[["TransformerConfig", int], nn.Module]] = {
+    "relu": MLP,
+    "gelu": MLP,
+    "swiglu": lambda cfg, layer: GatedFFN(cfg, kind="swiglu"),
+    "geglu": lambda cfg, layer: GatedFFN(cfg, kind="geglu"),
+    "moe": MoE,
 }
+
+FFN_KINDS = AXES["ffn"].choices  # the rows, until every caller asks ``cfg.row("ffn")``
 
 
 def make_ffn(cfg: "TransformerConfig", layer: int) -> nn.Module:
     """Layer `layer`'s FFN: the config's kind, or a dense gated FFN in a routed model's first dense layers."""
-    if FFN_KINDS[cfg.ffn].routed and not cfg.layer_is_moe(layer):
-        return GatedFFN(cfg, kind="geglu" if cfg.expert_activation == "geglu" else "swiglu")
-    return FFN_KINDS[cfg.ffn].module(cfg, layer)
+    if cfg.row("ffn").routed and not cfg.layer_is_moe(layer):
+        return GatedFFN(cfg, kind=cfg.row("expert_activation").dense_kind)
+    return FFN_MODULES[cfg.ffn](cfg, layer)

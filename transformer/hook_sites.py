@@ -8,43 +8,40 @@ shows the rest; docs/hooks.md lists every site a model records (tests/test_hooks
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .config import TransformerConfig
 
-# how a formula depends on the config: axis -> the config's choice on it
-FORMULA_AXES: dict[str, Callable[["TransformerConfig"], str]] = {
-    "norm": lambda cfg: cfg.norm,
-    "ffn": lambda cfg: cfg.ffn,
-    "position": lambda cfg: cfg.position,
-    "block": lambda cfg: "parallel" if cfg.parallel_block else cfg.norm_position,
-}
-
 
 @dataclass(frozen=True)
-class ByAxis:
-    """A formula that depends on one axis of the config: variants[its choice], "*" for any other choice."""
+class FromRows:
+    """A formula that the config's choices word their own way: the first of these axes whose row has one
+    for the site (``Choice.formulas``), else the default."""
 
-    axis: str  # a key of FORMULA_AXES
-    variants: dict[str, str]
+    axes: tuple[str, ...]
+    default: str | None = None
 
-    def choose(self, cfg: "TransformerConfig") -> str | None:
-        return self.variants.get(FORMULA_AXES[self.axis](cfg), self.variants.get("*"))
+    def choose(self, cfg: "TransformerConfig", site: str) -> str | None:
+        for axis in self.axes:
+            formula = cfg.row(axis).formulas.get(site)
+            if formula is not None:
+                return formula
+        return self.default
 
 
 @dataclass(frozen=True)
 class HookSite:
     dims: tuple[str, ...]  # named dims, e.g. ("B", "H", "T_q", "T_kv"); a module may rename one (cross: T_kv -> S)
-    op: str | dict[str, str]  # the library's words for the operation; by the recording module's kind when they differ
+    op: str | None  # the library's words for the operation; None = the recording module's choice words it (``Choice.ops``)
     explain: str = ""  # what the step is, in one sentence
-    formula: str | ByAxis | None = None  # LaTeX
+    formula: str | FromRows | None = None  # LaTeX
     # what the step reads: a sentence when it is no recorded tensor, else sibling sites (a tuple inside = the first
     # of these that was recorded; "<input>" = the module's input); None = the step before it
     reads: str | tuple | None = None
 
-    def latex(self, cfg: "TransformerConfig") -> str | None:
-        return self.formula.choose(cfg) if isinstance(self.formula, ByAxis) else self.formula
+    def latex(self, cfg: "TransformerConfig", site: str) -> str | None:
+        return self.formula.choose(cfg, site) if isinstance(self.formula, FromRows) else self.formula
 
 
 RESID = ("B", "T", "d_model")
@@ -59,11 +56,9 @@ SITES: dict[str, HookSite] = {
         r"x_t = E[\mathrm{id}_t]",
         reads="the token ids"),
     "hook_pos_embed": HookSite(
-        RESID, {"sinusoidal": "sinusoidal position vectors", "learned": "learned position vectors"},
+        RESID, None,
         "Position vectors, added to the token embeddings so attention can tell places apart.",
-        ByAxis("position", {
-            "sinusoidal": r"P_{t,2i} = \sin\!\left(t / 10000^{2i/d}\right),\quad P_{t,2i+1} = \cos\!\left(t / 10000^{2i/d}\right)",
-            "*": r"P_t = P_{\text{learned}}[t]"}),
+        FromRows(("position",)),
         reads="the position ids"),
     "hook_logits": HookSite(
         ("B", "T", "vocab"), "h W_U",
@@ -71,11 +66,9 @@ SITES: dict[str, HookSite] = {
         r"\text{logits} = h\,W_U"),
     # --- a norm (ln1, ln2, ln_cross, ln_final ...) ---
     "hook_normalized": HookSite(
-        RESID, {"layernorm": "(x - mean(x)) / sqrt(var(x) + eps) * w + b", "rmsnorm": "x / sqrt(mean(x^2) + eps) * w"},
+        RESID, None,
         "The norm rescales each token's vector so the next sublayer sees a steady scale.",
-        ByAxis("norm", {
-            "layernorm": r"\mathrm{LN}(x) = \frac{x - \mu(x)}{\sqrt{\sigma^2(x) + \epsilon}} \odot w + b",
-            "rmsnorm": r"\mathrm{RMSNorm}(x) = \frac{x}{\sqrt{\tfrac{1}{d}\sum_i x_i^2 + \epsilon}} \odot w"})),
+        FromRows(("norm",))),
     # --- a block's residual stream ---
     "hook_resid_pre": HookSite(
         RESID, "residual stream entering the block",
@@ -88,10 +81,7 @@ SITES: dict[str, HookSite] = {
     "hook_resid_mid": HookSite(
         RESID, "residual after attention",
         "The residual stream after the attention sublayer.",
-        ByAxis("block", {"pre": r"x \leftarrow x + \mathrm{Attn}(\mathrm{Norm}(x))",
-                         "post": r"x \leftarrow \mathrm{Norm}(x + \mathrm{Attn}(x))",
-                         "sandwich": r"x \leftarrow x + \mathrm{Norm}_{post}(\mathrm{Attn}(\mathrm{Norm}(x)))",
-                         "after": r"x \leftarrow x + \mathrm{Norm}(\mathrm{Attn}(x))"})),
+        FromRows(("block", "norm_position"))),
     "hook_cross_attn_out": HookSite(
         RESID, "cross-attention output",
         "Cross-attention's output: decoder queries read the encoder's keys and values.",
@@ -99,24 +89,16 @@ SITES: dict[str, HookSite] = {
     "hook_resid_cross": HookSite(
         RESID, "residual after cross-attention",
         "The residual stream after cross-attention.",
-        ByAxis("block", {"pre": r"x \leftarrow x + \mathrm{CrossAttn}(\mathrm{Norm}(x), m)",
-                         "post": r"x \leftarrow \mathrm{Norm}(x + \mathrm{CrossAttn}(x, m))"})),
+        FromRows(("block", "norm_position"))),
     "hook_mlp_out": HookSite(
         RESID, "FFN output",
         "The FFN sublayer's output.",
-        ByAxis("ffn", {"moe": r"\mathrm{FFN}(x_t) = \sum_{e \in \mathcal{E}_t} g_{t,e}\, \mathrm{SwiGLU}_e(x_t)",
-                       "swiglu": r"\mathrm{FFN}(x) = \left(\mathrm{SiLU}(x W_{gate}) \odot x W_{up}\right) W_{down}",
-                       "geglu": r"\mathrm{FFN}(x) = \left(\mathrm{GELU}(x W_{gate}) \odot x W_{up}\right) W_{down}",
-                       "*": r"\mathrm{FFN}(x) = \mathrm{act}(x W_{in} + b_{in})\, W_{out} + b_{out}"}),
+        FromRows(("ffn",)),
         reads=(("mlp.hook_post", "mlp.hook_expert_weights"),)),  # MoE: the weights that mix the experts
     "hook_resid_post": HookSite(
         RESID, "residual stream leaving the block",
         "The residual stream leaving the block.",
-        ByAxis("block", {"pre": r"x \leftarrow x + \mathrm{FFN}(\mathrm{Norm}(x))",
-                         "post": r"x \leftarrow \mathrm{Norm}(x + \mathrm{FFN}(x))",
-                         "sandwich": r"x \leftarrow x + \mathrm{Norm}_{post}(\mathrm{FFN}(\mathrm{Norm}(x)))",
-                         "after": r"x \leftarrow x + \mathrm{Norm}(\mathrm{FFN}(x))",
-                         "parallel": r"x \leftarrow x + \mathrm{Attn}(\mathrm{Norm}(x)) + \mathrm{FFN}(\mathrm{Norm}(x))"})),
+        FromRows(("block", "norm_position"))),
     # --- attention (attn, cross_attn), in forward order ---
     "hook_q": HookSite(
         ("B", "H", "T_q", "d_head"), "x W_q, split into H heads",
@@ -156,12 +138,12 @@ SITES: dict[str, HookSite] = {
     "hook_rot_q": HookSite(
         ("B", "H", "T_q", "d_head"), "q * cos + rotate_half(q) * sin",
         "Queries rotated by their position (RoPE).",
-        r"q'_t = q_t \cos\phi_t + \mathrm{rotate\_half}(q_t) \sin\phi_t",
+        FromRows(("position",), r"q'_t = q_t \cos\phi_t + \mathrm{rotate\_half}(q_t) \sin\phi_t"),
         reads=("hook_q", "hook_rope_angles")),
     "hook_rot_k": HookSite(
         ("B", "G", "T_q", "d_head"), "k * cos + rotate_half(k) * sin",
         "Keys rotated by their position (RoPE): q·k now depends on the distance only.",
-        r"k'_t = k_t \cos\phi_t + \mathrm{rotate\_half}(k_t) \sin\phi_t",
+        FromRows(("position",), r"k'_t = k_t \cos\phi_t + \mathrm{rotate\_half}(k_t) \sin\phi_t"),
         reads=("hook_k", "hook_rope_angles")),
     "hook_k_rope": HookSite(
         ("B", "1", "T_q", "d_rope"), "x W_rope, rotated",
@@ -191,7 +173,7 @@ SITES: dict[str, HookSite] = {
     "hook_attn_scores": HookSite(
         SCORES, "scores + mask + position bias",
         "Line 2: the scores softmax sees, with the mask (and any position bias) added.",
-        ByAxis("position", {"alibi": r"S' = S + M + A", "*": r"S' = S + M"}),
+        FromRows(("position",), r"S' = S + M"),
         reads=(("hook_capped_scores", "hook_raw_scores"), "hook_mask", "hook_alibi_bias")),
     "hook_pattern": HookSite(
         SCORES, "softmax(scores)",
@@ -220,7 +202,7 @@ SITES: dict[str, HookSite] = {
         r"h = x\,W_{in} + b_{in}",
         reads=("<input>",)),
     "hook_gate": HookSite(
-        HIDDEN, {"swiglu": "SiLU(x W_gate)", "geglu": "GELU(x W_gate)"},
+        HIDDEN, None,
         "SwiGLU's gate: SiLU of one projection decides, per hidden unit, how much passes.",
         r"\mathrm{SiLU}(x W_{gate}) = x W_{gate}\; \sigma(x W_{gate})",
         reads=("<input>",)),
@@ -230,14 +212,9 @@ SITES: dict[str, HookSite] = {
         r"x\,W_{up}",
         reads=("<input>",)),
     "hook_post": HookSite(
-        HIDDEN, {"relu": "max(0, x)", "gelu": "x * Phi(x)", "gelu-tanh": "GELU, tanh approximation",
-                 "swiglu": "SiLU(x W_gate) * x W_up", "geglu": "GELU(x W_gate) * x W_up"},
+        HIDDEN, None,
         "The activation in the FFN's hidden layer.",
-        ByAxis("ffn", {"relu": r"\max(0, h)", "gelu": r"\mathrm{GELU}(h) = h\,\Phi(h)",
-                       "swiglu": r"\mathrm{SiLU}(x W_{gate}) \odot x W_{up}",
-                       "geglu": r"\mathrm{GELU}(x W_{gate}) \odot x W_{up}",
-                       # a routed model's dense first layers are SwiGLU
-                       "moe": r"\mathrm{SiLU}(x W_{gate}) \odot x W_{up}"}),
+        FromRows(("ffn",)),
         reads=(("hook_gate", "hook_pre"), "hook_up")),
     "hook_router_logits": HookSite(
         ("B", "T", "E"), "x W_router",

@@ -21,6 +21,7 @@ from typing import Callable, Iterable, Iterator
 import torch
 from torch import nn
 
+from .axes import AXES, Choice
 from .hook_sites import SITES
 
 DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB
@@ -33,10 +34,11 @@ class HookPoint(nn.Module):
 
     ``HookPoint("hook_k", T_kv="S")``: its dims and op come from the site's row in ``hook_sites.SITES``,
     a dim renamed where the module differs (cross-attention's keys are the S encoder positions);
-    ``kind`` picks the op when the row words it per kind of module (``HookPoint("hook_normalized", "rmsnorm")``).
+    where the site leaves the op to the choice that makes it, ``choice`` is that choice's row in the table
+    (``HookPoint("hook_normalized", AXES["norm"].row("rmsnorm"))``).
     """
 
-    def __init__(self, site: str, kind: str | None = None, **renamed_dims: str):
+    def __init__(self, site: str, choice: Choice | None = None, **renamed_dims: str):
         super().__init__()
         if site not in SITES:
             raise KeyError(f"hook site {site!r} has no row in transformer/hook_sites.py SITES")
@@ -44,7 +46,7 @@ class HookPoint(nn.Module):
         self.name = ""  # set to the module path by ``name_hook_points``
         self.site = site  # the name's last part
         self.dims = tuple(renamed_dims.get(d, d) for d in row.dims)  # named dimensions, e.g. ("B", "H", "T_q", "T_kv")
-        self.op = row.op if isinstance(row.op, str) else row.op[kind]  # the operation, in words or a formula
+        self.op = row.op if row.op is not None else choice.ops[site]  # the operation, in words or a formula
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         recorder = _ACTIVE.get()
@@ -242,7 +244,7 @@ class AttentionStacks:
 def attention_stacks(arch: str) -> AttentionStacks:
     """Which stacks of an architecture hold which attention; the first layer's weights on the input text are
     ``hook_name(0, "attn.hook_pattern", attention_stacks(cfg.arch).input)``."""
-    if arch == "encoder-decoder":
+    if AXES["arch"].row(arch).cross:
         return AttentionStacks(("encoder", "decoder"), ("decoder",))
     return AttentionStacks(("",), ())
 

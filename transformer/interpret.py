@@ -28,8 +28,7 @@ from typing import Callable, Sequence
 import torch
 
 from .costs import forward_flops_per_token
-from .block import NORM_PLACEMENTS
-from .ffn import FFN_KINDS, MoE
+from .ffn import MoE
 from .hooks import Intervention, hook_name
 from .model import Transformer
 from .norms import LayerNorm, RMSNorm
@@ -66,7 +65,7 @@ def read_out(model: Transformer, resid: torch.Tensor) -> torch.Tensor:
 
 
 def _check_model(model: Transformer) -> None:
-    if model.cfg.arch == "encoder-decoder":
+    if model.cfg.row("arch").cross:
         raise ValueError("interpretation reads one stack; an encoder-decoder has two, use arch='decoder' or 'encoder'")
 
 
@@ -226,7 +225,7 @@ def _ffn_input_name(model: Transformer, layer: int) -> str:
     cfg = model.cfg
     if cfg.parallel_block:
         return hook_name(layer, "ln1.hook_normalized" if cfg.parallel_norms == 1 else "ln2.hook_normalized")
-    if NORM_PLACEMENTS[cfg.norm_position].before:
+    if cfg.row("norm_position").before:
         return hook_name(layer, "ln2.hook_normalized")
     return hook_name(layer, "hook_resid_mid")
 
@@ -285,7 +284,7 @@ def direct_logit_attribution(model: Transformer, input_ids: torch.Tensor, token:
     """
     _check_model(model)
     cfg = model.cfg
-    placement = NORM_PLACEMENTS[cfg.norm_position]
+    placement = cfg.row("norm_position")
     if placement.on_sum or cfg.head_transform:
         raise ValueError("direct logit attribution needs the residual stream to reach the unembedding through one "
                          "final norm at most (no norm on the residual sum, a plain head); "
@@ -295,7 +294,7 @@ def direct_logit_attribution(model: Transformer, input_ids: torch.Tensor, token:
         raise ValueError(f"token={token} is outside 0..{cfg.vocab_size - 1}")
     ids = _one_prompt(input_ids).to(model.device)
     position = range(ids.shape[1])[position]  # a negative position counts from the end; out of range raises
-    L, routed = cfg.n_layers, FFN_KINDS[cfg.ffn].routed
+    L, routed = cfg.n_layers, cfg.row("ffn").routed
     after = placement.after and not cfg.parallel_block  # each sublayer's output normalised before the add
     names = [hook_name(0, "hook_resid_pre"), hook_name(L - 1, "hook_resid_post")]
     for layer, block in enumerate(model.blocks):

@@ -20,8 +20,9 @@ from .block import Block
 from .config import TransformerConfig
 from .ffn import MoE
 from .hooks import DEFAULT_MAX_BYTES, HookPoint, Intervention, NameFilter, Trace, name_hook_points, recording
-from .norms import LayerNorm, make_norm
-from .positions import POSITIONS, alibi_bias, alibi_slopes, rope_angles, rope_tables, scaled_inv_freq
+from .layer_plan import LayerSpec
+from .norms import make_norm
+from .positions import POSITION_EMBEDDINGS, ROTATIONS, alibi_bias, alibi_slopes, rope_angles, scaled_inv_freq
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
@@ -74,14 +75,14 @@ def build_stack(owner: nn.Module, cfg: TransformerConfig, causal: bool, cross: b
     """Give `owner` the modules of one stack (a decoder-only model is its own stack)."""
     owner.cfg, owner.causal = cfg, causal
     owner.hook_embed = HookPoint("hook_embed")
-    scheme = POSITIONS[cfg.position]
-    if scheme.embedding is not None:
-        owner.pos = scheme.embedding(cfg.max_len, cfg.d_model)
-        owner.hook_pos_embed = HookPoint("hook_pos_embed", cfg.position)
-    if cfg.embed_norm:
-        owner.ln_embed = LayerNorm(cfg.d_model, cfg.norm_eps)
+    scheme = cfg.row("position")
+    if scheme.adds_embedding:
+        owner.pos = POSITION_EMBEDDINGS[cfg.position](cfg.max_len, cfg.d_model)
+        owner.hook_pos_embed = HookPoint("hook_pos_embed", scheme)
+    if cfg.embed_norm:  # BERT and BLOOM: a LayerNorm whatever the blocks use
+        owner.ln_embed = make_norm(cfg, kind="layernorm")
     owner.embed_dropout = nn.Dropout(cfg.dropout)
-    owner.blocks = nn.ModuleList(Block(cfg, cross=cross, layer=i) for i in range(cfg.n_layers))
+    owner.blocks = nn.ModuleList(Block(cfg, spec, cross=cross) for spec in cfg.layer_plan())
     if cfg.has_final_norm:  # by default unless the blocks end on a norm (post-norm)
         owner.ln_final = make_norm(cfg)
 
@@ -95,7 +96,7 @@ def run_stack(owner, tok_emb, attention_mask, position_ids, cache, memory, memor
     slots_k = torch.arange(0, past + T, device=device)  # every key, cached ones first
     if position_ids is None:
         position_ids = slots_q[None]  # (1, T)
-    scheme = POSITIONS[cfg.position]
+    scheme = cfg.row("position")
     if scheme.bounds_length and int(position_ids.max()) >= cfg.max_len:
         raise ValueError(
             f"a sequence reaching position {int(position_ids.max())} is too long for {cfg.position} positions "
@@ -106,23 +107,23 @@ def run_stack(owner, tok_emb, attention_mask, position_ids, cache, memory, memor
         k_position_ids = torch.cat((cache.position_ids.expand(batch, -1), position_ids.expand(batch, -1)), dim=1)
 
     x = owner.hook_embed(tok_emb * _embedding_scale(cfg, tok_emb.dtype) if cfg.scale_embeddings else tok_emb)
-    if scheme.embedding is not None:
+    if scheme.adds_embedding:
         x = x + owner.hook_pos_embed(owner.pos(position_ids))  # (B, T, d_model)
     if cfg.embed_norm:
         x = owner.ln_embed(x)
     x = owner.embed_dropout(x)
 
-    # one set of attention inputs per kind of layer (global; local with window W), shared by its layers
-    inputs = {window: self_attention_inputs(cfg, owner.causal, slots_q, slots_k, position_ids, k_position_ids,
-                                            attention_mask, x.dtype, past, window)
-              for window in dict.fromkeys(block.window for block in owner.blocks)}
+    # one set of attention inputs per kind of layer in the plan (its window, its RoPE), shared by its layers
+    inputs = {block.spec.inputs_key: self_attention_inputs(cfg, block.spec, owner.causal, slots_q, slots_k, position_ids,
+                                                           k_position_ids, attention_mask, x.dtype, past)
+              for block in owner.blocks}
     cross_inputs = None
     if memory is not None:
         allowed = masks.cross(memory_mask, T, memory.shape[1], device)
         mask = masks.to_additive(allowed, x.dtype)
         cross_inputs = AttentionInputs(allowed, mask, plain_causal=False, no_mask=memory_mask is None, fused_bias=mask)
     for block in owner.blocks:
-        x = block(x, inputs[block.window], cross_inputs, memory, cache)  # (B, T, d_model)
+        x = block(x, inputs[block.spec.inputs_key], cross_inputs, memory, cache)  # (B, T, d_model)
     if cache is not None:
         cache.position_ids, cache.length = k_position_ids, past + T
     if cfg.has_final_norm:
@@ -135,24 +136,23 @@ def _embedding_scale(cfg: TransformerConfig, dtype: torch.dtype) -> torch.Tensor
     return torch.tensor(cfg.d_model ** 0.5, dtype=dtype)
 
 
-def self_attention_inputs(cfg, causal, slots_q, slots_k, position_ids, k_position_ids, attention_mask, dtype, past,
-                          window=None):
-    """Mask, RoPE tables and ALiBi bias for the layers with this window (None = global): built once per forward."""
+def self_attention_inputs(cfg, spec: LayerSpec, causal, slots_q, slots_k, position_ids, k_position_ids, attention_mask,
+                          dtype, past):
+    """Mask, RoPE tables and ALiBi bias for the layers of the plan that share this one's: built once per forward."""
+    window = spec.window
     allowed = masks.self_attention(slots_q, slots_k, is_causal=causal, window=window,
                                    attention_mask=attention_mask, pattern=cfg.attention_pattern,
                                    pattern_size=cfg.pattern_size, n_global=cfg.n_global)  # (B or 1, 1, T_q, T_kv)
     mask = masks.to_additive(allowed, dtype)
-    scheme = POSITIONS[cfg.position]
-    simple = (attention_mask is None and window is None and cfg.attention_pattern == "dense"
+    scheme = cfg.row("position")
+    simple = (attention_mask is None and window is None and not cfg.row("attention_pattern").sparse
               and not scheme.score_bias)
     rope = alibi = None
-    if scheme.rotates_qk:
-        local = window is not None and cfg.rope_local_theta is not None  # Gemma 3: local layers keep a plain base
+    if spec.rotates:  # a NoPE layer of a RoPE model has no tables
         seq_len = int(k_position_ids.max()) + 1
-        inv_freq, scale = (scaled_inv_freq(cfg, seq_len, cfg.rope_local_theta, "none") if local
-                           else scaled_inv_freq(cfg, seq_len))
+        inv_freq, scale = scaled_inv_freq(cfg, seq_len, spec.rope_theta, spec.rope_scaling)
         angles = rope_angles(position_ids, inv_freq.to(slots_q.device))  # (B or 1, T, d_rope/2)
-        rope = (*rope_tables(angles, dtype, scale), angles)
+        rope = ROTATIONS[cfg.position](angles, dtype, scale)
     fused_bias = mask
     if scheme.score_bias:
         slopes = alibi_slopes(cfg.n_heads).to(slots_q.device)
@@ -169,14 +169,15 @@ class Transformer(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
-        if cfg.arch == "encoder-decoder":
+        arch = cfg.row("arch")
+        if arch.cross:
             self.encoder = Stack(cfg, causal=False, cross=False)
             self.decoder = Stack(cfg, causal=True, cross=True)
         else:
-            build_stack(self, cfg, causal=cfg.arch == "decoder", cross=False)
+            build_stack(self, cfg, causal=arch.causal, cross=False)
         if cfg.head_transform:  # BERT's masked-LM head: dense -> activation -> LayerNorm
             self.head_dense = nn.Linear(cfg.d_model, cfg.d_model)
-            self.head_norm = LayerNorm(cfg.d_model, cfg.norm_eps)
+            self.head_norm = make_norm(cfg, kind="layernorm")
         self.unembed = nn.Linear(cfg.d_model, cfg.vocab_size, bias=cfg.head_bias)
         self.hook_logits = HookPoint("hook_logits")
         self._init_weights()
@@ -210,7 +211,7 @@ class Transformer(nn.Module):
         are no token of the vocabulary (an image's patches, see transformer/vision.py) enter where
         E[token ids] would, and everything after the embedding is the same.
         """
-        if self.cfg.arch == "encoder-decoder":
+        if self.cfg.row("arch").cross:
             if inputs_embeds is not None:
                 raise ValueError("inputs_embeds is for arch='decoder' or 'encoder'; an encoder-decoder takes model(src_ids, tgt_ids)")
             self._check_ids(input_ids, "input_ids")
@@ -311,12 +312,12 @@ class Transformer(nn.Module):
         from tgt_ids (or start_token_id) and (B, T_tgt + new) is returned; the encoder runs once.
         Pass your own `cache` to inspect it afterwards.
         """
-        if self.cfg.arch == "encoder":
+        if not self.cfg.row("arch").causal:
             raise ValueError("an encoder-only model does not generate; use arch='decoder' or 'encoder-decoder'")
         if max_new_tokens < 0:
             raise ValueError(f"max_new_tokens={max_new_tokens} must be at least 0")
         B = input_ids.shape[0]
-        if self.cfg.arch == "encoder-decoder":
+        if self.cfg.row("arch").cross:
             src_mask = attention_mask
             memory = self.encode(input_ids, src_mask)
             ids = tgt_ids if tgt_ids is not None else torch.full((B, 1), start_token_id, dtype=torch.long, device=input_ids.device)

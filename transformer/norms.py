@@ -1,15 +1,16 @@
 """LayerNorm centres and scales each vector; RMSNorm only scales it.
 
-``NORMS`` has one row per kind: its module, and whether it centres and shifts.
+Every norm of a model is made by ``make_norm``: the blocks' norms, the final one, the embeddings' and
+the head's (BERT), and attention's QK-norm and latent norm. Whether a kind centres is its row in the
+table of choices (transformer/axes/stack.py); ``NORM_MODULES`` builds it.
 """
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .axes import AXES
 from .hooks import HookPoint
 
 
@@ -21,7 +22,7 @@ class LayerNorm(nn.Module):
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(d_model))
         self.bias = nn.Parameter(torch.zeros(d_model))
-        self.hook_normalized = HookPoint("hook_normalized", "layernorm") if hook else nn.Identity()
+        self.hook_normalized = HookPoint("hook_normalized", AXES["norm"].row("layernorm")) if hook else nn.Identity()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.hook_normalized(F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps))
@@ -37,7 +38,7 @@ class RMSNorm(nn.Module):
         super().__init__()
         self.eps, self.plus_one = eps, plus_one
         self.weight = nn.Parameter(torch.zeros(d_model) if plus_one else torch.ones(d_model))
-        self.hook_normalized = HookPoint("hook_normalized", "rmsnorm") if hook else nn.Identity()
+        self.hook_normalized = HookPoint("hook_normalized", AXES["norm"].row("rmsnorm")) if hook else nn.Identity()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x32 = x.float()
@@ -47,15 +48,13 @@ class RMSNorm(nn.Module):
         return self.hook_normalized(self.weight * normalized.to(x.dtype))
 
 
-@dataclass(frozen=True)
-class NormKind:
-    module: type
-    centres: bool  # subtracts the mean (and has a bias to add back): 2·D parameters, else D
+NORM_MODULES: dict[str, type[nn.Module]] = {"layernorm": LayerNorm, "rmsnorm": RMSNorm}
+
+NORMS = AXES["norm"].choices  # the rows, until every caller asks ``cfg.row("norm")``
 
 
-NORMS: dict[str, NormKind] = {"layernorm": NormKind(LayerNorm, True), "rmsnorm": NormKind(RMSNorm, False)}
-
-
-def make_norm(cfg, width: int | None = None, hook: bool = True) -> nn.Module:
-    """The config's norm over `width` features (d_model by default)."""
-    return NORMS[cfg.norm].module(width or cfg.d_model, cfg.norm_eps, cfg.norm_plus_one, hook)
+def make_norm(cfg, width: int | None = None, kind: str | None = None, hook: bool = True) -> nn.Module:
+    """A norm over `width` features (d_model by default) of the config's kind, or of `kind` where a model fixes
+    it whatever its blocks use (QK-norm is always an RMSNorm, BERT's embedding norm a LayerNorm)."""
+    kind = cfg.norm if kind is None else kind
+    return NORM_MODULES[kind](width or cfg.d_model, cfg.norm_eps, cfg.norm_plus_one, hook)  # plus_one: an RMSNorm's (Gemma)

@@ -4,9 +4,10 @@ Sinusoidal and learned positions are added to the embeddings once, at the bottom
 RoPE rotates q and k inside every attention layer; ALiBi adds a distance penalty
 to every layer's scores. "none" leaves order to the mask alone.
 
-Each scheme is one row of ``POSITIONS`` that says what it does (adds to the embeddings?
-rotates q and k? adds a score bias?); the model and the pages ask the row, never the name.
-Each RoPE scaling is one row of ``ROPE_SCALINGS``: how it changes the frequencies.
+What each scheme and each RoPE scaling does is its row in the table of choices
+(transformer/axes/positions.py); this file builds them: the tables added to the embeddings
+(``POSITION_EMBEDDINGS``), RoPE's rotation and the frequencies of each scaling (``ROPE_SCALES``),
+ALiBi's bias.
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from typing import TYPE_CHECKING, Callable
 
 import torch
 from torch import nn
+
+from .axes import AXES
 
 if TYPE_CHECKING:
     from .config import TransformerConfig
@@ -51,32 +54,10 @@ class LearnedPositions(nn.Module):
         return self.table(position_ids)  # (B, T, d_model)
 
 
-@dataclass(frozen=True)
-class PositionScheme:
-    """What a position scheme does, as data."""
+# the schemes that add vectors to the embeddings (``PositionChoice.adds_embedding``): their tables
+POSITION_EMBEDDINGS: dict[str, type[nn.Module]] = {"sinusoidal": SinusoidalPositions, "learned": LearnedPositions}
 
-    embedding: type | None  # a module whose vectors are added to the embeddings, or None
-    rotates_qk: bool  # rotates q and k in every attention layer (RoPE)
-    score_bias: bool  # adds a bias to every layer's scores (ALiBi)
-    hooks: tuple[str, ...]  # the hook sites it fires
-    table_param_terms: bool = False  # its table holds max_len x d_model trained parameters
-
-    @property
-    def bounds_length(self) -> bool:
-        """A table of max_len rows: no position past it exists."""
-        return self.embedding is not None
-
-
-POSITIONS: dict[str, PositionScheme] = {
-    "none": PositionScheme(None, False, False, ()),
-    "sinusoidal": PositionScheme(SinusoidalPositions, False, False, ("hook_pos_embed",)),
-    "learned": PositionScheme(LearnedPositions, False, False, ("hook_pos_embed",), table_param_terms=True),
-    "rope": PositionScheme(None, True, False, ("attn.hook_rope_angles", "attn.hook_rot_q", "attn.hook_rot_k")),
-    "alibi": PositionScheme(None, False, True, ("attn.hook_alibi_bias",)),
-}
-
-# positions added to the embeddings; RoPE, ALiBi and "none" add nothing there
-ADDITIVE_POSITIONS = {name: row.embedding for name, row in POSITIONS.items() if row.embedding is not None}
+POSITIONS = AXES["position"].choices  # the rows, until every caller asks ``cfg.row("position")``
 
 
 # --- RoPE -------------------------------------------------------------------
@@ -143,34 +124,10 @@ def _llama3(inv_freq, cfg, seq_len, theta):
     return torch.where(wavelength < high_band, inv_freq, scaled), 1.0
 
 
-def _check_llama3(cfg):
-    if not cfg.rope_high_freq_factor > cfg.rope_low_freq_factor > 0:
-        raise ValueError(f"rope_high_freq_factor={cfg.rope_high_freq_factor} must be larger than "
-                         f"rope_low_freq_factor={cfg.rope_low_freq_factor}, and both above 0 (LLaMA 3.1: 4 and 1)")
-
-
-def _check_yarn(cfg):
-    if not cfg.yarn_beta_fast > cfg.yarn_beta_slow > 0:
-        raise ValueError(f"yarn_beta_fast={cfg.yarn_beta_fast} must be larger than yarn_beta_slow="
-                         f"{cfg.yarn_beta_slow}, and both above 0 (the paper: 32 and 1)")
-
-
-@dataclass(frozen=True)
-class RopeScaling:
-    """How a scaling changes RoPE's frequencies: (inv_freq, cfg, sequence length, base) -> (inv_freq, scale on cos/sin)."""
-
-    scale: Callable[..., tuple[torch.Tensor, float]] | None
-    depends_on_length: bool = False  # the frequencies change with the sequence's length (dynamic NTK)
-    check: Callable[["TransformerConfig"], None] = lambda cfg: None
-
-
-ROPE_SCALINGS: dict[str, RopeScaling] = {
-    "none": RopeScaling(None),
-    "linear": RopeScaling(_linear),
-    "dynamic": RopeScaling(_dynamic, depends_on_length=True),
-    "yarn": RopeScaling(_yarn, check=_check_yarn),
-    "llama3": RopeScaling(_llama3, check=_check_llama3),
-}
+# how each scaling that rescales (``RopeScalingChoice.rescales``) changes the frequencies:
+# (inv_freq, cfg, sequence length, base) -> (inv_freq, scale on cos and sin)
+ROPE_SCALES: dict[str, Callable[..., tuple[torch.Tensor, float]]] = {
+    "linear": _linear, "dynamic": _dynamic, "yarn": _yarn, "llama3": _llama3}
 
 
 def scaled_inv_freq(cfg: "TransformerConfig", seq_len: int, theta: float | None = None,
@@ -181,8 +138,10 @@ def scaled_inv_freq(cfg: "TransformerConfig", seq_len: int, theta: float | None 
     """
     theta = cfg.rope_theta if theta is None else theta
     inv_freq = rope_inv_freq(cfg.d_rope, theta)
-    row = ROPE_SCALINGS[cfg.rope_scaling if scaling is None else scaling]
-    return (inv_freq, 1.0) if row.scale is None else row.scale(inv_freq, cfg, seq_len, theta)
+    scaling = cfg.rope_scaling if scaling is None else scaling
+    if not AXES["rope_scaling"].row(scaling).rescales:
+        return inv_freq, 1.0
+    return ROPE_SCALES[scaling](inv_freq, cfg, seq_len, theta)
 
 
 def rope_angles(position_ids: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
@@ -205,6 +164,28 @@ def rope_tables(angles: torch.Tensor, dtype: torch.dtype, scale: float = 1.0) ->
     """cos and sin of (B, T, d_head/2) angles, laid out (B, 1, T, d_head) for apply_rope (times YaRN's scale)."""
     emb = torch.cat((angles, angles), dim=-1)[:, None]  # (B, 1, T, d_head)
     return (emb.cos() * scale).to(dtype), (emb.sin() * scale).to(dtype)
+
+
+@dataclass(frozen=True)
+class Rotation:
+    """What a rotating scheme hands every layer that turns q and k: cos and sin for the queries and for the keys,
+    (B, 1, T, d_rope) each (the same tables for RoPE), and the angles (B, T, d_rope/2) they come from."""
+
+    q_cos: torch.Tensor
+    q_sin: torch.Tensor
+    k_cos: torch.Tensor
+    k_sin: torch.Tensor
+    angles: torch.Tensor
+
+
+def rope_rotation(angles: torch.Tensor, dtype: torch.dtype, scale: float = 1.0) -> Rotation:
+    """RoPE: queries and keys turn by the same angles."""
+    cos, sin = rope_tables(angles, dtype, scale)  # (B, 1, T, d_rope)
+    return Rotation(cos, sin, cos, sin, angles)
+
+
+# the schemes that rotate q and k (``PositionChoice.rotates_qk``): (angles, dtype, scale on cos and sin) -> Rotation
+ROTATIONS: dict[str, Callable[..., Rotation]] = {"rope": rope_rotation}
 
 
 def apply_partial_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:

@@ -23,7 +23,7 @@ from .analysis import INITS
 from .config import TransformerConfig
 from .hooks import attention_stacks, hook_name, recording
 from .model import Transformer
-from .positions import POSITIONS
+from .axes import AXES
 
 # --- scaling ----------------------------------------------------------------------------
 
@@ -144,9 +144,9 @@ def live_qk_names(cfg: TransformerConfig, layer: int) -> tuple[str, str]:
     shared rotated part: its ``hook_k`` is already the key the scores read (it has no ``hook_rot_k``)."""
     if not 0 <= layer < cfg.n_layers:
         raise ValueError(f"layer={layer} is outside 0..{cfg.n_layers - 1}")
-    rotates, normalised = POSITIONS[cfg.position].rotates_qk, cfg.qk_norm != "none"
+    rotates, normalised = cfg.row("position").rotates_qk, cfg.row("qk_norm").normalises
     q = "hook_rot_q" if rotates else "hook_q_norm" if normalised else "hook_q"
-    if cfg.kv_rank is not None:
+    if cfg.row("kv_heads").latent:
         k = "hook_k"
     else:
         k = "hook_rot_k" if rotates else "hook_k_norm" if normalised else "hook_k"
@@ -167,13 +167,14 @@ def with_position(cfg: TransformerConfig, position: str, **changes) -> Transform
     scaled rotation, a local base) goes when the scheme does not rotate q and k, and multi-head latent
     attention, which needs a decoupled RoPE part narrower than its heads when the scheme rotates, gives way
     to heads with keys and values of their own where it has none."""
-    scheme = POSITIONS[position]
+    scheme = AXES["position"].row(position)
     changes = dict(position=position, **changes)
     if not scheme.rotates_qk:
         changes |= dict(rope_dim=None, rope_scaling="none", rope_local_theta=None)
     decoupled_rope = cfg.rope_dim is not None and cfg.rope_dim < cfg.d_head  # MLA's own rotated key part
-    latent = cfg.kv_rank is not None and changes.get("kv_rank", cfg.kv_rank) is not None
-    if latent and (changes.get("arch", cfg.arch) != "decoder" or (scheme.rotates_qk and not decoupled_rope)):
+    latent = cfg.row("kv_heads").latent and changes.get("kv_rank", cfg.kv_rank) is not None
+    decoder = AXES["arch"].row(changes.get("arch", cfg.arch)).next_token
+    if latent and (not decoder or (scheme.rotates_qk and not decoupled_rope)):
         changes |= dict(kv_rank=None, q_rank=None)
     return cfg.replace(**changes)
 
@@ -207,7 +208,7 @@ def permutation_test(cfg: TransformerConfig, ids: torch.Tensor, perm: torch.Tens
     gives scores of order 1, so the weights are far from uniform) and run in `dtype`; float64 shows what
     float32 rounding hides. An encoder-decoder is refused: `equivariance_config` makes one stack of it.
     """
-    if cfg.arch == "encoder-decoder":
+    if cfg.row("arch").cross:
         raise ValueError("the permutation test runs one stack; make the config an encoder or a decoder "
                          "(equivariance_config does)")
     if init not in INITS:

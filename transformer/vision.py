@@ -117,7 +117,7 @@ class VisionTransformer(nn.Module):
     def __init__(self, cfg: TransformerConfig, shape: VisionShape = VisionShape(),
                  device: torch.device | str | None = None):
         super().__init__()
-        if cfg.arch != "encoder":
+        if cfg.row("arch").causal:
             raise ValueError(f"a ViT reads the image in both directions: arch must be 'encoder', not {cfg.arch!r}")
         if cfg.max_len < shape.n_patches + 1:
             raise ValueError(f"max_len={cfg.max_len} is too short for {shape.n_patches} patches and [CLS]; "

@@ -82,7 +82,7 @@ def rope_fields(hf_class: str, c, params: dict | None = None, partial: bool = Fa
 
 def layer_pattern(layer_types, sliding_window) -> dict:
     """layer_pattern and sliding_window from HF's layer_types ("sliding_attention" / "full_attention" per layer)."""
-    from ..config import parse_layer_pattern
+    from ..layer_plan import parse_layer_pattern
 
     if not layer_types or sliding_window is None:
         return dict(sliding_window=None if not layer_types or "sliding_attention" not in layer_types else sliding_window)

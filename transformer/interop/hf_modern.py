@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..axes import AXES
 from ..config import TransformerConfig
 from .family import Family, activation, head_dim, layer_pattern, rope_fields, unsupported, yarn_mscale
 from .weights import Weights, from_linear, linear, norm_weights
@@ -34,7 +35,7 @@ def _attention(prefix: str, attn: nn.Module, cfg: TransformerConfig) -> Weights:
     for name in ("q_proj", "k_proj", "v_proj"):
         w |= from_linear(prefix + name, getattr(attn, name), cfg.has_qkv_bias)
     w |= from_linear(prefix + "o_proj", attn.o_proj, cfg.bias)
-    if cfg.qk_norm != "none":
+    if cfg.row("qk_norm").normalises:
         w |= {prefix + "q_norm.weight": attn.q_norm.weight, prefix + "k_norm.weight": attn.k_norm.weight}
     return w
 
@@ -102,7 +103,7 @@ def _olmo2_weights(model, cfg: TransformerConfig) -> Weights:
 
 def _gemma_config(c, hf_class: str, has_head: bool) -> dict:
     ffn, approximate = activation(hf_class, getattr(c, "hidden_activation", None) or c.hidden_act)
-    if ffn != "gelu":
+    if not AXES["ffn"].row(ffn).gelu:
         raise unsupported(hf_class, f"hidden_activation={c.hidden_activation!r}", "Gemma's gate is a GELU")
     gemma3 = "Gemma3" in hf_class
     params = getattr(c, "rope_parameters", None) or {}
@@ -197,7 +198,7 @@ def _deepseek_config(c, hf_class: str, has_head: bool) -> dict:
     rope = rope_fields(hf_class, c)
     scale = d_q ** -0.5
     params = getattr(c, "rope_parameters", None) or {}
-    if rope.get("rope_scaling", "none") != "none" and params.get("mscale_all_dim"):
+    if AXES["rope_scaling"].row(rope.get("rope_scaling", "none")).rescales and params.get("mscale_all_dim"):
         scale *= yarn_mscale(rope["rope_factor"], params["mscale_all_dim"]) ** 2  # YaRN's temperature on the softmax
     bias = bool(getattr(c, "attention_bias", False))
     fields = _decoder(c, head_dim=d_q, rope_dim=c.qk_rope_head_dim, v_head_dim=c.v_head_dim, kv_rank=c.kv_lora_rank,
@@ -258,7 +259,7 @@ def _deepseek_weights(model, cfg: TransformerConfig) -> Weights:
             w |= _gated_mlp(p + "mlp.", mlp, cfg)
             continue
         w |= linear(p + "mlp.router", mlp.gate.weight, None, cfg.bias)
-        if cfg.router == "sigmoid":
+        if cfg.row("router").sigmoid:
             w[p + "mlp.choice_bias"] = mlp.gate.e_score_correction_bias
         gate, up = mlp.experts.gate_up_proj.chunk(2, dim=1)  # (E, d_expert, D) each: [gate | up]
         for e in range(cfg.n_experts):

@@ -13,9 +13,7 @@ from torch import nn
 
 from .. import axes
 from ..config import TransformerConfig
-from ..ffn import FFN_KINDS
 from ..model import Transformer
-from ..positions import POSITIONS
 from .family import Family, activation as _activation, head_dim, rope_fields, unsupported as _unsupported
 from .hf_modern import DEFAULT_MODERN_CLASS, MODERN_CLASSES, MODERN_FAMILIES
 from .weights import DTYPE_NAMES, Weights, from_linear, linear, norm_weights, split_interleaved
@@ -90,7 +88,7 @@ def _llama_weights(model, cfg: TransformerConfig) -> Weights:
         for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
             w |= from_linear(b + "attn." + name, getattr(attn, name), cfg.bias)
         w |= norm_weights(b + "ln1", layer.input_layernorm) | norm_weights(b + "ln2", layer.post_attention_layernorm)
-        if cfg.ffn == "moe":
+        if cfg.row("ffn").routed:
             w |= _mixtral_moe(b + "mlp.", layer.mlp, model)
         else:
             for hf_name, ours in (("gate_proj", "gate"), ("up_proj", "up"), ("down_proj", "down")):
@@ -202,7 +200,7 @@ def _bert_config(c, hf_class: str, has_head: bool) -> dict:
     if position_type != "absolute":
         raise _unsupported(hf_class, f"position_embedding_type={position_type!r}", "only absolute (learned) positions map")
     ffn, approximate = _activation(hf_class, c.hidden_act)
-    if has_head and ffn != "gelu":
+    if has_head and not axes.row("ffn", ffn).gelu:
         raise _unsupported(hf_class, f"hidden_act={c.hidden_act!r}", "our masked-LM head transform uses GELU")
     return dict(arch="encoder", vocab_size=c.vocab_size, d_model=c.hidden_size, n_heads=c.num_attention_heads,
                 n_layers=c.num_hidden_layers, d_ff=c.intermediate_size, max_len=c.max_position_embeddings,
@@ -354,8 +352,9 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
     if cfg.head_dim is not None:
         kv += f", head_dim {cfg.d_head}"
     causal = axes.label("mask", "causal")
-    mask = {"decoder": causal, "encoder": axes.label("mask", "none"),
-            "encoder-decoder": f"{causal} decoder, {axes.label('mask', 'cross')}"}[cfg.arch]
+    arch = cfg.row("arch")
+    mask = (f"{causal} decoder, {axes.label('mask', 'cross')}" if arch.cross
+            else causal if arch.causal else axes.label("mask", "none"))
     windows = cfg.layer_windows()
     if all(w is not None for w in windows) and cfg.sliding_window is not None:
         mask += f", {axes.label('mask', 'sliding_window')} of {cfg.sliding_window} keys"
@@ -364,7 +363,7 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
         mask += (f", {local} local layers ({axes.label('mask', 'sliding_window')} of {cfg.sliding_window} keys) and "
                  f"{len(windows) - local} global ({cfg.layer_pattern})")
     position = axes.label("position", cfg.position)
-    scheme = POSITIONS[cfg.position]
+    scheme = cfg.row("position")
     if scheme.table_param_terms:
         position += f" table of {cfg.max_len} positions"
     if scheme.rotates_qk:
@@ -373,23 +372,23 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
             position += f" (local layers {cfg.rope_local_theta:g})"
         if cfg.d_rope != cfg.d_head:
             position += f", {cfg.d_rope} of {cfg.d_head} dimensions turn"
-        if cfg.rope_scaling != "none":
+        if cfg.row("rope_scaling").rescales:
             position += f", {axes.label('rope_scaling', cfg.rope_scaling)} scaling x{cfg.rope_factor:g}"
     placement, kind = axes.label("norm_position", cfg.norm_position), axes.label("norm", cfg.norm)
-    norm = (f"{placement}-{kind}" if cfg.norm_position in ("pre", "post") else f"{kind}, {placement}") + \
+    norm = (f"{placement}-{kind}" if not cfg.row("norm_position").after else f"{kind}, {placement}") + \
         f", eps = {cfg.norm_eps:g}"
     if cfg.norm_plus_one:
         norm += ", scale (1 + w)"
-    if cfg.qk_norm != "none":
+    if cfg.row("qk_norm").normalises:
         norm += f", QK-norm {axes.label('qk_norm', cfg.qk_norm)}"
     if cfg.embed_norm:
         norm += f", plus a {axes.label('norm', 'layernorm')} after the embeddings"
     ffn = axes.label("ffn", cfg.ffn)
-    if cfg.gelu_approximate == "tanh" and "GELU" in FFN_KINDS[cfg.ffn].activation:
+    if cfg.row("gelu_approximate").approximate and cfg.row("ffn").gelu:
         ffn += " (tanh approximation)"
-    if FFN_KINDS[cfg.ffn].routed:
+    if cfg.row("ffn").routed:
         ffn += (f": {cfg.n_experts} {axes.label('expert_activation', cfg.expert_activation)} experts, top-{cfg.top_k}"
-                + (f", {axes.label('router', cfg.router)} router" if cfg.router != "softmax" else "")
+                + (f", {axes.label('router', cfg.router)} router" if cfg.row("router").sigmoid else "")
                 + (f", {cfg.n_shared_experts} shared" if cfg.n_shared_experts else "")
                 + (f", the first {cfg.first_dense_layers} layers dense" if cfg.first_dense_layers else ""))
     scores = ", ".join(axes.label("scores", key) for key in axes.scores_choices(cfg))

@@ -18,7 +18,6 @@ import string
 
 import torch
 
-from ..ffn import FFN_KINDS
 from ..hooks import hook_name
 from . import english
 
@@ -194,7 +193,7 @@ def held_out_windows(context: int, limit: int | None = None, corpus: str = "pyth
 def bits_per_char(model, context: int = 256, limit: int | None = None, batch_size: int = 16,
                   corpus: str = "python-docs") -> float:
     """Held-out bits per character of a decoder: mean -log2 p(next character) over every character of the split."""
-    if model.cfg.arch != "decoder":
+    if not model.cfg.row("arch").next_token:
         raise ValueError(f"bits per character needs a decoder (next-character model), got arch={model.cfg.arch!r}")
     windows = held_out_windows(context, limit, corpus).to(model.device)
     return _bits(model, windows, batch_size)
@@ -327,7 +326,7 @@ def matching_head_score(sentences: list[str], k: int) -> float:
 def held_out_accuracy(model, context: int | None = None, limit: int | None = 64, corpus: str = "python-docs") -> float:
     """A decoder's top-1 next-character accuracy on held-out text (256-character windows); an encoder's
     masked-character accuracy (windows of the length it trains on)."""
-    if model.cfg.arch == "encoder":
+    if not model.cfg.row("arch").causal:
         return masked_accuracy(model, context or ENCODER_CONTEXT, limit, corpus=corpus)
     context = context or 256
     windows = held_out_windows(context, limit, corpus).to(model.device)
@@ -369,7 +368,7 @@ def expert_usage_by_class(model, context: int = 256, limit: int = 32,
                           corpus: str = "python-docs") -> list[dict[str, list[float]]]:
     """Per MoE layer: character class -> the share of its top-k routing slots each expert receives,
     on held-out text (characters outside the table, spelled as several bytes, are left out)."""
-    if not FFN_KINDS[model.cfg.ffn].routed:
+    if not model.cfg.row("ffn").routed:
         raise ValueError(f"expert usage needs a mixture-of-experts model (ffn='moe'), got ffn={model.cfg.ffn!r}")
     text = held_out_text(corpus)
     classes = ENGLISH_CLASSES if corpus == "english" else CHARACTER_CLASSES
@@ -417,7 +416,7 @@ def _best(scores: torch.Tensor) -> dict:
 def head_figures(model, context: int | None = None, corpus: str = "python-docs") -> dict:
     """The figures that say a head does something: a decoder's best previous-token and induction heads, an
     encoder's previous- and next-character heads; what random_init_control repeats on untrained weights."""
-    if model.cfg.arch == "encoder":  # measured at the length it was trained on: later rows of its table are untrained
+    if not model.cfg.row("arch").causal:  # measured at the length it was trained on: later rows of its table are untrained
         context = context or ENCODER_CONTEXT
         return {"previous_token_head": _best(neighbour_scores(model, -1, context, corpus=corpus)),
                 "next_token_head": _best(neighbour_scores(model, +1, context, corpus=corpus))}
@@ -450,7 +449,7 @@ def random_init_control(cfg, context: int | None = None, corpus: str = "python-d
         untrained_model = untrained(cfg, seed)
         for name, best in head_figures(untrained_model, context, corpus).items():
             scores.setdefault(name, []).append(best["score"])
-        if FFN_KINDS[cfg.ffn].routed:
+        if cfg.row("ffn").routed:
             scores.setdefault("routing_separation", []).append(routing_separation(untrained_model, context, corpus))
     return {name: [min(values), max(values)] for name, values in scores.items()}
 
@@ -463,7 +462,7 @@ def measure(model, context: int | None = None, corpus: str = "python-docs") -> d
     figures = head_figures(model, context, corpus)
     if corpus == "english":
         figures["random_init"] = {"seeds": list(RANDOM_SEEDS), **random_init_control(model.cfg, context, corpus)}
-    if model.cfg.arch == "encoder":
+    if not model.cfg.row("arch").causal:
         context = context or ENCODER_CONTEXT
         return {"masked_accuracy": round(masked_accuracy(model, context, corpus=corpus), 4), **figures}
     context = context or BITS_CONTEXT
@@ -475,7 +474,7 @@ def measure(model, context: int | None = None, corpus: str = "python-docs") -> d
     if model.cfg.max_len >= context * EXTRAPOLATION[-1]:
         figures["bits_per_char_by_length"] = {
             f"{m}x": round(bits_per_char(model, m * context, limit=8 * 4 // m, corpus=corpus), 3) for m in EXTRAPOLATION}
-    if FFN_KINDS[model.cfg.ffn].routed:
+    if model.cfg.row("ffn").routed:
         usage = expert_usage_by_class(model, context, corpus=corpus)
         figures["experts_by_class"] = usage
         figures["expert_class_separation"] = [round(class_separation(layer), 3) for layer in usage]

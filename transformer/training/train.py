@@ -26,7 +26,6 @@ from . import language
 from ..config import TransformerConfig
 from ..ffn import MoE
 from ..model import Transformer, default_device
-from ..positions import POSITIONS
 from ..presets import MODEL_CARDS
 from .tasks import TASKS, Language, Task, get_task
 
@@ -47,7 +46,7 @@ def config_for(preset: str | TransformerConfig, task: str | Task, **changes) -> 
             raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(MODEL_CARDS)}")
         cfg = MODEL_CARDS[preset].config.replace(**{"vocab_size": len(task.vocab), **changes})
         if "max_len" not in changes:
-            trained_table = POSITIONS[cfg.position].table_param_terms  # a table of trained rows (learned positions)
+            trained_table = cfg.row("position").table_param_terms  # a table of trained rows (learned positions)
             cfg = cfg.replace(max_len=task.for_arch(cfg.arch).max_tokens if trained_table
                               else max(cfg.max_len, task.max_len))
     else:
@@ -56,7 +55,7 @@ def config_for(preset: str | TransformerConfig, task: str | Task, **changes) -> 
     if cfg.vocab_size < len(task.vocab):
         raise ValueError(f"vocab_size={cfg.vocab_size} is smaller than the {task.name} task's {len(task.vocab)} tokens; "
                          f"set vocab_size to at least {len(task.vocab)}")
-    if POSITIONS[cfg.position].bounds_length and cfg.max_len < task.max_tokens:
+    if cfg.row("position").bounds_length and cfg.max_len < task.max_tokens:
         raise ValueError(f"max_len={cfg.max_len} is shorter than the {task.name} task's sequences of up to "
                          f"{task.max_tokens} tokens; set max_len to at least {task.max_tokens}")
     return cfg
@@ -81,8 +80,8 @@ def scale_embeddings_for_sinusoidal(model: Transformer) -> None:
     much larger does the same at the start of training. A model that already multiplies
     its embeddings by sqrt(d_model) (``scale_embeddings``) is left as it is.
     """
-    scheme = POSITIONS[model.cfg.position]
-    fixed_table = scheme.embedding is not None and not scheme.table_param_terms  # added, never trained
+    scheme = model.cfg.row("position")
+    fixed_table = scheme.adds_embedding and not scheme.table_param_terms  # added, never trained
     if fixed_table and not model.cfg.scale_embeddings:
         with torch.no_grad():
             model.embed.weight.normal_(0.0, 0.02 * math.sqrt(model.cfg.d_model))
