@@ -48,13 +48,14 @@ class MLP(nn.Module):
 
 
 # the gate's nonlinearity, by the gated kind's name
-GATES: dict[str, Callable[["TransformerConfig"], Callable]] = {"swiglu": lambda cfg: F.silu, "geglu": _gelu}
+GATES: dict[str, Callable[["TransformerConfig"], Callable]] = {"swiglu": lambda cfg: F.silu, "geglu": _gelu,
+                                                               "reglu": lambda cfg: F.relu}
 
 
 class GatedFFN(nn.Module):
     """(act(x W_gate) * x W_up) W_down: a gate decides, per hidden unit, how much passes.
 
-    act = SiLU is SwiGLU (LLaMA), act = GELU is GeGLU (Gemma).
+    act = SiLU is SwiGLU (LLaMA), act = GELU is GeGLU (Gemma), act = ReLU is ReGLU.
     """
 
     def __init__(self, cfg: "TransformerConfig", d_ff: int | None = None, hooks: bool = True, kind: str = "swiglu"):
@@ -178,6 +179,7 @@ FFN_MODULES: dict[str, Callable[["TransformerConfig", int], nn.Module]] = {
     "gelu": MLP,
     "swiglu": lambda cfg, layer: GatedFFN(cfg, kind="swiglu"),
     "geglu": lambda cfg, layer: GatedFFN(cfg, kind="geglu"),
+    "reglu": lambda cfg, layer: GatedFFN(cfg, kind="reglu"),
     "moe": MoE,
 }
 

@@ -76,6 +76,14 @@ FFN = Axis("FFN", {
                        formulas={"hook_mlp_out": r"\mathrm{FFN}(x) = \left(\mathrm{GELU}(x W_{gate}) \odot x W_{up}"
                                                  r"\right) W_{down}",
                                  "hook_post": r"\mathrm{GELU}(x W_{gate}) \odot x W_{up}"}),
+    "reglu": FFNChoice("ReGLU", "gated linear unit with a ReLU gate",
+                       "The gate with ReLU's hard zero: a hidden unit is shut exactly, not damped.",
+                       "GLU variants (Shazeer 2020)",
+                       matrices=("gate", "up", "down"), gated=True, activation="ReLU gate", check=_check_dense,
+                       ops={"hook_gate": "max(0, x W_gate)", "hook_post": "max(0, x W_gate) * x W_up"},
+                       formulas={"hook_mlp_out": r"\mathrm{FFN}(x) = \left(\max(0, x W_{gate}) \odot x W_{up}"
+                                                 r"\right) W_{down}",
+                                 "hook_post": r"\max(0, x W_{gate}) \odot x W_{up}"}),
     "moe": FFNChoice("MoE", "router picks top-k experts per token",
                      "Adds parameters while each token pays for only top-k of them.", "Mixtral",
                      matrices=("router", "gate", "up", "down"), gated=True, routed=True, activation="experts",
