@@ -152,7 +152,7 @@ def self_attention_inputs(cfg, spec: LayerSpec, causal, slots_q, slots_k, positi
         seq_len = int(k_position_ids.max()) + 1
         inv_freq, scale = scaled_inv_freq(cfg, seq_len, spec.rope_theta, spec.rope_scaling)
         angles = rope_angles(position_ids, inv_freq.to(slots_q.device))  # (B or 1, T, d_rope/2)
-        rope = ROTATIONS[cfg.position](angles, dtype, scale)
+        rope = ROTATIONS[cfg.position](position_ids, angles, dtype, scale)
     fused_bias = mask
     if scheme.score_bias:
         slopes = alibi_slopes(cfg.n_heads).to(slots_q.device)

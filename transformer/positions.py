@@ -178,13 +178,14 @@ class Rotation:
     angles: torch.Tensor
 
 
-def rope_rotation(angles: torch.Tensor, dtype: torch.dtype, scale: float = 1.0) -> Rotation:
+def rope_rotation(position_ids: torch.Tensor, angles: torch.Tensor, dtype: torch.dtype, scale: float = 1.0) -> Rotation:
     """RoPE: queries and keys turn by the same angles."""
     cos, sin = rope_tables(angles, dtype, scale)  # (B, 1, T, d_rope)
     return Rotation(cos, sin, cos, sin, angles)
 
 
-# the schemes that rotate q and k (``PositionChoice.rotates_qk``): (angles, dtype, scale on cos and sin) -> Rotation
+# the schemes that rotate q and k (``PositionChoice.rotates_qk``):
+# (position ids (B or 1, T), angles (B or 1, T, d_rope/2), dtype, scale on cos and sin) -> Rotation
 ROTATIONS: dict[str, Callable[..., Rotation]] = {"rope": rope_rotation}
 
 
