@@ -1,4 +1,4 @@
-"""Where a token is: sinusoidal, learned, RoPE (and its scalings) and ALiBi.
+"""Where a token is: sinusoidal, learned, RoPE (and its scalings), xPos and ALiBi.
 
 Sinusoidal and learned positions are added to the embeddings once, at the bottom.
 RoPE rotates q and k inside every attention layer; ALiBi adds a distance penalty
@@ -184,9 +184,28 @@ def rope_rotation(position_ids: torch.Tensor, angles: torch.Tensor, dtype: torch
     return Rotation(cos, sin, cos, sin, angles)
 
 
+XPOS_GAMMA, XPOS_SCALE_BASE = 0.4, 512.0  # the xPos paper's constants
+
+
+def xpos_decay(d_rope: int) -> torch.Tensor:
+    """(d_rope/2,): xPos's ζ_i = (2i/d + γ) / (1 + γ), one per pair of dimensions: below 1, smallest for the
+    fast-turning pairs, so their long-range oscillation is damped most."""
+    return (torch.arange(0, d_rope, 2, dtype=torch.float32) / d_rope + XPOS_GAMMA) / (1 + XPOS_GAMMA)
+
+
+def xpos_rotation(position_ids: torch.Tensor, angles: torch.Tensor, dtype: torch.dtype, scale: float = 1.0) -> Rotation:
+    """xPos: RoPE's turn, with q scaled by ζ^(t/B) and k by ζ^(-t/B): q_n · k_m then carries ζ^((n-m)/B), a decay
+    that depends on the distance only (so a cache of scaled keys stays right)."""
+    cos, sin = rope_tables(angles, torch.float32, scale)  # (B, 1, T, d_rope)
+    zeta = xpos_decay(2 * angles.shape[-1]).to(angles.device)  # (d_rope/2,)
+    growth = zeta ** (position_ids[..., None].float() / XPOS_SCALE_BASE)  # (B, T, d_rope/2)
+    up = torch.cat((growth, growth), dim=-1)[:, None]  # (B, 1, T, d_rope): both dimensions of a pair alike
+    return Rotation((cos * up).to(dtype), (sin * up).to(dtype), (cos / up).to(dtype), (sin / up).to(dtype), angles)
+
+
 # the schemes that rotate q and k (``PositionChoice.rotates_qk``):
 # (position ids (B or 1, T), angles (B or 1, T, d_rope/2), dtype, scale on cos and sin) -> Rotation
-ROTATIONS: dict[str, Callable[..., Rotation]] = {"rope": rope_rotation}
+ROTATIONS: dict[str, Callable[..., Rotation]] = {"rope": rope_rotation, "xpos": xpos_rotation}
 
 
 def apply_partial_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:

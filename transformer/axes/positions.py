@@ -68,6 +68,13 @@ POSITION = Axis("Position", {
         "RoPE", "q and k rotated by an angle proportional to position",
         "Scores depend on the distance between tokens only.", "LLaMA, Mistral",
         rotates_qk=True, hooks=("attn.hook_rope_angles", "attn.hook_rot_q", "attn.hook_rot_k"), check=_check_rotation),
+    "xpos": PositionChoice(
+        "xPos", "RoPE whose turn also decays: each pair of q's dimensions scaled up by ζ^(t/512), k's down by as much",
+        "Scores still depend on the distance only, and far keys count for less: RoPE's oscillation at long range is "
+        "damped, which helps a model read past its trained length.", "Length-Extrapolatable Transformer (2022)",
+        rotates_qk=True, hooks=("attn.hook_rope_angles", "attn.hook_rot_q", "attn.hook_rot_k"), check=_check_rotation,
+        formulas={"hook_rot_q": r"q'_t = \zeta^{\,t/B}\left(q_t \cos\phi_t + \mathrm{rotate\_half}(q_t) \sin\phi_t\right)",
+                  "hook_rot_k": r"k'_t = \zeta^{-t/B}\left(k_t \cos\phi_t + \mathrm{rotate\_half}(k_t) \sin\phi_t\right)"}),
     "alibi": PositionChoice(
         "ALiBi", "a linear distance penalty added to the scores",
         "Extrapolates to inputs longer than the training ones.", "BLOOM",
