@@ -179,3 +179,9 @@ def test_the_cycle_finder_sees_hidden_imports_when_asked(tmp_path):
     files = sorted(package.glob("*.py"))
     assert import_cycle(files, root=tmp_path) == []
     assert import_cycle(files, root=tmp_path, every_import=True) == ["lib.a", "lib.b", "lib.a"]
+
+
+def test_no_file_of_the_library_or_the_app_does_so_much_that_it_runs_past_600_lines():
+    long = {f"{path.relative_to(ROOT)}: {n}" for top in ("transformer", "ui") for path in (ROOT / top).rglob("*.py")
+            if (n := len(path.read_text().splitlines())) > 600}
+    assert not long, f"split these by job: {sorted(long)}"
