@@ -1,8 +1,7 @@
 """Every combination of the axes builds, trains (forward + backward) and agrees with the explicit attention.
 
-Every architecture, position, norm, placement and FFN the table lists, x 3 kv-head counts x 2 windows (5,184 cases
-today),
-each on one tiny model built once for the case.
+Every architecture, position, norm, placement and FFN the table lists, x 3 kv-head counts x 2 windows: 5,184
+cases today, each on one tiny model built once for the case.
 """
 import itertools
 
