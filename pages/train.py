@@ -9,7 +9,8 @@ import torch
 
 from transformer import axes, checkpoint
 from transformer.training import language
-from transformer.training.tasks import TASKS, Batch, pattern_names
+from transformer.training.task_measures import pattern_names
+from transformer.training.tasks import TASKS, Batch
 from transformer.training.train import evaluate, train
 from ui.app.export import checkpoint_zip
 from ui.figures.base import FONT, head_grid

@@ -28,7 +28,9 @@ sys.path.insert(0, str(ROOT))
 from transformer.training import language  # noqa: E402
 from transformer.checkpoint import SHIPPED_DIR, load, save, shipped, variants  # noqa: E402
 from transformer.checkpoint_format import RESERVED_KEYS, checkpoint_paths  # noqa: E402
-from transformer.training.tasks import TASKS, expert_usage, head_scores, random_router_specialisation, specialisation  # noqa: E402
+from transformer.training.task_measures import (expert_usage, head_scores, random_router_specialisation,  # noqa: E402
+                                                specialisation)
+from transformer.training.tasks import TASKS  # noqa: E402
 from transformer.training.train import evaluate  # noqa: E402
 
 ACCURACY_SEED, PATTERN_SEED = 777, 778  # neither is used by training or by the stored accuracy

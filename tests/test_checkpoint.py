@@ -11,7 +11,8 @@ from scripts import train_checkpoints
 from transformer import PRESETS, Transformer
 from transformer.checkpoint import (SHIPPED_DIR, CheckpointError, find_checkpoint, load, read_meta, same_model, save,
                                     shipped, trained_tokens)
-from transformer.training.tasks import TASKS, head_scores, random_router_specialisation, routing_specialisation
+from transformer.training.task_measures import head_scores, random_router_specialisation, routing_specialisation
+from transformer.training.tasks import TASKS
 from transformer.training.train import config_for, trained_length
 
 SMALL = dict(vocab_size=30, d_model=32, n_heads=4, n_layers=2, max_len=32)

@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from transformer.training.tasks import (TASKS, attention_mass, get_task, induction_targets, previous_token_targets,
-                               specialisation)
+from transformer.training.task_measures import attention_mass, specialisation
+from transformer.training.tasks import TASKS, get_task, induction_targets, previous_token_targets
 
 
 def batch_tensors(batch):

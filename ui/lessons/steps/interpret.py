@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 
 from transformer.interpret import residual_labels
-from transformer.training.tasks import attention_mass, induction_targets
+from transformer.training.task_measures import attention_mass
+from transformer.training.tasks import induction_targets
 from ui.compute.interpret_measure import PAIRS, answer_token, lens_view, patching
 from ui.compute.runtime import encode_text, get_trace
 from ui.figures.interpret import effect_heatmaps, lens_grid

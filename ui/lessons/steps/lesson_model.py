@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import torch
 
 from transformer import PRESETS, TransformerConfig
-from transformer.training.tasks import attention_mass, get_task
+from transformer.training.task_measures import attention_mass
+from transformer.training.tasks import get_task
 from ui.app.state import DEFAULT_TASK, DEFAULT_TEXT
 from ui.compute.runtime import TraceData, Tokens, encode_text, get_trace, trained_config, weights_info
 
