@@ -13,7 +13,8 @@ from ui.app.page import load_page
 from ui.app.charts import show_chart
 from ui.app.tabs import lazy_tabs, when_open
 from ui.app.page_controls import KEEP, keep_valid, url_state
-from ui.compute.runtime import get_trace, tokenize
+from ui.compute.model_cache import get_trace
+from ui.compute.tokens import tokenize
 
 SAME = "same"  # an axis of B left equal to its base
 FIELDS = {"cmp_arch": "arch", "cmp_position": "position", "cmp_norm": "norm", "cmp_place": "norm_position",

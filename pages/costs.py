@@ -9,7 +9,7 @@ from transformer.scaling import TOKENS_PER_PARAM
 from ui.app.page import start_page
 from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, keep_valid, url_state
-from ui.compute.runtime import get_model
+from ui.compute.model_cache import get_model
 from ui.figures import chapters as figs
 
 SIDEBAR = "the sidebar's model"

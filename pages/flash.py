@@ -13,7 +13,8 @@ from ui.compute.flash_measure import MASKS, MAX_T, check_settings, live_qkv, mea
 from ui.app.page import start_page
 from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, carry_over, keep_valid, url_state, write_url
-from ui.compute.runtime import encode_text, weights_info
+from ui.compute.tokens import encode_text
+from ui.compute.weights import weights_info
 from ui.app.source import source_of
 
 # random numbers first: untrained weights give scores so close together that the rescaling hardly shows

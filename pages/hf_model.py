@@ -4,7 +4,7 @@ import tempfile
 import streamlit as st
 
 from ui.app.page import start_page
-from ui.compute.runtime import WeightsSource
+from ui.compute.weights import WeightsSource
 from ui.app.state import WEIGHTS_KEY, close_weights, use_weights
 
 start_page("Your Hugging Face model", """

@@ -11,7 +11,7 @@ from ui.app.tabs import lazy_tabs, when_open
 from ui.app.page_controls import KEEP, keep_valid, url_state, write_url
 from ui.compute.interpret_measure import (PAIRS, PATCH_BUDGET_FLOPS, answer_token, attribution, lens_view, patching,
                                           patching_forwards, residual_rows, within_budget)
-from ui.compute.runtime import MAX_TOKENS, encode_text, token_labels
+from ui.compute.tokens import MAX_TOKENS, encode_text, token_labels
 from ui.figures.interpret import attribution_bars, effect_heatmaps, lens_grid
 
 OWN = "your own"

@@ -13,7 +13,7 @@ from ui.app.page import load_page
 from ui.app.charts import show_chart
 from ui.app.tabs import lazy_tabs, when_open
 from ui.app.page_controls import KEEP, keep_valid, url_state
-from ui.compute.runtime import char_label
+from ui.compute.tokens import char_label
 from ui.compute.stepper import named_shape
 
 DTYPES = {"fp16 / bf16 (2 bytes)": 2, "fp32 (4 bytes)": 4, "int8 (1 byte)": 1}

@@ -16,7 +16,7 @@ from ui.app.charts import show_chart
 from ui.app.figure_cache import cached_figure
 from ui.app.tabs import lazy_tabs, when_open
 from ui.app.page_controls import KEEP, keep_valid, url_state
-from ui.compute.runtime import tokenize
+from ui.compute.tokens import tokenize
 
 MAX_SHOWN = 24  # tokens per matrix: enough to see the pattern, few enough to read every cell
 # sparse pattern -> (URL key of its size, the size's label, its default)

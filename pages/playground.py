@@ -13,7 +13,9 @@ from ui.figures.base import arcs, head_grid
 from ui.app.page import load_page
 from ui.app.charts import show_chart
 from ui.app.tabs import lazy_tabs, when_open
-from ui.compute.runtime import Ablation, actual_next, fill_in, get_trace, masked_each, predict, weights_info
+from ui.compute.model_cache import Ablation, get_trace
+from ui.compute.predictions import actual_next, fill_in, masked_each, predict
+from ui.compute.weights import weights_info
 from ui.app.page_controls import KEEP, keep_valid, url_state, write_url
 from ui.app.state import use_text
 from ui.figures.playground import (KINDS_OF_ARCH, actual_next_figure, attention_view, cross_arcs, entropy_figure,

@@ -16,7 +16,8 @@ from ui.app.export import checkpoint_zip
 from ui.figures.base import FONT, head_grid
 from ui.app.page import start_page
 from ui.app.charts import show_chart
-from ui.compute.runtime import WeightsSource, visible
+from ui.compute.tokens import visible
+from ui.compute.weights import WeightsSource
 from ui.app.state import use_weights
 from ui.app.train_tournament import offer_tournament_task, settings_problem, show_live_comparison, warmup_follows_steps
 

@@ -13,7 +13,7 @@ import pytest
 from apptest_helpers import assert_clean, open_page, values
 from transformer import PRESETS, checkpoint, choices
 from ui.app.figure_cache import cached_figure
-from ui.compute import probe_measure, runtime
+from ui.compute import probe_measure, shipped
 
 
 def heatmap(z: np.ndarray, title: str = "") -> go.Figure:
@@ -83,19 +83,19 @@ def test_permutation_runs_are_their_own_for_each_config_and_ignore_the_sidebars_
     assert not np.array_equal(reseeded[("none", "none")]["weights"], a[("none", "none")]["weights"])
 
 
-# --- shipped weights for a config (ui/compute/runtime.py) --------------------------------------------
+# --- shipped weights for a config (ui/compute/shipped.py) --------------------------------------------
 
 @pytest.mark.parametrize("cfg", [PRESETS["llama2"], PRESETS["llama2"].replace(n_layers=3), PRESETS["gpt2"]])
 def test_the_shipped_checkpoints_of_a_config_follow_the_librarys_rule(cfg):
-    expected = [s.info.task for s in runtime._shipped_configs() if checkpoint.same_model(s.cfg, cfg)]
-    assert runtime.trained_tasks(cfg) == expected
-    assert runtime.trained_tasks(cfg) == expected  # asked again: the kept answer is the same
+    expected = [s.info.task for s in shipped.shipped_models() if checkpoint.same_model(s.cfg, cfg)]
+    assert shipped.trained_tasks(cfg) == expected
+    assert shipped.trained_tasks(cfg) == expected  # asked again: the kept answer is the same
 
 
 def test_a_config_without_checkpoints_is_not_given_another_configs():
-    assert runtime.trained_tasks(PRESETS["llama2"])  # the default preset ships language weights
-    assert runtime.trained_tasks(PRESETS["llama2"].replace(n_layers=3)) == []
-    assert runtime.trained_config(PRESETS["llama2"].replace(n_layers=3)) is None
+    assert shipped.trained_tasks(PRESETS["llama2"])  # the default preset ships language weights
+    assert shipped.trained_tasks(PRESETS["llama2"].replace(n_layers=3)) == []
+    assert shipped.trained_config(PRESETS["llama2"].replace(n_layers=3)) is None
 
 
 # --- two sessions on one server: the model/trace cache and the figure cache -------------------------

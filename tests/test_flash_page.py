@@ -16,7 +16,8 @@ from transformer.costs import full_attention_bytes, tiled_attention_bytes
 from transformer.flash import tile_plan
 from ui.figures import flash as ff
 from ui.compute.flash_measure import MASKS, check_settings, live_qkv, measure_in_fresh_process, random_qkv, tiled_run
-from ui.compute.runtime import get_trace, tokenize
+from ui.compute.model_cache import get_trace
+from ui.compute.tokens import tokenize
 from apptest_helpers import assert_clean
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")

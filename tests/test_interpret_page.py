@@ -13,7 +13,7 @@ from test_interpret import patch_heads_by_hand
 from transformer import PRESETS, checkpoint
 from transformer.interpret import logit_difference, logit_lens
 from ui.compute.interpret_measure import PAIRS, answer_token, patching_forwards, residual_rows, within_budget
-from ui.compute.runtime import encode_text
+from ui.compute.tokens import encode_text
 from ui.figures.interpret import attribution_bars, effect_heatmaps, lens_grid
 from ui.lessons import steps as lessons
 

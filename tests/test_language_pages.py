@@ -132,7 +132,7 @@ def test_the_continuation_panel_offers_example_prompts_that_replace_the_text():
 
 
 def test_the_heads_a_page_names_are_those_above_their_random_init_control():
-    from ui.compute.runtime import heads_text
+    from ui.compute.shipped import heads_text
 
     figures = {"previous_token_head": {"score": 0.91, "layer": 0, "head": 3},
                "induction_head": {"score": 0.08, "layer": 2, "head": 1},

@@ -9,7 +9,9 @@ from transformer import Transformer, axes
 from transformer.positions import POSITIONS
 
 from ui.app.app_entry import run_inside_app
-from ui.compute.runtime import MAX_TOKENS, TraceData, Tokens, encode_text, get_model, get_trace, weights_info
+from ui.compute.model_cache import TraceData, get_model, get_trace
+from ui.compute.tokens import MAX_TOKENS, Tokens, encode_text
+from ui.compute.weights import weights_info
 from ui.app.state import AppState, sidebar
 
 

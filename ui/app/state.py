@@ -18,7 +18,8 @@ from transformer.positions import POSITIONS
 from transformer.training.tasks import TASKS, get_task
 
 from ui.app.charts import image_format_choice
-from ui.compute.runtime import trained_config, trained_tasks, weights_config, weights_info
+from ui.compute.shipped import trained_config, trained_tasks
+from ui.compute.weights import weights_config, weights_info
 
 DEFAULT_PRESET = "llama2"
 DEFAULT_TASK = "language"  # every preset ships a language model: any typed text runs on trained weights

@@ -11,7 +11,7 @@ import torch
 
 from transformer import analysis, rnn, scaling
 
-from ui.compute.runtime import get_model
+from ui.compute.model_cache import get_model
 
 CONTEXTS = {"bottleneck": "one fixed vector", "attention": "additive attention"}  # how the pages name the two GRUs
 

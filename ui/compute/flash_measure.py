@@ -25,7 +25,7 @@ from transformer.hooks import attention_stacks, hook_name
 from transformer.positions import POSITIONS, alibi_bias, alibi_slopes
 from transformer.probes import live_qk_names
 
-from ui.compute.runtime import get_trace
+from ui.compute.model_cache import get_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_T = 64  # every tile stays visible and the step-by-step record small

@@ -16,7 +16,8 @@ from transformer import Transformer, TransformerConfig
 from transformer.interpret import (direct_logit_attribution, logit_difference, logit_lens, patch_heads,
                                    patch_residual)
 
-from ui.compute.runtime import encode_text, get_model, token_labels
+from ui.compute.model_cache import get_model
+from ui.compute.tokens import encode_text, token_labels
 
 TOP_K = 5  # tokens a lens cell lists when hovered
 # FLOPs the page spends on one patching: about a second or two on one core. forwards_within turns it into

@@ -1,7 +1,7 @@
 """Cached measurements for the axis pages and the compare page: library calls, results as numpy.
 
 Each wrapper takes only hashable arguments (a config as JSON, a seed, token ids as a tuple),
-so Streamlit caches it across reruns and sessions; the models come from ``ui.compute.runtime.get_model``.
+so Streamlit caches it across reruns and sessions; the models come from ``ui.compute.model_cache.get_model``.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from transformer.hooks import attention_stacks, hook_name
 from transformer.positions import POSITIONS, alibi_bias, alibi_slopes, rope_angles, rope_inv_freq, sinusoidal_table
 from transformer.probes import with_position
 
-from ui.compute.runtime import get_model
+from ui.compute.model_cache import get_model
 
 PAD_ID = 0
 CHECKPOINTS = Path(__file__).resolve().parents[2] / "assets" / "checkpoints"

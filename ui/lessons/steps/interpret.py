@@ -8,7 +8,8 @@ from transformer.interpret import residual_labels
 from transformer.training.task_measures import attention_mass
 from transformer.training.tasks import induction_targets
 from ui.compute.interpret_measure import PAIRS, answer_token, lens_view, patching
-from ui.compute.runtime import encode_text, get_trace
+from ui.compute.model_cache import get_trace
+from ui.compute.tokens import encode_text
 from ui.figures.interpret import effect_heatmaps, lens_grid
 from ui.lessons.live import Live
 from ui.lessons.steps.lesson_model import LESSON_SEED, MAX_SHOWN, lesson_model, token_name

@@ -15,7 +15,10 @@ from transformer import PRESETS, TransformerConfig
 from transformer.training.task_measures import attention_mass
 from transformer.training.tasks import get_task
 from ui.app.state import DEFAULT_TASK, DEFAULT_TEXT
-from ui.compute.runtime import TraceData, Tokens, encode_text, get_trace, trained_config, weights_info
+from ui.compute.model_cache import TraceData, get_trace
+from ui.compute.shipped import trained_config
+from ui.compute.tokens import Tokens, encode_text
+from ui.compute.weights import weights_info
 
 LESSON_PRESET = "llama2"
 LESSON_SEED = 0

@@ -1,0 +1,102 @@
+"""Text -> the tokens a model reads, and ids -> the labels a page shows.
+
+One token per character for random weights; the task's vocabulary for a trained checkpoint; the model's own
+tokenizer for a Hugging Face model.
+"""
+from __future__ import annotations
+
+import json
+import unicodedata
+from dataclasses import dataclass
+
+import streamlit as st
+
+from transformer.training.tasks import get_task
+from ui.compute.weights import WeightsSource, weights_info
+
+MAX_TOKENS = 128  # heatmaps stay readable and each rerun's messages small
+
+
+@dataclass
+class Tokens:
+    ids: list[int]
+    labels: list[str]
+    truncated_from: int | None  # the original length when the text was cut to MAX_TOKENS
+
+
+def char_label(ch: str) -> str:
+    """A visible label for one character: spaces, controls and combining marks made readable."""
+    if ch == " ":
+        return "␣"
+    if ch == "\n":
+        return "⏎"
+    if ch == "\t":
+        return "⇥"
+    category = unicodedata.category(ch)
+    if category.startswith("C"):  # control, format, unassigned: show the code point
+        return f"U+{ord(ch):04X}"
+    if category.startswith("M"):  # a combining mark has no width alone: put it on a dotted circle
+        return "◌" + ch
+    return ch
+
+
+def visible(tokens: list[str | None], ids=None) -> list[str]:
+    """Vocabulary entries as labels: one-character tokens made visible, the rest ('<bos>', '<0xF0>') as they are;
+    an id the tokenizer does not know (a model's vocabulary can be larger than its tokenizer's) as <id N>."""
+    return [f"<id {int(ids[i])}>" if t is None else char_label(t) if len(t) == 1 else t
+            for i, t in enumerate(tokens)]
+
+
+def tokenize(text: str, vocab_size: int, max_tokens: int = MAX_TOKENS) -> Tokens:
+    """One token per character (after Unicode NFC); ids wrap around the vocabulary."""
+    chars = list(unicodedata.normalize("NFC", text))
+    if not chars:
+        raise ValueError("The input text is empty: type at least one character.")
+    truncated_from = len(chars) if len(chars) > max_tokens else None
+    chars = chars[:max_tokens]
+    return Tokens([ord(c) % vocab_size for c in chars], [char_label(c) for c in chars], truncated_from)
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def hf_tokenizer(path: str):
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(path, local_files_only=True)
+    except (OSError, ValueError):
+        return None  # a model saved without its tokenizer: fall back to characters
+
+
+def encode_text(text: str, config_json: str, weights: str = "", max_tokens: int = MAX_TOKENS) -> Tokens:
+    """Text -> tokens the shown model understands: the task's vocabulary for a trained checkpoint,
+    the model's own tokenizer for a Hugging Face model, else one token per character."""
+    info = weights_info(config_json, weights)
+    vocab_size = json.loads(config_json)["vocab_size"]
+    if info.task is not None:
+        task = get_task(info.task)
+        ids = task.encode(unicodedata.normalize("NFC", text))
+        truncated_from = len(ids) if len(ids) > max_tokens else None
+        ids = ids[:max_tokens]
+        return Tokens(ids, visible(task.decode(ids)), truncated_from)
+    if info.kind == "huggingface":
+        tokenizer = hf_tokenizer(WeightsSource.parse(weights).path)
+        if tokenizer is not None:
+            if not text:
+                raise ValueError("The input text is empty: type at least one character.")
+            ids = tokenizer(text)["input_ids"]
+            truncated_from = len(ids) if len(ids) > max_tokens else None
+            ids = ids[:max_tokens]
+            return Tokens(ids, visible(tokenizer.convert_ids_to_tokens(ids), ids), truncated_from)
+    return tokenize(text, vocab_size, max_tokens)
+
+
+def token_labels(ids, config_json: str, weights: str = "") -> list[str]:
+    """Labels of model-vocabulary ids, as the input's tokens are labelled."""
+    info = weights_info(config_json, weights)
+    if info.task is not None:
+        return visible(get_task(info.task).decode(ids))
+    if info.kind == "huggingface":
+        tokenizer = hf_tokenizer(WeightsSource.parse(weights).path)
+        if tokenizer is not None:
+            return visible(tokenizer.convert_ids_to_tokens(list(ids)), list(ids))
+    return [char_label(chr(int(i))) for i in ids]

@@ -1,0 +1,66 @@
+"""Where a page's weights come from (shipped, random, a Hugging Face model, a checkpoint file), their config
+and what a banner says about them."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from transformer import TransformerConfig, checkpoint
+from ui.compute.shipped import WeightsInfo, shipped_models, trained_info
+
+
+@dataclass(frozen=True)
+class WeightsSource:
+    """Where a page's weights come from, read from the one string the URL and the session keep.
+
+    "" is the default (a shipped checkpoint that fits the config, else random weights);
+    "hf:<directory or cached id>" a local Hugging Face model; "ckpt:<path>" a checkpoint
+    file, e.g. one trained on the Train page.
+    """
+
+    kind: Literal["default", "huggingface", "checkpoint"] = "default"
+    path: str = ""
+
+    PREFIXES: ClassVar[dict[str, str]] = {"huggingface": "hf:", "checkpoint": "ckpt:"}
+
+    @classmethod
+    def parse(cls, text: str) -> "WeightsSource":
+        for kind, prefix in cls.PREFIXES.items():
+            if text.startswith(prefix):
+                return cls(kind, text[len(prefix):])
+        return cls()
+
+    @classmethod
+    def huggingface(cls, path: str) -> str:
+        return str(cls("huggingface", path))
+
+    @classmethod
+    def checkpoint_file(cls, path: str) -> str:
+        return str(cls("checkpoint", path))
+
+    def __str__(self) -> str:
+        return self.PREFIXES.get(self.kind, "") + self.path
+
+
+def weights_config(weights: str) -> TransformerConfig:
+    """The config of explicitly chosen weights (reads only their config, not the tensors)."""
+    source = WeightsSource.parse(weights)
+    if source.kind == "huggingface":
+        from transformer.interop import describe_hf
+
+        return describe_hf(source.path).config
+    return checkpoint.read_meta(source.path)[1]
+
+
+def weights_info(config_json: str, weights: str = "") -> WeightsInfo:
+    source = WeightsSource.parse(weights)
+    if source.kind == "huggingface":
+        return WeightsInfo("huggingface", f"Hugging Face model {source.path}")
+    if source.kind == "checkpoint":
+        meta, _ = checkpoint.read_meta(source.path)
+        return trained_info(f"your checkpoint {Path(source.path).name}", meta)
+    for shipped in shipped_models():
+        if shipped.key == config_json:
+            return shipped.info
+    return WeightsInfo("random", "untrained (random) weights")
