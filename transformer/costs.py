@@ -269,7 +269,8 @@ def _ffn_terms(cfg: TransformerConfig, n_stacks: int) -> list[ParamTerm]:
         *widen, narrow = row.matrices
         return [*(_matrices("ffn", f"W_{m}", _with_bias("D·F", "F", b), d * f, b * f, blocks, (mlp + m + ".*",))
                   for m in widen),
-                _matrices("ffn", f"W_{narrow}", _with_bias("F·D", "D", b), f * d, b * d, blocks, (mlp + narrow + ".*",))]
+                _matrices("ffn", f"W_{narrow}", _with_bias("F·D", "D", b), f * d, b * d, blocks,
+                          (mlp + narrow + ".*",))]
     # routed: the first layers may keep a dense gated FFN of width F; the others route
     dense_layers = n_stacks * min(cfg.first_dense_layers, cfg.n_layers)
     routed_layers = n_stacks * cfg.n_layers - dense_layers
