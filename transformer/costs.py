@@ -23,12 +23,8 @@ from dataclasses import dataclass
 import torch
 
 from . import masks
-from .block import NORM_PLACEMENTS
 from .config import TransformerConfig
-from .ffn import FFN_KINDS
 from .hooks import attention_stacks
-from .norms import NORMS
-from .positions import POSITIONS
 
 # --- parameters, term by term ------------------------------------------------------
 
@@ -93,28 +89,28 @@ def param_terms(cfg: TransformerConfig) -> list[ParamTerm]:
 
     The terms add up to the built model's parameter count (tied weights once), and each term's
     ``where`` names exactly the parameters it counts, so a test can hold every formula against the
-    live model. Each choice is read off its row (``FFN_KINDS``, ``NORMS``, ``NORM_PLACEMENTS``,
-    ``POSITIONS``), never off its name. Buffers (the sigmoid router's choice bias, RoPE and
+    live model. Each choice is read off its row in the table (``cfg.row("ffn")``, ``cfg.row("norm")``,
+    ``cfg.row("norm_position")``, ``cfg.row("position")``), never off its name. Buffers (the sigmoid router's choice bias, RoPE and
     sinusoidal tables) are no parameters and count nowhere.
     """
     d, V, L = cfg.d_model, cfg.vocab_size, cfg.n_layers
-    n_stacks = 2 if cfg.arch == "encoder-decoder" else 1
+    n_stacks = 2 if cfg.row("arch").cross else 1
     blocks = n_stacks * L  # blocks with self-attention and an FFN
-    cross_layers = L if cfg.arch == "encoder-decoder" else 0  # decoder blocks that also cross-attend
-    norm, norm_formula = (2 * d, "2·D") if NORMS[cfg.norm].centres else (d, "D")  # LayerNorm: a scale and a shift
+    cross_layers = L if cfg.row("arch").cross else 0  # decoder blocks that also cross-attend
+    norm, norm_formula = (2 * d, "2·D") if cfg.row("norm").centres else (d, "D")  # LayerNorm: a scale and a shift
     table = V * d  # the token embedding; the output head multiplies by a matrix of the same size, or by this one
     terms = [ParamTerm("embedding", "token embedding", "V·D", table, 1, ("embed.weight",),
                        matmul_per_copy=table if cfg.tie_embeddings else 0)]
-    if POSITIONS[cfg.position].table_param_terms:
+    if cfg.row("position").table_param_terms:
         terms.append(ParamTerm("embedding", "position table", "P·D", cfg.max_len * d, n_stacks,
                                ("*pos.table.weight",)))
     if cfg.embed_norm:  # always a LayerNorm (BERT, BLOOM)
         terms.append(ParamTerm("norms", "embedding LayerNorm", "2·D", 2 * d, n_stacks, ("*ln_embed.*",)))
-    terms += _latent_attention_terms(cfg, blocks) if cfg.kv_rank is not None else _attention_terms(cfg, blocks)
-    if cfg.arch == "encoder-decoder":  # the decoder's blocks read the encoder through a second attention
+    terms += _latent_attention_terms(cfg, blocks) if cfg.row("kv_heads").latent else _attention_terms(cfg, blocks)
+    if cfg.row("arch").cross:  # the decoder's blocks read the encoder through a second attention
         terms += _cross_attention_terms(cfg, cross_layers)
-    if cfg.qk_norm != "none":  # always an RMSNorm, in self- and cross-attention alike
-        per_head = cfg.qk_norm == "head"
+    if cfg.row("qk_norm").normalises:  # always an RMSNorm, in self- and cross-attention alike
+        per_head = cfg.row("qk_norm").per_head
         width = 2 * cfg.d_head if per_head else (cfg.n_heads + cfg.n_kv_heads) * cfg.d_head
         formula = "2·d_h" if per_head else "H·d_h + G·d_h"
         terms.append(ParamTerm("norms", f"QK-norm ({cfg.qk_norm}: q_norm and k_norm)", formula, width,
@@ -237,13 +233,13 @@ def _cross_attention_terms(cfg: TransformerConfig, layers: int) -> list[ParamTer
 
 def _block_norm_terms(cfg: TransformerConfig, blocks: int, cross_layers: int, norm: int, norm_formula: str
                       ) -> list[ParamTerm]:
-    """The norms around each sublayer, as NORM_PLACEMENTS says: before it (or on the sum) and after it."""
+    """The norms around each sublayer, as the placement's row says: before it (or on the sum) and after it."""
     block = "*blocks.*."
     if cfg.parallel_block:  # one norm both sublayers read, or one each (parallel_norms = 2)
         n = cfg.parallel_norms
         return [ParamTerm("norms", "block norms (parallel)", _times(n, norm_formula), n * norm, blocks,
                           (block + "ln1.*", block + "ln2.*"))]
-    placement = NORM_PLACEMENTS[cfg.norm_position]
+    placement = cfg.row("norm_position")
     per_sublayer = int(placement.before or placement.on_sum) + int(placement.after)
     terms = [ParamTerm("norms", "block norms", _times(2 * per_sublayer, norm_formula), 2 * per_sublayer * norm, blocks,
                        (block + "ln1.*", block + "ln2.*", block + "ln1_post.*", block + "ln2_post.*"))]
@@ -254,11 +250,11 @@ def _block_norm_terms(cfg: TransformerConfig, blocks: int, cross_layers: int, no
 
 
 def _ffn_terms(cfg: TransformerConfig, n_stacks: int) -> list[ParamTerm]:
-    """The FFN of every block, read off its FFN_KINDS row: one term per matrix of an MLP, one for a gated
+    """The FFN of every block, read off its row in the table: one term per matrix of an MLP, one for a gated
     FFN's three; a routed kind's router, experts and shared experts, and its dense first layers."""
     d, f = cfg.d_model, cfg.d_ff
     b = int(cfg.bias)
-    row = FFN_KINDS[cfg.ffn]
+    row = cfg.row("ffn")
     mlp = "*blocks.*.mlp."
     if not row.routed:
         blocks = n_stacks * cfg.n_layers
@@ -335,7 +331,7 @@ def multiplied_params(cfg: TransformerConfig) -> int:
 
 def _cache_width(cfg: TransformerConfig) -> dict[str, int]:
     """Numbers one layer caches per token, by tensor: K (G·d_h) and V (G·d_v); MLA its latent and one rope key."""
-    if cfg.kv_rank is not None:
+    if cfg.row("kv_heads").latent:
         return {"latent": cfg.kv_rank, "rope keys": cfg.d_rope}
     return {"keys": cfg.n_kv_heads * cfg.d_head, "values": cfg.n_kv_heads * cfg.d_v}
 
@@ -415,7 +411,7 @@ def keys_seen_by_layer(cfg: TransformerConfig, context: int) -> tuple[int, ...]:
     form allows (counted from the mask itself)."""
     if context < 1:
         raise ValueError(f"context={context} must be at least 1 (a token always sees itself)")
-    if cfg.attention_pattern != "dense":  # a pattern is the same in every layer
+    if cfg.row("attention_pattern").sparse:  # a pattern is the same in every layer
         last = torch.tensor([context - 1])
         allowed = masks.sparse(cfg.attention_pattern, last, torch.arange(context), cfg.pattern_size, True,
                                cfg.n_global)

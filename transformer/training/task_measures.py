@@ -46,12 +46,12 @@ def head_scores(model, task: Task, batch: Batch) -> dict[str, torch.Tensor]:
     targets = task.attention_targets(batch)
     if targets is None:
         raise ValueError(f"the {task.name} task has no single attention pattern to score; see expert_usage for MoE routing")
-    cross = model.cfg.arch == "encoder-decoder"
+    cross = model.cfg.row("arch").cross
     names = pattern_names(model, cross=cross)
     batch = batch.to(model.device)
     _, trace = model.run_with_trace(*batch.model_args(), names=names)
     scores = {"solution": torch.stack([attention_mass(trace[n], targets) for n in names]).cpu()}
-    if model.cfg.arch == "decoder":
+    if model.cfg.row("arch").next_token:
         B, T = batch.input_ids.shape
         previous = previous_token_targets(B, T)
         scores["previous_token"] = torch.stack([attention_mass(trace[n], previous) for n in names]).cpu()

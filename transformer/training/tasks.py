@@ -26,6 +26,7 @@ from dataclasses import dataclass, fields
 
 import torch
 
+from ..axes import AXES
 from . import language
 
 LETTERS = string.ascii_lowercase
@@ -520,7 +521,7 @@ class Language(Task):
         if arch not in self.archs:
             raise ValueError(f"the language task trains decoders (next character) and encoders (masked characters), "
                              f"not arch={arch!r}; pick a decoder or encoder preset")
-        return self if self.arch == arch else Language(masked=arch == "encoder", induction_warmup=self.induction_warmup,
+        return self if self.arch == arch else Language(masked=not AXES["arch"].row(arch).causal, induction_warmup=self.induction_warmup,
                                                        docstrings=self.docstrings, corpus=self.corpus)
 
     def at(self, progress: float) -> "Language":

@@ -80,7 +80,7 @@ def get_trace(config_json: str, seed: int, ids: tuple[int, ...], labels: tuple[s
     cfg = model.cfg
     switched_off = ablation.interventions(cfg)
     src = torch.tensor([ids], device=model.device)
-    if cfg.arch == "encoder-decoder":
+    if cfg.row("arch").cross:
         # the decoder reads its own greedy output, one token behind, as it would when generating
         task = weights_info(config_json, weights).task
         start = get_task(task).token_id("<bos>") if task else START_TOKEN

@@ -30,7 +30,7 @@ def predict(config_json: str, seed: int, ids: tuple[int, ...], weights: str = ""
     """Top-k next tokens at temperature and a continuation sampled with the KV cache (seeded), with
     `ablation` switched off."""
     model = get_model(config_json, seed, weights)
-    if model.cfg.arch != "decoder":
+    if not model.cfg.row("arch").next_token:
         raise ValueError("next-token prediction needs a decoder (a model that reads left to right)")
     src = torch.tensor([ids], device=model.device)  # (1, T)
     with torch.no_grad(), model.intervene(ablation.interventions(model.cfg)):
