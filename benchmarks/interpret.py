@@ -97,7 +97,7 @@ def checkpoint_rows(sizes: Sizes) -> list[Row]:
     rows = []
     for name, model in models:
         cfg = model.cfg
-        if cfg.arch != "decoder":
+        if not cfg.row("arch").next_token:
             continue
         T = sizes.tokens
         rows.append(compare(f"R.{name}", f"patch_residual, {cfg.n_layers + 1} x {T} cells ({name}, d {cfg.d_model}, "

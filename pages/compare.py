@@ -61,7 +61,7 @@ columns[-1].selectbox(AXES["kv_heads"].title, kv_options, key="cmp_kv", **KEEP,
 changes = {field: st.session_state[key] for key, field in FIELDS.items() if st.session_state[key] != SAME}
 if st.session_state["cmp_kv"] != SAME:
     changes["n_kv_heads"] = int(st.session_state["cmp_kv"])
-if changes.get("arch") == "encoder-decoder" or (base.arch == "encoder-decoder" and "arch" not in changes):
+if AXES["arch"].row(changes.get("arch", base.arch)).cross:
     changes["parallel_block"] = False  # a parallel block has no place for cross-attention
 try:
     # a position scheme (or an architecture) B cannot keep drops what only fits the old one: RoPE's details, MLA
@@ -111,7 +111,7 @@ for _ in when_open(attention_tab):
                             f"layer {layer}, head {head}: A, B and B − A"), key="cmp_patterns")
     if weights["A"].shape != weights["B"].shape:
         st.caption(f"No difference map: A's matrix is {weights['A'].shape} and B's {weights['B'].shape}.")
-    if "encoder-decoder" in (cfg_a.arch, cfg_b.arch):
+    if cfg_a.row("arch").cross or cfg_b.row("arch").cross:
         st.caption("For an encoder-decoder the maps show its encoder's self-attention, which reads the same text.")
 
 for _ in when_open(cost_tab):
@@ -122,7 +122,7 @@ for _ in when_open(cost_tab):
         counts = param_counts(cfg)
         rows[name] = {
             "axes": f"{label('arch', cfg.arch)} · {label('kv_heads', cfg.attention_kind)} "
-                    + (f"({cfg.n_heads} q / latent {cfg.kv_rank}) · " if cfg.kv_rank is not None
+                    + (f"({cfg.n_heads} q / latent {cfg.kv_rank}) · " if cfg.row("kv_heads").latent
                        else f"({cfg.n_heads} q / {cfg.n_kv_heads} kv) · ")
                     + f"{label('position', cfg.position)} · {label('norm', cfg.norm)} "
                       f"({label('block', 'parallel') if cfg.parallel_block else label('norm_position', cfg.norm_position)})"

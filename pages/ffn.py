@@ -4,7 +4,6 @@ import pandas as pd
 import streamlit as st
 
 from transformer import AXES, MODEL_CARDS, axes, param_counts
-from transformer.ffn import FFN_KINDS
 from transformer.hooks import attention_stacks, hook_name
 from ui.figures.block import activation_curves, expert_load, router, units_heatmap
 from ui.compute.measure import activation_curves as curves
@@ -39,7 +38,7 @@ show_chart(activation_curves(x, ys), key="ffn_curves")
 st.caption("ReLU cuts negatives to exactly 0. GELU = x·Φ(x) and SiLU = x·sigmoid(x) are smooth, let small negatives "
            "through (their dip below 0) and have a gradient everywhere.")
 
-kind = FFN_KINDS[cfg.ffn]
+kind = cfg.row("ffn")
 st.header(f"The live model's FFN ({axes.label('ffn', cfg.ffn)})")
 st.selectbox("Layer", range(cfg.n_layers), key="ffn_layer", **KEEP)
 layer = st.session_state["ffn_layer"]
@@ -51,7 +50,7 @@ def mlp(site: str) -> str:
 
 
 events = {e["name"]: e for e in ctx.trace.events}
-gated_names = [k for k, row in FFN_KINDS.items() if row.gated and not row.routed]
+gated_names = [k for k, row in AXES["ffn"].choices.items() if row.gated and not row.routed]
 if routed_layer:
     st.caption(f"Layer {layer} routes each token to experts: see the mixture of experts below.")
 elif kind.gated:  # a gate: SwiGLU, GeGLU, or the dense layer of a routed model
@@ -77,7 +76,7 @@ else:
     st.info("This model has no gate. To see a gate, choose "
             + " or ".join(f"**{name}** ({axes.label('ffn', name)})" for name in gated_names)
             + " in the sidebar's FFN box (or the LLaMA 2 preset); for routed experts choose "
-            + " or ".join(f"**{k}**" for k, row in FFN_KINDS.items() if row.routed) + " (or the Mixtral preset).")
+            + " or ".join(f"**{k}**" for k, row in AXES["ffn"].choices.items() if row.routed) + " (or the Mixtral preset).")
 
 st.header("Mixture of experts")
 if kind.routed and not routed_layer:
@@ -107,7 +106,7 @@ elif kind.routed:
                        data=lambda: routing.to_csv(index=False))
 else:
     st.info("The sidebar's model has a dense FFN. Choose "
-            + " or ".join(f"**{k}**" for k, row in FFN_KINDS.items() if row.routed)
+            + " or ".join(f"**{k}**" for k, row in AXES["ffn"].choices.items() if row.routed)
             + " in the sidebar's FFN box (or the Mixtral preset) to see the router's probabilities, its top-k choices "
               "and the experts' load on your input.")
 
@@ -119,7 +118,7 @@ for name, model_cfg, published in [("the sidebar's model", cfg, None),
                                     (mixtral.published_params["8x7B"], mixtral.published_active["8x7B"]))]:
     counts = param_counts(model_cfg)
     rows.append({"model": name, "FFN": axes.label("ffn", model_cfg.ffn),
-                 "experts (top-k)": (f"{model_cfg.n_experts} (top-{model_cfg.top_k})" if FFN_KINDS[model_cfg.ffn].routed
+                 "experts (top-k)": (f"{model_cfg.n_experts} (top-{model_cfg.top_k})" if model_cfg.row("ffn").routed
                                      else "—"),
                  "total": f"{counts['total']:,}", "active per token": f"{counts['active']:,}",
                  "active share": f"{counts['active'] / counts['total']:.0%}",

@@ -4,7 +4,6 @@ import pandas as pd
 import streamlit as st
 
 from transformer import MODEL_CARDS, axes
-from transformer.positions import POSITIONS
 from transformer.costs import full_attention_bytes, tiled_attention_bytes
 from transformer.flash import TiledAttention
 from ui.figures.flash import (GIB, MIB, memory_formula, measured_curves, rescale_and_output, result_comparison,
@@ -82,7 +81,7 @@ def live_inputs():
     t = min(len(tokens.ids), MAX_T)
     info = weights_info(state.config_json, state.weights)
     weights = f"untrained, seed {state.seed}" if info.kind == "random" else info.label
-    scheme, label = POSITIONS[cfg.position], axes.label("position", cfg.position)
+    scheme, label = cfg.row("position"), axes.label("position", cfg.position)
     what = f"rotated by {label}" if scheme.rotates_qk else f"with {label}'s distance penalty" if slope is not None else ""
     note = (f"q, k, v of layer {layer}, head {head} of the sidebar's model ({weights}) on its {len(tokens.ids)}-token "
             f"input{', ' + what if what else ''}; the mask is the one chosen here, not the model's.")

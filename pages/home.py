@@ -2,7 +2,6 @@
 import streamlit as st
 
 from transformer import AXES, MODEL_CARDS, PRESETS, kv_cache_bytes_per_token, param_counts
-from transformer.ffn import FFN_KINDS
 from ui.app.page import start_page
 from ui.app.source import five_lines
 from ui.app.state import apply_preset
@@ -36,7 +35,7 @@ for key, card in MODEL_CARDS.items():
     row[0].write(card.name)
     row[1].write(str(card.year))
     row[2].write(card.summary)
-    active = f" ({counts['active'] / 1e9:.1f}B active)" if FFN_KINDS[real.ffn].routed else ""
+    active = f" ({counts['active'] / 1e9:.1f}B active)" if real.row("ffn").routed else ""
     row[3].write(f"{size}: {counts['total'] / 1e9:.2f}B{active}" if counts["total"] >= 1e9 else f"{size}: {counts['total'] / 1e6:.0f}M")
     row[4].write(f"{kv_cache_bytes_per_token(real) / 1024:.0f} KiB")
     if key not in PRESETS:  # a card with real sizes only: no preset (and no trained checkpoint) to load yet

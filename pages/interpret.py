@@ -24,7 +24,7 @@ stopped there. *Attribution* splits the final logit of one token into what each 
 the clean answer returns: the pieces that bring it back carry the difference.
 """)
 cfg, state = ctx.state.config, ctx.state
-if cfg.arch != "decoder":
+if not cfg.row("arch").next_token:
     st.info("This page explains a next-token prediction, so it needs a decoder: pick a decoder preset in the sidebar "
             "(every preset but BERT and the Original Transformer).")
     st.stop()

@@ -102,10 +102,10 @@ for _ in when_open(memory_tab):
     divisors = [g for g in range(2, H) if H % g == 0]
     gqa = real.n_kv_heads if 1 < real.n_kv_heads < H else min(divisors, key=lambda g: abs(g - H / 8), default=None)
     # a latent-attention model (MLA) is shown beside the same model with plain K and V heads
-    plain = real.replace(kv_rank=None, q_rank=None) if real.kv_rank is not None else real
+    plain = real.replace(kv_rank=None, q_rank=None) if real.row("kv_heads").latent else real
     variant_cfgs = {f"{axes.label('kv_heads', v.attention_kind)} (G={v.n_kv_heads})": v
                     for v in (plain.replace(n_kv_heads=g) for g in (H, *((gqa,) if gqa else ()), 1))}
-    if real.kv_rank is not None:
+    if real.row("kv_heads").latent:
         variant_cfgs = {f"{axes.label('kv_heads', real.attention_kind)} (latent {real.kv_rank})": real, **variant_cfgs}
     per_token = {label: kv_cache_bytes_per_token(v, n_bytes) for label, v in variant_cfgs.items()}
     contexts = np.linspace(0, max(32_768, context), 200).astype(int)
@@ -121,7 +121,7 @@ for _ in when_open(memory_tab):
 
 for _ in when_open(generation_tab):
     st.header("Generation step by step, with the cache")
-    if cfg.arch == "encoder":
+    if not cfg.row("arch").causal:
         st.info("An encoder-only model does not generate. Choose **decoder** or **encoder-decoder** as the Architecture "
                 "in the sidebar to watch the cache grow.")
     else:
@@ -129,14 +129,14 @@ for _ in when_open(generation_tab):
         prompt = tuple(ctx.tokens.ids[:64])
         steps = generation_steps(ctx.state.config_json, ctx.state.seed, prompt, int(st.session_state["kv_steps"]))
         what = ("the decoder starts from its start token and caches its own K, V (which grow) and, once, the encoder's "
-                "K, V for cross-attention (which stay)" if cfg.arch == "encoder-decoder" else
+                "K, V for cross-attention (which stay)" if cfg.row("arch").cross else
                 f"step 0 reads the {len(prompt)}-token prompt at once (prefill); each later step feeds only the new token")
         st.markdown(f"Greedy decoding; {what}. At every step the logits computed **with** the cache are compared with a "
                     "full recomputation **without** it.")
         step_rows = []
         for i, step in enumerate(steps):
             layer_shapes = "; ".join(f"{name}: {tuple(shape)}" for name, shape in step["cache_shapes"].items())
-            shape_column = ("cached latent shape per layer (B, T, kv_rank)" if cfg.kv_rank is not None
+            shape_column = ("cached latent shape per layer (B, T, kv_rank)" if cfg.row("kv_heads").latent
                             else "cached K (= V) shape per layer (B, G, T, d_head)")
             step_rows.append({"step": i, "new token": char_label(chr(step["token_id"])), "id": step["token_id"],
                               shape_column: layer_shapes,

@@ -55,7 +55,7 @@ layer, head = st.session_state["mask_layer"], st.session_state["mask_head"]
 ids, labels = tuple(ctx.tokens.ids[:MAX_SHOWN]), ctx.tokens.labels[:MAX_SHOWN]
 if len(ctx.tokens.ids) > MAX_SHOWN:
     st.caption(f"The matrices show the first {MAX_SHOWN} tokens of the input.")
-if cfg.arch == "encoder-decoder":
+if cfg.row("arch").cross:
     st.caption("This is an encoder-decoder: the self-attention masks below are applied to its encoder.")
 
 
@@ -119,12 +119,12 @@ for _ in when_open(tabs[4]):
     st.markdown("**Cross-attention** (encoder-decoder): queries come from the decoder's T_q tokens, keys and values "
                 "from the encoder's S outputs, so the matrix is T_q × S. There is no causal mask — the whole source is "
                 "known — only the source's padding is masked.")
-    twin = cfg if cfg.arch == "encoder-decoder" else encoder_decoder_twin(cfg)
+    twin = cfg if cfg.row("arch").cross else encoder_decoder_twin(cfg)
     if twin is not cfg:
         st.caption("The sidebar's model has no decoder reading an encoder, so this tab builds an encoder-decoder with "
                    "the same axes, sizes and seed" + (" (multi-head latent attention is built for decoders alone: the "
                                                       "twin's heads have keys and values of their own)."
-                                                      if cfg.kv_rank is not None else "."))
+                                                      if cfg.row("kv_heads").latent else "."))
     try:
         target = tokenize(st.session_state["mask_text2"], cfg.vocab_size, MAX_SHOWN)
     except ValueError as exc:
@@ -152,7 +152,7 @@ SPARSE_TEXT = {
                     "a global token; the cost is about T·(W + 2g).",
 }
 n_tokens = len(ids)
-dense_pairs = n_tokens * (n_tokens + 1) // 2 if cfg.arch == "decoder" else n_tokens * n_tokens
+dense_pairs = n_tokens * (n_tokens + 1) // 2 if cfg.row("arch").next_token else n_tokens * n_tokens
 for tab, (pattern, (size_key, size_label, _)) in zip(tabs[5:], SPARSE_SIZES.items()):
     for _ in when_open(tab):
         st.markdown(SPARSE_TEXT[pattern])
@@ -169,7 +169,7 @@ for tab, (pattern, (size_key, size_label, _)) in zip(tabs[5:], SPARSE_SIZES.item
             continue
         show(view.additive, view.weights, labels, labels, f"{AXES['attention_pattern'].choices[pattern].label}, "
              f"{size_label.split()[-1]} = {size}", f"mask_{pattern}")
-        causal = cfg.arch == "decoder"
+        causal = cfg.row("arch").next_token
         long_pairs = pairs_at_length(pattern, LONG_TEXT, size, causal, n_global)
         long_dense = LONG_TEXT * (LONG_TEXT + 1) // 2 if causal else LONG_TEXT ** 2
         col1, col2, col3 = st.columns(3)

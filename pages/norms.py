@@ -6,7 +6,6 @@ import pandas as pd
 import streamlit as st
 
 from transformer import AXES, axes, choices
-from transformer.block import NORM_PLACEMENTS
 from ui.figures.block import depth_lines, norm_bars, norm_placement_dot
 from ui.compute.measure import NORM_DEPTH_BASE, depth_profile, normalized
 from ui.app.page import load_page
@@ -93,7 +92,7 @@ for _ in when_open(depth_tab):
             progress.progress(i / len(variants), text=f"Measuring {label} at depth {depth}…")
             profiles[label] = depth_profile(cfg.position, cfg.ffn, norm, placement, depth, init, ids)
         progress.empty()
-        dashed = {variant_label(n, p) for n, p in variants if NORM_PLACEMENTS[p].on_sum}
+        dashed = {variant_label(n, p) for n, p in variants if AXES["norm_position"].row(p).on_sum}
         col1, col2 = st.columns(2)
         show_chart(cached_figure(depth_lines, {k: p["resid_norms"] for k, p in profiles.items()},
                                  "residual stream: mean ‖x‖ per token", "L2 norm of x", "after block (0 = embedding)",

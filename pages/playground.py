@@ -5,7 +5,6 @@ import streamlit as st
 
 from transformer import AXES, axes
 from transformer.attention import Attention
-from transformer.ffn import FFN_KINDS
 from transformer.positions import alibi_slopes
 from ui.figures.diagram import architecture_dot
 from ui.app.export import heatmaps_png, trace_npz
@@ -53,7 +52,7 @@ url_state("playground", attn=str, layer=int, head=int, query=int, off=str, tempe
           hide=int, play_tab=str)  # play_tab: the open tab (lazy_tabs below)
 
 # --- parts switched off: every view on the page follows -------------------------------------------
-routed = FFN_KINDS[cfg.ffn].routed
+routed = cfg.row("ffn").routed
 parts = {f"L{layer}H{head}": ("head", layer, head) for layer in range(cfg.n_layers) for head in range(cfg.n_heads)}
 if routed:  # the experts of every routed layer (a model's first dense layers have none)
     parts |= {f"L{layer}E{e}": ("expert", layer, e) for layer in range(cfg.n_layers) if cfg.layer_is_moe(layer)
@@ -171,7 +170,7 @@ for _ in when_open(query_tab):
 # --- what the model predicts next, and what the parts switched off change -----------------------------
 for _ in when_open(prediction_tab):
     predict_col, ablate_col = st.columns([1, 1])
-    if cfg.arch == "decoder":
+    if cfg.row("arch").next_token:
         with predict_col:
             st.subheader("Next token")
             col1, col2, col3 = st.columns(3)

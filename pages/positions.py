@@ -8,7 +8,7 @@ import streamlit as st
 
 from transformer import analysis, axes
 from transformer.hooks import attention_stacks, hook_name
-from transformer.positions import POSITIONS, ROPE_SCALINGS, rope_inv_freq
+from transformer.positions import rope_inv_freq
 from transformer.probes import with_position
 from ui.figures import axes as figs
 from ui.figures import modern as modern_figs
@@ -70,7 +70,7 @@ for _ in when_open(learned_tab):
         st.markdown(f"The position table of the trained checkpoint **{name}** (rows past the lengths it trained on stay "
                     "near their random start).")
     else:
-        learned_cfg = cfg if POSITIONS[cfg.position].table_param_terms else with_position(cfg, "learned")
+        learned_cfg = cfg if cfg.row("position").table_param_terms else with_position(cfg, "learned")
         table = learned_table(learned_cfg.to_json(), ctx.state.seed)
         st.warning("No trained checkpoint with learned positions is available, so this is the table of the current "
                    "model's configuration with learned positions — **untrained: random numbers**. Training shapes it: "
@@ -99,7 +99,7 @@ for _ in when_open(rope_tab):
                     f"(dimension i with i + {d_rot // 2}) and turns pair i by position × θ^(−2i/d), "
                     f"θ = {cfg.rope_theta:g}. The first pairs spin fast (local order), the last barely move "
                     "(long range).")
-        if ROPE_SCALINGS[cfg.rope_scaling].scale is not None:
+        if cfg.row("rope_scaling").rescales:
             st.caption(f"The sidebar's model stretches these frequencies with "
                        f"{axes.label('rope_scaling', cfg.rope_scaling)} (factor {cfg.rope_factor:g}): "
                        f"{axes.AXES['rope_scaling'].choices[cfg.rope_scaling].does}. Shown here as trained, unscaled.")
@@ -184,14 +184,14 @@ st.markdown("Above, RoPE's error grows fast past the trained length: its slow di
             "fast dimensions, interpolates the slow ones with a ramp between, and scales cos and sin up a little; "
             "**LLaMA 3** interpolates long wavelengths, keeps short ones and blends a band between. Choose one in the "
             "sidebar (RoPE scaling, factor), or compare them here.")
-if not POSITIONS[cfg.position].rotates_qk:
+if not cfg.row("position").rotates_qk:
     st.info(f"The sidebar's model uses {axes.label('position', cfg.position)} positions; the wavelengths below are "
             "those of a RoPE head of the same size.")
 keep_valid("rope_scale_factor", [2.0, 4.0, 8.0, 16.0, 32.0], 4.0)
 st.select_slider("Stretch factor", [2.0, 4.0, 8.0, 16.0, 32.0], key="rope_scale_factor", **KEEP)
 factor = float(st.session_state["rope_scale_factor"])
 trained = 512
-rope_cfg = cfg if POSITIONS[cfg.position].rotates_qk else cfg.replace(position="rope")
+rope_cfg = cfg if cfg.row("position").rotates_qk else cfg.replace(position="rope")
 waves = analysis.rope_wavelengths(rope_cfg.replace(rope_scaling="none", rope_factor=1.0), factor, trained)
 wavelengths = {axes.label("rope_scaling", k): v.numpy() for k, v in waves.items()}
 show_chart(cached_figure(modern_figs.rope_wavelengths, wavelengths, trained), key="rope_wavelengths")
@@ -211,8 +211,9 @@ else:
         st.selectbox("Trained RoPE model", names, key="rope_scale_model", **KEEP)
         chosen = next(m for m in measured if m["model"] == st.session_state["rope_scale_model"])
         show_chart(cached_figure(modern_figs.scaling_length_test, chosen["rows"]), key="rope_scaling_test")
-        plain = next(r for r in chosen["rows"] if r["scaling"] == "none")["bits_per_char"]
-        best = min((r for r in chosen["rows"] if r["scaling"] != "none"), key=lambda r: r["bits_per_char"]["4x"])
+        plain = next(r for r in chosen["rows"] if not axes.row("rope_scaling", r["scaling"]).rescales)["bits_per_char"]
+        best = min((r for r in chosen["rows"] if axes.row("rope_scaling", r["scaling"]).rescales),
+                   key=lambda r: r["bits_per_char"]["4x"])
         st.caption(f"{chosen['model']}, trained on {chosen['context']} characters, read held-out English with each "
                    f"scaling and no retraining. At 4× its context: {plain['4x']:.2f} bits per character plain, "
                    f"{best['bits_per_char']['4x']:.2f} with {axes.label('rope_scaling', best['scaling'])} "

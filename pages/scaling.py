@@ -5,7 +5,6 @@ import pandas as pd
 import streamlit as st
 
 from transformer import axes, probes
-from transformer.positions import POSITIONS
 from ui.figures import probe as figs
 from ui.app.page import load_page
 from ui.app.charts import show_chart
@@ -85,10 +84,11 @@ st.selectbox("Layer", range(cfg.n_layers), key="scale_layer", **KEEP)
 if live is None:
     st.info("The live model's scores need at least two tokens: type a longer text in the sidebar.")
 else:
-    notes = [f"after {axes.AXES['qk_norm'].title} ({axes.label('qk_norm', cfg.qk_norm)})" if cfg.qk_norm != "none" else "",
-             f"after {axes.label('position', cfg.position)}'s rotation" if POSITIONS[cfg.position].rotates_qk else ""]
+    notes = [f"after {axes.AXES['qk_norm'].title} ({axes.label('qk_norm', cfg.qk_norm)})"
+             if cfg.row("qk_norm").normalises else "",
+             f"after {axes.label('position', cfg.position)}'s rotation" if cfg.row("position").rotates_qk else ""]
     rope_note = "".join(f" {note}" for note in notes if note)
-    if cfg.kv_rank is not None:
+    if cfg.row("kv_heads").latent:
         rope_note += " (keys rebuilt from the latent, its shared rotated part included)"
     group = cfg.group_size
     st.markdown(f"Layer {layer}'s q and k on the sidebar's text{rope_note} (`{q_name.rsplit('.', 1)[1]}`, "

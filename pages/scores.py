@@ -30,7 +30,7 @@ Switch them on in the sidebar's **Since 2023** section; every view here reads th
 cfg, model = ctx.state.config, ctx.model
 ids = torch.tensor([ctx.tokens.ids], device=model.device)
 labels = ctx.tokens.labels
-if cfg.arch != "decoder":
+if not cfg.row("arch").next_token:
     st.info("These views read a decoder's self-attention; this model is an "
             f"{axes.label('arch', cfg.arch)}. Choose a decoder preset in the sidebar.")
     st.stop()
@@ -46,10 +46,10 @@ seen = scores[:, causal]  # (H, pairs): the scores softmax can use
 
 # --- QK-norm ---------------------------------------------------------------------------------
 st.subheader("QK-norm: scores that cannot run away")
-if cfg.kv_rank is not None:
+if cfg.row("kv_heads").latent:
     st.info("This model is MLA: its latent is normalised instead (kv_norm), and QK-norm is not built for it.")
 else:
-    has_norm = cfg.qk_norm != "none"
+    has_norm = cfg.row("qk_norm").normalises
     other = analysis.twin(model, qk_norm="none" if has_norm else "head")
     other_scores = analysis.scores_and_weights(other, ids, layer)["scores"][0].float().cpu().numpy()[:, causal]
     this_name = f"this model (QK-norm: {axes.label('qk_norm', cfg.qk_norm)})"

@@ -76,7 +76,7 @@ example = task.sample(1, seed=7)
 if task.name == "language":
     example = Batch(targets=example.targets, loss_mask=example.loss_mask,
                     input_ids=torch.tensor([task.encode(task.example_text)]))
-cross = cfg.arch == "encoder-decoder"
+cross = cfg.row("arch").cross
 bits = task.name == "language"  # a language model's loss reads best in bits per character
 
 
@@ -137,7 +137,7 @@ if result and result["model"] is not None:
         accuracy = language.held_out_accuracy(model, limit=8)
         corpus = getattr(result.get("trained_task"), "corpus", "python-docs")  # the text it trained on
         measured = (f"{language.bits_per_char(model, limit=8, corpus=corpus):.2f} bits per character on held-out text"
-                    if model.cfg.arch == "decoder" else f"masked-character accuracy {accuracy:.2f} on held-out text")
+                    if model.cfg.row("arch").next_token else f"masked-character accuracy {accuracy:.2f} on held-out text")
     else:
         accuracy = evaluate(model, result["task"], n_batches=2, batch_size=64)
         measured = f"accuracy {accuracy:.2f} on fresh {result['task']} samples"

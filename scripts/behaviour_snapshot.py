@@ -78,7 +78,7 @@ def checkpoint_inputs(model, meta: dict) -> dict[str, np.ndarray]:
         return {"src_ids": np.array([src]), "tgt_in": np.array([[task.token_id("<bos>"), *answer[:-1]]])}
     if task.name != "language":
         return {"input_ids": np.array([task.encode(TASK_TEXTS[task.name])])}
-    if model.cfg.arch == "decoder":
+    if model.cfg.row("arch").next_token:
         return {"input_ids": np.array([task.encode(ENGLISH)])}
     ids = torch.tensor(task.encode(ENGLISH[:ENCODER_CHARS]))
     ids[1::MASK_EVERY] = task.token_id("<mask>")

@@ -28,7 +28,7 @@ for entry in checkpoint.shipped():
     with torch.no_grad():
         d = (cpu(ids) - gpu(ids.cuda()).cpu()).abs().max().item()
     row = {"logits_max_diff": d}
-    if gpu.cfg.arch == "decoder":
+    if gpu.cfg.row("arch").next_token:
         row["bpc_cpu"], row["bpc_cuda"] = language.bits_per_char(cpu, limit=4), language.bits_per_char(gpu, limit=4)
         g1 = gpu.generate(ids.cuda(), max_new_tokens=40, temperature=0, use_cache=True)
         g2 = gpu.generate(ids.cuda(), max_new_tokens=40, temperature=0, use_cache=False)
@@ -39,7 +39,7 @@ for entry in checkpoint.shipped():
 for name, cfg in PRESETS.items():
     m = Transformer(cfg, device="cuda").eval()
     x = torch.randint(0, cfg.vocab_size, (2, 64), device="cuda")
-    args = (x, x) if cfg.arch == "encoder-decoder" else (x,)
+    args = (x, x) if cfg.row("arch").cross else (x,)
     with torch.no_grad():
         m.set_fused(True); a = m(*args)
         m.set_fused(False); b = m(*args)

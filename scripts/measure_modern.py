@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from transformer.checkpoint import load, shipped, trained_tokens
-from transformer.positions import POSITIONS, ROPE_SCALINGS
+from transformer.axes import AXES
 from transformer.training import language
 from transformer.training.language import encode_chars, untrained
 
@@ -43,7 +43,7 @@ def language_decoders(keep=lambda cfg: True):
         if entry.task != "language":
             continue
         model, meta = load(entry.path, device="cpu")
-        if model.cfg.arch == "decoder" and keep(model.cfg):
+        if model.cfg.row("arch").next_token and keep(model.cfg):
             yield entry, model, meta
 
 
@@ -64,9 +64,11 @@ def scaled(model, scaling: str, factor: float, context: int):
 def rope_scaling_rows(model, context: int) -> list[dict]:
     """Held-out bits per character at each multiple of the trained context, plain and with each scaling."""
     rows = [{"scaling": "none", "factor": 1.0}]
-    rows += [{"scaling": name, "factor": f} for name in ROPE_SCALINGS if name != "none" for f in FACTORS]
+    rows += [{"scaling": name, "factor": f} for name, scaling in AXES["rope_scaling"].choices.items() if scaling.rescales
+             for f in FACTORS]
     for row in rows:
-        reader = model if row["scaling"] == "none" else scaled(model, row["scaling"], row["factor"], context)
+        rescales = AXES["rope_scaling"].row(row["scaling"]).rescales
+        reader = scaled(model, row["scaling"], row["factor"], context) if rescales else model
         row["bits_per_char"] = {
             f"{m}x": round(language.bits_per_char(reader, m * context, limit=8 * 4 // m, corpus=CORPUS), 3)
             for m in MULTIPLES}
@@ -186,7 +188,7 @@ def main(argv: list[str] | None = None) -> dict:
     torch.manual_seed(0)
     started, cpu_started = time.perf_counter(), time.process_time()
     rope = []
-    for entry, model, meta in language_decoders(lambda cfg: POSITIONS[cfg.position].rotates_qk):
+    for entry, model, meta in language_decoders(lambda cfg: cfg.row("position").rotates_qk):
         context = trained_tokens(meta) - 1  # characters after <bos>
         rope.append({"model": entry.name, "preset": entry.preset, "context": context,
                      "rows": rope_scaling_rows(model, context)})

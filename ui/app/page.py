@@ -5,8 +5,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from transformer import Transformer, axes
-from transformer.positions import POSITIONS
+from transformer import AXES, Transformer, axes
 
 from ui.app.app_entry import run_inside_app
 from ui.compute.model_cache import TraceData, get_model, get_trace
@@ -45,7 +44,7 @@ def load_page(title: str, intro: str) -> PageContext:
     try:
         tokens = encode_text(state.text, state.config_json, state.weights)
         model = get_model(state.config_json, state.seed, state.weights)
-        if POSITIONS[model.cfg.position].bounds_length and len(tokens.ids) > model.cfg.max_len:
+        if model.cfg.row("position").bounds_length and len(tokens.ids) > model.cfg.max_len:
             st.error(past_position_table(len(tokens.ids), model.cfg.max_len, info.trained_tokens, model.cfg.position))
             st.stop()
         trace = get_trace(state.config_json, state.seed, tuple(tokens.ids), tuple(tokens.labels), state.weights)
@@ -62,7 +61,7 @@ def load_page(title: str, intro: str) -> PageContext:
 def past_position_table(n_tokens: int, rows: int, trained_tokens: int | None, position: str = "learned") -> str:
     """Why a position table (learned, sinusoidal) refuses this text, and what to do."""
     why = ("as many as the longest sequence it trained on" if trained_tokens == rows else "its max_len")
-    computed = ", ".join(axes.label("position", name) for name, scheme in POSITIONS.items()
+    computed = ", ".join(axes.label("position", name) for name, scheme in AXES["position"].choices.items()
                          if not scheme.bounds_length and (scheme.rotates_qk or scheme.score_bias))
     return (f"This text is {n_tokens} tokens long, its start token included (for the language models a token is "
             f"a character, or one byte of a character outside their table, such as an emoji). This model's "

@@ -13,8 +13,6 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from transformer import AXES, MODEL_CARDS, PRESETS, TransformerConfig, axes, choices
-from transformer.ffn import FFN_KINDS
-from transformer.positions import POSITIONS
 from transformer.training.tasks import TASKS, get_task
 
 from ui.app.charts import image_format_choice
@@ -188,9 +186,9 @@ def config_from_values(values: dict, preset: str, task: str | None = None) -> Tr
     if fields["kv_rank"]:  # MLA rebuilds a key and a value per head, and keeps RoPE on a decoupled part
         fields["n_kv_heads"] = fields["n_heads"]
         d_head = fields["d_model"] // fields["n_heads"]
-        if fields["rope_dim"] is None and POSITIONS[fields["position"]].rotates_qk and d_head >= 4:
+        if fields["rope_dim"] is None and AXES["position"].row(fields["position"]).rotates_qk and d_head >= 4:
             fields["rope_dim"] = 2 * (d_head // 4)
-    if not POSITIONS[fields["position"]].rotates_qk:  # RoPE's own switches mean nothing without RoPE
+    if not AXES["position"].row(fields["position"]).rotates_qk:  # RoPE's own switches mean nothing without RoPE
         fields.update(rope_scaling="none", rope_factor=1.0, rope_dim=None)
     if preset == CUSTOM:  # family-specific details only make sense inside their family
         base = TransformerConfig()
@@ -238,7 +236,7 @@ def sidebar() -> AppState:
                        args=("norm_position",), help=_axis_help("norm_position"))
         st.selectbox(AXES["ffn"].title, choices("ffn"), key="ffn", on_change=_changed, args=("ffn",),
                      help=_axis_help("ffn"))
-        if FFN_KINDS[s["ffn"]].routed:
+        if AXES["ffn"].row(s["ffn"]).routed:
             col1, col2 = st.columns(2)
             col1.number_input("Experts", min_value=1, max_value=16, key="n_experts", on_change=_changed, args=("n_experts",))
             col2.number_input("Top-k", min_value=1, max_value=16, key="top_k", on_change=_changed, args=("top_k",))
@@ -266,7 +264,7 @@ def sidebar() -> AppState:
                           help=AXES["scores"].choices["gate"].does)
             st.number_input("MLA latent rank (0 = off)", min_value=0, max_value=512, step=4, key="kv_rank",
                             on_change=_changed, args=("kv_rank",), help=AXES["kv_heads"].choices["MLA"].does)
-            if POSITIONS[s["position"]].rotates_qk:
+            if AXES["position"].row(s["position"]).rotates_qk:
                 col1, col2 = st.columns(2)
                 col1.selectbox(AXES["rope_scaling"].title, choices("rope_scaling"), key="rope_scaling",
                                on_change=_changed, args=("rope_scaling",), help=_axis_help("rope_scaling"),
@@ -302,9 +300,16 @@ def sidebar() -> AppState:
 
 def _any_modern(s) -> bool:
     """Whether a switch of 2024-2026 is on: then its expander opens by itself."""
-    return (s["layer_pattern"] != "uniform" or s["qk_norm"] != "none" or bool(s["attn_softcap"]) or bool(s["logit_softcap"])
-            or bool(s["sinks"]) or bool(s["attn_gate"]) or s["rope_scaling"] != "none" or bool(s["rope_dim"])
-            or bool(s["kv_rank"]))
+    return (s["layer_pattern"] != "uniform" or _row_flag(s, "qk_norm", "normalises") or bool(s["attn_softcap"])
+            or bool(s["logit_softcap"]) or bool(s["sinks"]) or bool(s["attn_gate"])
+            or _row_flag(s, "rope_scaling", "rescales") or bool(s["rope_dim"]) or bool(s["kv_rank"]))
+
+
+def _row_flag(s, axis: str, flag: str) -> bool:
+    """A flag of the widget's choice on `axis`; a key the table does not know (from a malformed link) counts as on,
+    and the config check names it."""
+    row = AXES[axis].choices.get(s[axis])
+    return True if row is None else getattr(row, flag)
 
 
 def _kv_option(n_heads: int, n_kv_heads: int) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from transformer import TransformerConfig
+from transformer import AXES, TransformerConfig
 from transformer.training import english, language
 from transformer.training.tournament.document import TOURNAMENT_PATH, TournamentError, load
 from transformer.training.tournament.statistics import entry_stats
@@ -52,14 +52,14 @@ MATCH_FIELDS = ("arch", "position", "norm", "norm_position", "ffn", "n_layers", 
 MOE_FIELDS = ("n_experts", "top_k")
 
 
-def _match_fields(config: dict) -> tuple[str, ...]:
-    return MATCH_FIELDS + (MOE_FIELDS if config.get("ffn") == "moe" else ())
+def _match_fields(cfg: TransformerConfig) -> tuple[str, ...]:
+    return MATCH_FIELDS + (MOE_FIELDS if cfg.row("ffn").routed else ())
 
 
 def find_cells(data: dict, cfg: TransformerConfig) -> list[tuple[dict, dict]]:
     """Every (comparison, entry) of the tournament whose model has `cfg`'s axes, sizes and switches."""
     wanted = cfg.to_dict()
-    fields = _match_fields(wanted)
+    fields = _match_fields(cfg)
     return [(comp, entry) for comp in data["comparisons"] for entry in comp["entries"]
             if all(entry["config"].get(f) == wanted.get(f) for f in fields)]
 
@@ -158,7 +158,7 @@ def matching_cell(cfg, lr: float, warmup: int):
 def offer_tournament_task(cfg, task, lr: float, warmup: int):
     """When the sidebar's model is a cell of the tournament and the task is language: say so, and offer its text
     and crops (needs the WordNet corpus to train). Returns the task to train."""
-    if task.name != "language" or task.arch != "decoder":
+    if task.name != "language" or not AXES["arch"].row(task.arch).next_token:
         return task
     found = matching_cell(cfg, lr, warmup)
     if found is None:
@@ -181,7 +181,7 @@ def offer_tournament_task(cfg, task, lr: float, warmup: int):
 
 def show_live_comparison(model, history: list[dict], task, settings: dict) -> None:
     """After a language run: how it compares with the tournament's seeds of the same cell, if it is one."""
-    if task.name != "language" or model.cfg.arch != "decoder" or not history:
+    if task.name != "language" or not model.cfg.row("arch").next_token or not history:
         return
     found = matching_cell(model.cfg, settings["lr"], settings["warmup"])
     if found is None:

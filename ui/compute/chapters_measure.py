@@ -53,7 +53,7 @@ def sparse_attention(config_json: str, seed: int, ids: tuple[int, ...], layer: i
     """The live model with a sparse pattern in every self-attention layer (the same weights): one layer's mask
     and weights, and how far its fused path is from its explicit path. A size the text cannot hold raises."""
     model = get_model(config_json, seed)
-    causal = model.cfg.arch == "decoder"  # an encoder-decoder runs its (bidirectional) encoder here
+    causal = model.cfg.row("arch").next_token  # an encoder-decoder runs its (bidirectional) encoder here
     allowed = analysis.allowed_matrix(pattern, len(ids), size, causal, n_global)  # checks the size against T
     sparse = analysis.with_pattern(model, pattern, size, n_global)
     batch = torch.tensor([ids], device=model.device)

@@ -22,7 +22,7 @@ from transformer import TransformerConfig, masks
 from transformer.attention import AttentionInputs, attend
 from transformer.flash import query_key_positions, tile_plan, trace_tiled_attention
 from transformer.hooks import attention_stacks, hook_name
-from transformer.positions import POSITIONS, alibi_bias, alibi_slopes
+from transformer.positions import alibi_bias, alibi_slopes
 from transformer.probes import live_qk_names
 
 from ui.compute.model_cache import get_trace
@@ -82,7 +82,7 @@ def live_qkv(config_json: str, seed: int, ids: tuple[int, ...], labels: tuple[st
     q, k = (trace.arrays[name][0] for name in live_qk_names(cfg, layer))  # (heads, T, d_head)
     v = trace.arrays[hook_name(layer, "attn.hook_v", attention_stacks(cfg.arch).input)][0]
     kv_head = head // cfg.group_size
-    slope = float(alibi_slopes(cfg.n_heads)[head]) if POSITIONS[cfg.position].score_bias else None
+    slope = float(alibi_slopes(cfg.n_heads)[head]) if cfg.row("position").score_bias else None
     return q[head], k[kv_head], v[kv_head], slope
 
 

@@ -15,7 +15,7 @@ import torch
 
 from transformer import Transformer, TransformerConfig, analysis, choices
 from transformer.hooks import attention_stacks, hook_name
-from transformer.positions import POSITIONS, alibi_bias, alibi_slopes, rope_angles, rope_inv_freq, sinusoidal_table
+from transformer.positions import alibi_bias, alibi_slopes, rope_angles, rope_inv_freq, sinusoidal_table
 from transformer.probes import with_position
 
 from ui.compute.model_cache import get_model
@@ -42,7 +42,7 @@ def masked_attention(config_json: str, seed: int, ids: tuple[int, ...], layer: i
                      window: int) -> tuple[np.ndarray, np.ndarray]:
     """(additive mask (T, T), weights (H, T, T)) of the live model with its mask replaced by `kind`."""
     model = get_model(config_json, seed)
-    causal = model.cfg.arch == "decoder"  # an encoder-decoder runs its (bidirectional) encoder here
+    causal = model.cfg.row("arch").next_token  # an encoder-decoder runs its (bidirectional) encoder here
     allowed = analysis.allowed_matrix(kind, len(ids), window, causal)
     mask, weights = analysis.attention_under_mask(model, torch.tensor([ids], device=model.device), layer, allowed)
     return mask[0, 0].cpu().numpy(), weights[0].float().cpu().numpy()
@@ -137,7 +137,7 @@ def _beyond_trained_length(config_json: str, seed: int, ids: tuple[int, ...], tr
         torch.manual_seed(seed)
         model = Transformer(cfg).eval()
         src = torch.tensor([ids], device=model.device)
-        args = (src, src) if cfg.arch == "encoder-decoder" else (src,)
+        args = (src, src) if cfg.row("arch").cross else (src,)
         name = hook_name(cfg.n_layers - 1, "attn.hook_pattern", attention_stacks(cfg.arch).output)
         try:
             _, trace = model.run_with_trace(*args, names=[name])
@@ -149,7 +149,7 @@ def _beyond_trained_length(config_json: str, seed: int, ids: tuple[int, ...], tr
 
 
 def _learned_table(model: Transformer) -> np.ndarray:
-    owner = model.decoder if model.cfg.arch == "encoder-decoder" else model
+    owner = model.decoder if model.cfg.row("arch").cross else model
     return owner.pos.table.weight.detach().float().cpu().numpy()  # (max_len, d_model)
 
 
@@ -171,7 +171,7 @@ def learned_checkpoint() -> tuple[str, np.ndarray] | None:
             model, _ = checkpoint.load(path.with_suffix(""))
         except (ValueError, OSError, KeyError):  # unreadable or from another version: skip it
             continue
-        if POSITIONS[model.cfg.position].table_param_terms:  # a table of trained rows
+        if model.cfg.row("position").table_param_terms:  # a table of trained rows
             return path.stem, _learned_table(model)
     return None
 

@@ -8,7 +8,6 @@ import numpy as np
 import plotly.graph_objects as go
 
 from transformer import axes
-from transformer.block import NORM_PLACEMENTS
 from ui.figures.axes import OKABE_ITO, grid_heatmap, layout
 
 # --- norms ----------------------------------------------------------------------------
@@ -16,7 +15,7 @@ from ui.figures.axes import OKABE_ITO, grid_heatmap, layout
 
 def placement_formula(placement: str) -> str:
     """'x + sublayer(norm(x))': one sublayer's residual step, written from the placement's row."""
-    row = NORM_PLACEMENTS[placement]
+    row = axes.AXES["norm_position"].row(placement)
     inner = "sublayer(norm(x))" if row.before else "sublayer(x)"
     if row.after:
         inner = f"norm({inner})"
@@ -27,7 +26,7 @@ def placement_formula(placement: str) -> str:
 def norm_placement_dot(placement: str, norm: str) -> str:
     """DOT source of one sublayer with its norms where the placement's row puts them: before the sublayer, on
     its output before the residual add, or on the residual sum."""
-    row = NORM_PLACEMENTS[placement]
+    row = axes.AXES["norm_position"].row(placement)
     norm_label = axes.label("norm", norm)
     nodes = {"x": "x (residual stream)", "sublayer": "attention or FFN", "out": "to the next sublayer"}
     path = ["x"]  # the sublayer's branch, from the stream to the residual add

@@ -8,9 +8,6 @@ the labels come from ``transformer.axes``.
 from __future__ import annotations
 
 from transformer import TransformerConfig, axes
-from transformer.block import NORM_PLACEMENTS
-from transformer.ffn import FFN_KINDS
-from transformer.positions import POSITIONS, ROPE_SCALINGS
 
 HIGHLIGHT = 'style="filled,bold" fillcolor="#fde725" penwidth=3'
 NORMAL = 'style=filled fillcolor="#e8eef7"'
@@ -23,7 +20,7 @@ def _node(name: str, label: str, highlight: str | None) -> str:
 def _heads(cfg: TransformerConfig) -> str:
     """'GQA: 8 q heads / 2 kv heads': the KV-heads kind and its sizes."""
     H, G = cfg.n_heads, cfg.n_kv_heads
-    if cfg.kv_rank is not None:  # multi-head latent attention: every head's K and V rebuilt from one latent
+    if cfg.row("kv_heads").latent:  # multi-head latent attention: every head's K and V rebuilt from one latent
         sizes = f"{H} heads, K and V from a latent of {cfg.kv_rank}"
     elif G == H:
         sizes = f"{H} heads"
@@ -47,11 +44,11 @@ def _mask(cfg: TransformerConfig, causal: bool) -> str:
 
 def _position(cfg: TransformerConfig) -> str:
     """' + RoPE on q, k': what the position scheme does inside attention (nothing for a table or none)."""
-    scheme, label = POSITIONS[cfg.position], axes.label("position", cfg.position)
+    scheme, label = cfg.row("position"), axes.label("position", cfg.position)
     if scheme.rotates_qk:
         part = f" (first {cfg.d_rope} of {cfg.d_head} dims)" if cfg.d_rope < cfg.d_head else ""
         scaled = ""
-        if ROPE_SCALINGS[cfg.rope_scaling].scale is not None:
+        if cfg.row("rope_scaling").rescales:
             scaled = f", {axes.label('rope_scaling', cfg.rope_scaling)} ×{cfg.rope_factor:g}"
         return f" + {label} on q, k{part}{scaled}"
     if scheme.score_bias:
@@ -62,14 +59,14 @@ def _position(cfg: TransformerConfig) -> str:
 def _attention_extras(cfg: TransformerConfig) -> str:
     """The switches around the five lines: QK-norm, soft-capping, sinks, an output gate (one line each)."""
     lines = []
-    if cfg.qk_norm != "none":
+    if cfg.row("qk_norm").normalises:
         lines.append(f"{axes.AXES['qk_norm'].title} {axes.label('qk_norm', cfg.qk_norm)}")
     lines += [axes.label("scores", key) for key in axes.scores_choices(cfg) if key != "plain"]
     return "".join(f"\\n{line}" for line in lines)
 
 
 def _ffn(cfg: TransformerConfig) -> str:
-    kind = FFN_KINDS[cfg.ffn]
+    kind = cfg.row("ffn")
     ffn = axes.label("ffn", cfg.ffn)
     if not kind.gated:
         ffn = f"MLP ({ffn})"
@@ -86,10 +83,10 @@ def _stack(prefix: str, cfg: TransformerConfig, cross: bool, highlight: str | No
     """Nodes and edges of one stack; returns (lines, first node, last node)."""
     p = prefix
     norm = axes.label("norm", cfg.norm)
-    causal = p != "enc_" and cfg.arch != "encoder"
+    causal = p != "enc_" and cfg.row("arch").causal
     lines = [_node(f"{p}embed", "token embedding" + (" × √d_model" if cfg.scale_embeddings else ""), highlight)]
     chain = [f"{p}embed"]
-    if POSITIONS[cfg.position].embedding is not None:  # a table added to the embeddings
+    if cfg.row("position").adds_embedding:  # a table added to the embeddings
         lines.append(_node(f"{p}pos", f"+ {axes.label('position', cfg.position)} positions", highlight))
         chain.append(f"{p}pos")
     if cfg.embed_norm:
@@ -122,7 +119,7 @@ def _stack(prefix: str, cfg: TransformerConfig, cross: bool, highlight: str | No
             lines.append(f"{chain[-2]} -> {p}ln2;")
         chain_tail = [f"{p}add"]
     else:
-        placement = NORM_PLACEMENTS[cfg.norm_position]
+        placement = cfg.row("norm_position")
         inner = []
         for norm_name, sub_name, label in sublayers:
             block.append(_node(f"{p}{sub_name}", label, highlight))
@@ -165,7 +162,7 @@ def architecture_dot(cfg: TransformerConfig, highlight: str | None = None) -> st
 
 def _dot(cfg: TransformerConfig, highlight: str | None) -> str:
     lines = ['digraph G {', 'rankdir=TB; node [shape=box fontname="Helvetica" fontsize=12];']
-    if cfg.arch == "encoder-decoder":
+    if cfg.row("arch").cross:
         enc, _, enc_last = _stack("enc_", cfg, cross=False, highlight=highlight)
         dec, _, dec_last = _stack("", cfg, cross=True, highlight=highlight)
         lines += enc + dec + [f'{enc_last} -> cross [style=dashed label="memory"];']

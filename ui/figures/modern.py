@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from transformer.axes import AXES
 from ui.figures.axes import OKABE_ITO, layout
 from ui.figures.base import heatmap
 
@@ -57,7 +58,8 @@ def scaling_length_test(rows: list[dict]) -> go.Figure:
     rows: {"scaling", "factor", "bits_per_char": {"1x": bpc, ...}} as scripts/measure_modern.py writes them."""
     fig = go.Figure()
     for i, row in enumerate(rows):
-        name = "no scaling" if row["scaling"] == "none" else f"{row['scaling']} ×{row['factor']:g}"
+        rescales = AXES["rope_scaling"].row(row["scaling"]).rescales
+        name = f"{row['scaling']} ×{row['factor']:g}" if rescales else "no scaling"
         multiples = list(row["bits_per_char"])
         fig.add_trace(go.Scatter(x=multiples, y=[row["bits_per_char"][m] for m in multiples], mode="lines+markers",
                                  name=name, line=dict(color=OKABE_ITO[i % len(OKABE_ITO)], width=3,
@@ -184,10 +186,11 @@ def cache_and_bits(points: list[dict]) -> go.Figure:
 def largest_scores(rows: list[dict]) -> go.Figure:
     """Trained decoders: the largest |q.k / sqrt(d)| in any layer, QK-normed ones marked, beside random init."""
     names = [row["model"] for row in rows]
+    normalised = [AXES["qk_norm"].row(row["qk_norm"]).normalises for row in rows]
     fig = go.Figure([
         go.Bar(x=names, y=[max(row["score_max"]) for row in rows], name="trained",
-               marker_color=[OKABE_ITO[0] if row["qk_norm"] != "none" else OKABE_ITO[1] for row in rows],
-               text=["QK-norm" if row["qk_norm"] != "none" else "" for row in rows], textposition="outside"),
+               marker_color=[OKABE_ITO[0] if normed else OKABE_ITO[1] for normed in normalised],
+               text=["QK-norm" if normed else "" for normed in normalised], textposition="outside"),
         go.Bar(x=names, y=[row["random_init"]["score_max"] for row in rows], name="random init (highest seed)",
                marker_color=OKABE_ITO[4])])
     fig.update_layout(barmode="group")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from transformer import MODEL_CARDS, axes, param_counts
-from transformer.block import NORM_PLACEMENTS
 from ui.compute.measure import depth_profile
 from ui.figures import lesson as lesson_figures
 from ui.figures.block import depth_lines
@@ -44,7 +43,7 @@ def residual_and_norms() -> Live:
         figure=depth_lines({f"{p}-{name}": v["resid_norms"] for p, v in profiles.items()},
                            f"residual stream after each of {DEPTH} blocks, at initialisation", "mean ‖x‖ per token",
                            "after block (0 = embedding)",
-                           dashed={f"{p}-{name}" for p in profiles if NORM_PLACEMENTS[p].on_sum}),
+                           dashed={f"{p}-{name}" for p in profiles if axes.AXES["norm_position"].row(p).on_sum}),
         query={"norm_depth": str(DEPTH), "norm_init": "variance-preserving"},
         caption="Every matrix N(0, 1/fan_in), the lessons' positions and FFN, next-token loss on the lesson text.")
 

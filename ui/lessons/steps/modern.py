@@ -30,7 +30,7 @@ def _trained_decoders() -> list[tuple[str, dict, object]]:
     for entry in shipped():
         if entry.task == "language":
             meta, cfg = read_meta(entry.path)
-            if cfg.arch == "decoder" and meta["corpus"].get("name") == "english":
+            if cfg.row("arch").next_token and meta["corpus"].get("name") == "english":
                 found.append((entry.name, meta["figures"], cfg))
     return found
 
@@ -87,7 +87,7 @@ def local_global() -> Live:
     page="kv_heads")
 def latent() -> Live:
     """The trained DeepSeek-V3 caches a latent: what does that cost in how well it reads?"""
-    points = [{"model": name, "bits": figures["bits_per_char"], "latent": cfg.kv_rank is not None,
+    points = [{"model": name, "bits": figures["bits_per_char"], "latent": cfg.row("kv_heads").latent,
                "cached": round(kv_cache_bytes_per_token(cfg) / 2 / cfg.n_layers)}
               for name, figures, cfg in _trained_decoders()]
     mla = next(p for p in points if p["latent"])
@@ -121,8 +121,8 @@ def latent() -> Live:
 def qk_norm() -> Live:
     """Trained with and without QK-norm: how large did the attention scores grow?"""
     rows = _measured()["score_sizes"]
-    normed = [r for r in rows if r["qk_norm"] != "none"]
-    plain = [r for r in rows if r["qk_norm"] == "none"]
+    normed = [r for r in rows if axes.row("qk_norm", r["qk_norm"]).normalises]
+    plain = [r for r in rows if not axes.row("qk_norm", r["qk_norm"]).normalises]
     ratio = max(max(r["score_max"]) for r in plain) / max(max(r["score_max"]) for r in normed)
     options = [1.0, 2.0, 4.0, 10.0]
     return Live(
@@ -178,9 +178,10 @@ def sinks() -> Live:
 def rope_scaling() -> Live:
     """The trained LLaMA 2 reads 4x its context: which scaling reads best without retraining?"""
     model = next(m for m in _measured()["rope_scaling"] if m["model"].startswith("llama2"))
-    rows = [r for r in model["rows"] if r["scaling"] == "none" or r["factor"] == 4.0]
+    rows = [r for r in model["rows"] if not axes.row("rope_scaling", r["scaling"]).rescales or r["factor"] == 4.0]
     best = min(rows, key=lambda r: r["bits_per_char"]["4x"])
-    names = ["no scaling" if r["scaling"] == "none" else f"{axes.label('rope_scaling', r['scaling'])} ×4" for r in rows]
+    names = ["no scaling" if not axes.row("rope_scaling", r["scaling"]).rescales
+             else f"{axes.label('rope_scaling', r['scaling'])} ×4" for r in rows]
     plain = rows[0]["bits_per_char"]["4x"]
     return Live(
         question=(f"The LLaMA 2 model trained on {model['context']} characters reads a text 4× longer. Which RoPE "

@@ -3,8 +3,6 @@ cards."""
 from __future__ import annotations
 
 from transformer import MODEL_CARDS, TransformerConfig, axes, kv_cache_bytes_per_token
-from transformer.ffn import FFN_KINDS
-from transformer.positions import POSITIONS
 from ui.figures import lesson as lesson_figures
 from ui.lessons.live import Live
 from ui.lessons.steps.step import binary_size, lesson_step
@@ -20,9 +18,9 @@ def model_rows() -> list[dict[str, str]]:
     for card in MODEL_CARDS.values():
         size, real = list(card.real.items())[-1]
         ffn = axes.label("ffn", real.ffn)
-        if FFN_KINDS[real.ffn].routed:
+        if real.row("ffn").routed:
             ffn += f" {real.n_experts}×, top-{real.top_k}"
-        heads = f"latent {real.kv_rank}" if real.kv_rank is not None else f"{real.n_kv_heads}/{real.n_heads}"
+        heads = f"latent {real.kv_rank}" if real.row("kv_heads").latent else f"{real.n_kv_heads}/{real.n_heads}"
         windows = real.layer_windows()
         local = [w for w in windows if w is not None]
         window = ""
@@ -47,9 +45,9 @@ def model_rows() -> list[dict[str, str]]:
     try_this="On Home, open a row of the table: the app loads that model's recipe at classroom size.",
     page="")
 def what_they_chose() -> Live:
-    recent = [card for card in MODEL_CARDS.values() if card.year >= 2022 and _largest(card).arch == "decoder"]
-    rotating = [card for card in recent if POSITIONS[_largest(card).position].rotates_qk]
-    other = [card for card in recent if not POSITIONS[_largest(card).position].rotates_qk]
+    recent = [card for card in MODEL_CARDS.values() if card.year >= 2022 and _largest(card).row("arch").next_token]
+    rotating = [card for card in recent if _largest(card).row("position").rotates_qk]
+    other = [card for card in recent if not _largest(card).row("position").rotates_qk]
     odd_one = other[0] if other else rotating.pop()
     shown = sorted([*rotating[:3], odd_one], key=lambda card: (card.year, card.name))
     return Live(
