@@ -27,10 +27,10 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from transformer import analysis, masks
+from transformer import AXES, analysis, masks
 
 B, H, D_HEAD = 1, 8, 64
-PATTERNS = ("strided", "block-local", "global-local")
+PATTERNS = tuple(key for key, row in AXES["attention_pattern"].choices.items() if row.sparse)
 FULL = dict(lengths=(1024, 2048, 4096), repeats=7)
 SMOKE = dict(lengths=(128, 256), repeats=2)
 
@@ -69,7 +69,7 @@ def measure(T: int, size: int, repeats: int) -> list[dict]:
         row = {"T": T, "pattern": pattern,
                "pairs": analysis.allowed_pairs(pattern, T, size) / dense_pairs,
                "tiles": analysis.tiles_needed(pattern, T, size, size) / dense_tiles}
-        if pattern == "block-local":
+        if AXES["attention_pattern"].row(pattern).whole_blocks:
             calls["block_sparse"] = lambda: block_sparse_block_local(q, k, v, size)
             row["max_difference"] = float((calls["block_sparse"]() - calls["masked"]()).abs().max())
         with torch.no_grad():

@@ -159,7 +159,7 @@ for tab, (pattern, (size_key, size_label, _)) in zip(tabs[5:], SPARSE_SIZES.item
         col1, col2 = st.columns(2)
         col1.number_input(size_label, min_value=1, max_value=MAX_SIZE, key=size_key, **KEEP,
                           help=f"at most T = {n_tokens}, the tokens shown")
-        if pattern == "global-local":
+        if AXES["attention_pattern"].row(pattern).global_tokens:
             col2.number_input("Global tokens g", min_value=0, max_value=MAX_SIZE, key="mask_global", **KEEP)
         size, n_global = int(st.session_state[size_key]), int(st.session_state["mask_global"])
         try:

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from transformer import TransformerConfig, axes, choices, probes
+from transformer import AXES, TransformerConfig, axes, choices, probes
 from ui.figures import probe as figs
 from ui.app.export import heatmaps_png
 from ui.app.page import load_page
@@ -87,7 +87,7 @@ def one_run(mask: str, position: str) -> dict:
     """One of the ten runs alone, asked for by the config permutation_results gives it: the same cached result."""
     try:
         run_cfg = probes.equivariance_config(TransformerConfig.from_json(config_json), position,
-                                             causal=mask == "causal")
+                                             causal=AXES["mask"].row(mask).causal)
         return permutation_run(run_cfg.to_json(), *run_args)
     except ValueError as exc:
         st.error(str(exc))

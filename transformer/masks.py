@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import torch
 
+from .axes import AXES
+
 
 def causal(q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor:
     """(T_q, T_kv): a query sees keys at or before its own position."""
@@ -90,7 +92,7 @@ def self_attention(q_pos: torch.Tensor, k_pos: torch.Tensor, *, is_causal: bool,
                    window: int | None = None, attention_mask: torch.Tensor | None = None,
                    pattern: str = "dense", pattern_size: int = 8, n_global: int = 1) -> torch.Tensor:
     """(B or 1, 1, T_q, T_kv) boolean mask combining causal/window/sparse pattern/padding."""
-    if pattern != "dense":
+    if AXES["attention_pattern"].row(pattern).sparse:
         allowed = sparse(pattern, q_pos, k_pos, pattern_size, is_causal, n_global)
     elif window is not None:
         allowed = local_window(q_pos, k_pos, window, is_causal)

@@ -59,10 +59,9 @@ def label(axis: str, choice: str) -> str:
 
 
 def scores_choices(cfg) -> list[str]:
-    """The keys of the "scores" axis a config switches on (["plain"] when none)."""
-    on = [key for key, active in (("softcap", cfg.attn_softcap is not None), ("sinks", cfg.sinks),
-                                  ("gate", cfg.attn_gate)) if active]
-    return on or ["plain"]
+    """The keys of the "scores" axis a config switches on (the plain recipe's alone when none)."""
+    on = [key for key, row in SCORES.choices.items() if row.switch and getattr(cfg, row.switch) not in (None, False)]
+    return on or [key for key, row in SCORES.choices.items() if not row.switch]
 
 
 __all__ = ["AXES", "FIELD_AXES", "Axis", "Choice", "row", "keys", "label", "scores_choices", "divisors"]

@@ -70,17 +70,23 @@ KV_HEADS = Axis("KV heads", {
            "several query heads (GQA, MQA) shrinks that cache by H/G with little loss; a latent (MLA) shrinks it "
            "further and keeps a key per head.")  # derived from n_kv_heads and kv_rank (``cfg.attention_kind``)
 
+@dataclass(frozen=True, kw_only=True)
+class MaskChoice(Choice):
+    causal: bool = False  # hides every key after the query (transformer/masks.py builds each mask by its key)
+
+
 MASK = Axis("Mask", {
-    "none": Choice("none (bidirectional)", "every query sees every key, before and after it",
-                   "An encoder reads the whole text at once.", "BERT"),
-    "causal": Choice("causal", "a query sees only itself and the keys before it",
-                     "A decoder must not see the future it learns to predict.", "GPT-2, LLaMA"),
-    "cross": Choice("cross-attention", "the decoder's queries read the encoder's keys and values",
-                    "Lets a decoder read the encoder.", "2017"),
-    "padding": Choice("padding", "keys at padding positions are hidden from every query",
-                      "Padding must be invisible: a text in a batch gets the answer it gets alone."),
-    "sliding_window": Choice("sliding window", "a query sees at most W keys, itself included",
-                             "Bounds the cost of long inputs: W keys per query, however long the text.", "Mistral"),
+    "none": MaskChoice("none (bidirectional)", "every query sees every key, before and after it",
+                       "An encoder reads the whole text at once.", "BERT"),
+    "causal": MaskChoice("causal", "a query sees only itself and the keys before it",
+                         "A decoder must not see the future it learns to predict.", "GPT-2, LLaMA", causal=True),
+    "cross": MaskChoice("cross-attention", "the decoder's queries read the encoder's keys and values",
+                        "Lets a decoder read the encoder.", "2017"),
+    "padding": MaskChoice("padding", "keys at padding positions are hidden from every query",
+                          "Padding must be invisible: a text in a batch gets the answer it gets alone."),
+    "sliding_window": MaskChoice("sliding window", "a query sees at most W keys, itself included",
+                                 "Bounds the cost of long inputs: W keys per query, however long the text.",
+                                 "Mistral"),
 }, problem="Decides who may look at whom: a decoder must not see the future, padding must be invisible, a window "
            "bounds the cost of long inputs, cross-attention lets a decoder read the encoder.")
 
@@ -100,6 +106,8 @@ def _check_pattern(cfg) -> None:
 @dataclass(frozen=True, kw_only=True)
 class PatternChoice(Choice):
     sparse: bool  # scores only some of the pairs the mask allows (transformer/masks.py builds each pattern)
+    global_tokens: bool = False  # a few tokens see and are seen by every token (n_global of them)
+    whole_blocks: bool = False  # a query's keys are whole blocks, so a block-sparse kernel can skip the rest
 
 
 ATTENTION_PATTERN = Axis("Sparse pattern", {
@@ -110,11 +118,11 @@ ATTENTION_PATTERN = Axis("Sparse pattern", {
                              "Sparse Transformer (2019)", sparse=True, check=_check_pattern),
     "block-local": PatternChoice("block-local", "a query sees only the keys of its own block of b tokens",
                                  "T·b pairs: the cost grows linearly with the text, blocks never talk to each other "
-                                 "in one layer.", sparse=True, check=_check_pattern),
+                                 "in one layer.", sparse=True, whole_blocks=True, check=_check_pattern),
     "global-local": PatternChoice("global + local", "a local window, plus a few global tokens that see and are seen "
                                   "by every token", "About T·(W + 2g) pairs, and every token is two steps from any "
                                   "other through a global token.", "Longformer, BigBird (2020)", sparse=True,
-                                  check=_check_pattern),
+                                  global_tokens=True, check=_check_pattern),
 }, problem="Dense attention scores T² pairs. A sparse pattern scores only some of them, so compute and memory "
            "can grow about linearly with T; information still travels across the whole text over the layers.",
     field="attention_pattern")
@@ -136,13 +144,21 @@ QK_NORM = Axis("QK-norm", {
 }, problem="Large q·k scores saturate softmax and make training unstable; normalising q and k bounds them.",
     field="qk_norm")
 
+@dataclass(frozen=True, kw_only=True)
+class ScoresChoice(Choice):
+    switch: str | None = None  # the config field that turns it on (None: the plain recipe, on when nothing else is)
+
+
 SCORES = Axis("Scores", {
-    "plain": Choice("plain", "softmax of the scaled, masked scores", "The 2017 recipe.", "2017, LLaMA"),
-    "softcap": Choice("soft-capped", "scores squeezed into (-c, c) by c·tanh(s/c) before the mask",
-                      "No score can grow large enough to take all of a row's weight.", "Gemma 2"),
-    "sinks": Choice("with a sink", "a learned logit per head joins each row's softmax and is dropped",
-                    "A head can attend to nothing: the sink takes the weight it does not want to spend.", "gpt-oss"),
-    "gate": Choice("gated output", "each head's output times sigmoid(x W_gate) before W_o",
-                   "A head can switch itself off per token, without parking its weight on a token.", "Qwen3-Next"),
+    "plain": ScoresChoice("plain", "softmax of the scaled, masked scores", "The 2017 recipe.", "2017, LLaMA"),
+    "softcap": ScoresChoice("soft-capped", "scores squeezed into (-c, c) by c·tanh(s/c) before the mask",
+                            "No score can grow large enough to take all of a row's weight.", "Gemma 2",
+                            switch="attn_softcap"),
+    "sinks": ScoresChoice("with a sink", "a learned logit per head joins each row's softmax and is dropped",
+                          "A head can attend to nothing: the sink takes the weight it does not want to spend.",
+                          "gpt-oss", switch="sinks"),
+    "gate": ScoresChoice("gated output", "each head's output times sigmoid(x W_gate) before W_o",
+                         "A head can switch itself off per token, without parking its weight on a token.",
+                         "Qwen3-Next", switch="attn_gate"),
 }, problem="What happens between the scores and the output: capping them, letting a row attend to nothing, or "
            "gating what a head returns.")  # switched on by attn_softcap, sinks and attn_gate (``scores_choices``)

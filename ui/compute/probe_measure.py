@@ -11,7 +11,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from transformer import TransformerConfig, choices, probes
+from transformer import AXES, TransformerConfig, choices, probes
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -46,7 +46,7 @@ def permutation_results(config_json: str, ids: tuple[int, ...], perm: tuple[int,
     mask is "none" (the config made an encoder) or "causal" (a decoder).
     """
     cfg = TransformerConfig.from_json(config_json)
-    runs = {(mask, position): probes.equivariance_config(cfg, position, causal=mask == "causal")
+    runs = {(mask, position): probes.equivariance_config(cfg, position, causal=AXES["mask"].row(mask).causal)
             for mask in ("none", "causal") for position in choices("position")}
     return {run: permutation_run(run_cfg.to_json(), ids, perm, seed, dtype) for run, run_cfg in runs.items()}
 

@@ -61,7 +61,7 @@ def _attention_extras(cfg: TransformerConfig) -> str:
     lines = []
     if cfg.row("qk_norm").normalises:
         lines.append(f"{axes.AXES['qk_norm'].title} {axes.label('qk_norm', cfg.qk_norm)}")
-    lines += [axes.label("scores", key) for key in axes.scores_choices(cfg) if key != "plain"]
+    lines += [axes.label("scores", key) for key in axes.scores_choices(cfg) if axes.row("scores", key).switch]
     return "".join(f"\\n{line}" for line in lines)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from transformer import probes
+from transformer import AXES, probes
 from transformer.hooks import hook_name
 from ui.compute.measure import rope_geometry
 from ui.compute.probe_measure import permutation_results
@@ -30,7 +30,7 @@ def no_positions() -> Live:
     perm = tuple(probes.seeded_permutation(len(ids), SHUFFLE_SEED).tolist())
     results = permutation_results(m.config_json, ids, perm, LESSON_SEED, "float32")
     tolerance = probes.rounding_tolerance(torch.float32, max(r["output_scale"] for r in results.values()))
-    positions = [p for mask, p in results if mask == "none"]
+    positions = [p for mask, p in results if not AXES["mask"].row(mask).causal]
     plain = results[("none", "none")]
     worst = max(plain["outputs"], plain["patterns"])
     choices = ["The same outputs, shuffled the same way", "Different outputs: the model notices the new order",
