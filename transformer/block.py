@@ -15,7 +15,6 @@ import torch
 from torch import nn
 
 from .attention import KV_HEAD_MODULES, Attention, AttentionInputs
-from .axes import AXES
 from .config import TransformerConfig
 from .ffn import make_ffn
 from .hooks import HookPoint
@@ -95,5 +94,3 @@ class Block(nn.Module):
         return self.hook_resid_post(self.around("ln2", x, lambda h: self.hook_mlp_out(self.mlp(h))))
 
 
-
-NORM_PLACEMENTS = AXES["norm_position"].choices  # the rows, until every caller asks ``cfg.row("norm_position")``

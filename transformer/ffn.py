@@ -183,9 +183,6 @@ FFN_MODULES: dict[str, Callable[["TransformerConfig", int], nn.Module]] = {
     "moe": MoE,
 }
 
-FFN_KINDS = AXES["ffn"].choices  # the rows, until every caller asks ``cfg.row("ffn")``
-
-
 def make_ffn(cfg: "TransformerConfig", layer: int) -> nn.Module:
     """Layer `layer`'s FFN: the config's kind, or a dense gated FFN in a routed model's first dense layers."""
     if cfg.row("ffn").routed and not cfg.layer_is_moe(layer):

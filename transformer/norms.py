@@ -50,9 +50,6 @@ class RMSNorm(nn.Module):
 
 NORM_MODULES: dict[str, type[nn.Module]] = {"layernorm": LayerNorm, "rmsnorm": RMSNorm}
 
-NORMS = AXES["norm"].choices  # the rows, until every caller asks ``cfg.row("norm")``
-
-
 def make_norm(cfg, width: int | None = None, kind: str | None = None, hook: bool = True) -> nn.Module:
     """A norm over `width` features (d_model by default) of the config's kind, or of `kind` where a model fixes
     it whatever its blocks use (QK-norm is always an RMSNorm, BERT's embedding norm a LayerNorm)."""

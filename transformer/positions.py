@@ -57,9 +57,6 @@ class LearnedPositions(nn.Module):
 # the schemes that add vectors to the embeddings (``PositionChoice.adds_embedding``): their tables
 POSITION_EMBEDDINGS: dict[str, type[nn.Module]] = {"sinusoidal": SinusoidalPositions, "learned": LearnedPositions}
 
-POSITIONS = AXES["position"].choices  # the rows, until every caller asks ``cfg.row("position")``
-
-
 # --- RoPE -------------------------------------------------------------------
 
 def rope_inv_freq(d_head: int, theta: float = 10000.0) -> torch.Tensor:

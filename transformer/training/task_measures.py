@@ -9,7 +9,6 @@ from __future__ import annotations
 import torch
 
 from . import language
-from ..ffn import FFN_KINDS
 from ..hooks import attention_stacks, hook_name
 from .tasks import Batch, Mixed, Task, previous_token_targets
 
@@ -61,7 +60,7 @@ def head_scores(model, task: Task, batch: Batch) -> dict[str, torch.Tensor]:
 @torch.no_grad()
 def expert_usage(model, task: Mixed, batch: Batch) -> list[dict[str, torch.Tensor]]:
     """Per MoE layer: kind -> (E,) the fraction of that kind's top-k routing slots each expert receives."""
-    if not FFN_KINDS[model.cfg.ffn].routed:
+    if not model.cfg.row("ffn").routed:
         raise ValueError(f"expert_usage needs a mixture-of-experts model (ffn='moe'), got ffn={model.cfg.ffn!r}")
     names = [hook_name(i, "mlp.hook_expert_indices") for i in range(model.cfg.n_layers) if model.cfg.layer_is_moe(i)]
     _, trace = model.run_with_trace(*batch.to(model.device).model_args(), names=names)

@@ -8,7 +8,6 @@ import numpy as np
 import streamlit as st
 import torch
 
-from transformer.positions import POSITIONS
 from transformer.training import language
 from ui.compute.model_cache import Ablation, get_model
 from ui.compute.tokens import token_labels
@@ -37,7 +36,7 @@ def predict(config_json: str, seed: int, ids: tuple[int, ...], weights: str = ""
         logits = model(src)[0].float()  # (T, vocab)
         probs = (logits[-1] / (temperature if temperature > 0 else 1.0)).softmax(-1)  # (vocab,)
         top = probs.topk(min(top_k, probs.numel()))
-        if POSITIONS[model.cfg.position].bounds_length:  # a position table ends at max_len
+        if model.cfg.row("position").bounds_length:  # a position table ends at max_len
             new_tokens = max(0, min(new_tokens, model.cfg.max_len - len(ids)))
         generator = torch.Generator(device=model.device).manual_seed(sample_seed)
         out = model.generate(src, max_new_tokens=new_tokens, temperature=temperature, top_k=top_k,
