@@ -64,7 +64,9 @@ elif kind.gated:  # a gate: SwiGLU, GeGLU, or the dense layer of a routed model
     show_chart(units_heatmap(product, labels, "gate ⊙ up: what reaches W_down"), key="ffn_product", where=col2)
     col1, col2 = st.columns(2)
     col1.metric("gate values near 0 (|g| < 0.05): closed", f"{(np.abs(gate) < 0.05).mean():.0%}")
-    col2.metric(f"negative gate values (the dip of {gate_op.split('(')[0]})", f"{(gate < 0).mean():.0%}")
+    gate_row = AXES["ffn"].row(cfg.row("expert_activation").dense_kind) if kind.routed else kind
+    col2.metric(f"negative gate values (the dip of {gate_row.activation.removesuffix(' gate')})",
+                f"{(gate < 0).mean():.0%}")
     st.caption(f"Tokens down, the first {min(64, gate.shape[1])} of d_ff = {gate.shape[1]} hidden units across. Each "
                "unit of x W_up is multiplied by its gate: near 0 blocks it, large lets it through, negative flips it.")
 else:

@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from ui.figures.axes import mask_and_weights
-from transformer import AXES, MODEL_CARDS
+from transformer import AXES, MODEL_CARDS, axes
 from transformer.costs import kv_cache_bytes
 from transformer.hooks import attention_stacks, hook_name
 from ui.figures import modern as modern_figs
@@ -188,15 +188,19 @@ for tab, (pattern, (size_key, size_label, _)) in zip(tabs[5:], SPARSE_SIZES.item
                    "tiles saves the time (benchmarks/sparse_masks.py).")
 
 
-# --- local and global layers (Gemma 2/3, gpt-oss) ------------------------------------------------------
+# --- the layer plan: local and global layers (Gemma 2/3, gpt-oss), layers without positions (Llama 4) ---------
 st.subheader("Local and global layers")
 st.markdown("Since 2024 most long-context models mix the two: **local** layers see a sliding window of W keys, "
             "**global** layers see everything. Gemma 2 and gpt-oss alternate them, Gemma 3 puts five local layers "
             "before each global one. Local layers cost W per token whatever the length, and their cache stops "
             "growing once it holds W tokens; the global layers keep the long-range path. Choose the pattern in the "
-            "sidebar (**Local / global layers**, with the window W).")
+            "sidebar (**Local / global layers**, with the window W). The strip below is the model's layer plan: "
+            "each layer's kind, the keys it sees, its positions (Llama 4 and SmolLM3 leave RoPE out of every "
+            "fourth layer: **Layers without positions** in the sidebar) and whose keys and values it reads.")
 windows = cfg.layer_windows()
-show_chart(cached_figure(modern_figs.layer_strip, list(windows)), key="mask_layer_strip")
+rotating = cfg.row("position").rotates_qk
+plan = modern_figs.plan_cells(cfg.layer_plan(), axes.label("position", cfg.position), rotating)
+show_chart(cached_figure(modern_figs.plan_strip, plan, rotating), key="mask_layer_strip")
 if any(w is not None for w in windows) and any(w is None for w in windows):
     kinds = {"a local layer": next(i for i, w in enumerate(windows) if w is not None),
              "a global layer": next(i for i, w in enumerate(windows) if w is None)}

@@ -1,4 +1,4 @@
-"""Positions: sinusoidal, learned, RoPE and ALiBi -- what each adds, and what happens past the trained length."""
+"""Positions: sinusoidal, learned, RoPE, xPos and ALiBi -- what each adds, and what happens past the trained length."""
 import json
 from pathlib import Path
 
@@ -12,8 +12,8 @@ from transformer.positions import rope_inv_freq
 from transformer.probes import with_position
 from ui.figures import axes as figs
 from ui.figures import modern as modern_figs
-from ui.compute.measure import (alibi, beyond_trained_length, cosine_similarity, learned_checkpoint, learned_table, length_extrapolation,
-                        rope_geometry, sinusoidal)
+from ui.compute.measure import (alibi, beyond_trained_length, cosine_similarity, learned_checkpoint, learned_table,
+                                length_extrapolation, rope_geometry, rotary_decay, sinusoidal)
 from ui.app.page import load_page
 from ui.app.charts import show_chart
 from ui.app.figure_cache import cached_figure
@@ -47,8 +47,8 @@ st.slider("Positions shown", min_value=8, max_value=256, key="pos_n", **KEEP)
 n_positions = int(st.session_state["pos_n"])
 
 # only the open tab is computed: ALiBi's builds five models past their trained length
-sin_tab, learned_tab, rope_tab, alibi_tab = lazy_tabs(
-    [axes.label("position", p) for p in ("sinusoidal", "learned", "rope", "alibi")], key="pos_tab")
+sin_tab, learned_tab, rope_tab, xpos_tab, alibi_tab = lazy_tabs(
+    [axes.label("position", p) for p in ("sinusoidal", "learned", "rope", "xpos", "alibi")], key="pos_tab")
 
 for _ in when_open(sin_tab):
     st.markdown("PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(p / 10000^(2i/d)): each pair of dimensions is a "
@@ -125,6 +125,29 @@ for _ in when_open(rope_tab):
                            mime="text/csv",
                            data=lambda: pd.DataFrame({"distance_m_minus_n": geo["offsets"], "max_minus_min": geo["spread"]})
                            .to_csv(index=False))
+
+for _ in when_open(xpos_tab):
+    st.markdown(f"xPos turns q and k as RoPE does, and also scales them: pair i of q by ζ_i^(t/512), of k by "
+                f"ζ_i^(−t/512), with ζ_i = (2i/d + 0.4) / 1.4 below 1. In q · k the two meet as ζ_i^((m − n)/512): the "
+                f"score still depends on the distance only, and each pair's share shrinks with it, the fast-turning "
+                f"pairs (whose oscillation at long range is noise) fastest. {axes.row('position', 'xpos').solves}")
+    d_rot = cfg.d_rope or cfg.d_head
+    if d_rot % 2:
+        st.error(f"xPos turns pairs of dimensions, but d_head = {cfg.d_head} is odd: choose d_model and heads that "
+                 "give an even head dimension to see it.")
+    else:
+        stack = attention_stacks(cfg.arch).input
+        q = ctx.trace.arrays[hook_name(0, "attn.hook_q", stack)][0, 0, -1, :d_rot]  # last token, head 0, unturned
+        k = ctx.trace.arrays[hook_name(0, "attn.hook_k", stack)][0, 0, 0, :d_rot]  # first token, kv head 0
+        decay = rotary_decay(tuple(map(float, q)), tuple(map(float, k)), 2048, cfg.rope_theta)
+        col1, col2 = st.columns(2)
+        show_chart(cached_figure(figs.score_by_distance, decay["distances"], decay["scores"]), key="xpos_scores",
+                   where=col1)
+        show_chart(cached_figure(figs.pair_decay, decay["distances"], decay["decay"]), key="xpos_decay", where=col2)
+        st.caption(f"The live model's q of the last token and k of the first (layer 0, head 0), placed at every "
+                   f"distance up to 2,048 tokens (θ = {cfg.rope_theta:g}). RoPE's score keeps swinging as far as it "
+                   f"goes; xPos's swings die down. At 2,048 tokens the fastest pair keeps "
+                   f"{float(decay['decay'][0, -1]):.3f} of its share, the slowest {float(decay['decay'][-1, -1]):.3f}.")
 
 for _ in when_open(alibi_tab):
     st.markdown("ALiBi adds −m_h × |i − j| to head h's scores: nothing is added to the embeddings and nothing is "

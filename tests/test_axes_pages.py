@@ -166,7 +166,24 @@ def test_positions_controls():
     at.number_input(key="pos_train").set_value(8).run()
     at.number_input(key="pos_run").set_value(20).run()
     outcome = at.dataframe[0].value.set_index("position")["runs"].to_dict()
-    assert outcome == {"none": "yes", "sinusoidal": "no", "learned": "no", "rope": "yes", "alibi": "yes"}
+    assert outcome == {"none": "yes", "sinusoidal": "no", "learned": "no", "rope": "yes", "xpos": "yes", "alibi": "yes"}
+
+
+def test_the_xpos_tab_draws_rope_and_xpos_scores_by_distance_and_each_pairs_decay():
+    at = open_page("pages/positions.py")
+    at.query_params["position"] = "xpos"  # the sidebar's model itself turns with xPos
+    at.session_state["pos_tab"] = "xPos"
+    at.run()
+    assert_clean(at)
+    by_title = {c["layout"]["title"]["text"]: c for c in charts(at)}
+    scores = by_title["the same q and k, turned to each distance"]["data"]
+    assert [line["name"] for line in scores] == ["RoPE", "xPos"]
+    rope, xpos = (values(line["y"]) for line in scores)
+    assert rope[0] == pytest.approx(xpos[0], rel=1e-5)  # at distance 0 nothing decays
+    assert np.abs(xpos[-512:]).max() < np.abs(rope[-512:]).max()  # far away, xPos's swings are the smaller
+    decay = by_title["xPos: what each pair of dimensions keeps at each distance"]["data"]
+    fast, slow = values(decay[0]["y"]), values(decay[-1]["y"])
+    assert fast[0] == 1 and fast[-1] < slow[-1] < 1  # the fast pair decays most
 
 
 def test_norms_controls_and_vector():
@@ -192,7 +209,7 @@ def test_norms_controls_and_vector():
 def test_ffn_controls_for_every_ffn():
     at = open_page("pages/ffn.py")
     for ffn, chart in (("swiglu", "gate: SiLU"), ("geglu", "gate: GELU"), ("moe", "router probabilities"),
-                       ("relu", "after ReLU")):
+                       ("relu", "after ReLU"), ("reglu", "gate: max(0, x W_gate)")):
         at.sidebar.selectbox(key="ffn").set_value(ffn).run()
         at.sidebar.number_input(key="n_layers").set_value(2).run()
         for layer in at.selectbox(key="ffn_layer").options:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer import HookPoint, Transformer, choices
+from transformer import AXES, HookPoint, Transformer, choices
 from transformer.flash import TiledAttention
 from transformer.hook_sites import SITES
 from transformer.hooks import active_recorder, attention_stacks, hook_name
@@ -27,14 +27,21 @@ CORE_BLOCK_NAMES = ["hook_resid_pre", "ln1.hook_normalized", "attn.hook_q", "att
 CROSS_BLOCK_NAMES = ["ln_cross.hook_normalized", "cross_attn.hook_q", "cross_attn.hook_k", "cross_attn.hook_v",
                      "cross_attn.hook_raw_scores", "cross_attn.hook_mask", "cross_attn.hook_attn_scores",
                      "cross_attn.hook_pattern", "cross_attn.hook_z", "hook_cross_attn_out", "hook_resid_cross"]
-FFN_NAMES = {"relu": ["mlp.hook_pre", "mlp.hook_post"], "gelu": ["mlp.hook_pre", "mlp.hook_post"],
-             "swiglu": ["mlp.hook_gate", "mlp.hook_up", "mlp.hook_post"],
-             "geglu": ["mlp.hook_gate", "mlp.hook_up", "mlp.hook_post"],
-             "moe": ["mlp.hook_router_logits", "mlp.hook_router_probs", "mlp.hook_expert_indices",
-                     "mlp.hook_expert_weights", "mlp.hook_expert_load", "mlp.hook_aux_loss"]}
-POSITION_NAMES = {"learned": ["hook_pos_embed"], "sinusoidal": ["hook_pos_embed"], "none": [], "rope": [], "alibi": []}
-POSITION_ATTN_NAMES = {"rope": ["attn.hook_rope_angles", "attn.hook_rot_q", "attn.hook_rot_k"],
-                       "alibi": ["attn.hook_alibi_bias"]}
+GATED_NAMES = ["mlp.hook_gate", "mlp.hook_up", "mlp.hook_post"]
+MLP_NAMES = ["mlp.hook_pre", "mlp.hook_post"]
+ROUTER_NAMES = ["mlp.hook_router_logits", "mlp.hook_router_probs", "mlp.hook_expert_indices",
+                "mlp.hook_expert_weights", "mlp.hook_expert_load", "mlp.hook_aux_loss"]
+
+
+def ffn_names(ffn: str) -> list[str]:
+    """What an FFN kind records, by its row's flags: a router's steps, a gate's, or an MLP's."""
+    row = AXES["ffn"].row(ffn)
+    return ROUTER_NAMES if row.routed else GATED_NAMES if row.gated else MLP_NAMES
+
+
+def position_names(position: str, in_attention: bool) -> list[str]:
+    """The hooks a position scheme's row says it fires: at the embeddings, or in every attention layer."""
+    return [h for h in AXES["position"].row(position).hooks if h.startswith("attn.") == in_attention]
 
 
 def inputs(arch, B=2, S=6, T=4, seed=0):
@@ -48,8 +55,8 @@ def documented_names(arch, position, ffn, n_layers=2):
     names = ["hook_logits"]
     for stack in STACKS[arch]:
         names += [f"{stack}hook_embed", f"{stack}ln_final.hook_normalized"]
-        names += [f"{stack}{n}" for n in POSITION_NAMES[position]]
-        per_block = CORE_BLOCK_NAMES + FFN_NAMES[ffn] + POSITION_ATTN_NAMES.get(position, [])
+        names += [f"{stack}{n}" for n in position_names(position, in_attention=False)]
+        per_block = CORE_BLOCK_NAMES + ffn_names(ffn) + position_names(position, in_attention=True)
         if stack == "decoder.":
             per_block = per_block + CROSS_BLOCK_NAMES
         names += [f"{stack}blocks.{i}.{n}" for i in range(n_layers) for n in per_block]

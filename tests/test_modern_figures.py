@@ -14,12 +14,17 @@ from ui.figures import modern
 MEASURED = Path(__file__).resolve().parent.parent / "assets" / "measurements" / "modern-variants.json"
 
 
-def test_layer_strip_colours_each_layer_by_its_kind():
-    windows = TransformerConfig(n_layers=6, layer_pattern="5:1", sliding_window=4).layer_windows()
-    fig = modern.layer_strip(list(windows))
-    bar = fig.data[0]
-    assert list(bar.text) == ["local 4"] * 5 + ["global"]
-    assert list(bar.marker.color) == [modern.LOCAL] * 5 + [modern.GLOBAL]
+def test_the_plan_strip_draws_each_layers_row_of_the_plan():
+    cfg = TransformerConfig(n_layers=8, layer_pattern="3:1", sliding_window=4, nope_layers="every 4")
+    fig = modern.plan_strip(modern.plan_cells(cfg.layer_plan(), "RoPE", rotating=True), rotating=True)
+    keys, positions = (next(bar for bar in fig.data if bar.name == facet) for facet in ("keys", "positions"))
+    assert list(keys.text) == ["local 4"] * 3 + ["global"] + ["local 4"] * 3 + ["global"]
+    assert list(keys.marker.color) == ([modern.LOCAL] * 3 + [modern.GLOBAL]) * 2
+    assert list(positions.text) == ["RoPE", "RoPE", "RoPE", "NoPE"] * 2  # Llama 4's every fourth layer
+    assert len(set(positions.marker.color)) == 2
+    assert set(next(bar for bar in fig.data if bar.name == "K/V from").text) == {"own"}
+    alibi = modern.plan_cells(TransformerConfig(position="alibi").layer_plan(), "ALiBi", rotating=False)
+    assert [cell["positions"] for cell in alibi] == ["ALiBi", "ALiBi"]  # a bias on every layer's scores
 
 
 def test_rope_wavelengths_under_each_scaling_follow_its_rule():

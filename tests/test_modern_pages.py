@@ -27,14 +27,28 @@ def test_masks_page_draws_the_layer_pattern_and_what_local_layers_save():
     at.sidebar.selectbox(key="layer_pattern").set_value("alternate").run()
     assert_clean(at)
     drawn = figures_by_title(at)
-    strip = drawn["which layers are local and which global"]["data"][0]
-    assert strip["text"] == ["local 6", "global", "local 6", "global"]
+    strip = {bar["name"]: bar for bar in drawn["the layer plan: what each layer does"]["data"]}
+    assert strip["keys"]["text"] == ["local 6", "global", "local 6", "global"]
+    assert strip["positions"]["text"] == ["RoPE"] * 4
     assert "layer 0: a local layer" in drawn and "layer 1: a global layer" in drawn
     saved = drawn["KV cache for one sequence (16-bit)"]["data"]
     gemma = MODEL_CARDS["gemma3"].real["27B"]
     expected = [kv_cache_bytes(gemma, n)["total"] / 2 ** 30 for n in (4096, 32768, 131072)]
     assert list(decode(saved[1]["y"])) == pytest.approx(expected)
     assert decode(saved[0]["y"])[-1] > 5 * decode(saved[1]["y"])[-1]  # at 128k tokens all-global holds far more
+
+
+def test_layers_without_positions_chosen_in_the_sidebar_reach_the_plan_strip_and_the_link():
+    at = open_page("pages/masks.py")
+    at.sidebar.selectbox(key="nope_layers").set_value("every 2").run()
+    assert_clean(at)
+    strip = {bar["name"]: bar for bar in figures_by_title(at)["the layer plan: what each layer does"]["data"]}
+    assert strip["positions"]["text"] == ["RoPE", "NoPE", "RoPE", "NoPE"]
+    assert at.query_params["nope_layers"] == "every 2"  # a link keeps it
+    at.sidebar.selectbox(key="position").set_value("alibi").run()  # no rotation, so no layer to leave it out of
+    assert_clean(at)
+    strip = {bar["name"]: bar for bar in figures_by_title(at)["the layer plan: what each layer does"]["data"]}
+    assert strip["positions"]["text"] == ["ALiBi"] * 4
 
 
 def test_positions_page_draws_the_scalings_and_the_measured_length_test():

@@ -18,7 +18,7 @@ from .hooks import attention_stacks, hook_name, recording
 from .model import DTYPES, KVCache, Transformer, self_attention_inputs
 from .axes import AXES
 from .norms import NORM_MODULES
-from .positions import apply_rope, rope_angles, rope_inv_freq, rope_tables, sinusoidal_table
+from .positions import ROTATIONS, apply_rope, rope_angles, rope_inv_freq, rope_tables, sinusoidal_table
 
 # --- activations ----------------------------------------------------------------------
 
@@ -91,6 +91,17 @@ def rope_scores(q: torch.Tensor, k: torch.Tensor, n_positions: int, theta: float
     """
     positions = torch.arange(n_positions)
     return rope_rotate(q, positions, theta) @ rope_rotate(k, positions, theta).T
+
+
+def rotary_scores_by_distance(scheme: str, q: torch.Tensor, k: torch.Tensor, distances: torch.Tensor,
+                               theta: float = 10000.0) -> torch.Tensor:
+    """(len(distances),): q at position d against k at position 0, both turned by a rotating scheme's tables
+    (``positions.ROTATIONS``: RoPE, xPos). q, k: (d_rope,) one head's content."""
+    positions = torch.cat((distances, distances.new_zeros(1)))[None]  # (1, D + 1): every query, then the key at 0
+    turn = ROTATIONS[scheme](positions, rope_angles(positions, rope_inv_freq(len(q), theta)), torch.float32)
+    queries = apply_rope(q.expand(1, 1, positions.shape[1], -1), turn.q_cos, turn.q_sin)[0, 0, :-1]  # (D, d_rope)
+    key = apply_rope(k.expand(1, 1, positions.shape[1], -1), turn.k_cos, turn.k_sin)[0, 0, -1]  # (d_rope,)
+    return queries @ key
 
 
 def diagonal_spread(matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

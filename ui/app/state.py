@@ -37,10 +37,12 @@ AXIS_KEYS = {
     # the switches of 2024-2026
     "layer_pattern": str, "qk_norm": str, "attn_softcap": float, "logit_softcap": float, "sinks": _flag,
     "attn_gate": _flag, "rope_scaling": str, "rope_factor": float, "rope_dim": int, "kv_rank": int,
+    "nope_layers": str,
 }
 # fields whose widget shows 0 for "off" (None in the config)
 ZERO_IS_NONE = ("sliding_window", "attn_softcap", "logit_softcap", "rope_dim", "kv_rank")
 LAYER_PATTERN_CHOICES = ("uniform", "alternate", "5:1", "3:1", "1:1")
+NOPE_CHOICES = ("none", "every 4", "every 2")  # layers without positions: Llama 4 and SmolLM3 leave out every fourth
 OTHER_KEYS = {"preset": str, "text": str, "seed": int, "task": str}  # task: which shipped checkpoint of these axes
 WEIGHTS_KEY = "weights"  # URL and session key of chosen weights: a WeightsSource as text
 
@@ -189,7 +191,7 @@ def config_from_values(values: dict, preset: str, task: str | None = None) -> Tr
         if fields["rope_dim"] is None and AXES["position"].row(fields["position"]).rotates_qk and d_head >= 4:
             fields["rope_dim"] = 2 * (d_head // 4)
     if not AXES["position"].row(fields["position"]).rotates_qk:  # RoPE's own switches mean nothing without RoPE
-        fields.update(rope_scaling="none", rope_factor=1.0, rope_dim=None)
+        fields.update(rope_scaling="none", rope_factor=1.0, rope_dim=None, nope_layers="none")
     if preset == CUSTOM:  # family-specific details only make sense inside their family
         base = TransformerConfig()
     config = dataclasses.replace(base, **fields)
@@ -241,7 +243,7 @@ def sidebar() -> AppState:
             col1.number_input("Experts", min_value=1, max_value=16, key="n_experts", on_change=_changed, args=("n_experts",))
             col2.number_input("Top-k", min_value=1, max_value=16, key="top_k", on_change=_changed, args=("top_k",))
 
-        with st.expander("Since 2023: local/global layers, QK-norm, caps, sinks, MLA, RoPE scaling",
+        with st.expander("Since 2023: local/global layers, QK-norm, caps, sinks, MLA, RoPE scaling, NoPE layers",
                          expanded=_any_modern(s)):
             options = list(LAYER_PATTERN_CHOICES)
             if s["layer_pattern"] not in options:
@@ -274,6 +276,13 @@ def sidebar() -> AppState:
                 st.number_input("Rotated dimensions per head (0 = all)", min_value=0, max_value=512, step=2,
                                 key="rope_dim", on_change=_changed, args=("rope_dim",),
                                 help="partial rotary: GPT-NeoX turns a quarter of each head; MLA a decoupled part")
+                options = list(NOPE_CHOICES)
+                if s["nope_layers"] not in options:
+                    options.append(s["nope_layers"])
+                st.selectbox("Layers without positions", options, key="nope_layers", on_change=_changed,
+                             args=("nope_layers",), help="NoPE layers: RoPE leaves out the N-th, 2N-th ... layer "
+                             "(Llama 4 and SmolLM3: every 4th), which then sees order only through the mask and "
+                             "the layers below; the Masks page draws the plan")
 
         st.markdown("**Sizes**")
         col1, col2, col3 = st.columns(3)
@@ -302,7 +311,8 @@ def _any_modern(s) -> bool:
     """Whether a switch of 2024-2026 is on: then its expander opens by itself."""
     return (s["layer_pattern"] != "uniform" or _row_flag(s, "qk_norm", "normalises") or bool(s["attn_softcap"])
             or bool(s["logit_softcap"]) or bool(s["sinks"]) or bool(s["attn_gate"])
-            or _row_flag(s, "rope_scaling", "rescales") or bool(s["rope_dim"]) or bool(s["kv_rank"]))
+            or _row_flag(s, "rope_scaling", "rescales") or bool(s["rope_dim"]) or bool(s["kv_rank"])
+            or s["nope_layers"] not in ("", "none"))
 
 
 def _row_flag(s, axis: str, flag: str) -> bool:

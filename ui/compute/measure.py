@@ -13,9 +13,11 @@ import numpy as np
 import streamlit as st
 import torch
 
-from transformer import Transformer, TransformerConfig, analysis, choices
+from transformer import AXES, Transformer, TransformerConfig, analysis, choices
+from transformer.axes import label as axes_label
 from transformer.hooks import attention_stacks, hook_name
-from transformer.positions import alibi_bias, alibi_slopes, rope_angles, rope_inv_freq, sinusoidal_table
+from transformer.positions import (XPOS_SCALE_BASE, alibi_bias, alibi_slopes, rope_angles, rope_inv_freq,
+                                   sinusoidal_table, xpos_decay)
 from transformer.probes import with_position
 
 from ui.compute.model_cache import get_model
@@ -106,6 +108,20 @@ def rope_geometry(q: tuple[float, ...], k: tuple[float, ...], n_positions: int, 
     return dict(angles=rope_angles(positions, rope_inv_freq(len(q), theta)).numpy(),  # (P, d_head/2)
                 pairs=analysis.rope_pairs(q_vec, positions, theta).numpy(),  # (P, d_head/2, 2)
                 scores=scores.numpy(), offsets=offsets.numpy(), spread=spread.numpy())
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def rotary_decay(q: tuple[float, ...], k: tuple[float, ...], max_distance: int, theta: float) -> dict:
+    """q · k against the distance under each rotating scheme (the live model's q and k content), and xPos's
+    decay ζ_i^(d/512) of every pair of dimensions at each distance."""
+    distances = torch.arange(max_distance + 1)
+    q_vec, k_vec = torch.tensor(q), torch.tensor(k)
+    schemes = [key for key, row in AXES["position"].choices.items() if row.rotates_qk]
+    return dict(distances=distances.numpy(),
+                scores={axes_label("position", s): analysis.rotary_scores_by_distance(s, q_vec, k_vec, distances,
+                                                                                         theta).numpy()
+                        for s in schemes},
+                decay=(xpos_decay(len(q))[:, None] ** (distances[None].float() / XPOS_SCALE_BASE)).numpy())  # (pairs, D)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

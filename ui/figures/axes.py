@@ -206,6 +206,29 @@ def diagonal_spread(offsets: np.ndarray, spread: np.ndarray, scale: float) -> go
                    "max − min along the diagonal")
 
 
+def score_by_distance(distances: np.ndarray, scores: dict[str, np.ndarray]) -> go.Figure:
+    """q · k against the distance between them, one line per rotating scheme."""
+    fig = go.Figure()
+    for i, (name, values) in enumerate(scores.items()):
+        fig.add_trace(go.Scatter(x=distances, y=values, mode="lines", name=name,
+                                 line=dict(color=OKABE_ITO[i % len(OKABE_ITO)], width=2),
+                                 hovertemplate=f"{name}<br>distance %{{x}}: q · k = %{{y:.3g}}<extra></extra>"))
+    return layout(fig, "the same q and k, turned to each distance", 340, "distance (query position − key position)",
+                  "q · k")
+
+
+def pair_decay(distances: np.ndarray, decay: np.ndarray, max_pairs: int = 8) -> go.Figure:
+    """(pairs, D) factors that multiply each pair's share of q · k at each distance, a line per pair (fast first)."""
+    fig = go.Figure()
+    shown = np.unique(np.linspace(0, decay.shape[0] - 1, min(max_pairs, decay.shape[0])).round().astype(int))
+    for i, pair in enumerate(shown):
+        fig.add_trace(go.Scatter(x=distances, y=decay[pair], mode="lines", name=f"pair {pair}",
+                                 line=dict(color=OKABE_ITO[i % len(OKABE_ITO)], width=2),
+                                 hovertemplate=f"pair {pair}<br>distance %{{x}}: × %{{y:.3f}}<extra></extra>"))
+    return layout(fig, "xPos: what each pair of dimensions keeps at each distance", 340,
+                  "distance (query position − key position)", "factor on the pair's share of q · k")
+
+
 def alibi_slopes(slopes: np.ndarray) -> go.Figure:
     fig = go.Figure(go.Bar(x=[f"head {h}" for h in range(len(slopes))], y=slopes, marker_color=OKABE_ITO[2],
                            hovertemplate="%{x}: slope %{y:.4g}<extra></extra>"))

@@ -15,15 +15,41 @@ from ui.figures.base import heatmap
 LOCAL, GLOBAL = OKABE_ITO[1], OKABE_ITO[0]
 
 
-def layer_strip(windows: list[int | None]) -> go.Figure:
-    """One cell per layer, coloured local (with its window) or global: the stack's pattern at a glance."""
-    fig = go.Figure(go.Bar(
-        x=[f"L{i}" for i in range(len(windows))], y=[1] * len(windows),
-        marker_color=[GLOBAL if w is None else LOCAL for w in windows],
-        text=["global" if w is None else f"local {w}" for w in windows], textposition="inside",
-        hovertemplate="layer %{x}: %{text}<extra></extra>"))
-    fig = layout(fig, "which layers are local and which global", 190, "layer", "kind")
-    fig.update_yaxes(showticklabels=False, showgrid=False)
+PLAN_FACETS = ("attention", "keys", "positions", "K/V from")  # the layer plan's rows, top to bottom
+
+
+def plan_cells(plan, position_label: str, rotating: bool) -> list[dict[str, str]]:
+    """One layer's words per facet, from the rows of ``cfg.layer_plan()``: its kind, the keys it sees, its
+    positions (a rotating scheme, or NoPE on a layer it leaves out; any other scheme acts on every layer) and the
+    layer whose K/V it reads."""
+    return [{"attention": AXES["attention"].row(spec.kind).label,
+             "keys": "global" if spec.window is None else f"local {spec.window}",
+             "positions": position_label if spec.rotates or not rotating else "NoPE",
+             "K/V from": "own" if spec.kv_from == spec.index else f"layer {spec.kv_from}"} for spec in plan]
+
+
+def plan_strip(cells: list[dict[str, str]], rotating: bool) -> go.Figure:
+    """The layer plan at a glance: one column per layer, one row per facet, each cell its words; a facet's cells
+    share a colour when they say the same (local layers orange, global blue; NoPE layers stand out)."""
+    layers = [f"L{i}" for i in range(len(cells))]
+    fig = go.Figure()
+    for facet in PLAN_FACETS:
+        words = [cell[facet] for cell in cells]
+        distinct = list(dict.fromkeys(words))
+        if facet == "keys":
+            colours = [GLOBAL if w == "global" else LOCAL for w in words]
+        elif facet == "positions" and rotating:
+            colours = [OKABE_ITO[5] if w == "NoPE" else OKABE_ITO[2] for w in words]
+        else:
+            colours = [OKABE_ITO[(2 + distinct.index(w)) % len(OKABE_ITO)] for w in words]
+        fig.add_trace(go.Bar(x=layers, y=[1] * len(cells), base=[PLAN_FACETS.index(facet)] * len(cells),
+                             marker=dict(color=colours, line=dict(color="white", width=2)), text=words,
+                             textposition="inside", insidetextanchor="middle", name=facet, showlegend=False,
+                             hovertemplate=f"layer %{{x}} · {facet}: %{{text}}<extra></extra>"))
+    fig = layout(fig, "the layer plan: what each layer does", 120 + 45 * len(PLAN_FACETS), "layer", "")
+    fig.update_layout(barmode="overlay", bargap=0.05)
+    fig.update_yaxes(tickvals=[i + 0.5 for i in range(len(PLAN_FACETS))], ticktext=list(PLAN_FACETS),
+                     autorange="reversed", showgrid=False)
     return fig
 
 
