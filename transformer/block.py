@@ -19,7 +19,11 @@ from .config import TransformerConfig
 from .ffn import make_ffn
 from .hooks import HookPoint
 from .layer_plan import LayerSpec
+from .linear_attention import STATE_MODULES, StateInputs
 from .norms import make_norm
+
+# the module of each attention kind (the rows of AXES["attention"]): softmax attention as the KV-heads kind builds it
+ATTENTION_MODULES = {"softmax": lambda cfg: KV_HEAD_MODULES[cfg.attention_kind](cfg), **STATE_MODULES}
 
 
 def residual(x: torch.Tensor, sublayer, norm_in: nn.Module | None, norm_out: nn.Module | None,
@@ -40,8 +44,8 @@ class Block(nn.Module):
         placement = cfg.row("norm_position")
         self.parallel = cfg.row("block").parallel
         self.has_cross = cross
-        self.spec = spec  # its window, positions and the layer whose K/V it reads
-        self.attn = KV_HEAD_MODULES[cfg.attention_kind](cfg)
+        self.spec = spec  # its attention kind, window, positions and the layer whose K/V it reads
+        self.attn = ATTENTION_MODULES[spec.kind](cfg)
         # The norms, declared where they are used: ln1 around attention, ln_cross around cross-attention, ln2
         # around the FFN, each on the sublayer's input (pre, sandwich) or on the sum (post); ln*_post on its output.
         if self.parallel:  # one norm both sublayers read, or one each (GPT-NeoX)
@@ -79,7 +83,7 @@ class Block(nn.Module):
         return residual(x, sublayer, None if self.on_sum else norm, norm_out, norm if self.on_sum else None,
                         self.dropout)
 
-    def forward(self, x: torch.Tensor, inputs: AttentionInputs, cross_inputs: AttentionInputs | None = None,
+    def forward(self, x: torch.Tensor, inputs: AttentionInputs | StateInputs, cross_inputs: AttentionInputs | None = None,
                 memory: torch.Tensor | None = None, cache: dict | None = None) -> torch.Tensor:
         x = self.hook_resid_pre(x)  # (B, T, d_model)
         if self.parallel:

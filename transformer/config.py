@@ -29,6 +29,8 @@ ExpertActivation = Literal[keys("expert_activation")]
 AttentionPattern = Literal[keys("attention_pattern")]
 GeluApproximate = Literal[keys("gelu_approximate")]
 DType = Literal[keys("dtype")]
+LinearKind = Literal[tuple(key for key, row in AXES["attention"].choices.items() if row.keeps_state)]
+FeatureMap = Literal[keys("feature_map")]
 
 
 def choices(field: str) -> tuple[str, ...]:
@@ -111,6 +113,17 @@ class TransformerConfig:
     expert_activation: ExpertActivation = "swiglu"  # clamped-swiglu: gpt-oss's experts
     expert_limit: float = 7.0  # clamped-swiglu: the clamp on the gate and the up projection (gpt-oss: 7)
     first_dense_layers: int = 0  # the first layers keep a dense SwiGLU of d_ff (DeepSeek-V3: 3)
+    # --- attention that keeps a state (transformer/linear_attention.py; Hugging Face: layer_types, linear_*) ---
+    attention_layers: str = "softmax"  # each layer's kind: one kind for all, "3:1" (Qwen3.5) or a comma list (layer_plan.py)
+    linear_kind: LinearKind = "gated-deltanet"  # the kind of the linear layers "N:M" and "linear_attention" name
+    linear_chunk_size: int = 64  # tokens per chunk of the chunked form (the result does not depend on it)
+    linear_key_heads: int | None = None  # q and k heads of a linear layer; None = linear_value_heads (Qwen3-Next: 16)
+    linear_value_heads: int | None = None  # its v heads, one state each; None = n_heads (Qwen3-Next: 32)
+    linear_key_head_dim: int | None = None  # a state's rows; None = d_head (Qwen3-Next: 128)
+    linear_value_head_dim: int | None = None  # a state's columns; None = d_head (Qwen3-Next: 128)
+    linear_feature_map: FeatureMap = "elu+1"  # "linear" layers: φ on q and k (elu+1, or the identity)
+    linear_conv_size: int = 4  # the short convolution's kernel, the current token included (Qwen3-Next: 4)
+    delta_beta_max: float = 1.0  # the delta rule's β = delta_beta_max * sigmoid(x W_b); 2 in OLMo hybrid
 
     def __post_init__(self) -> None:
         for field, axis in FIELD_AXES.items():
@@ -154,7 +167,13 @@ class TransformerConfig:
             raise ValueError(f"sliding_window={self.sliding_window} is larger than max_len={self.max_len}, so no "
                              f"query could ever miss a key; use a window of at most {self.max_len}, or None")
         self._check_row("attention_pattern")
-        self.layer_plan()  # a pattern that does not parse, or does not fit the model, raises here
+        AXES["feature_map"].row(self.linear_feature_map, "linear_feature_map")
+        # a pattern that does not parse or does not fit the model, or a setting no layer of it reads, raises here
+        plan = self.layer_plan()
+        for kind in dict.fromkeys(spec.kind for spec in plan):  # each kind's own check, once
+            check = AXES["attention"].row(kind).check
+            if check is not None:
+                check(self)
         for field in ("attn_softcap", "logit_softcap", "score_scale"):
             value = getattr(self, field)
             if value is not None and not value > 0:
@@ -213,6 +232,26 @@ class TransformerConfig:
         return self.n_heads // self.n_kv_heads
 
     @property
+    def state_heads(self) -> int:
+        """A linear layer's value heads, one state each: linear_value_heads, by default n_heads."""
+        return self.linear_value_heads if self.linear_value_heads is not None else self.n_heads
+
+    @property
+    def state_key_heads(self) -> int:
+        """A linear layer's q and k heads, each serving state_heads / state_key_heads value heads."""
+        return self.linear_key_heads if self.linear_key_heads is not None else self.state_heads
+
+    @property
+    def state_d_k(self) -> int:
+        """Rows of one state: a linear layer's key width (linear_key_head_dim, by default d_head)."""
+        return self.linear_key_head_dim if self.linear_key_head_dim is not None else self.d_head
+
+    @property
+    def state_d_v(self) -> int:
+        """Columns of one state: a linear layer's value width (linear_value_head_dim, by default d_head)."""
+        return self.linear_value_head_dim if self.linear_value_head_dim is not None else self.d_head
+
+    @property
     def attention_kind(self) -> str:
         if self.kv_rank is not None:
             return "MLA"
@@ -234,7 +273,9 @@ class TransformerConfig:
         return AXES[axis].row(self.choice_key(axis))
 
     def layer_plan(self) -> tuple[LayerSpec, ...]:
-        """One row per layer: its kind, window, positions and the layer whose K/V it reads (transformer/layer_plan.py)."""
+        """One row per layer: its attention kind, window, positions and the layer whose K/V it reads
+        (transformer/layer_plan.py); ``[spec.hf_layer_type for spec in cfg.layer_plan()]`` is Hugging Face's
+        ``layer_types``."""
         return build_plan(self)
 
     def layer_windows(self) -> tuple[int | None, ...]:
@@ -280,6 +321,7 @@ class TransformerConfig:
 DERIVED_KEYS = {
     "kv_heads": lambda cfg: cfg.attention_kind,
     "block": lambda cfg: "parallel" if cfg.parallel_block else "sequential",
+    "feature_map": lambda cfg: cfg.linear_feature_map,
 }
 
 

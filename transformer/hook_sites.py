@@ -7,8 +7,11 @@ shows the rest; docs/hooks.md lists every site a model records (tests/test_hooks
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from .axes import AXES
 
 if TYPE_CHECKING:
     from .config import TransformerConfig
@@ -31,16 +34,36 @@ class FromRows:
 
 
 @dataclass(frozen=True)
+class FromLayer:
+    """A formula that each attention kind words its own way: the one its layer's row has for the site
+    (``AXES["attention"]``: a linear layer's implied weights are no softmax), else the default. The layer is
+    read off the hook's name (``blocks.{i}.``)."""
+
+    default: str | None = None
+
+    def choose(self, cfg: "TransformerConfig", site: str, name: str | None) -> str | None:
+        layer = re.search(r"(?:^|\.)blocks\.(\d+)\.", name or "")
+        if layer is None:
+            return self.default
+        kind = cfg.layer_plan()[int(layer.group(1))].kind
+        return AXES["attention"].row(kind).formulas.get(site, self.default)
+
+
+@dataclass(frozen=True)
 class HookSite:
     dims: tuple[str, ...]  # named dims, e.g. ("B", "H", "T_q", "T_kv"); a module may rename one (cross: T_kv -> S)
     op: str | None  # the library's words for the operation; None = the recording module's choice words it (``Choice.ops``)
     explain: str = ""  # what the step is, in one sentence
-    formula: str | FromRows | None = None  # LaTeX
+    formula: str | FromRows | FromLayer | None = None  # LaTeX
     # what the step reads: a sentence when it is no recorded tensor, else sibling sites (a tuple inside = the first
     # of these that was recorded; "<input>" = the module's input); None = the step before it
     reads: str | tuple | None = None
+    on_request: bool = False  # too large for every trace: recorded only when its exact name is asked for
 
-    def latex(self, cfg: "TransformerConfig", site: str) -> str | None:
+    def latex(self, cfg: "TransformerConfig", site: str, name: str | None = None) -> str | None:
+        """Its formula for this config; ``name``, the hook's whole name, finds the layer of a per-layer formula."""
+        if isinstance(self.formula, FromLayer):
+            return self.formula.choose(cfg, site, name)
         return self.formula.choose(cfg, site) if isinstance(self.formula, FromRows) else self.formula
 
 
@@ -103,17 +126,17 @@ SITES: dict[str, HookSite] = {
     "hook_q": HookSite(
         ("B", "H", "T_q", "d_head"), "x W_q, split into H heads",
         "Queries: what each token is looking for, one vector per query head.",
-        r"Q = x\,W_Q \quad \text{split into } H \text{ heads}",
+        FromLayer(r"Q = x\,W_Q \quad \text{split into } H \text{ heads}"),
         reads=("<input>",)),
     "hook_k": HookSite(
         ("B", "G", "T_kv", "d_head"), "x W_k, split into G kv heads",
         "Keys: what each token offers to be found by, one vector per kv head (fewer with GQA/MQA).",
-        r"K = x\,W_K \quad \text{split into } G \text{ kv heads}",
+        FromLayer(r"K = x\,W_K \quad \text{split into } G \text{ kv heads}"),
         reads=("<input>",)),
     "hook_v": HookSite(
         ("B", "G", "T_kv", "d_v"), "x W_v, split into G kv heads",
         "Values: what each token hands over when it is attended to, one vector per kv head.",
-        r"V = x\,W_V \quad \text{split into } G \text{ kv heads}",
+        FromLayer(r"V = x\,W_V \quad \text{split into } G \text{ kv heads}"),
         reads=("<input>",)),
     "hook_q_norm": HookSite(
         ("B", "H", "T_q", "d_head"), "RMSNorm(q)",
@@ -177,8 +200,10 @@ SITES: dict[str, HookSite] = {
         reads=(("hook_capped_scores", "hook_raw_scores"), "hook_mask", "hook_alibi_bias")),
     "hook_pattern": HookSite(
         SCORES, "softmax(scores)",
-        "Line 3: softmax turns each query's scores into weights that sum to 1.",
-        r"W_{ij} = \mathrm{softmax}(S')_{ij} = \frac{e^{S'_{ij}}}{\sum_k e^{S'_{ik}}}",
+        "Line 3: softmax turns each query's scores into weights that sum to 1. In a layer that keeps a state "
+        "(linear attention, DeltaNet) these are its implied weights instead: the output equals them times V, "
+        "but they are not a softmax, and a row need not sum to 1 (it may hold negative weights).",
+        FromLayer(r"W_{ij} = \mathrm{softmax}(S')_{ij} = \frac{e^{S'_{ij}}}{\sum_k e^{S'_{ik}}}"),
         reads=("hook_attn_scores",)),
     "hook_sink_share": HookSite(
         ("B", "H", "T_q"), "softmax([scores, sink])[sink]",
@@ -187,14 +212,68 @@ SITES: dict[str, HookSite] = {
         reads=("hook_attn_scores",)),
     "hook_z": HookSite(
         ("B", "H", "T_q", "d_v"), "weights @ V",
-        "Line 4: each query's output is the weighted average of the values it attends to.",
-        r"Z = W\,V",
+        "Line 4: each query's output is the weighted average of the values it attends to. In a layer that keeps "
+        "a state, it is the read q·S of the state: the same as the implied weights times V.",
+        FromLayer(r"Z = W\,V"),
         reads=("hook_pattern", "hook_v")),
     "hook_attn_gate": HookSite(
         ("B", "T_q", "H*d_v"), "sigmoid(x W_gate)",
         "Gated attention: a sigmoid per output number decides how much of each head's result passes to W_o.",
         r"g = \sigma(x W_{gate}), \quad \mathrm{out} = (\mathrm{concat}(Z) \odot g)\, W_O",
         reads=("<input>",)),
+    # --- attention that keeps a state (transformer/linear_attention.py), after hook_q, hook_k, hook_v ---
+    "hook_phi_q": HookSite(
+        ("B", "H", "T_q", "d_head"), None,
+        "q as the state reads it: through the feature map φ (linear attention), or scaled to length 1 (the delta rule).",
+        FromLayer(r"\phi(q_t)"),
+        reads=("hook_q",)),
+    "hook_phi_k": HookSite(
+        ("B", "G", "T_kv", "d_head"), None,
+        "k as the state writes it: through the feature map φ, or scaled to length 1 so that writing along it "
+        "replaces rather than piles up.",
+        FromLayer(r"\phi(k_t)"),
+        reads=("hook_k",)),
+    "hook_decay": HookSite(
+        ("B", "H", "T_q"), None,
+        "How much of the state each token keeps before it writes: the state is multiplied by this number "
+        "(1 keeps everything, 0 forgets it all).",
+        FromLayer(r"\alpha_t"),
+        reads="each head's fixed γ, or the token's own vector (Gated DeltaNet: x W_a)"),
+    "hook_beta": HookSite(
+        ("B", "H", "T_q"), "delta_beta_max * sigmoid(x W_b)",
+        "The delta rule's write strength β_t: how far the state moves from what it predicted toward the new value "
+        "(0 writes nothing, 1 replaces the old value, up to 2 overshoots).",
+        r"\beta_t = \beta_{max}\,\sigma(x_t W_b)",
+        reads=("<input>",)),
+    "hook_predicted": HookSite(
+        ("B", "H", "T_q", "d_v"), "S_{t-1}^T k_t",
+        "What the state already returns for this token's key, before the token writes: the delta rule's prediction.",
+        FromLayer(r"\hat v_t = S_{t-1}^\top \bar k_t"),
+        reads=("hook_phi_k",)),
+    "hook_correction": HookSite(
+        ("B", "H", "T_q", "d_v"), "beta_t * (v_t - predicted)",
+        "What the delta rule stores along the key: the error between the new value and the prediction, times β_t. "
+        "The state changes by k_t times this, so an old value under a similar key is overwritten, not added to.",
+        r"u_t = \beta_t \left(v_t - \hat v_t\right)",
+        reads=("hook_v", "hook_predicted", "hook_beta")),
+    "hook_state": HookSite(
+        ("B", "H", "T_q", "d_head", "d_v"), None,
+        "Each head's state after each token: the d_head × d_v matrix that holds the whole past and that every "
+        "later query reads. Recorded only when asked for by its exact name (T states per head).",
+        FromLayer(r"S_t"),
+        reads=(("hook_correction", "hook_v"), ("hook_phi_k", "hook_k"), "hook_decay"),
+        on_request=True),
+    "hook_out_gate": HookSite(
+        ("B", "H", "T_q", "d_v"), "SiLU(x W_z)",
+        "The output gate: SiLU of one more projection decides, per number, how much of the normalised read "
+        "passes to W_o.",
+        r"g_t = \mathrm{SiLU}(x_t W_z)",
+        reads=("<input>",)),
+    "hook_read_norm": HookSite(
+        ("B", "H", "T_q", "d_v"), "RMSNorm(z)",
+        "Each head's read at a steady size: a sum over the whole past would otherwise grow with the text.",
+        FromLayer(r"\mathrm{RMSNorm}(z_t)"),
+        reads=("hook_z", "hook_out_gate")),
     # --- the FFN (mlp): MLP, SwiGLU, GeGLU, MoE router ---
     "hook_pre": HookSite(
         HIDDEN, "x W_in + b_in",

@@ -34,8 +34,9 @@ class HookPoint(nn.Module):
 
     ``HookPoint("hook_k", T_kv="S")``: its dims and op come from the site's row in ``hook_sites.SITES``,
     a dim renamed where the module differs (cross-attention's keys are the S encoder positions);
-    where the site leaves the op to the choice that makes it, ``choice`` is that choice's row in the table
-    (``HookPoint("hook_normalized", AXES["norm"].row("rmsnorm"))``).
+    ``choice`` is the row in the table of the choice that makes the tensor, whose words win where it words
+    the site its own way (``HookPoint("hook_normalized", AXES["norm"].row("rmsnorm"))``; a linear layer's
+    ``hook_pattern`` is no softmax).
     """
 
     def __init__(self, site: str, choice: Choice | None = None, **renamed_dims: str):
@@ -46,7 +47,11 @@ class HookPoint(nn.Module):
         self.name = ""  # set to the module path by ``name_hook_points``
         self.site = site  # the name's last part
         self.dims = tuple(renamed_dims.get(d, d) for d in row.dims)  # named dimensions, e.g. ("B", "H", "T_q", "T_kv")
-        self.op = row.op if row.op is not None else choice.ops[site]  # the operation, in words or a formula
+        own = choice.ops.get(site) if choice is not None else None
+        self.op = own if own is not None else row.op  # the operation, in words or a formula
+        if self.op is None:
+            raise KeyError(f"hook site {site!r} leaves its op to the choice that makes it; pass that choice's row")
+        self.on_request = row.on_request  # recorded only when asked for by its exact name
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         recorder = _ACTIVE.get()
@@ -146,6 +151,13 @@ Intervention = Callable[[torch.Tensor, TraceEvent], torch.Tensor]
 NameFilter = Iterable[str] | Callable[[str], bool] | None
 
 
+def _exact_names(names: NameFilter) -> frozenset[str]:
+    """The names a filter asks for one by one (no glob): the only way to ask for a site recorded on request."""
+    if names is None or callable(names):
+        return frozenset()
+    return frozenset(p for p in ([names] if isinstance(names, str) else names) if not any(c in p for c in "*?["))
+
+
 def _make_filter(names: NameFilter) -> Callable[[str], bool]:
     if names is None:
         return lambda name: True
@@ -163,6 +175,7 @@ class Recorder:
     def __init__(self, names: NameFilter = None, interventions: dict[str, Intervention] | None = None,
                  max_bytes: int | None = DEFAULT_MAX_BYTES, record: bool = True):
         self._keep = _make_filter(names) if record else (lambda name: False)
+        self._named = _exact_names(names) if record else frozenset()
         self.interventions = dict(interventions or {})
         self.max_bytes = max_bytes
         self.trace = Trace()
@@ -170,11 +183,16 @@ class Recorder:
         self._index = 0
         self._wants: dict[str, bool] = {}
 
-    def wants(self, name: str) -> bool:
-        """Whether a tensor of this name is recorded or replaced (cached per name)."""
+    def wants(self, name: str, on_request: bool = False) -> bool:
+        """Whether a tensor of this name is recorded or replaced (cached per name); a site recorded on request
+        (``HookSite.on_request``) only when its exact name was asked for."""
         if name not in self._wants:
-            self._wants[name] = name in self.interventions or self._keep(name)
+            self._wants[name] = name in self.interventions or self.keeps(name, on_request)
         return self._wants[name]
+
+    def keeps(self, name: str, on_request: bool = False) -> bool:
+        """Whether the trace keeps a tensor of this name (``names`` asked for it)."""
+        return name in self._named if on_request else self._keep(name)
 
     def visit(self, point: HookPoint, x: torch.Tensor) -> torch.Tensor:
         event = TraceEvent(self._index, point.name, x, point.dims, point.op)
@@ -182,7 +200,7 @@ class Recorder:
         if point.name in self.interventions:
             x = self.interventions[point.name](x, event)
             event.tensor = x
-        if self._keep(point.name):
+        if self.keeps(point.name, point.on_request):
             event.tensor = x.detach()
             if self.max_bytes is not None and self.kept_bytes + event.nbytes > self.max_bytes:
                 raise MemoryError(
@@ -210,7 +228,7 @@ def recording(names: NameFilter = None, interventions: dict[str, Intervention] |
 def wants_any(*points: HookPoint) -> bool:
     """True when the active recorder asks for any of these hook points."""
     recorder = _ACTIVE.get()
-    return recorder is not None and any(recorder.wants(p.name) for p in points)
+    return recorder is not None and any(recorder.wants(p.name, p.on_request) for p in points)
 
 
 # --- names and ablations ------------------------------------------------------------------

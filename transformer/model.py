@@ -21,6 +21,7 @@ from .config import TransformerConfig
 from .ffn import MoE
 from .hooks import DEFAULT_MAX_BYTES, HookPoint, Intervention, NameFilter, Trace, name_hook_points, recording
 from .layer_plan import LayerSpec
+from .linear_attention import LinearAttention, state_inputs
 from .norms import make_norm
 from .positions import POSITION_EMBEDDINGS, ROTATIONS, alibi_bias, alibi_slopes, rope_angles, scaled_inv_freq
 
@@ -33,31 +34,36 @@ def default_device() -> torch.device:
 
 
 class KVCache:
-    """Keys and values of every past token, per attention layer: (B, G, T, d_head) each.
+    """What each layer keeps of the past, two tensors per layer.
 
-    GQA and MQA store only their G kv heads, which is the point of them.
+    A softmax layer keeps the keys and values of every past token, (B, G, T, d_head) each: GQA and MQA
+    store only their G kv heads, which is the point of them (MLA: its latent and RoPE key). A layer that
+    keeps a state keeps that state instead, (B, H, d_k, d_v) however long the text, and its short
+    convolution's last inputs (B, channels, K - 1), empty without one.
     """
 
     def __init__(self):
-        self.layers: dict[Attention, tuple[torch.Tensor, torch.Tensor]] = {}
+        self.layers: dict[nn.Module, tuple[torch.Tensor, torch.Tensor]] = {}
         self.position_ids: torch.Tensor | None = None  # (B or 1, T) positions of the cached tokens
         self.length = 0
 
-    def __contains__(self, layer: Attention) -> bool:
+    def __contains__(self, layer: nn.Module) -> bool:
         return layer in self.layers
 
-    def __getitem__(self, layer: Attention) -> tuple[torch.Tensor, torch.Tensor]:
+    def __getitem__(self, layer: nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
         return self.layers[layer]
 
-    def __setitem__(self, layer: Attention, kv: tuple[torch.Tensor, torch.Tensor]) -> None:
-        self.layers[layer] = kv
+    def __setitem__(self, layer: nn.Module, kept: tuple[torch.Tensor, torch.Tensor]) -> None:
+        self.layers[layer] = kept
 
     @property
     def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for kv in self.layers.values() for t in kv)
+        """Every byte kept: keys and values, latents, states and convolution inputs."""
+        return sum(t.numel() * t.element_size() for kept in self.layers.values() for t in kept)
 
     def shapes(self) -> list[tuple[int, ...]]:
-        return [tuple(k.shape) for k, _ in self.layers.values()]
+        """The first tensor of each layer: its keys (B, G, T, d_head), or its state (B, H, d_k, d_v)."""
+        return [tuple(first.shape) for first, _ in self.layers.values()]
 
 
 class Stack(nn.Module):
@@ -113,9 +119,11 @@ def run_stack(owner, tok_emb, attention_mask, position_ids, cache, memory, memor
         x = owner.ln_embed(x)
     x = owner.embed_dropout(x)
 
-    # one set of attention inputs per kind of layer in the plan (its window, its RoPE), shared by its layers
-    inputs = {block.spec.inputs_key: self_attention_inputs(cfg, block.spec, owner.causal, slots_q, slots_k, position_ids,
-                                                           k_position_ids, attention_mask, x.dtype, past)
+    # one set of attention inputs per kind of layer in the plan (its window, its RoPE), shared by its layers;
+    # a layer that keeps a state needs only to know where the padding is
+    inputs = {block.spec.inputs_key: state_inputs(attention_mask, T) if block.spec.row.keeps_state else
+              self_attention_inputs(cfg, block.spec, owner.causal, slots_q, slots_k, position_ids, k_position_ids,
+                                    attention_mask, x.dtype, past)
               for block in owner.blocks}
     cross_inputs = None
     if memory is not None:
@@ -194,6 +202,9 @@ class Transformer(nn.Module):
                 nn.init.normal_(p, 0.0, std)
             elif name.endswith("bias"):
                 nn.init.zeros_(p)
+        for module in self.modules():
+            if isinstance(module, LinearAttention):  # its decay and convolution start where their authors start them
+                module.reset_state_parameters()
 
     @property
     def device(self) -> torch.device:
@@ -287,9 +298,10 @@ class Transformer(nn.Module):
         return {m.name: m for m in self.modules() if isinstance(m, HookPoint)}
 
     def set_fused(self, fused: bool) -> "Transformer":
-        """fused=False runs the explicit five-line attention everywhere (for teaching and checks)."""
+        """fused=False runs the explicit five-line attention everywhere (for teaching and checks), and a layer that
+        keeps a state its recurrent form, token by token, instead of the chunked one."""
         for m in self.modules():
-            if isinstance(m, Attention):
+            if isinstance(m, (Attention, LinearAttention)):
                 m.fused = fused
         return self
 

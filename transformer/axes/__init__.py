@@ -6,14 +6,15 @@ words its hook sites show, and its config check. The config validates against th
 modules keep one builder per row (tests/test_axes.py ties them); callers ask a row's flags through
 ``cfg.row(axis)``, never compare a choice's name. Nothing here imports torch.
 
-Most axes are a config field of the same name (``field``); three are derived from other fields
+Most axes are a config field of the same name (``field``); some are derived from other fields
 (``TransformerConfig.choice_key``): KV heads from n_kv_heads and kv_rank, the block from
-parallel_block, the scores from attn_softcap, sinks and attn_gate. The mask has no field: the
-architecture, padding and window make it. A layer's attention kind comes from the layer plan.
+parallel_block, the scores from attn_softcap, sinks and attn_gate, linear attention's feature map
+from linear_feature_map. The mask has no field: the architecture, padding and window make it. A
+layer's attention kind comes from the layer plan (attention_layers).
 """
 from __future__ import annotations
 
-from .attention import ATTENTION, ATTENTION_PATTERN, KV_HEADS, MASK, QK_NORM, SCORES
+from .attention import ATTENTION, ATTENTION_PATTERN, FEATURE_MAP, KV_HEADS, MASK, QK_NORM, SCORES
 from .base import Axis, Choice, divisors
 from .ffn import EXPERT_ACTIVATION, FFN, GELU_APPROXIMATE, ROUTER
 from .positions import POSITION, ROPE_SCALING
@@ -35,6 +36,7 @@ AXES: dict[str, Axis] = {
     "expert_activation": EXPERT_ACTIVATION,
     "scores": SCORES,
     "attention": ATTENTION,
+    "feature_map": FEATURE_MAP,
     "gelu_approximate": GELU_APPROXIMATE,
     "dtype": DTYPE,
 }

@@ -1,25 +1,221 @@
 """Attention's choices: the kind of each layer, how many K/V heads, which keys a query sees, QK-norm, scores.
 
-The modules that build them sit in transformer/attention.py (one per kind) and transformer/masks.py.
+The modules that build them sit in transformer/attention.py (softmax attention, one per KV-heads kind),
+transformer/linear_attention.py (the kinds that keep a state) and transformer/masks.py.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from .base import Axis, Choice
+from .base import Axis, Choice, divisors
 
 
 @dataclass(frozen=True, kw_only=True)
 class AttentionChoice(Choice):
     keeps_state: bool  # a fixed-size state instead of a KV cache that grows with every token
     softmax: bool  # its weights come out of a softmax: each row sums to 1
+    hf_layer_type: str  # its name in a Hugging Face config's ``layer_types`` (a local softmax layer: "sliding_attention")
+    # --- what a kind that keeps a state does (transformer/linear_attention.py builds each from these flags) ---
+    feature_map: bool = False  # φ on q and k before they meet the state (``linear_feature_map``: elu+1 or identity)
+    fixed_decay: bool = False  # each token multiplies the state by a constant γ of its head (RetNet, lightning)
+    gated_decay: bool = False  # each token sets its own decay α_t from its vector (Mamba-2, Gated DeltaNet)
+    delta_rule: bool = False  # writes only the correction β_t (v_t - S^T k_t), with q and k scaled to length 1
+    short_conv: bool = False  # a causal depthwise convolution over the last few tokens on q, k, v (Qwen3-Next)
+    output_gate: bool = False  # the read's RMSNorm is multiplied by SiLU(x W_z) (Qwen3-Next's gated norm)
 
+    @property
+    def decays(self) -> bool:
+        """The state shrinks before each write, by a constant or by the token's own α_t."""
+        return self.fixed_decay or self.gated_decay
+
+
+# the config fields that only some kinds read: field -> (its default, the flag of the rows that read it)
+KIND_FIELDS = {"linear_kind": ("gated-deltanet", "keeps_state"), "linear_chunk_size": (64, "keeps_state"),
+               "linear_key_heads": (None, "keeps_state"), "linear_value_heads": (None, "keeps_state"),
+               "linear_key_head_dim": (None, "keeps_state"), "linear_value_head_dim": (None, "keeps_state"),
+               "linear_feature_map": ("elu+1", "feature_map"), "linear_conv_size": (4, "short_conv"),
+               "delta_beta_max": (1.0, "delta_rule")}
+FLAG_WORDS = {"keeps_state": "linear layers (a kind that keeps a state)", "feature_map": "'linear' layers",
+              "short_conv": "layers with a short convolution ('gated-deltanet')",
+              "delta_rule": "delta-rule layers ('deltanet', 'gated-deltanet')"}
+
+# settings that only softmax layers read: field -> (whether this config sets it, the value that leaves it out)
+SOFTMAX_ONLY = {
+    "position": (lambda cfg: cfg.row("position").rotates_qk or cfg.row("position").score_bias,
+                 "'none' (or a position added to the embeddings)"),
+    "n_kv_heads": (lambda cfg: cfg.n_kv_heads != cfg.n_heads, "None (linear layers count their own heads)"),
+    "kv_rank": (lambda cfg: cfg.kv_rank is not None, "None"),
+    "qk_norm": (lambda cfg: cfg.row("qk_norm").normalises, "'none'"),
+    "attn_softcap": (lambda cfg: cfg.attn_softcap is not None, "None"),
+    "sinks": (lambda cfg: cfg.sinks, "False"),
+    "attn_gate": (lambda cfg: cfg.attn_gate, "False"),
+}
+
+
+def _layers_of(plan, wanted) -> str:
+    layers = [spec for spec in plan if wanted(ATTENTION.choices[spec.kind])]
+    return f"layer{'s' if len(layers) > 1 else ''} {', '.join(str(s.index) for s in layers)} " \
+           f"({', '.join(dict.fromkeys(s.kind for s in layers))})"
+
+
+def check_kind_fields(cfg, plan) -> None:
+    """A setting that no layer of the plan reads is refused, as a MoE setting in a dense model is; so is a
+    softmax setting in a model without a softmax layer."""
+    rows = [ATTENTION.choices[spec.kind] for spec in plan]
+    for field, (default, flag) in KIND_FIELDS.items():
+        value = getattr(cfg, field)
+        if value != default and not any(getattr(row, flag) for row in rows):
+            raise ValueError(f"{field}={value!r} is a setting of {FLAG_WORDS[flag]}, but attention_layers="
+                             f"{cfg.attention_layers!r} has none; choose such layers or set {field}={default!r}")
+    if not any(row.softmax for row in rows):
+        for field, (is_set, off) in SOFTMAX_ONLY.items():
+            if is_set(cfg):
+                raise ValueError(f"{field}={getattr(cfg, field)!r} is a setting of softmax layers, but "
+                                 f"attention_layers={cfg.attention_layers!r} has none; set {field}={off}, or "
+                                 "give the model softmax layers (attention_layers='3:1')")
+
+
+def _check_state(cfg) -> None:
+    """What every kind that keeps a state needs from the rest of the config."""
+    plan = cfg.layer_plan()
+    linear = _layers_of(plan, lambda row: row.keeps_state)
+    if not cfg.row("arch").next_token:
+        raise ValueError(f"{linear} keep a state that every token writes into, in order, and later tokens read: it "
+                         f"can only see the past, so it cannot give an {cfg.arch!r} bidirectional attention; set "
+                         "arch='decoder' or attention_layers='softmax'")
+    if cfg.row("attention_pattern").sparse:
+        raise ValueError(f"attention_pattern={cfg.attention_pattern!r} hides some keys from each query, but "
+                         f"{linear} read every past token through their state and cannot leave one out; set "
+                         "attention_pattern='dense' or attention_layers='softmax'")
+    if cfg.linear_chunk_size < 1:
+        raise ValueError(f"linear_chunk_size={cfg.linear_chunk_size} must be at least 1: the chunked form cuts "
+                         "the text into chunks of that many tokens (64 is usual)")
+    for field in ("linear_key_heads", "linear_value_heads", "linear_key_head_dim", "linear_value_head_dim"):
+        if getattr(cfg, field) is not None and getattr(cfg, field) < 1:
+            raise ValueError(f"{field}={getattr(cfg, field)} must be at least 1, or None for the default")
+    if cfg.state_heads % cfg.state_key_heads:
+        raise ValueError(f"linear_value_heads={cfg.state_heads} is not divisible by linear_key_heads="
+                         f"{cfg.state_key_heads}: each q and k head serves the same number of value heads "
+                         f"(Qwen3-Next: 32 and 16); pick linear_key_heads among {divisors(cfg.state_heads)}")
+
+
+def _check_delta(cfg) -> None:
+    _check_state(cfg)
+    if not 0 < cfg.delta_beta_max <= 2:
+        raise ValueError(f"delta_beta_max={cfg.delta_beta_max} must be above 0 and at most 2: the state's step "
+                         f"I - β k kᵀ has the eigenvalue 1 - β along k, which leaves [-1, 1] past β = 2 and "
+                         "makes the state grow without bound (1: DeltaNet, Qwen3-Next; 2: OLMo hybrid)")
+
+
+def _check_conv(cfg) -> None:
+    _check_delta(cfg)
+    if cfg.linear_conv_size < 1:
+        raise ValueError(f"linear_conv_size={cfg.linear_conv_size} must be at least 1: the short convolution "
+                         "reads that many tokens, the current one included (Qwen3-Next: 4)")
+
+
+SQRT_D = r"\tfrac{1}{\sqrt{d}}"
+IMPLIED = "implied weights: the output is exactly these times V; not a softmax, a row need not sum to 1"
 
 ATTENTION = Axis("Attention kind", {
     "softmax": AttentionChoice("softmax attention", "each query weighs every key it may see by softmax(q·k)",
                                "Any token reads any other exactly, at a cost and a cache that grow with the text.",
-                               "2017, every model to 2024", keeps_state=False, softmax=True),
+                               "2017, every model to 2024", keeps_state=False, softmax=True,
+                               hf_layer_type="full_attention"),
+    "linear": AttentionChoice(
+        "linear attention", "attention without the softmax: φ(q)·φ(k) weighs each value, so the past adds up into "
+        "one d×d state that every token writes φ(k) vᵀ into and reads with φ(q)",
+        "A fixed-size state instead of a growing cache: the cost per token stays flat however long the text.",
+        "Transformers are RNNs (Katharopoulos et al. 2020)", keeps_state=True, softmax=False,
+        hf_layer_type="linear_attention", feature_map=True, check=_check_state,
+        ops={"hook_state": "S_t = S_{t-1} + phi(k_t) v_t^T", "hook_z": "phi(q_t)^T S_t / sqrt(d_head): the read",
+             "hook_pattern": "phi(q_i) . phi(k_j) / sqrt(d_head) for j <= i: " + IMPLIED},
+        formulas={"hook_state": r"S_t = S_{t-1} + \phi(k_t)\, v_t^\top",
+                  "hook_z": r"z_t = " + SQRT_D + r"\,\phi(q_t)^\top S_t",
+                  "hook_pattern": r"W_{ij} = " + SQRT_D + r"\,\phi(q_i) \cdot \phi(k_j) \quad (j \le i)",
+                  "hook_read_norm": r"\mathrm{RMSNorm}(z_t)"}),
+    "decayed-linear": AttentionChoice(
+        "decayed linear attention", "linear attention whose state shrinks by a fixed γ of its head before each "
+        "write, so older tokens fade: a key j steps back weighs γʲ",
+        "Recent tokens count most, and the state no longer piles up without bound.",
+        "RetNet (2023), lightning attention (MiniMax-01)", keeps_state=True, softmax=False,
+        hf_layer_type="linear_attention", fixed_decay=True, check=_check_state,
+        ops={"hook_decay": "gamma_h = 1 - 2^(-5 - h), the same for every token",
+             "hook_state": "S_t = gamma S_{t-1} + k_t v_t^T", "hook_z": "q_t^T S_t / sqrt(d_head): the read",
+             "hook_pattern": "gamma^(i-j) q_i . k_j / sqrt(d_head) for j <= i: " + IMPLIED},
+        formulas={"hook_decay": r"\gamma_h = 1 - 2^{-5-h}",
+                  "hook_state": r"S_t = \gamma\, S_{t-1} + k_t v_t^\top",
+                  "hook_z": r"z_t = " + SQRT_D + r"\, q_t^\top S_t",
+                  "hook_pattern": r"W_{ij} = " + SQRT_D + r"\,\gamma^{\,i-j}\, q_i \cdot k_j \quad (j \le i)",
+                  "hook_read_norm": r"\mathrm{RMSNorm}(z_t)"}),
+    "deltanet": AttentionChoice(
+        "DeltaNet", "the delta rule: each token first reads what the state says for its key, then writes only the "
+        "correction β(v - Sᵀk), so a new value replaces the old one stored under a similar key",
+        "Plain linear attention only adds, so similar keys blur together; correcting instead of adding makes the "
+        "state a memory that overwrites.", "DeltaNet (Schlag et al. 2021; Yang et al. 2024)",
+        keeps_state=True, softmax=False, hf_layer_type="linear_attention", delta_rule=True, check=_check_delta,
+        ops={"hook_phi_q": "q / ||q||_2", "hook_phi_k": "k / ||k||_2",
+             "hook_state": "S_t = S_{t-1} + k_t beta_t (v_t - S_{t-1}^T k_t)^T", "hook_z": "q_t^T S_t / sqrt(d_head): the read",
+             "hook_pattern": "the chunked form's matrices over the whole text: " + IMPLIED},
+        formulas={"hook_phi_q": r"\bar q_t = q_t / \lVert q_t \rVert_2",
+                  "hook_phi_k": r"\bar k_t = k_t / \lVert k_t \rVert_2",
+                  "hook_predicted": r"\hat v_t = S_{t-1}^\top \bar k_t",
+                  "hook_state": r"S_t = S_{t-1} + \bar k_t\, \beta_t \left(v_t - S_{t-1}^\top \bar k_t\right)^\top",
+                  "hook_z": r"z_t = " + SQRT_D + r"\, \bar q_t^\top S_t",
+                  "hook_pattern": r"W = " + SQRT_D + r"\left(\bar Q \bar K^\top \odot L\right)\left(I + "
+                                  r"\mathrm{tril}_{-1}(\mathrm{diag}(\beta)\, \bar K \bar K^\top)\right)^{-1}"
+                                  r"\mathrm{diag}(\beta)",
+                  "hook_read_norm": r"\mathrm{RMSNorm}(z_t)"}),
+    "gated-deltanet": AttentionChoice(
+        "Gated DeltaNet", "the delta rule with a decay α_t and a write strength β_t that each token sets; q, k and "
+        "v pass a short causal convolution first, and the read a gated RMSNorm after",
+        "The decay clears the state when the context changes, the delta rule overwrites single associations: "
+        "three of these layers to one softmax layer keep most of the quality at a fraction of the cache.",
+        "Gated DeltaNet (2024), Qwen3-Next, Qwen3.5, OLMo hybrid", keeps_state=True, softmax=False,
+        hf_layer_type="linear_attention", gated_decay=True, delta_rule=True, short_conv=True, output_gate=True,
+        check=_check_conv,
+        ops={"hook_q": "SiLU(causal conv(x W_q)), split into heads",
+             "hook_k": "SiLU(causal conv(x W_k)), split into heads",
+             "hook_v": "SiLU(causal conv(x W_v)), split into heads",
+             "hook_phi_q": "q / ||q||_2", "hook_phi_k": "k / ||k||_2",
+             "hook_decay": "exp(-exp(A_log) * softplus(x W_a + dt_bias))",
+             "hook_predicted": "(alpha_t S_{t-1})^T k_t",
+             "hook_state": "S_t = alpha_t S_{t-1} + k_t beta_t (v_t - alpha_t S_{t-1}^T k_t)^T",
+             "hook_z": "q_t^T S_t / sqrt(d_head): the read",
+             "hook_pattern": "the chunked form's matrices over the whole text: " + IMPLIED,
+             "hook_read_norm": "RMSNorm(z) * SiLU(x W_z)"},
+        formulas={"hook_q": r"q_t = \mathrm{SiLU}\!\left(\textstyle\sum_{i<K} w_i \odot (x W_Q)_{t-i}\right)",
+                  "hook_k": r"k_t = \mathrm{SiLU}\!\left(\textstyle\sum_{i<K} w_i \odot (x W_K)_{t-i}\right)",
+                  "hook_v": r"v_t = \mathrm{SiLU}\!\left(\textstyle\sum_{i<K} w_i \odot (x W_V)_{t-i}\right)",
+                  "hook_phi_q": r"\bar q_t = q_t / \lVert q_t \rVert_2",
+                  "hook_phi_k": r"\bar k_t = k_t / \lVert k_t \rVert_2",
+                  "hook_decay": r"\alpha_t = \exp\!\left(-e^{A}\, \mathrm{softplus}(x_t W_a + b_{dt})\right)",
+                  "hook_predicted": r"\hat v_t = (\alpha_t S_{t-1})^\top \bar k_t",
+                  "hook_state": r"S_t = \alpha_t S_{t-1} + \bar k_t\, \beta_t \left(v_t - \alpha_t S_{t-1}^\top "
+                                r"\bar k_t\right)^\top",
+                  "hook_z": r"z_t = " + SQRT_D + r"\, \bar q_t^\top S_t",
+                  "hook_pattern": r"W = " + SQRT_D + r"\left(\bar Q \bar K^\top \odot D\right)\left(I + "
+                                  r"\mathrm{tril}_{-1}(\mathrm{diag}(\beta)\, \bar K \bar K^\top \odot D)\right)^{-1}"
+                                  r"\mathrm{diag}(\beta),\ D_{ij} = \textstyle\prod_{j<s\le i} \alpha_s",
+                  "hook_read_norm": r"\mathrm{RMSNorm}(z_t) \odot \mathrm{SiLU}(x_t W_z)"}),
 }, problem="Softmax attention keeps every past key and value; a state that every token writes into keeps a fixed size "
            "instead.")  # a layer plan's row holds it (``TransformerConfig.layer_plan``)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FeatureMapChoice(Choice):
+    positive: bool  # φ(x) > 0 everywhere: every implied weight of linear attention is positive
+
+
+# The feature map of "linear" layers (``linear_feature_map``); transformer/linear_attention.py keeps one function per row.
+FEATURE_MAP = Axis("Feature map", {
+    "elu+1": FeatureMapChoice("elu + 1", "φ(x) = elu(x) + 1: x + 1 above 0, eˣ below",
+                              "Keeps every weight φ(q)·φ(k) positive, as softmax's are.",
+                              "Transformers are RNNs (2020)", positive=True,
+                              ops={"hook_phi_q": "elu(q) + 1", "hook_phi_k": "elu(k) + 1"}),
+    "identity": FeatureMapChoice("identity", "φ(x) = x: q·k itself, unnormalised",
+                                 "The plainest linear attention: weights may be negative.", positive=False,
+                                 ops={"hook_phi_q": "q (identity)", "hook_phi_k": "k (identity)"}),
+}, problem="Linear attention replaces exp(q·k) by φ(q)·φ(k); the feature map φ decides what the weights can be.")
 
 
 def _check_not_latent(cfg) -> None:
