@@ -8,7 +8,8 @@ from ui.compute.weights import WeightsSource
 from ui.app.state import WEIGHTS_KEY, close_weights, use_weights
 
 start_page("Your Hugging Face model", """
-Already have a GPT-2, LLaMA, Mistral, Mixtral, BLOOM, Falcon or BERT model on this computer?
+Already have a GPT-2, LLaMA, Mistral, Mixtral, BLOOM, Falcon, BERT, Qwen2, Qwen3, Gemma 2, Gemma 3, Phi-3,
+OLMo 2, OLMo 3, GPT-NeoX, DeepSeek-V2/V3, gpt-oss or SmolLM3 model on this computer?
 Open it here: the library reads its config into the five axes, copies its weights, and runs
 **its own** forward pass — which matches the original to 1e-4 (see docs/interop.md). Every page then
 shows that model. Nothing is downloaded: a directory written by `save_pretrained`, or a model id

@@ -1,7 +1,7 @@
 """Small random-init Hugging Face causal LMs, one function per family variant, for interop tests.
 
 Each factory returns a fresh float32 model in eval() mode with eager attention (so ``output_attentions=True``
-works), built from a fixed seed in well under a second: vocab 100, hidden 64, 2-6 layers, windows of 4-6 so
+works), built from a fixed seed in well under a second: vocab 100, hidden 64, 2-8 layers, windows of 4-6 so
 that local layers differ from global ones at sequence lengths 12-16. Every norm weight and bias, every linear
 bias, and every attention-sink, router-bias and DeepSeek score-correction-bias tensor is moved away from its
 initial value, so a term that a port drops or misplaces changes the numbers. MoE experts use the "eager"
@@ -301,9 +301,55 @@ def gpt_oss_mqa():
         big={"sinks": 1.0})
 
 
+# --- SmolLM3: LLaMA with NoPE layers (no_rope_layers: 1 = RoPE, 0 = none) ----------------------------------
+
+def smollm3_every_4():
+    # default no_rope_layer_interval 4 -> layers 3 and 7 without RoPE; GQA 4/2, theta 5e6, tied head
+    return _build(tf.SmolLM3ForCausalLM, tf.SmolLM3Config(
+        hidden_size=64, intermediate_size=96, num_hidden_layers=8, num_attention_heads=4, num_key_value_heads=2,
+        rope_parameters={"rope_type": "default", "rope_theta": 5000000.0},
+        max_position_embeddings=64, initializer_range=0.2, **COMMON))
+
+
+def smollm3_list_sliding_yarn():
+    # NoPE on layers 1 and 4 (no interval says it); use_sliding_window puts a window of 4 on those two; head_dim
+    # 32; attention biases (no MLP bias); YaRN, whose attention factor scales RoPE's tables, so NoPE layers skip it
+    return _build(tf.SmolLM3ForCausalLM, tf.SmolLM3Config(
+        hidden_size=64, intermediate_size=96, num_hidden_layers=6, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=32, no_rope_layers=[1, 0, 1, 1, 0, 1], use_sliding_window=True, sliding_window=4,
+        attention_bias=True, tie_word_embeddings=False,
+        rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                         "original_max_position_embeddings": 16},
+        max_position_embeddings=64, initializer_range=0.2, **COMMON))
+
+
+# --- OLMo 3: OLMo 2's block with sliding layers and a RoPE per layer type ----------------------------------
+
+def olmo3_pattern():
+    # default layer_types: three sliding layers (window 4), then one full; one RoPE (theta 5e5) for both types
+    return _build(tf.Olmo3ForCausalLM, tf.Olmo3Config(
+        hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4, sliding_window=4,
+        max_position_embeddings=64, initializer_range=0.2, **COMMON))
+
+
+def olmo3_yarn_full_layers():
+    # explicit layer_types, window 5, GQA 4/2, attention biases; YaRN on the full layers only, the sliding
+    # layers a plain RoPE at a base of their own
+    return _build(tf.Olmo3ForCausalLM, tf.Olmo3Config(
+        hidden_size=64, intermediate_size=96, num_hidden_layers=5, num_attention_heads=4, num_key_value_heads=2,
+        sliding_window=5, attention_bias=True,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention", "sliding_attention",
+                     "full_attention"],
+        rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                         "full_attention": {"rope_type": "yarn", "rope_theta": 500000.0, "factor": 4.0,
+                                            "original_max_position_embeddings": 16, "attention_factor": 1.2}},
+        max_position_embeddings=64, initializer_range=0.2, **COMMON))
+
+
 FACTORIES = {fn.__name__: fn for fn in (
     qwen2_small, qwen2_gqa, qwen3_small, qwen3_gqa, gemma2_small, gemma2_mha, gemma3_pattern, gemma3_linear_global,
     phi3_small, phi3_partial, olmo2_small, olmo2_gqa, llama31_llama3_rope, llama_linear_rope, llama_dynamic_rope,
     llama_yarn_rope, llama_yarn_mscale_rope, gpt_neox_partial, gpt_neox_sequential, falcon_new_arch,
     falcon_new_arch_one_ln, deepseek_v3_q_lora, deepseek_v3_no_q_lora, deepseek_v2_greedy,
-    deepseek_v2_group_limited, gpt_oss_small, gpt_oss_mqa)}
+    deepseek_v2_group_limited, gpt_oss_small, gpt_oss_mqa, smollm3_every_4, smollm3_list_sliding_yarn, olmo3_pattern,
+    olmo3_yarn_full_layers)}

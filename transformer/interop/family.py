@@ -80,6 +80,25 @@ def rope_fields(hf_class: str, c, params: dict | None = None, partial: bool = Fa
     return fields
 
 
+def rope_by_layer_type(hf_class: str, c) -> dict:
+    """RoPE's fields where rope_parameters may hold one dict per layer type (Gemma 3, OLMo 3).
+
+    Both types alike: one RoPE for every layer. Otherwise the sliding layers must turn by a plain RoPE with a
+    base of their own (rope_local_theta), and the full layers' dict gives the rest, any scaling included.
+    """
+    params = getattr(c, "rope_parameters", None) or {}
+    if "full_attention" not in params:
+        return rope_fields(hf_class, c)
+    full = rope_fields(hf_class, c, params["full_attention"])
+    local = params.get("sliding_attention")
+    if local is None or rope_fields(hf_class, c, local) == full:
+        return full
+    if local.get("rope_type", "default") != "default":
+        raise unsupported(hf_class, f"a scaled RoPE on the sliding layers ({local['rope_type']!r})",
+                          "local layers turn by a plain RoPE with their own base (rope_local_theta)")
+    return full | dict(rope_local_theta=float(local["rope_theta"]))
+
+
 def layer_pattern(layer_types, sliding_window) -> dict:
     """layer_pattern and sliding_window from HF's layer_types ("sliding_attention" / "full_attention" per layer)."""
     from ..layer_plan import parse_layer_pattern

@@ -1,5 +1,5 @@
-"""The Hugging Face families of 2024-2026: Qwen2, Qwen3, Gemma 2, Gemma 3, Phi-3, OLMo 2, GPT-NeoX,
-DeepSeek-V2/V3 and gpt-oss. (LLaMA 3.1's RoPE and Falcon's new decoder architecture live with their
+"""The Hugging Face families of 2024-2026: Qwen2, Qwen3, Gemma 2, Gemma 3, Phi-3, OLMo 2, OLMo 3, GPT-NeoX,
+DeepSeek-V2/V3, gpt-oss and SmolLM3. (LLaMA 3.1's RoPE and Falcon's new decoder architecture live with their
 older relatives in huggingface.py.)
 
 Each is one ``Family`` row: which choice it makes on each axis, and how its weights are renamed to ours.
@@ -12,7 +12,9 @@ from torch import nn
 
 from ..axes import AXES
 from ..config import TransformerConfig
-from .family import Family, activation, head_dim, layer_pattern, rope_fields, unsupported, yarn_mscale
+from ..layer_plan import parse_nope_layers
+from .family import (Family, activation, head_dim, layer_pattern, rope_by_layer_type, rope_fields, unsupported,
+                     yarn_mscale)
 from .weights import Weights, from_linear, linear, norm_weights
 
 # --- shared pieces ---------------------------------------------------------------------
@@ -52,7 +54,7 @@ def _silu(hf_class: str, act: str) -> None:
         raise unsupported(hf_class, f"hidden_act={act!r}", "SwiGLU's gate is SiLU")
 
 
-# --- Qwen2, Qwen3, OLMo 2: LLaMA's skeleton with one or two switches ------------------------------
+# --- Qwen2, Qwen3, OLMo 2 and 3: LLaMA's skeleton with one or two switches ------------------------------
 
 
 def _qwen_config(c, hf_class: str, has_head: bool) -> dict:
@@ -85,14 +87,16 @@ def _qwen_weights(model, cfg: TransformerConfig) -> Weights:
     return _llama_like_weights(model, cfg, _PRE_NORMS)
 
 
-def _olmo2_config(c, hf_class: str, has_head: bool) -> dict:
+def _olmo_config(c, hf_class: str, has_head: bool) -> dict:
+    """OLMo 2, and OLMo 3: the same block, with sliding layers (layer_types) and a RoPE per layer type."""
     _silu(hf_class, c.hidden_act)
     bias = bool(getattr(c, "attention_bias", False))
-    return _decoder(c, d_ff=c.intermediate_size, **rope_fields(hf_class, c), norm="rmsnorm", norm_position="after",
-                    qk_norm="full", ffn="swiglu", norm_eps=c.rms_norm_eps, bias=bias)
+    return _decoder(c, d_ff=c.intermediate_size, **rope_by_layer_type(hf_class, c), norm="rmsnorm",
+                    norm_position="after", qk_norm="full", ffn="swiglu", norm_eps=c.rms_norm_eps, bias=bias,
+                    **_windows(c))
 
 
-def _olmo2_weights(model, cfg: TransformerConfig) -> Weights:
+def _olmo_weights(model, cfg: TransformerConfig) -> Weights:
     # OLMo 2's norms sit on each sublayer's output: ours are ln1_post and ln2_post
     return _llama_like_weights(model, cfg, {"post_attention_layernorm": "ln1_post",
                                             "post_feedforward_layernorm": "ln2_post"})
@@ -106,17 +110,8 @@ def _gemma_config(c, hf_class: str, has_head: bool) -> dict:
     if not AXES["ffn"].row(ffn).gelu:
         raise unsupported(hf_class, f"hidden_activation={c.hidden_activation!r}", "Gemma's gate is a GELU")
     gemma3 = "Gemma3" in hf_class
-    params = getattr(c, "rope_parameters", None) or {}
-    if gemma3 and "full_attention" in params:  # one RoPE per layer type: local layers keep a plain base
-        local = params.get("sliding_attention", {})
-        if local.get("rope_type", "default") != "default":
-            raise unsupported(hf_class, f"a scaled RoPE on the sliding layers ({local['rope_type']!r})",
-                              "local layers use a plain RoPE with their own base (rope_local_theta)")
-        rope = rope_fields(hf_class, c, params["full_attention"]) | dict(rope_local_theta=float(local["rope_theta"]))
-    else:
-        rope = rope_fields(hf_class, c)
-    return _decoder(c, d_ff=c.intermediate_size, head_dim=head_dim(c), **rope, norm="rmsnorm",
-                    norm_position="sandwich", norm_plus_one=True, scale_embeddings=True, ffn="geglu",
+    return _decoder(c, d_ff=c.intermediate_size, head_dim=head_dim(c), **rope_by_layer_type(hf_class, c),
+                    norm="rmsnorm", norm_position="sandwich", norm_plus_one=True, scale_embeddings=True, ffn="geglu",
                     gelu_approximate=approximate, norm_eps=c.rms_norm_eps, bias=bool(c.attention_bias),
                     score_scale=float(c.query_pre_attn_scalar) ** -0.5, qk_norm="head" if gemma3 else "none",
                     # Gemma 3 stores attn_logit_softcapping but never applies it
@@ -305,6 +300,34 @@ def _gpt_oss_weights(model, cfg: TransformerConfig) -> Weights:
     return w
 
 
+# --- SmolLM3: LLaMA with layers that leave RoPE out ---------------------------------------------------------
+
+
+def _nope_layers(nope: list[int], n_layers: int) -> str:
+    """Our nope_layers for these layer indices: "every N" when they are exactly every N-th layer, else a list."""
+    if not nope:
+        return "none"
+    for step in range(2, n_layers + 1):
+        if parse_nope_layers(f"every {step}", n_layers) == frozenset(nope):
+            return f"every {step}"
+    return ", ".join(map(str, nope))
+
+
+def _smollm3_config(c, hf_class: str, has_head: bool) -> dict:
+    _silu(hf_class, c.hidden_act)
+    n = c.num_hidden_layers
+    nope = [i for i in range(n) if not c.no_rope_layers[i]]  # HF: 1 = the layer turns by RoPE, 0 = NoPE
+    # HF builds the RoPE tables even when no layer reads them; a model without a turning layer has no positions
+    positions = (dict(position="none") if len(nope) == n
+                 else dict(**rope_fields(hf_class, c), nope_layers=_nope_layers(nope, n)))
+    # HF's eager and SDPA attention take the window from the mask, which layer_types and sliding_window make
+    # (use_sliding_window only chose the default layer_types: sliding on the NoPE layers)
+    return _decoder(c, d_ff=c.intermediate_size, head_dim=head_dim(c), norm="rmsnorm", norm_position="pre",
+                    ffn="swiglu", norm_eps=c.rms_norm_eps, **_windows(c),
+                    # one switch covers both; a zero bias stands in where only one of them has one
+                    bias=bool(c.attention_bias or c.mlp_bias)) | positions
+
+
 MODERN_FAMILIES = {
     "qwen2": Family("Qwen2", _qwen_config, _qwen_weights, (
         "q, k and v carry a bias, o none (qkv_bias=True, bias=False)",
@@ -324,9 +347,14 @@ MODERN_FAMILIES = {
     "phi3": Family("Phi-3", _phi3_config, _phi3_weights, (
         "qkv_proj holds all of q, then all of k, then all of v; gate_up_proj the gate, then up",
         "partial_rotary_factor rotates the first rope_dim dimensions of each head")),
-    "olmo2": Family("OLMo 2", _olmo2_config, _olmo2_weights, (
+    "olmo2": Family("OLMo 2", _olmo_config, _olmo_weights, (
         "norms after each sublayer, before the residual add (norm_position='after'); no norm before",
         "QK-norm over the whole q and k projections (qk_norm='full'), before RoPE")),
+    "olmo3": Family("OLMo 3", _olmo_config, _olmo_weights, (
+        "as OLMo 2: norms after each sublayer, QK-norm over the whole q and k projections",
+        "layer_types: three sliding-window layers, then one full layer (layer_pattern '3:1'), or any list",
+        "one RoPE per layer type: alike, one RoPE for all; else the sliding layers turn by a plain RoPE at their "
+        "own base (rope_local_theta) and any scaling (YaRN) acts on the full layers only")),
     "gpt_neox": Family("GPT-NeoX", _neox_config, _neox_weights, (
         "query_key_value runs head by head ([q, k, v] per head) and is split per head",
         "rotary_pct: only the first rope_dim dimensions of each head turn",
@@ -347,6 +375,10 @@ MODERN_FAMILIES = {
         "and up interleaved in columns, plus biases: split and transposed", "router with a bias; top-k, then softmax "
         "over the k (the same as renormalising the chosen softmax probabilities)",
         "clamped SwiGLU: (up + 1) * gate * sigmoid(1.702 gate), both clamped at swiglu_limit")),
+    "smollm3": Family("SmolLM3", _smollm3_config, _qwen_weights, (
+        "as LLaMA, with layers that leave RoPE out: no_rope_layers (1 = RoPE, 0 = NoPE) becomes nope_layers, "
+        "'every N' (every no_rope_layer_interval-th layer by default) or a list of layers",
+        "layer_types and sliding_window give the sliding layers (the NoPE ones when use_sliding_window is on)")),
 }
 
 MODERN_CLASSES = {
@@ -360,9 +392,12 @@ MODERN_CLASSES = {
     "DeepseekV3ForCausalLM": ("deepseek_v3", True), "DeepseekV3Model": ("deepseek_v3", False),
     "DeepseekV2ForCausalLM": ("deepseek_v2", True), "DeepseekV2Model": ("deepseek_v2", False),
     "GptOssForCausalLM": ("gpt_oss", True), "GptOssModel": ("gpt_oss", False),
+    "Olmo3ForCausalLM": ("olmo3", True), "Olmo3Model": ("olmo3", False),
+    "SmolLM3ForCausalLM": ("smollm3", True), "SmolLM3Model": ("smollm3", False),
 }
 
 DEFAULT_MODERN_CLASS = {"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "gemma2": "Gemma2ForCausalLM",
                         "gemma3_text": "Gemma3ForCausalLM", "phi3": "Phi3ForCausalLM", "olmo2": "Olmo2ForCausalLM",
                         "gpt_neox": "GPTNeoXForCausalLM", "deepseek_v3": "DeepseekV3ForCausalLM",
-                        "deepseek_v2": "DeepseekV2ForCausalLM", "gpt_oss": "GptOssForCausalLM"}
+                        "deepseek_v2": "DeepseekV2ForCausalLM", "gpt_oss": "GptOssForCausalLM",
+                        "olmo3": "Olmo3ForCausalLM", "smollm3": "SmolLM3ForCausalLM"}

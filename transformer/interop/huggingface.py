@@ -13,6 +13,7 @@ from torch import nn
 
 from .. import axes
 from ..config import TransformerConfig
+from ..layer_plan import parse_nope_layers
 from ..model import Transformer
 from .family import Family, activation as _activation, head_dim, rope_fields, unsupported as _unsupported
 from .hf_modern import DEFAULT_MODERN_CLASS, MODERN_CLASSES, MODERN_FAMILIES
@@ -339,7 +340,8 @@ def describe_hf(model_or_path) -> HFMapping:
 
 
 def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, str]:
-    """Each axis's choice in words, e.g. {"KV heads": "GQA: 8 query heads share 2 kv heads", ...}.
+    """Each axis's choice in words, e.g. {"KV heads": "GQA: 8 query heads share 2 kv heads", ...}, and, where
+    layers differ, the layer plan ("layers").
 
     The names come from ``transformer.axes``; this adds the sizes.
     """
@@ -374,6 +376,9 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
             position += f", {cfg.d_rope} of {cfg.d_head} dimensions turn"
         if cfg.row("rope_scaling").rescales:
             position += f", {axes.label('rope_scaling', cfg.rope_scaling)} scaling x{cfg.rope_factor:g}"
+        nope = sorted(parse_nope_layers(cfg.nope_layers, cfg.n_layers))
+        if nope:
+            position += f"; {_layers(nope)}: no positions (NoPE)"
     placement, kind = axes.label("norm_position", cfg.norm_position), axes.label("norm", cfg.norm)
     norm = (f"{placement}-{kind}" if not cfg.row("norm_position").after else f"{kind}, {placement}") + \
         f", eps = {cfg.norm_eps:g}"
@@ -400,8 +405,40 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
         head = ("masked-LM transform, " if cfg.head_transform else "") + ("tied to the embedding" if cfg.tie_embeddings else "its own matrix")
         if cfg.logit_softcap is not None:
             head += f", logits soft-capped at {cfg.logit_softcap:g}"
-    return {"KV heads": kv, "mask": mask, "position": position, "norm": norm, "FFN": ffn, "scores": scores,
-            "block": axes.label("block", "parallel" if cfg.parallel_block else "sequential"), "head": head}
+    described = {"KV heads": kv, "mask": mask, "position": position, "norm": norm, "FFN": ffn, "scores": scores,
+                 "block": axes.label("block", "parallel" if cfg.parallel_block else "sequential"), "head": head}
+    return described | describe_plan(cfg)
+
+
+def describe_plan(cfg: TransformerConfig) -> dict[str, str]:
+    """{"layers": ...}: which layers do what, in Hugging Face's layer_types words, where layers differ, e.g.
+    "layers 0-2: sliding_attention of 4 keys, RoPE theta 10000; layer 3: full_attention, no positions (NoPE)"."""
+    nope = parse_nope_layers(cfg.nope_layers, cfg.n_layers)
+    groups: dict[str, list[int]] = {}
+    for spec in cfg.layer_plan():
+        text = spec.hf_layer_type + (f" of {spec.window} keys" if spec.window is not None else "")
+        if spec.index in nope:
+            text += ", no positions (NoPE)"
+        elif spec.rotates:
+            text += f", RoPE theta {spec.rope_theta:g}"
+            if axes.row("rope_scaling", spec.rope_scaling).rescales:
+                text += f", {axes.label('rope_scaling', spec.rope_scaling)} x{cfg.rope_factor:g}"
+        groups.setdefault(text, []).append(spec.index)
+    if len(groups) == 1:
+        return {}
+    return {"layers": "; ".join(f"{_layers(indices)}: {text}" for text, indices in groups.items())}
+
+
+def _layers(indices: list[int]) -> str:
+    """ "layer 3", "layers 3, 7" or "layers 0-2, 4-6": runs of three or more written as a span."""
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    parts = [f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)) for run in runs]
+    return ("layer " if len(indices) == 1 else "layers ") + ", ".join(parts)
 
 
 # --- loading from disk or the local cache -----------------------------------------------
