@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from .costs import forward_flops_per_token
+from .costs.flops import forward_flops_per_token
 from .ffn import MoE
 from .hooks import Intervention, hook_name
 from .model import Transformer

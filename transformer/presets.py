@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 
 from .config import TransformerConfig
-from .costs import multiplied_params, param_counts
+from .costs.params import multiplied_params, param_counts
 
 # how a publisher counted "active parameters": every parameter one token uses, the embedding table included
 # (Mixtral, DeepSeek-V3, Qwen3), or only those it multiplies by, the embedding lookup left out (gpt-oss)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import TransformerConfig
-from .costs import training_flops
+from .costs.flops import training_flops
 
 # Hoffmann et al. 2022, equation 10
 CHINCHILLA = dict(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)

@@ -17,7 +17,8 @@ from pathlib import Path
 import torch
 
 from . import language
-from ..costs import BACKWARD_PER_FORWARD, forward_flops, param_counts
+from ..costs.flops import BACKWARD_PER_FORWARD, forward_flops
+from ..costs.params import param_counts
 from ..scaling import SWEEP_BASE, SWEEP_PATH, SWEEP_WIDTHS, sweep_config
 from .tasks import Language
 from .train import train

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ...costs import kv_cache_bytes_per_token, param_counts
+from ...costs.cache import kv_cache_bytes_per_token
+from ...costs.params import param_counts
 from .comparisons import COMPARISONS, Entry, entry_config
 from .run import Recipe
 from .statistics import STALL_MARGIN, entry_stats

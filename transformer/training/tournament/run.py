@@ -15,7 +15,7 @@ from typing import Callable
 import torch
 
 from ...config import TransformerConfig
-from ...costs import param_counts
+from ...costs.params import param_counts
 from ...model import Transformer
 from .. import language
 

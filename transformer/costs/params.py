@@ -1,32 +1,15 @@
-"""What a model costs, from its dimensions alone (no model is built): parameters term by term, FLOPs,
-and the memory of training and of generation.
+"""Parameters term by term, from a model's dimensions alone (no model is built).
 
     param_terms(cfg) -> [ParamTerm]          every weight matrix, bias and norm, with its formula
     param_counts(cfg) -> {"total", "active", "embedding", "attention", "ffn", "norms", "head"}
     multiplied_params(cfg)                    the active parameters a token multiplies by (no embedding lookup)
-    kv_cache_bytes_per_token(cfg, bytes_per_value=2, context=None)   growth per token, or the average at a context
-    kv_cache_bytes(cfg, context, bytes_per_value=2)   a cache of `context` tokens: global and local layers, tensors
-    forward_flops_per_token(cfg, context)     one token attending to `context` keys (each layer its own keys)
-    keys_seen_by_layer(cfg, context)          the keys the last token sees in each layer
-    training_flops_per_token(cfg, context)    forward + backward: 3x the forward
-    training_flops(n_params, n_tokens)        6 N D, the budget of a whole training run
-    forward_flops(cfg, batch, seq)            one whole forward pass, as torch's FLOP counter counts it
     matmul_weights_per_token(cfg)             the weights in the matrix products one token goes through
-    memory_bytes(cfg, context, batch)         weights, gradients, optimiser state, activations, KV cache
-    full_attention_bytes(B, H, T, dtype_bytes, T_kv=None)   the five lines' T x T scores and weights
-    tiled_attention_bytes(B, H, T, block_q, block_k, d_head, acc_bytes=4)   flash attention's running state
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
-
-from . import masks
-from .config import TransformerConfig
-from .hooks import attention_stacks
-
-# --- parameters, term by term ------------------------------------------------------
+from ..config import TransformerConfig
 
 # the letters the formulas are written in
 SYMBOLS = {"V": "vocabulary size", "D": "d_model", "L": "layers", "H": "query heads", "G": "kv heads",
@@ -326,210 +309,8 @@ def multiplied_params(cfg: TransformerConfig) -> int:
     return sum(t.active for t in terms if t.part != "embedding") + tied_head
 
 
-# --- KV cache ---------------------------------------------------------------------
-
-
-def _cache_width(cfg: TransformerConfig) -> dict[str, int]:
-    """Numbers one layer caches per token, by tensor: K (G·d_h) and V (G·d_v); MLA its latent and one rope key."""
-    if cfg.row("kv_heads").latent:
-        return {"latent": cfg.kv_rank, "rope keys": cfg.d_rope}
-    return {"keys": cfg.n_kv_heads * cfg.d_head, "values": cfg.n_kv_heads * cfg.d_v}
-
-
-def kv_cache_bytes(cfg: TransformerConfig, context: int, bytes_per_value: int = 2) -> dict:
-    """Bytes the KV cache of one sequence of `context` tokens holds, and where they sit.
-
-    A global layer holds every token; a local layer (window W, ``cfg.layer_windows()``) needs only the last
-    W, so it holds min(context, W) -- what a serving stack that drops older keys keeps. (This library's own
-    ``KVCache`` keeps every token in every layer, and so matches this only for global layers.) Per layer and
-    token: K and V, G·d_h + G·d_v numbers; MLA caches its latent and one rotated key shared by the heads,
-    r_kv + d_r numbers. Self-attention only: an encoder-decoder's cross-attention keys are computed once
-    from the source.
-
-    Returns {"total", "global layers", "local layers", and by tensor "keys" and "values" (or MLA's "latent"
-    and "rope keys"): bytes; "per layer": a tuple of each layer's bytes}.
-    """
-    if context < 1:
-        raise ValueError(f"context={context} must be at least 1 token")
-    width = _cache_width(cfg)
-    per_token = sum(width.values()) * bytes_per_value
-    held = [context if w is None else min(context, w) for w in cfg.layer_windows()]  # tokens each layer holds
-    windows = cfg.layer_windows()
-    per_layer = tuple(n * per_token for n in held)
-    return {"total": sum(per_layer),
-            "global layers": sum(b for b, w in zip(per_layer, windows) if w is None),
-            "local layers": sum(b for b, w in zip(per_layer, windows) if w is not None),
-            **{tensor: n * bytes_per_value * sum(held) for tensor, n in width.items()},
-            "per layer": per_layer}
-
-
-def kv_cache_bytes_per_token(cfg: TransformerConfig, bytes_per_value: int = 2, context: int | None = None):
-    """Bytes of KV cache per token (fp16 by default).
-
-    context=None: what one more token adds while every layer still holds every token -- K and V of G kv heads
-    in every layer, 2·L·G·d_h (G·d_h + G·d_v when values are narrower), MLA L·(r_kv + d_r). That is the growth
-    before any window is full, the growth of this library's ``KVCache`` at any length (it keeps local layers'
-    old tokens too), and an upper bound; an int.
-    context=T: the average per token of a cache of T tokens whose local layers hold only their window,
-    ``kv_cache_bytes(cfg, T)["total"] / T``; a float, which falls as T passes the windows.
-    """
-    if context is not None:
-        return kv_cache_bytes(cfg, context, bytes_per_value)["total"] / context
-    n_self_attention_layers = cfg.n_layers  # the decoder's layers in an encoder-decoder
-    return n_self_attention_layers * sum(_cache_width(cfg).values()) * bytes_per_value
-
-
-# --- FLOPs ------------------------------------------------------------------------
-
-
-def forward_flops_per_token(cfg: TransformerConfig, context: int) -> int:
-    """Forward-pass FLOPs for one token that attends to `context` keys.
-
-        2 x (parameters the token multiplies by)  +  2 x (keys seen) x H x (d_h + d_v) per attention layer
-
-    A multiply-add is 2 FLOPs, so every weight a token goes through costs 2 (MoE: only the
-    top-k experts count, with the router and any shared experts). Embedding tables are read, not
-    multiplied, so they are left out, except that a tied output head still multiplies by the embedding
-    matrix (``multiplied_params``). Attention adds two matrix products that grow with the context:
-    q @ K^T, 2 x keys x H x d_h, and weights @ V, 2 x keys x H x d_v. Each layer sees its own keys
-    (``keys_seen_by_layer``): a local layer at most its window W, a sparse pattern the keys it allows.
-    MLA counts as it trains: each token's latent is expanded to its keys and values once (k_up and v_up
-    are among its parameters), and attention then runs over H heads of d_h and d_v.
-    For an encoder-decoder this is one source token through the encoder plus one target
-    token through the decoder (its cross-attention reads `context` encoder outputs).
-    """
-    per_key = 2 * cfg.n_heads * (cfg.d_head + cfg.d_v)
-    stacks = attention_stacks(cfg.arch)
-    self_keys = len(stacks.self_attention) * sum(keys_seen_by_layer(cfg, context))
-    cross_keys = len(stacks.cross_attention) * cfg.n_layers * context  # cross-attention has no window
-    return 2 * multiplied_params(cfg) + per_key * (self_keys + cross_keys)
-
-
-def keys_seen_by_layer(cfg: TransformerConfig, context: int) -> tuple[int, ...]:
-    """Keys the token at position context - 1 attends to in each layer of a stack: all of them in a global
-    layer, at most W in a local one (``cfg.layer_windows()``), and with a sparse pattern the ones its causal
-    form allows (counted from the mask itself)."""
-    if context < 1:
-        raise ValueError(f"context={context} must be at least 1 (a token always sees itself)")
-    if cfg.row("attention_pattern").sparse:  # a pattern is the same in every layer
-        last = torch.tensor([context - 1])
-        allowed = masks.sparse(cfg.attention_pattern, last, torch.arange(context), cfg.pattern_size, True,
-                               cfg.n_global)
-        return (int(allowed.sum()),) * cfg.n_layers
-    return tuple(context if w is None else min(context, w) for w in cfg.layer_windows())
-
-
-def keys_seen(cfg: TransformerConfig, context: int, layer: int | None = None) -> int:
-    """How many keys the token at position context - 1 attends to in layer `layer`, or with layer=None in the
-    layer that sees the most (a global one if there is one; every layer alike without per-layer windows)."""
-    by_layer = keys_seen_by_layer(cfg, context)
-    return max(by_layer) if layer is None else by_layer[layer]
-
-
-BACKWARD_PER_FORWARD = 2  # the backward pass multiplies by every weight twice: once for the input's gradient,
-# once for the weight's (Kaplan et al. 2020, "Scaling Laws for Neural Language Models", section 2.1)
-
-
-def training_flops_per_token(cfg: TransformerConfig, context: int) -> int:
-    """FLOPs to train on one token: its forward pass and the backward pass, twice the forward's cost."""
-    return (1 + BACKWARD_PER_FORWARD) * forward_flops_per_token(cfg, context)
-
-
-def training_flops(n_params: float, n_tokens: float) -> float:
-    """C = 6 N D: the FLOPs of training N parameters on D tokens, attention's share left out (2 N per token
-    forward, twice that backward). GPT-3: 6 x 175e9 x 300e9 = 3.15e23, its published 3.14e23 FLOPs."""
-    if n_params <= 0 or n_tokens <= 0:
-        raise ValueError(f"parameters ({n_params:g}) and tokens ({n_tokens:g}) must both be positive")
-    return 2 * (1 + BACKWARD_PER_FORWARD) * n_params * n_tokens
-
-
 def matmul_weights_per_token(cfg: TransformerConfig) -> int:
     """Weights in the matrix products one token goes through (biases, norms and lookups left out): every
     attention and FFN projection of every stack, MoE's router and its top-k experts only, and the output head,
     as ``param_terms`` counts them."""
     return sum(term.matmul_weights for term in param_terms(cfg))
-
-
-def forward_flops(cfg: TransformerConfig, batch: int, seq: int) -> int:
-    """FLOPs of one forward pass, counted analytically as torch's FLOP counter counts the explicit path.
-
-    2 x (weights in matrix multiplies) x tokens          -- each weight is one multiply and one add per token
-    + 2 x T^2 x H x (d_h + d_v) per attention layer        -- Q K^T and weights @ V over every pair
-    The attention term counts the full T x T square, causal, windowed or not: the explicit five lines
-    compute every score and mask it afterwards (the usual convention; ``forward_flops_per_token`` counts
-    only the keys each layer sees). MoE counts the router and the top-k experts each token goes to.
-    Norms, activations, softmax and the embedding lookup are left out. An encoder-decoder runs `seq`
-    source tokens through the encoder and `seq` target tokens through the decoder.
-    """
-    tokens = batch * seq
-    stacks = attention_stacks(cfg.arch)
-    n_attention = len(stacks.self_attention) + len(stacks.cross_attention)
-    scores = n_attention * cfg.n_layers * 2 * batch * seq**2 * cfg.n_heads * (cfg.d_head + cfg.d_v)
-    return 2 * matmul_weights_per_token(cfg) * tokens + scores
-
-
-# --- memory -----------------------------------------------------------------------
-
-# bytes per parameter in mixed-precision training with Adam (Rajbhandari et al. 2020, "ZeRO", section 3.1):
-# 16-bit weights and 16-bit gradients, and in float32 a master copy of the weights and Adam's two moments
-TRAINING_BYTES_PER_PARAM = {"weights": 2, "gradients": 2, "optimizer": 4 + 4 + 4}
-ACTIVATION_BYTES_PER_LAYER = 34  # x seq x batch x d_model, 16-bit, no recomputation (Korthikanti et al. 2022)
-ATTENTION_MATRIX_BYTES = 5  # x heads x seq^2 x batch: scores, softmax and dropout mask, per layer (same paper)
-
-
-def memory_bytes(cfg: TransformerConfig, context: int, batch: int = 1, fused_attention: bool = True
-                 ) -> dict[str, int]:
-    """Bytes of memory, by what holds them, for a batch of sequences `context` tokens long.
-
-    Training (mixed precision, Adam): weights, gradients and optimiser state, 16 bytes per parameter
-    in all (TRAINING_BYTES_PER_PARAM), plus the activations the backward pass needs, per layer
-    s·b·D·(34 + 5·H·s/D) bytes in Korthikanti et al.'s count for a GPT block (2022, "Reducing
-    Activation Recomputation in Large Transformer Models", eq. 1); a fused attention kernel keeps no
-    s x s matrix, which drops the 5·H·s/D term (fused_attention=True, the library's default path).
-    Generation: 16-bit weights and the KV cache of `context` tokens per sequence (``kv_cache_bytes``: local
-    layers hold only their window).
-    """
-    if context < 1 or batch < 1:
-        raise ValueError(f"context={context} and batch={batch} must both be at least 1")
-    n_params = param_counts(cfg)["total"]
-    tokens = context * batch
-    attention_matrices = 0 if fused_attention else ATTENTION_MATRIX_BYTES * cfg.n_heads * context * tokens
-    per_layer = ACTIVATION_BYTES_PER_LAYER * tokens * cfg.d_model + attention_matrices
-    return {**{part: n * n_params for part, n in TRAINING_BYTES_PER_PARAM.items()},
-            "activations": cfg.n_layers * len(attention_stacks(cfg.arch).self_attention) * per_layer,  # every block
-            "kv_cache": kv_cache_bytes(cfg, context)["total"] * batch}
-
-
-def training_bytes(memory: dict[str, int]) -> int:
-    """What training holds: everything ``memory_bytes`` counts except the KV cache."""
-    return sum(n for part, n in memory.items() if part != "kv_cache")
-
-
-def generation_bytes(memory: dict[str, int]) -> int:
-    """What generation holds: the 16-bit weights and the KV cache."""
-    return memory["weights"] + memory["kv_cache"]
-
-
-def full_attention_bytes(B: int, H: int, T: int, dtype_bytes: int, T_kv: int | None = None) -> int:
-    """Bytes of the (T, T_kv) scores and the (T, T_kv) softmax weights the five lines hold, for all heads.
-
-    2 * B * H * T * T_kv * dtype_bytes: it grows with the square of the sequence length
-    (T_kv defaults to T). Queries, keys, values and the output are left out: every method needs them.
-    """
-    T_kv = T if T_kv is None else T_kv
-    return 2 * B * H * T * T_kv * dtype_bytes
-
-
-def tiled_attention_bytes(B: int, H: int, T: int, block_q: int, block_k: int, d_head: int, acc_bytes: int = 4) -> int:
-    """Bytes tiled attention holds beyond the inputs and the output: linear in T, plus one tile.
-
-    - 2 * B * H * T: the running max m and sum l of every query row. Flash kernels keep
-      them (as the log-sum-exp m + log l) for the backward pass, so they count for all T rows;
-    - 2 * B * H * block_q * block_k: one tile's scores S and probabilities exp(S - m);
-    - B * H * block_q * d_head: the output accumulator of the query block in flight.
-    Everything is float32 (acc_bytes = 4) whatever the input dtype, as flash kernels accumulate.
-    """
-    stats = 2 * B * H * T
-    tile = 2 * B * H * block_q * block_k
-    accumulator = B * H * block_q * d_head
-    return (stats + tile + accumulator) * acc_bytes

@@ -1,0 +1,42 @@
+"""What a model costs, from its dimensions alone (no model is built): parameters term by term, FLOPs,
+and the memory of training and of generation. One module per job, each importing only those above it here:
+
+    params.py   parameters term by term
+        param_terms(cfg) -> [ParamTerm]          every weight matrix, bias and norm, with its formula
+        param_counts(cfg) -> {"total", "active", "embedding", "attention", "ffn", "norms", "head"}
+        multiplied_params(cfg)                    the active parameters a token multiplies by (no embedding lookup)
+        matmul_weights_per_token(cfg)             the weights in the matrix products one token goes through
+    cache.py    the KV cache
+        kv_cache_bytes_per_token(cfg, bytes_per_value=2, context=None)   growth per token, or the average at a context
+        kv_cache_bytes(cfg, context, bytes_per_value=2)   a cache of `context` tokens: global and local layers, tensors
+    flops.py    FLOPs (reads params)
+        forward_flops_per_token(cfg, context)     one token attending to `context` keys (each layer its own keys)
+        keys_seen_by_layer(cfg, context)          the keys the last token sees in each layer
+        training_flops_per_token(cfg, context)    forward + backward: 3x the forward
+        training_flops(n_params, n_tokens)        6 N D, the budget of a whole training run
+        forward_flops(cfg, batch, seq)            one whole forward pass, as torch's FLOP counter counts it
+    memory.py   memory (reads params and cache)
+        memory_bytes(cfg, context, batch)         weights, gradients, optimiser state, activations, KV cache
+        full_attention_bytes(B, H, T, dtype_bytes, T_kv=None)   the five lines' T x T scores and weights
+        tiled_attention_bytes(B, H, T, block_q, block_k, d_head, acc_bytes=4)   flash attention's running state
+
+Every public name is here too: ``transformer.costs.param_counts`` is ``transformer.costs.params.param_counts``.
+"""
+from __future__ import annotations
+
+from .cache import kv_cache_bytes, kv_cache_bytes_per_token
+from .flops import (BACKWARD_PER_FORWARD, forward_flops, forward_flops_per_token, keys_seen, keys_seen_by_layer,
+                    training_flops, training_flops_per_token)
+from .memory import (ACTIVATION_BYTES_PER_LAYER, ATTENTION_MATRIX_BYTES, TRAINING_BYTES_PER_PARAM,
+                     full_attention_bytes, generation_bytes, memory_bytes, tiled_attention_bytes, training_bytes)
+from .params import (PARTS, SYMBOLS, ParamTerm, matmul_weights_per_token, multiplied_params, param_counts,
+                     param_terms)
+
+__all__ = [
+    "SYMBOLS", "PARTS", "ParamTerm", "param_terms", "param_counts", "multiplied_params", "matmul_weights_per_token",
+    "kv_cache_bytes", "kv_cache_bytes_per_token",
+    "forward_flops_per_token", "keys_seen_by_layer", "keys_seen", "BACKWARD_PER_FORWARD", "training_flops_per_token",
+    "training_flops", "forward_flops",
+    "TRAINING_BYTES_PER_PARAM", "ACTIVATION_BYTES_PER_LAYER", "ATTENTION_MATRIX_BYTES", "memory_bytes",
+    "training_bytes", "generation_bytes", "full_attention_bytes", "tiled_attention_bytes",
+]
