@@ -414,3 +414,9 @@ def test_head_grid_leaves_masked_cells_blank_and_keeps_the_rest():
         z = np.asarray(trace.z, dtype=float)
         assert np.isnan(z[np.triu_indices(3, 1)]).all()  # the future: blank, not a dark 0
         assert np.allclose(z[np.tril_indices(3)], weights[np.tril_indices(3)])
+
+
+def test_the_stepper_shows_a_linear_layers_own_formula_beside_a_softmax_layers():
+    cfg = TransformerConfig(attention_layers="1:1", n_layers=2)
+    linear, full = (stepper.formula(f"blocks.{i}.attn.hook_pattern", cfg) for i in (0, 1))
+    assert "softmax" in full and "softmax" not in linear and r"\beta" in linear  # the delta rule's write strength

@@ -299,7 +299,8 @@ DOC_CONFIGS += [dict(parallel_block=True), dict(embed_norm=True, head_transform=
                 dict(qk_norm="head", attn_softcap=30.0, sinks=True, attn_gate=True, norm_position="sandwich"),
                 dict(kv_rank=8, rope_dim=2, head_dim=6), dict(arch="encoder-decoder", norm_position="after"),
                 dict(norm_position="post", final_norm=True),
-                dict(arch="encoder", embed_norm=True, head_transform=True)]
+                dict(arch="encoder", embed_norm=True, head_transform=True),
+                dict(attention_layers="1:1")]  # a layer that keeps a state beside a softmax one
 
 
 def hook_pattern(name: str) -> str:

@@ -34,7 +34,7 @@ def parent(name: str) -> str:
 
 def formula(name: str, cfg: TransformerConfig) -> str | None:
     site = SITES.get(suffix(name))
-    return site.latex(cfg, suffix(name)) if site else None
+    return site.latex(cfg, suffix(name), name) if site else None
 
 
 def explain(name: str) -> str:
