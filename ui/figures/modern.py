@@ -46,7 +46,7 @@ def plan_strip(cells: list[dict[str, str]], rotating: bool) -> go.Figure:
                              marker=dict(color=colours, line=dict(color="white", width=2)), text=words,
                              textposition="inside", insidetextanchor="middle", name=facet, showlegend=False,
                              hovertemplate=f"layer %{{x}} · {facet}: %{{text}}<extra></extra>"))
-    fig = layout(fig, "the layer plan: what each layer does", 120 + 45 * len(PLAN_FACETS), "layer", "")
+    fig = layout(fig, "the layer plan: what each layer does", 120 + 45 * len(PLAN_FACETS), "layer", "facet")
     fig.update_layout(barmode="overlay", bargap=0.05)
     fig.update_yaxes(tickvals=[i + 0.5 for i in range(len(PLAN_FACETS))], ticktext=list(PLAN_FACETS),
                      autorange="reversed", showgrid=False)
