@@ -113,6 +113,7 @@ class TransformerConfig:
     expert_activation: ExpertActivation = "swiglu"  # clamped-swiglu: gpt-oss's experts
     expert_limit: float = 7.0  # clamped-swiglu: the clamp on the gate and the up projection (gpt-oss: 7)
     first_dense_layers: int = 0  # the first layers keep a dense SwiGLU of d_ff (DeepSeek-V3: 3)
+    shared_expert_gate: bool = False  # the shared experts' output times sigmoid(x W_shared_gate) (Qwen3-Next)
     # --- attention that keeps a state (transformer/linear_attention.py; Hugging Face: layer_types, linear_*) ---
     attention_layers: str = "softmax"  # each layer's kind: one kind for all, "3:1" (Qwen3.5) or a comma list (layer_plan.py)
     linear_kind: LinearKind = "gated-deltanet"  # the kind of the linear layers "N:M" and "linear_attention" name

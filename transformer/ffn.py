@@ -108,6 +108,7 @@ class MoE(nn.Module):
     softmax router (Mixtral, gpt-oss): weights are the chosen softmax probabilities, renormalised.
     sigmoid router (DeepSeek-V3): a sigmoid per expert; a bias used only for choosing (never for the
     weights) keeps the load even; experts sit in groups and a token first picks its top groups.
+    shared_expert_gate (Qwen3-Next): the shared experts' output times sigmoid(x W_shared_gate), one number per token.
     Each token goes to exactly top_k experts. The loop runs over experts (a handful), never over
     tokens: each expert processes all of its tokens in one batch.
     """
@@ -125,6 +126,8 @@ class MoE(nn.Module):
         self.experts = nn.ModuleList(EXPERTS[cfg.expert_activation](cfg, width) for _ in range(cfg.n_experts))
         if cfg.n_shared_experts:
             self.shared = EXPERTS[cfg.expert_activation](cfg, cfg.n_shared_experts * width)
+        if cfg.shared_expert_gate:  # Qwen3-Next: each token takes only as much of the shared experts as it wants
+            self.shared_gate = nn.Linear(cfg.d_model, 1, bias=False)
         self.hook_router_logits = HookPoint("hook_router_logits")
         self.hook_router_probs = HookPoint("hook_router_probs")
         self.hook_expert_indices = HookPoint("hook_expert_indices")
@@ -164,7 +167,10 @@ class MoE(nn.Module):
                 slots[token, slot] = expert(flat_x[token]) * flat_w[token, slot, None]
         out = slots.sum(dim=1)  # (N, D)
         if hasattr(self, "shared"):
-            out = out + self.shared(flat_x)  # every token's shared experts
+            shared = self.shared(flat_x)  # (N, D): every token's shared experts
+            if hasattr(self, "shared_gate"):
+                shared = torch.sigmoid(self.shared_gate(flat_x)) * shared  # (N, 1) * (N, D)
+            out = out + shared
 
         # Switch-Transformer load balancing: smallest when load and probability are uniform
         load = torch.bincount(top_i.reshape(-1), minlength=self.n_experts).float() / top_i.numel()  # (E,)

@@ -25,11 +25,14 @@ def _check_experts(cfg) -> None:
                          f"{per_group}; raise top_groups or lower top_k")
     if not 0 <= cfg.first_dense_layers <= cfg.n_layers:
         raise ValueError(f"first_dense_layers={cfg.first_dense_layers} must be between 0 and n_layers={cfg.n_layers}")
+    if cfg.shared_expert_gate and not cfg.n_shared_experts:
+        raise ValueError("shared_expert_gate=True gates the shared experts' output, but n_shared_experts=0; "
+                         "set n_shared_experts to at least 1 or shared_expert_gate=False")
 
 
 # the mixture-of-experts fields and their values in a dense model
 MOE_ONLY = {"n_shared_experts": 0, "first_dense_layers": 0, "router": "softmax", "n_expert_groups": 1,
-            "expert_activation": "swiglu", "d_expert": None}
+            "expert_activation": "swiglu", "d_expert": None, "shared_expert_gate": False}
 
 
 def _check_dense(cfg) -> None:
