@@ -7,7 +7,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from transformer import MODEL_CARDS, PRESETS, Transformer, choices
+from transformer import AXES, MODEL_CARDS, PRESETS, Transformer, choices
 from ui.app.source import five_lines
 from ui.app.state import config_from_values
 from apptest_helpers import APP, SHORT_TEXT, assert_clean, open_page, values
@@ -108,15 +108,16 @@ def test_every_sidebar_axis_option_runs(page):
             if page == "pages/playground.py":
                 drawn = charts_in_tabs(at, POSITION_TAB, STAGES_TAB)  # the stages' tab stays open for the next run
                 assert_clean(at)
-                assert ("stage_hook_alibi_bias" in drawn) == (state["position"] == "alibi")
-                assert ("rope" in drawn) == (state["position"] == "rope")
-                assert ("routing" in drawn) == (state["ffn"] == "moe")
+                position = AXES["position"].row(state["position"])
+                assert ("stage_hook_alibi_bias" in drawn) == position.score_bias
+                assert ("rope" in drawn) == position.rotates_qk  # RoPE and xPos turn q and k
+                assert ("routing" in drawn) == AXES["ffn"].row(state["ffn"]).routed
                 kinds = at.selectbox(key="attn").options if encoder_decoder else []
                 assert len(kinds) == (3 if encoder_decoder else 0)
             if page == "pages/stepper.py":
                 steps = at.selectbox(key="step_jump").options
                 assert any("cross_attn" in s for s in steps) == encoder_decoder
-                assert any("rot_q" in s for s in steps) == (state["position"] == "rope")
+                assert any("rot_q" in s for s in steps) == AXES["position"].row(state["position"]).rotates_qk
         at.sidebar.selectbox(key=key).set_value(getattr(preset, key)).run()
     for g in (1, 2, 4):
         at.sidebar.selectbox(key="n_kv_heads").set_value(g).run()
