@@ -33,7 +33,8 @@ ctx = load_page("Positions: where is each token?", """
 the same. Without help, "the cat sat on the mat" and "the mat sat on the cat" look alike to it.
 
 **The ideas.** *Add* a position vector to each token's embedding (sinusoidal: fixed waves; learned: a trained table),
-*rotate* q and k by an angle that grows with position (RoPE: the score then depends on the distance m − n only), or
+*rotate* q and k by an angle that grows with position (RoPE: the score then depends on the distance m − n only;
+xPos: the turn also decays with distance), or
 *penalise* distance straight in the scores (ALiBi: nothing to learn, and it extends past the trained length).
 
 **What to look at.** The sinusoidal waves and their distance-only similarity; the learned table; RoPE's rotating pairs
@@ -130,7 +131,7 @@ for _ in when_open(xpos_tab):
     st.markdown(f"xPos turns q and k as RoPE does, and also scales them: pair i of q by ζ_i^(t/512), of k by "
                 f"ζ_i^(−t/512), with ζ_i = (2i/d + 0.4) / 1.4 below 1. In q · k the two meet as ζ_i^((m − n)/512): the "
                 f"score still depends on the distance only, and each pair's share shrinks with it, the fast-turning "
-                f"pairs (whose oscillation at long range is noise) fastest. {axes.row('position', 'xpos').solves}")
+                "pairs (whose oscillation at long range is noise) fastest.")
     d_rot = cfg.d_rope or cfg.d_head
     if d_rot % 2:
         st.error(f"xPos turns pairs of dimensions, but d_head = {cfg.d_head} is odd: choose d_model and heads that "

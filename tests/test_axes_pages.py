@@ -181,7 +181,7 @@ def test_the_xpos_tab_draws_rope_and_xpos_scores_by_distance_and_each_pairs_deca
     rope, xpos = (values(line["y"]) for line in scores)
     assert rope[0] == pytest.approx(xpos[0], rel=1e-5)  # at distance 0 nothing decays
     assert np.abs(xpos[-512:]).max() < np.abs(rope[-512:]).max()  # far away, xPos's swings are the smaller
-    decay = by_title["xPos: what each pair of dimensions keeps at each distance"]["data"]
+    decay = by_title["xPos: what each pair keeps, by distance"]["data"]
     fast, slow = values(decay[0]["y"]), values(decay[-1]["y"])
     assert fast[0] == 1 and fast[-1] < slow[-1] < 1  # the fast pair decays most
 

@@ -225,7 +225,7 @@ def pair_decay(distances: np.ndarray, decay: np.ndarray, max_pairs: int = 8) -> 
         fig.add_trace(go.Scatter(x=distances, y=decay[pair], mode="lines", name=f"pair {pair}",
                                  line=dict(color=OKABE_ITO[i % len(OKABE_ITO)], width=2),
                                  hovertemplate=f"pair {pair}<br>distance %{{x}}: × %{{y:.3f}}<extra></extra>"))
-    return layout(fig, "xPos: what each pair of dimensions keeps at each distance", 340,
+    return layout(fig, "xPos: what each pair keeps, by distance", 340,
                   "distance (query position − key position)", "factor on the pair's share of q · k")
 
 
