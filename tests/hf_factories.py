@@ -346,6 +346,86 @@ def olmo3_yarn_full_layers():
         max_position_embeddings=64, initializer_range=0.2, **COMMON))
 
 
+# --- Layers that keep a state: Gated DeltaNet between full-attention layers (Qwen3-Next, Qwen3.5, OLMo hybrid) ------
+
+_HYBRID_SIZES = dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                     max_position_embeddings=64, initializer_range=0.2)
+
+
+def _state_weights(model, seed: int) -> None:
+    """Two changes to HF's initial Gated DeltaNet weights, both within the range trained models reach:
+    - A_log from log U(0.05, 0.5) instead of log U(0.01, 16), so that α = exp(-e^A softplus(a + dt_bias)) keeps most
+      of the state from token to token and a 14-token text tests its memory, not a state wiped at every step;
+    - the short convolution's taps three times larger (std 0.6), so that values and reads are of order 1, not 0.01:
+      the gated RMSNorm divides each read by its size, and a read near 0 magnifies the float32 rounding of the
+      layers before it (1e-6) past the 1e-4 the logits are held to, on both sides alike."""
+    g = torch.Generator().manual_seed(seed + 2)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("A_log"):
+                p.copy_(torch.empty(p.shape).uniform_(0.05, 0.5, generator=g).log())
+            elif name.endswith("conv1d.weight"):
+                p.mul_(3.0)
+
+
+def _hybrid(model_class, config, seed: int = 0):
+    model = _build(model_class, config, seed)
+    _state_weights(model, seed)
+    return model
+
+
+def qwen3_next_moe():
+    # default layer_types (3 linear : 1 full); 2 q/k heads serve 4 value heads (d_k 8, d_v 12); partial rotary 0.25
+    # (4 of 16 dims); 4 experts top-2 renormalised, a shared expert two experts wide behind its sigmoid gate
+    return _hybrid(tf.Qwen3NextForCausalLM, tf.Qwen3NextConfig(
+        **_HYBRID_SIZES, num_hidden_layers=4, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+        linear_value_head_dim=12, linear_conv_kernel_dim=4, num_experts=4, num_experts_per_tok=2,
+        moe_intermediate_size=16, shared_expert_intermediate_size=32, intermediate_size=96,
+        experts_implementation="eager", **COMMON))
+
+
+def qwen3_next_list_dense_first():
+    # layer_types as a list no 'N:1' names; layer 0 a dense MLP (mlp_only_layers); attention biases (q, gate, k, v,
+    # o); one q/k head per value head; half the head turns, base 5e5; 6 experts top-3 not renormalised; tied head
+    return _hybrid(tf.Qwen3NextForCausalLM, tf.Qwen3NextConfig(
+        **_HYBRID_SIZES, num_hidden_layers=5,
+        layer_types=["linear_attention", "full_attention", "linear_attention", "linear_attention", "full_attention"],
+        linear_num_key_heads=4, linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=8,
+        linear_conv_kernel_dim=3, attention_bias=True, mlp_only_layers=[0], intermediate_size=96, num_experts=6,
+        num_experts_per_tok=3, norm_topk_prob=False, moe_intermediate_size=16, shared_expert_intermediate_size=16,
+        rope_parameters={"rope_type": "default", "rope_theta": 500000.0, "partial_rotary_factor": 0.5},
+        tie_word_embeddings=True, experts_implementation="eager", **COMMON), seed=1)
+
+
+def qwen3_5_dense():
+    # Qwen3.5's text model: separate in_proj_qkv / z / b / a; 8 layers 3:1; 2 q/k heads for 4 value heads; SwiGLU
+    return _hybrid(tf.Qwen3_5ForCausalLM, tf.Qwen3_5TextConfig(
+        **_HYBRID_SIZES, num_hidden_layers=8, intermediate_size=96, linear_num_key_heads=2, linear_num_value_heads=4,
+        linear_key_head_dim=8, linear_value_head_dim=8, **COMMON), seed=2)
+
+
+def qwen3_5_moe():
+    # Qwen3.5 MoE's text model: every layer routed (always renormalised), a gated shared expert; MQA full layers
+    sizes = _HYBRID_SIZES | dict(num_key_value_heads=1)
+    return _hybrid(tf.Qwen3_5MoeForCausalLM, tf.Qwen3_5MoeTextConfig(
+        **sizes, num_hidden_layers=4, linear_num_key_heads=1, linear_num_value_heads=2, linear_key_head_dim=16,
+        linear_value_head_dim=8, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
+        shared_expert_intermediate_size=16, experts_implementation="eager", **COMMON), seed=3)
+
+
+def olmo_hybrid_small():
+    # OLMo 3's full-attention layers (norms after the sublayers, QK-norm over the projection) between Gated DeltaNet
+    # layers with pre-norms and β up to 2 (linear_allow_neg_eigval); default layer_types (3 linear : 1 full)
+    return _hybrid(tf.OlmoHybridForCausalLM, tf.OlmoHybridConfig(
+        hidden_size=64, num_attention_heads=4, num_hidden_layers=4, intermediate_size=96, linear_num_key_heads=2,
+        linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=8, max_position_embeddings=64,
+        initializer_range=0.2, **COMMON), seed=4)
+
+
+# families whose layers mix kinds: HF's attentions hold the full-attention layers only, so they are tested apart
+HYBRID_FACTORIES = {fn.__name__: fn for fn in (qwen3_next_moe, qwen3_next_list_dense_first, qwen3_5_dense,
+                                                qwen3_5_moe, olmo_hybrid_small)}
+
 FACTORIES = {fn.__name__: fn for fn in (
     qwen2_small, qwen2_gqa, qwen3_small, qwen3_gqa, gemma2_small, gemma2_mha, gemma3_pattern, gemma3_linear_global,
     phi3_small, phi3_partial, olmo2_small, olmo2_gqa, llama31_llama3_rope, llama_linear_rope, llama_dynamic_rope,

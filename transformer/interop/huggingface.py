@@ -1,5 +1,6 @@
 """Hugging Face models -> our Transformer: GPT-2, LLaMA (3.1's RoPE too), Mistral, Mixtral, BLOOM, Falcon (its new
-decoder architecture too) and BERT here; the families of 2024-2026 in hf_modern.py.
+decoder architecture too) and BERT here; the families of 2024-2026 in hf_modern.py, and those whose layers keep a
+state (Qwen3-Next, Qwen3.5) in hf_hybrid.py.
 
 Each family is a ``Family``: how its config maps onto the axes, and how its weights are
 renamed to ours. ``transformers`` is imported only to load a path or a cached id.
@@ -16,6 +17,7 @@ from ..config import TransformerConfig
 from ..layer_plan import parse_nope_layers
 from ..model import Transformer
 from .family import Family, activation as _activation, head_dim, rope_fields, unsupported as _unsupported
+from .hf_hybrid import DEFAULT_HYBRID_CLASS, HYBRID_CLASSES, HYBRID_FAMILIES, REFUSED_CLASSES
 from .hf_modern import DEFAULT_MODERN_CLASS, MODERN_CLASSES, MODERN_FAMILIES
 from .weights import DTYPE_NAMES, Weights, from_linear, linear, norm_weights, split_interleaved
 
@@ -260,6 +262,7 @@ FAMILIES = {
         "post-LayerNorm blocks, LayerNorm after the embeddings",
         "masked-LM head: dense -> GELU -> LayerNorm -> tied decoder with its own bias; the pooler is not used")),
     **MODERN_FAMILIES,
+    **HYBRID_FAMILIES,
 }
 
 # HF class -> (family, whether it has an output head)
@@ -272,10 +275,13 @@ SUPPORTED_CLASSES = {
     "FalconForCausalLM": ("falcon", True), "FalconModel": ("falcon", False),
     "BertForMaskedLM": ("bert", True), "BertModel": ("bert", False),
     **MODERN_CLASSES,
+    **HYBRID_CLASSES,
 }
 
 
 def _family_of(hf_class: str) -> tuple[Family, bool]:
+    if hf_class in REFUSED_CLASSES:
+        raise _unsupported(hf_class, *REFUSED_CLASSES[hf_class])
     if hf_class not in SUPPORTED_CLASSES:
         raise ValueError(f"{hf_class} is not supported; supported Hugging Face classes: {', '.join(SUPPORTED_CLASSES)}")
     family, has_head = SUPPORTED_CLASSES[hf_class]
@@ -395,6 +401,7 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
         ffn += (f": {cfg.n_experts} {axes.label('expert_activation', cfg.expert_activation)} experts, top-{cfg.top_k}"
                 + (f", {axes.label('router', cfg.router)} router" if cfg.row("router").sigmoid else "")
                 + (f", {cfg.n_shared_experts} shared" if cfg.n_shared_experts else "")
+                + (" (gated by sigmoid(x W))" if cfg.shared_expert_gate else "")
                 + (f", the first {cfg.first_dense_layers} layers dense" if cfg.first_dense_layers else ""))
     scores = ", ".join(axes.label("scores", key) for key in axes.scores_choices(cfg))
     if cfg.attn_softcap is not None:
@@ -407,16 +414,36 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
             head += f", logits soft-capped at {cfg.logit_softcap:g}"
     described = {"KV heads": kv, "mask": mask, "position": position, "norm": norm, "FFN": ffn, "scores": scores,
                  "block": axes.label("block", "parallel" if cfg.parallel_block else "sequential"), "head": head}
-    return described | describe_plan(cfg)
+    return described | describe_state(cfg) | describe_plan(cfg)
+
+
+def describe_state(cfg: TransformerConfig) -> dict[str, str]:
+    """{"linear layers": ...}: the kind and sizes of the layers that keep a state, where there are any, e.g.
+    "Gated DeltaNet: 4 value heads, each a 8 x 12 state, read by 2 q/k heads; short convolution of 4 tokens"."""
+    kinds = list(dict.fromkeys(spec.kind for spec in cfg.layer_plan() if spec.row.keeps_state))
+    if not kinds:
+        return {}
+    text = ", ".join(axes.label("attention", kind) for kind in kinds)
+    text += (f": {cfg.state_heads} value heads, each a {cfg.state_d_k} x {cfg.state_d_v} state, read by "
+             f"{cfg.state_key_heads} q/k heads")
+    rows = [axes.row("attention", kind) for kind in kinds]
+    if any(row.short_conv for row in rows):
+        text += f"; short convolution of {cfg.linear_conv_size} tokens"
+    if any(row.delta_rule for row in rows):
+        text += f"; β up to {cfg.delta_beta_max:g}"
+    return {"linear layers": text}
 
 
 def describe_plan(cfg: TransformerConfig) -> dict[str, str]:
     """{"layers": ...}: which layers do what, in Hugging Face's layer_types words, where layers differ, e.g.
-    "layers 0-2: sliding_attention of 4 keys, RoPE theta 10000; layer 3: full_attention, no positions (NoPE)"."""
+    "layers 0-2: sliding_attention of 4 keys, RoPE theta 10000; layer 3: full_attention, no positions (NoPE)", or
+    "layers 0-2: linear_attention (Gated DeltaNet); layer 3: full_attention, RoPE theta 10000"."""
     nope = parse_nope_layers(cfg.nope_layers, cfg.n_layers)
     groups: dict[str, list[int]] = {}
     for spec in cfg.layer_plan():
         text = spec.hf_layer_type + (f" of {spec.window} keys" if spec.window is not None else "")
+        if spec.row.keeps_state:
+            text += f" ({spec.row.label})"
         if spec.index in nope:
             text += ", no positions (NoPE)"
         elif spec.rotates:
@@ -445,7 +472,7 @@ def _layers(indices: list[int]) -> str:
 
 DEFAULT_CLASS = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
                  "mixtral": "MixtralForCausalLM", "bloom": "BloomForCausalLM", "falcon": "FalconForCausalLM",
-                 "bert": "BertForMaskedLM", **DEFAULT_MODERN_CLASS}  # model_type -> class, for a config naming none
+                 "bert": "BertForMaskedLM", **DEFAULT_MODERN_CLASS, **DEFAULT_HYBRID_CLASS}  # model_type -> class, for a config naming none
 
 
 def _transformers():

@@ -1,0 +1,164 @@
+"""The families whose layers keep a state open and compute what Hugging Face computes: Qwen3-Next and Qwen3.5 (its
+dense and MoE text models), Gated DeltaNet layers between full-attention ones. OLMo hybrid is refused, naming what the
+library lacks.
+
+Each factory (hf_factories.HYBRID_FACTORIES) is a small random-init model with every 1-D parameter (norm weights,
+biases, A_log, dt_bias) moved off its initial value. Hugging Face runs its PyTorch fallbacks (the gated delta rule
+chunked and token by token, the causal convolution), never an optional kernel. In float32, on a right-padded batch:
+logits within 1e-4, and every full-attention layer's weights within 1e-5 of HF's eager attention; greedy generation
+with our cache (the state and the convolution's last inputs) gives HF's tokens without a cache, and every step's
+logits within 1e-4 of HF's.
+"""
+import inspect
+
+import pytest
+import torch
+
+from hf_factories import HYBRID_FACTORIES
+from transformer.interop import describe_hf, from_hf
+from transformer.model import KVCache
+
+LOGITS_TOL, PATTERN_TOL = 1e-4, 1e-5
+V, T = 100, 14
+OPENED = ["qwen3_next_moe", "qwen3_next_list_dense_first", "qwen3_5_dense", "qwen3_5_moe"]
+FALLBACKS = ("torch_chunk_gated_delta_rule", "torch_recurrent_gated_delta_rule", "causal_conv1d_fn",
+             "causal_conv1d_update")
+
+# what each config becomes
+PLANS = {
+    "qwen3_next_moe": dict(attention_layers="3:1", linear_key_heads=2, linear_value_heads=4, linear_key_head_dim=8,
+                           linear_value_head_dim=12, linear_conv_size=4, rope_dim=4, n_shared_experts=2,
+                           shared_expert_gate=True, first_dense_layers=0, router_norm=True, attn_gate=True),
+    "qwen3_next_list_dense_first": dict(
+        attention_layers="linear_attention,full_attention,linear_attention,linear_attention,full_attention",
+        linear_key_heads=4, linear_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=8, linear_conv_size=3,
+        rope_dim=8, n_shared_experts=1, shared_expert_gate=True, first_dense_layers=1, router_norm=False,
+        attn_gate=True),
+    "qwen3_5_dense": dict(attention_layers="3:1", linear_key_heads=2, linear_value_heads=4, linear_key_head_dim=8,
+                          linear_value_head_dim=8, linear_conv_size=4, rope_dim=4, n_shared_experts=0,
+                          shared_expert_gate=False, first_dense_layers=0, router_norm=True, attn_gate=True),
+    "qwen3_5_moe": dict(attention_layers="3:1", linear_key_heads=1, linear_value_heads=2, linear_key_head_dim=16,
+                        linear_value_head_dim=8, linear_conv_size=4, rope_dim=4, n_shared_experts=1,
+                        shared_expert_gate=True, first_dense_layers=0, router_norm=True, attn_gate=True),
+}
+
+
+@pytest.fixture(autouse=True)
+def hugging_faces_pytorch_fallbacks(monkeypatch):
+    """Make each modeling module call the plain PyTorch functions its kernel wrappers fall back to, even where an
+    optional kernel package (fla, causal-conv1d) is installed."""
+    from transformers.models.olmo_hybrid import modeling_olmo_hybrid
+    from transformers.models.qwen3_5 import modeling_qwen3_5
+    from transformers.models.qwen3_5_moe import modeling_qwen3_5_moe
+    from transformers.models.qwen3_next import modeling_qwen3_next
+
+    for module in (modeling_qwen3_next, modeling_qwen3_5, modeling_qwen3_5_moe, modeling_olmo_hybrid):
+        for name in FALLBACKS:
+            wrapped = getattr(module, name)
+            fallback = inspect.unwrap(wrapped)
+            assert fallback.__module__ == module.__name__ and fallback.__name__ == name  # the module's own torch code
+            monkeypatch.setattr(module, name, fallback)
+
+
+def right_padded_batch(seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(1, V, (3, T), generator=g)
+    mask = torch.ones(3, T, dtype=torch.long)
+    mask[1, 10:] = 0
+    mask[2, 6:] = 0
+    return ids.masked_fill(mask == 0, 0), mask
+
+
+def full_layers(ours) -> list[int]:
+    return [spec.index for spec in ours.cfg.layer_plan() if not spec.row.keeps_state]
+
+
+@pytest.mark.parametrize("name", OPENED)
+def test_logits_and_every_full_attention_layers_weights_match(name):
+    hf_model = HYBRID_FACTORIES[name]()
+    ours = from_hf(hf_model)
+    ids, mask = right_padded_batch()
+    with torch.no_grad():
+        out = hf_model(ids, attention_mask=mask, output_attentions=True)
+        logits, trace = ours.run_with_trace(ids, attention_mask=mask, names="*hook_pattern")
+        fused = ours(ids, attention_mask=mask)
+    real = mask.bool()  # padded positions' logits are not compared: HF and we fill their rows differently
+    assert (out.logits - logits)[real].abs().max() <= LOGITS_TOL
+    assert (out.logits - fused)[real].abs().max() <= LOGITS_TOL
+    assert out.logits[real].std() > 1000 * LOGITS_TOL  # the comparison has teeth
+    layers = full_layers(ours)
+    assert len(out.attentions) == len(layers)  # HF records its full-attention layers only
+    for layer, hf_pattern in zip(layers, out.attentions):
+        ours_pattern = trace[f"blocks.{layer}.attn.hook_pattern"]
+        assert ours_pattern.shape == hf_pattern.shape
+        difference = (hf_pattern - ours_pattern).transpose(1, 2)[real].abs().max()  # real query rows
+        assert difference <= PATTERN_TOL, (layer, difference.item())
+
+
+@pytest.mark.parametrize("name", OPENED)
+def test_greedy_generation_with_our_cache_gives_hugging_faces_uncached_tokens(name):
+    hf_model = HYBRID_FACTORIES[name]()
+    ours = from_hf(hf_model)
+    ids = torch.randint(1, V, (2, 6), generator=torch.Generator().manual_seed(2))
+    # 14 new tokens: the state and the convolution's last inputs carried through every step
+    uncached = hf_model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=14,
+                                 use_cache=False, output_logits=True, return_dict_in_generate=True)
+    assert torch.equal(ours.generate(ids, 14, use_cache=True), uncached.sequences)
+    cache = KVCache()  # every step's logits, ours one token at a time through the cache
+    with torch.no_grad():
+        steps = [ours(ids, cache=cache)[:, -1]]
+        for t in range(ids.shape[1], uncached.sequences.shape[1] - 1):
+            steps.append(ours(uncached.sequences[:, t:t + 1], position_ids=torch.tensor([[t]]), cache=cache)[:, -1])
+    assert (torch.stack(steps, 1) - torch.stack(uncached.logits, 1)).abs().max() <= LOGITS_TOL
+
+
+@pytest.mark.parametrize("name", OPENED)
+def test_the_config_maps_onto_the_layer_plan_and_reads_back_as_hugging_faces_layer_types(name):
+    hf = HYBRID_FACTORIES[name]()
+    cfg = from_hf(hf).cfg
+    assert {field: getattr(cfg, field) for field in PLANS[name]} == PLANS[name]
+    assert [spec.hf_layer_type for spec in cfg.layer_plan()] == hf.config.layer_types
+    assert cfg.norm_plus_one and cfg.row("qk_norm").per_head and cfg.delta_beta_max == 1.0
+
+
+@pytest.mark.parametrize("name", [*OPENED, "olmo_hybrid_small"])
+def test_every_one_dimensional_parameter_is_off_its_initial_value(name):
+    """HF starts norm weights at 0 or 1, biases at 0, dt_bias at 1: a vector with a repeated entry is one left there."""
+    hf = HYBRID_FACTORIES[name]()
+    vectors = {n: p for n, p in hf.named_parameters() if p.ndim == 1}
+    assert any(n.endswith("A_log") for n in vectors) and any(n.endswith("dt_bias") for n in vectors)
+    assert all(p.unique().numel() == p.numel() for p in vectors.values())
+
+
+def test_describe_hf_names_each_layers_kind():
+    axes = describe_hf(HYBRID_FACTORIES["qwen3_next_list_dense_first"]()).axes
+    assert axes["layers"] == ("layers 0, 2, 3: linear_attention (Gated DeltaNet); "
+                              "layers 1, 4: full_attention, RoPE theta 500000")
+    assert axes["linear layers"] == ("Gated DeltaNet: 4 value heads, each a 8 x 8 state, read by 4 q/k heads; "
+                                     "short convolution of 3 tokens; β up to 1")
+    assert axes["scores"] == "gated output" and "8 of 16 dimensions turn" in axes["position"]
+    assert axes["FFN"] == "MoE: 6 SwiGLU experts, top-3, 1 shared (gated by sigmoid(x W)), the first 1 layers dense"
+    axes = describe_hf(HYBRID_FACTORIES["qwen3_5_dense"]()).axes
+    assert axes["layers"] == ("layers 0-2, 4-6: linear_attention (Gated DeltaNet); "
+                              "layers 3, 7: full_attention, RoPE theta 10000")
+
+
+@pytest.mark.parametrize("name", ["qwen3_next_moe", "qwen3_5_dense"])
+def test_a_directory_written_by_save_pretrained_opens_with_the_same_plan_and_numbers(name, tmp_path):
+    hf_model = HYBRID_FACTORIES[name]()
+    hf_model.save_pretrained(tmp_path)
+    assert describe_hf(str(tmp_path)).config == from_hf(hf_model).cfg  # the config alone gives the plan
+    ours = from_hf(str(tmp_path))
+    ids = torch.randint(1, V, (1, 12), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        assert (hf_model(ids).logits - ours(ids)).abs().max() <= LOGITS_TOL
+
+
+def test_olmo_hybrid_is_refused_naming_what_the_library_lacks(tmp_path):
+    hf_model = HYBRID_FACTORIES["olmo_hybrid_small"]()
+    with pytest.raises(ValueError, match="OlmoHybridForCausalLM with norms after the sublayers of its full-attention "
+                                         "layers .* is not supported: .*a placement per layer.*eps of its own"):
+        from_hf(hf_model)
+    hf_model.save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match="OlmoHybridForCausalLM .*is not supported"):
+        describe_hf(str(tmp_path))
