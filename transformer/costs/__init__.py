@@ -6,9 +6,10 @@ and the memory of training and of generation. One module per job, each importing
         param_counts(cfg) -> {"total", "active", "embedding", "attention", "ffn", "norms", "head"}
         multiplied_params(cfg)                    the active parameters a token multiplies by (no embedding lookup)
         matmul_weights_per_token(cfg)             the weights in the matrix products one token goes through
-    cache.py    the KV cache
+    cache.py    the KV cache, and the constant state of the layers that keep one
         kv_cache_bytes_per_token(cfg, bytes_per_value=2, context=None)   growth per token, or the average at a context
-        kv_cache_bytes(cfg, context, bytes_per_value=2)   a cache of `context` tokens: global and local layers, tensors
+        kv_cache_bytes(cfg, context, bytes_per_value=2, state_bytes_per_value=None)   a cache of `context` tokens:
+                                                  global, local and state layers, by tensor and by layer
     flops.py    FLOPs (reads params)
         forward_flops_per_token(cfg, context)     one token attending to `context` keys (each layer its own keys)
         keys_seen_by_layer(cfg, context)          the keys the last token sees in each layer

@@ -1,7 +1,11 @@
-"""The KV cache a model holds in generation, from its dimensions alone: per token, and per layer at a context.
+"""What a model holds of the past in generation, from its dimensions alone: per token, and per layer at a context.
+
+A softmax layer keeps the keys and values of every token it may still see, so its part grows with the text; a
+layer that keeps a state keeps one matrix per head instead, the same size at 10 tokens as at a million.
 
     kv_cache_bytes_per_token(cfg, bytes_per_value=2, context=None)   growth per token, or the average at a context
-    kv_cache_bytes(cfg, context, bytes_per_value=2)   a cache of `context` tokens: global and local layers, tensors
+    kv_cache_bytes(cfg, context, bytes_per_value=2, state_bytes_per_value=None)   the whole cache at `context`
+        tokens: global, local and state layers, by tensor and by layer
 """
 from __future__ import annotations
 
@@ -9,50 +13,78 @@ from ..config import TransformerConfig
 
 
 def _cache_width(cfg: TransformerConfig) -> dict[str, int]:
-    """Numbers one layer caches per token, by tensor: K (G·d_h) and V (G·d_v); MLA its latent and one rope key."""
+    """Numbers one softmax layer caches per token, by tensor: K (G·d_h) and V (G·d_v); MLA its latent and one rope key."""
     if cfg.row("kv_heads").latent:
         return {"latent": cfg.kv_rank, "rope keys": cfg.d_rope}
     return {"keys": cfg.n_kv_heads * cfg.d_head, "values": cfg.n_kv_heads * cfg.d_v}
 
 
-def kv_cache_bytes(cfg: TransformerConfig, context: int, bytes_per_value: int = 2) -> dict:
-    """Bytes the KV cache of one sequence of `context` tokens holds, and where they sit.
+def _state_width(cfg: TransformerConfig, spec) -> dict[str, int]:
+    """Numbers one layer that keeps a state holds, whatever the context: a d_k × d_v state per value head, and with a
+    short convolution the last K − 1 inputs of each of its channels (q, k and v: 2·H_k·d_k + H·d_v of them)."""
+    channels = 2 * cfg.state_key_heads * cfg.state_d_k + cfg.state_heads * cfg.state_d_v
+    return {"states": cfg.state_heads * cfg.state_d_k * cfg.state_d_v,
+            "conv inputs": channels * (cfg.linear_conv_size - 1) if spec.row.short_conv else 0}
 
-    A global layer holds every token; a local layer (window W, ``cfg.layer_windows()``) needs only the last
-    W, so it holds min(context, W) -- what a serving stack that drops older keys keeps. (This library's own
-    ``KVCache`` keeps every token in every layer, and so matches this only for global layers.) Per layer and
-    token: K and V, G·d_h + G·d_v numbers; MLA caches its latent and one rotated key shared by the heads,
-    r_kv + d_r numbers. Self-attention only: an encoder-decoder's cross-attention keys are computed once
-    from the source.
 
-    Returns {"total", "global layers", "local layers", and by tensor "keys" and "values" (or MLA's "latent"
-    and "rope keys"): bytes; "per layer": a tuple of each layer's bytes}.
+def kv_cache_bytes(cfg: TransformerConfig, context: int, bytes_per_value: int = 2,
+                   state_bytes_per_value: int | None = None) -> dict:
+    """Bytes the cache of one sequence of `context` tokens holds, and where they sit.
+
+    A global softmax layer holds every token; a local layer (window W, ``cfg.layer_windows()``) needs only the
+    last W, so it holds min(context, W) -- what a serving stack that drops older keys keeps. (This library's
+    own ``KVCache`` keeps every token in every layer, and so matches this only for global layers.) Per layer
+    and token: K and V, G·d_h + G·d_v numbers; MLA caches its latent and one rotated key shared by the heads,
+    r_kv + d_r numbers. A layer that keeps a state (``attention_layers``) holds no keys at all: its H state
+    matrices of d_k × d_v, and with a short convolution its last K − 1 inputs, a constant. States are
+    counted at `state_bytes_per_value` (None: `bytes_per_value`); this library keeps them in float32 (4)
+    whatever the model's dtype, as Hugging Face's Gated DeltaNet computes them. Self-attention only: an
+    encoder-decoder's cross-attention keys are computed once from the source.
+
+    Returns {"total", "global layers", "local layers", "state layers", and by tensor "keys" and "values" (or
+    MLA's "latent" and "rope keys"), plus "states" and "conv inputs" where a layer keeps a state: bytes;
+    "per layer": a tuple of each layer's bytes}.
     """
     if context < 1:
         raise ValueError(f"context={context} must be at least 1 token")
+    state_bytes_per_value = bytes_per_value if state_bytes_per_value is None else state_bytes_per_value
     width = _cache_width(cfg)
     per_token = sum(width.values()) * bytes_per_value
-    held = [context if w is None else min(context, w) for w in cfg.layer_windows()]  # tokens each layer holds
-    windows = cfg.layer_windows()
-    per_layer = tuple(n * per_token for n in held)
+    held = {tensor: 0 for tensor in width}  # bytes by tensor, summed over layers
+    per_layer, kinds = [], []  # each layer's bytes, and what holds them: "global", "local" or "state"
+    for spec in cfg.layer_plan():
+        if spec.row.keeps_state:
+            numbers = _state_width(cfg, spec)
+            state = {"states": numbers["states"] * state_bytes_per_value,  # float32 here, as the library keeps them
+                     "conv inputs": numbers["conv inputs"] * bytes_per_value}  # the model's own inputs, its dtype
+            for tensor, n in state.items():
+                held[tensor] = held.get(tensor, 0) + n
+            per_layer.append(sum(state.values()))
+            kinds.append("state")
+            continue
+        tokens = context if spec.window is None else min(context, spec.window)  # tokens this layer holds
+        for tensor, n in width.items():
+            held[tensor] += n * bytes_per_value * tokens
+        per_layer.append(tokens * per_token)
+        kinds.append("global" if spec.window is None else "local")
     return {"total": sum(per_layer),
-            "global layers": sum(b for b, w in zip(per_layer, windows) if w is None),
-            "local layers": sum(b for b, w in zip(per_layer, windows) if w is not None),
-            **{tensor: n * bytes_per_value * sum(held) for tensor, n in width.items()},
-            "per layer": per_layer}
+            **{f"{kind} layers": sum(b for b, k in zip(per_layer, kinds) if k == kind)
+               for kind in ("global", "local", "state")},
+            **held, "per layer": tuple(per_layer)}
 
 
 def kv_cache_bytes_per_token(cfg: TransformerConfig, bytes_per_value: int = 2, context: int | None = None):
     """Bytes of KV cache per token (fp16 by default).
 
     context=None: what one more token adds while every layer still holds every token -- K and V of G kv heads
-    in every layer, 2·L·G·d_h (G·d_h + G·d_v when values are narrower), MLA L·(r_kv + d_r). That is the growth
-    before any window is full, the growth of this library's ``KVCache`` at any length (it keeps local layers'
-    old tokens too), and an upper bound; an int.
-    context=T: the average per token of a cache of T tokens whose local layers hold only their window,
-    ``kv_cache_bytes(cfg, T)["total"] / T``; a float, which falls as T passes the windows.
+    in every softmax layer, 2·L·G·d_h (G·d_h + G·d_v when values are narrower), MLA L·(r_kv + d_r); a layer
+    that keeps a state adds nothing. That is the growth before any window is full, the growth of this
+    library's ``KVCache`` at any length (it keeps local layers' old tokens too), and an upper bound; an int.
+    context=T: the average per token of a cache of T tokens whose local layers hold only their window and whose
+    state layers their constant state, ``kv_cache_bytes(cfg, T)["total"] / T``; a float, which falls as T grows
+    past the windows and over the states.
     """
     if context is not None:
         return kv_cache_bytes(cfg, context, bytes_per_value)["total"] / context
-    n_self_attention_layers = cfg.n_layers  # the decoder's layers in an encoder-decoder
-    return n_self_attention_layers * sum(_cache_width(cfg).values()) * bytes_per_value
+    softmax_layers = sum(not spec.row.keeps_state for spec in cfg.layer_plan())  # the decoder's, in an encoder-decoder
+    return softmax_layers * sum(_cache_width(cfg).values()) * bytes_per_value
