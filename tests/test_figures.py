@@ -307,6 +307,7 @@ def test_every_hook_site_a_model_records_has_a_node_of_its_diagram():
     tiled walk's (the Flash page draws those tile by tile, not in the block diagram)."""
     configs = [card.config for card in MODEL_CARDS.values()]
     configs.append(PRESETS["llama2"].replace(attn_gate=True, attn_softcap=30.0))
+    configs.append(PRESETS["llama2"].replace(n_layers=4, nope_layers="every 4", attn_temperature_scale=0.1))  # Llama 4
     ids = torch.tensor([[1, 2, 3]])
     recorded = set()
     for cfg in configs:

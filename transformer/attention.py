@@ -3,8 +3,9 @@
 One module covers MHA, GQA and MQA: queries get H heads, keys and values get
 G = n_kv_heads heads, and query head h reads kv head h // (H / G). ``LatentAttention``
 (MLA) rebuilds every head's key and value from a small latent. The switches of 2024-2026
-sit around the five lines: QK-norm before RoPE, soft-capping and sinks inside them, an
-output gate after them.
+sit around the five lines: QK-norm before RoPE, Llama 4's temperature on q, soft-capping
+and sinks inside them, an output gate after them. A layer built from a row of the plan
+that reuses an earlier layer's K and V (Gemma 4) projects q alone.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from torch import nn
 from . import masks
 from .config import TransformerConfig
 from .hooks import HookPoint, name_hook_points, wants_any
+from .layer_plan import LayerSpec
 from .norms import make_norm
 from .positions import Rotation, apply_partial_rope, apply_rope
 
@@ -33,6 +35,8 @@ class AttentionInputs:
     rope: Rotation | None = None  # cos and sin for q and for k (B, 1, T, d_rope); the angles (B, T, d_rope/2)
     alibi: torch.Tensor | None = None  # (B or 1, H, T_q, T_kv)
     fused_bias: torch.Tensor | None = None  # mask + alibi, handed to SDPA
+    q_scale: torch.Tensor | None = None  # (B or 1, 1, T_q, 1) q's temperature by position (Llama 4's NoPE layers)
+    layer_kv: dict | None = None  # this pass's K and V by layer, for the later layers that reuse them (Gemma 4)
 
     @classmethod
     def from_allowed(cls, allowed: torch.Tensor, alibi: torch.Tensor | None = None,
@@ -62,14 +66,28 @@ def merge_heads(z: torch.Tensor) -> torch.Tensor:
     return z.transpose(1, 2).reshape(B, T, H * d_head)  # (B, T, H * d_head) = concat(heads)
 
 
+class UnitRMS(nn.Module):
+    """Llama 4's weightless "L2 norm" on q and k: each vector scaled to unit RMS, in float32, nothing to learn."""
+
+    def __init__(self, eps: float):
+        super().__init__()
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x32 = x.float()
+        return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)  # (..., d)
+
+
 class Attention(nn.Module):
     """project -> (QK-norm) -> position -> (cache) -> attend -> (gate) -> W_o.
 
     ``projections=False`` builds the core alone, for q, k, v made elsewhere (see ``attend``): no W_q,
-    W_k, W_v, and W_o is the identity.
+    W_k, W_v, and W_o is the identity. ``spec``, its layer's row of the plan, says whether RoPE turns it
+    and whose K and V it reads: a layer that reuses an earlier one's has no W_k, W_v or k-norm.
     """
 
-    def __init__(self, cfg: TransformerConfig, cross: bool = False, projections: bool = True):
+    def __init__(self, cfg: TransformerConfig, cross: bool = False, projections: bool = True,
+                 spec: LayerSpec | None = None):
         super().__init__()
         H, G, d_head, d_v = cfg.n_heads, cfg.n_kv_heads, cfg.d_head, cfg.d_v
         self.n_heads, self.n_kv_heads, self.d_head = H, G, d_head
@@ -77,10 +95,14 @@ class Attention(nn.Module):
         self.softcap = cfg.attn_softcap
         self.cross = cross  # queries from the decoder, keys and values from the encoder
         self.fused = True  # default fast path; recording switches to the explicit one
+        self.layer = spec.index if spec is not None else None  # where later layers find its K and V (``layer_kv``)
+        self.kv_from = spec.kv_from if spec is not None and spec.reuses_kv else None  # the layer whose K and V it reads
+        makes_kv = projections and self.kv_from is None
         if projections:
             self.q_proj = nn.Linear(cfg.d_model, H * d_head, bias=cfg.has_qkv_bias)
-            self.k_proj = nn.Linear(cfg.d_model, G * d_head, bias=cfg.has_qkv_bias)
-            self.v_proj = nn.Linear(cfg.d_model, G * d_v, bias=cfg.has_qkv_bias)
+            if makes_kv:
+                self.k_proj = nn.Linear(cfg.d_model, G * d_head, bias=cfg.has_qkv_bias)
+                self.v_proj = nn.Linear(cfg.d_model, G * d_v, bias=cfg.has_qkv_bias)
             self.o_proj = nn.Linear(H * d_v, cfg.d_model, bias=cfg.bias)
         else:
             self.o_proj = nn.Identity()  # concat(heads) comes out as it is
@@ -89,24 +111,33 @@ class Attention(nn.Module):
             self.hook_attn_gate = HookPoint("hook_attn_gate")
         qk_norm = cfg.row("qk_norm")
         self.qk_norm_per_head = qk_norm.per_head
-        if projections and qk_norm.normalises:  # always an RMSNorm: per head (width d_head) or over all heads
-            self.q_norm = make_norm(cfg, d_head if qk_norm.per_head else H * d_head, "rmsnorm", hook=False)
-            self.k_norm = make_norm(cfg, d_head if qk_norm.per_head else G * d_head, "rmsnorm", hook=False)
-            self.hook_q_norm = HookPoint("hook_q_norm")
-            self.hook_k_norm = HookPoint("hook_k_norm")
+        turned = spec is not None and spec.rotates  # RoPE turns this layer's q and k (never cross-attention's)
+        if projections and qk_norm.normalises and (turned or not qk_norm.rope_layers_only):
+            # an RMSNorm per head (width d_head) or over all heads; Llama 4's has no weight
+            self.q_norm = (make_norm(cfg, d_head if qk_norm.per_head else H * d_head, "rmsnorm", hook=False)
+                           if qk_norm.weighted else UnitRMS(cfg.norm_eps))
+            self.hook_q_norm = HookPoint("hook_q_norm", qk_norm)
+            if makes_kv:
+                self.k_norm = (make_norm(cfg, d_head if qk_norm.per_head else G * d_head, "rmsnorm", hook=False)
+                               if qk_norm.weighted else UnitRMS(cfg.norm_eps))
+                self.hook_k_norm = HookPoint("hook_k_norm", qk_norm)
         if cfg.sinks and not cross:
             self.sinks = nn.Parameter(torch.zeros(H))  # (H,) one learned logit per head
             self.hook_sink_share = HookPoint("hook_sink_share")
         self.dropout = cfg.dropout
         keys = {"T_kv": "S"} if cross else {}  # cross-attention's keys are the encoder's S positions
         self.hook_q = HookPoint("hook_q")
-        self.hook_k = HookPoint("hook_k", **keys)
-        self.hook_v = HookPoint("hook_v", **keys)
+        if self.kv_from is None:
+            self.hook_k = HookPoint("hook_k", **keys)
+            self.hook_v = HookPoint("hook_v", **keys)
         if not cross:
             self.hook_rope_angles = HookPoint("hook_rope_angles")
             self.hook_rot_q = HookPoint("hook_rot_q")
-            self.hook_rot_k = HookPoint("hook_rot_k")
+            if self.kv_from is None:
+                self.hook_rot_k = HookPoint("hook_rot_k")
             self.hook_alibi_bias = HookPoint("hook_alibi_bias")
+            if cfg.attn_temperature_scale is not None and spec is not None and not spec.rotates:  # a NoPE layer
+                self.hook_q_temperature = HookPoint("hook_q_temperature")
         self.hook_raw_scores = HookPoint("hook_raw_scores", **keys)
         if self.softcap is not None:
             self.hook_capped_scores = HookPoint("hook_capped_scores", **keys)
@@ -130,6 +161,11 @@ class Attention(nn.Module):
         if self.cross and cache is not None and self in cache:
             k, v = cache[self]  # the encoder's keys and values, computed at the first step
             return q, k, v
+        if self.kv_from is not None:  # Gemma 4: an earlier layer's keys (turned, normed) and values, cached ones first
+            k, v = inputs.layer_kv[self.kv_from]  # (B, G, T_kv, d_head), (B, G, T_kv, d_v)
+            if inputs.rope is not None:
+                q, _ = self.rotate(q, None, inputs)
+            return self.with_temperature(q, inputs), k, v
         source = x if context is None else context  # cross-attention reads the encoder output
         k = self.hook_k(split_heads(self.k_proj(source), self.n_kv_heads))  # (B, G, T_kv, d_head)
         v = self.hook_v(split_heads(self.v_proj(source), self.n_kv_heads))  # (B, G, T_kv, d_v)
@@ -143,7 +179,15 @@ class Attention(nn.Module):
                 k = torch.cat((past_k, k), dim=2)  # (B, G, T_past + T_q, d_head)
                 v = torch.cat((past_v, v), dim=2)
             cache[self] = (k, v)
-        return q, k, v
+        if inputs.layer_kv is not None:  # a later layer may reuse them: the same tensors, never a copy
+            inputs.layer_kv[self.layer] = (k, v)
+        return self.with_temperature(q, inputs), k, v
+
+    def with_temperature(self, q: torch.Tensor, inputs: AttentionInputs) -> torch.Tensor:
+        """Llama 4's temperature on a layer without positions: q times its position's scale (``q_scale``)."""
+        if inputs.q_scale is None:
+            return q
+        return self.hook_q_temperature((q * inputs.q_scale).to(q.dtype))  # (B, H, T_q, d_head)
 
     def normalize(self, t: torch.Tensor, norm: nn.Module) -> torch.Tensor:
         """QK-norm: per head (Qwen3, Gemma 3), or over all heads at once (OLMo 2)."""
@@ -152,12 +196,15 @@ class Attention(nn.Module):
         B, n, T, d = t.shape
         return norm(t.transpose(1, 2).reshape(B, T, n * d)).view(B, T, n, d).transpose(1, 2)
 
-    def rotate(self, q: torch.Tensor, k: torch.Tensor, inputs: AttentionInputs) -> tuple[torch.Tensor, torch.Tensor]:
-        """RoPE (or another rotating scheme) on the first d_rope dimensions of every q and k head."""
+    def rotate(self, q: torch.Tensor, k: torch.Tensor | None,
+               inputs: AttentionInputs) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """RoPE (or another rotating scheme) on the first d_rope dimensions of every q and k head; k is None in a
+        layer whose keys an earlier layer turned (``kv_from``)."""
         turn = inputs.rope
         self.hook_rope_angles(turn.angles)
         q = self.hook_rot_q(apply_partial_rope(q, turn.q_cos, turn.q_sin))  # (B, H, T_q, d_head)
-        k = self.hook_rot_k(apply_partial_rope(k, turn.k_cos, turn.k_sin))  # (B, G, T_q, d_head)
+        if k is not None:
+            k = self.hook_rot_k(apply_partial_rope(k, turn.k_cos, turn.k_sin))  # (B, G, T_q, d_head)
         return q, k
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, inputs: AttentionInputs,
@@ -284,8 +331,8 @@ class LatentAttention(Attention):
     Layout of a q and k head here: its d_rope rotated dimensions first, then the d_head - d_rope others.
     """
 
-    def __init__(self, cfg: TransformerConfig):
-        super().__init__(cfg, projections=False)
+    def __init__(self, cfg: TransformerConfig, spec: LayerSpec | None = None):
+        super().__init__(cfg, projections=False, spec=spec)
         H, d_v = cfg.n_heads, cfg.d_v
         self.d_rope, self.d_nope, self.kv_rank = cfg.d_rope, cfg.d_head - cfg.d_rope, cfg.kv_rank
         if cfg.q_rank is not None:  # q from its own latent (DeepSeek-V3)
@@ -331,7 +378,7 @@ class LatentAttention(Attention):
         k_nope = split_heads(self.k_up(latent), self.n_heads)  # (B, H, T_kv, d_head - d_rope)
         k = torch.cat((k_rope.expand(-1, self.n_heads, -1, -1), k_nope), dim=-1)  # (B, H, T_kv, d_head)
         v = split_heads(self.v_up(latent), self.n_heads)  # (B, H, T_kv, d_v)
-        return q, self.hook_k(k), self.hook_v(v)
+        return self.with_temperature(q, inputs), self.hook_k(k), self.hook_v(v)
 
     def absorbed_weights(self, q: torch.Tensor, latent: torch.Tensor, k_rope: torch.Tensor,
                          inputs: AttentionInputs) -> torch.Tensor:

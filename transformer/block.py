@@ -22,8 +22,11 @@ from .layer_plan import LayerSpec
 from .linear_attention import STATE_MODULES, StateInputs
 from .norms import make_norm
 
-# the module of each attention kind (the rows of AXES["attention"]): softmax attention as the KV-heads kind builds it
-ATTENTION_MODULES = {"softmax": lambda cfg: KV_HEAD_MODULES[cfg.attention_kind](cfg), **STATE_MODULES}
+# the module of each attention kind (the rows of AXES["attention"]) for one layer of the plan, (cfg, spec) -> module:
+# softmax attention as the KV-heads kind builds it, with its layer's positions and K/V source; a kind that keeps a
+# state is built alike on every layer
+ATTENTION_MODULES = {"softmax": lambda cfg, spec: KV_HEAD_MODULES[cfg.attention_kind](cfg, spec=spec),
+                     **{kind: (lambda cfg, spec, build=build: build(cfg)) for kind, build in STATE_MODULES.items()}}
 
 
 def residual(x: torch.Tensor, sublayer, norm_in: nn.Module | None, norm_out: nn.Module | None,
@@ -45,7 +48,7 @@ class Block(nn.Module):
         self.parallel = cfg.row("block").parallel
         self.has_cross = cross
         self.spec = spec  # its attention kind, window, positions and the layer whose K/V it reads
-        self.attn = ATTENTION_MODULES[spec.kind](cfg)
+        self.attn = ATTENTION_MODULES[spec.kind](cfg, spec)
         # The norms, declared where they are used: ln1 around attention, ln_cross around cross-attention, ln2
         # around the FFN, each on the sublayer's input (pre, sandwich) or on the sum (post); ln*_post on its output.
         if self.parallel:  # one norm both sublayers read, or one each (GPT-NeoX)

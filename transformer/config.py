@@ -82,6 +82,11 @@ class TransformerConfig:
     attn_gate: bool = False  # gated attention: concat(heads) * sigmoid(x W_gate) before W_o
     layer_pattern: str = "uniform"  # which layers are local (sliding_window) and which global: see layer_plan.py
     nope_layers: str = "none"  # layers that leave RoPE out: "none", "every 4" (Llama 4, SmolLM3) or "3, 7"
+    attention_chunk: int | None = None  # chunked layers see only the keys of their own chunk this long (Llama 4: 8192)
+    chunked_layers: str = "all"  # the layers attention_chunk cuts: "all", "rope" (those RoPE turns: Llama 4), "0, 1"
+    kv_shared_layers: str = "none"  # layers reusing an earlier layer's K and V: "none", "last N" (Gemma 4), "5 from 3"
+    attn_temperature_scale: float | None = None  # Llama 4 (0.1): q on NoPE layers times 1 + s log(1 + floor((t+1)/f))
+    attn_temperature_floor: float = 8192.0  # that f: the temperature steps up once every f positions (Llama 4: 8192)
     rope_dim: int | None = None  # dimensions of each head RoPE rotates, the first ones (None = all; NeoX: d_head / 4)
     rope_scaling: RopeScaling = "none"  # stretching RoPE past its trained length
     rope_factor: float = 1.0  # how many times longer than rope_original_max_len
@@ -167,6 +172,9 @@ class TransformerConfig:
         if self.sliding_window is not None and self.sliding_window > self.max_len:
             raise ValueError(f"sliding_window={self.sliding_window} is larger than max_len={self.max_len}, so no "
                              f"query could ever miss a key; use a window of at most {self.max_len}, or None")
+        if self.attention_chunk is not None and not 1 <= self.attention_chunk <= self.max_len:
+            raise ValueError(f"attention_chunk={self.attention_chunk} must be from 1 (a query sees itself alone) to "
+                             f"max_len={self.max_len} (a longer chunk never cuts); use a chunk in that range, or None")
         self._check_row("attention_pattern")
         AXES["feature_map"].row(self.linear_feature_map, "linear_feature_map")
         # a pattern that does not parse or does not fit the model, or a setting no layer of it reads, raises here
@@ -175,10 +183,18 @@ class TransformerConfig:
             check = AXES["attention"].row(kind).check
             if check is not None:
                 check(self)
-        for field in ("attn_softcap", "logit_softcap", "score_scale"):
+        self._check_row("qk_norm")
+        for field in ("attn_softcap", "logit_softcap", "score_scale", "attn_temperature_scale"):
             value = getattr(self, field)
             if value is not None and not value > 0:
                 raise ValueError(f"{field}={value} must be greater than 0, or None to switch it off")
+        if self.attn_temperature_scale is None and self.attn_temperature_floor != 8192.0:
+            raise ValueError(f"attn_temperature_floor={self.attn_temperature_floor} is a setting of the temperature "
+                             "by position, which is off; set attn_temperature_scale (Llama 4: 0.1) or "
+                             "attn_temperature_floor=8192.0")
+        for row in AXES["scores"].choices.values():  # what a switched-on choice of the scores needs from the rest
+            if row.check is not None and getattr(self, row.switch) not in (None, False):
+                row.check(self)
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout={self.dropout} must be in [0, 1)")
         if self.d_ff is None:

@@ -141,12 +141,12 @@ SITES: dict[str, HookSite] = {
     "hook_q_norm": HookSite(
         ("B", "H", "T_q", "d_head"), "RMSNorm(q)",
         "QK-norm: each query normalised (per head, or over all heads) so scores cannot grow without bound.",
-        r"q \leftarrow \frac{q}{\mathrm{rms}(q)} \odot w_q",
+        FromRows(("qk_norm",), r"q \leftarrow \frac{q}{\mathrm{rms}(q)} \odot w_q"),
         reads=("hook_q",)),
     "hook_k_norm": HookSite(
         ("B", "G", "T_kv", "d_head"), "RMSNorm(k)",
         "QK-norm on the keys: with both normalised, a score is bounded by the norms' weights.",
-        r"k \leftarrow \frac{k}{\mathrm{rms}(k)} \odot w_k",
+        FromRows(("qk_norm",), r"k \leftarrow \frac{k}{\mathrm{rms}(k)} \odot w_k"),
         reads=("hook_k",)),
     "hook_latent": HookSite(
         ("B", "T_q", "kv_rank"), "RMSNorm(x W_down)",
@@ -173,11 +173,17 @@ SITES: dict[str, HookSite] = {
         "MLA's decoupled RoPE key: one rotated key part per token that every head shares.",
         r"k^{R}_t = \mathrm{RoPE}(x_t W_{rope})",
         reads=("<input>", "hook_rope_angles")),
+    "hook_q_temperature": HookSite(
+        ("B", "H", "T_q", "d_head"), "q * (1 + s * log(1 + floor((t + 1) / f)))",
+        "Llama 4's temperature on a layer without positions: each query is scaled up with the log of its position, "
+        "so a token far into the text, which sees many more keys, keeps a sharp softmax.",
+        r"q_t \leftarrow q_t \left(1 + s \log\left(1 + \left\lfloor \tfrac{t + 1}{f} \right\rfloor\right)\right)",
+        reads=(("hook_q_norm", "hook_q"),)),
     "hook_raw_scores": HookSite(
         SCORES, "Q K^T / sqrt(d_head)",
         "Line 1: every query is compared with every key; scaled so the scores keep unit variance.",
         r"S = \frac{Q K^\top}{\sqrt{d_{head}}}",
-        reads=(("hook_rot_q", "hook_q_norm", "hook_q"), ("hook_rot_k", "hook_k_norm", "hook_k"))),
+        reads=(("hook_q_temperature", "hook_rot_q", "hook_q_norm", "hook_q"), ("hook_rot_k", "hook_k_norm", "hook_k"))),
     "hook_capped_scores": HookSite(
         SCORES, "c * tanh(scores / c)",
         "Soft-capping: every score squeezed smoothly into (-c, c), so no single key can take all the weight.",
@@ -187,7 +193,7 @@ SITES: dict[str, HookSite] = {
         ("B", "1", "T_q", "T_kv"), "0 where allowed, -inf (most negative float) where masked",
         "Who may see whom: 0 where attention is allowed, the most negative number where it is not.",
         r"M_{ij} = \begin{cases} 0 & \text{query } i \text{ may see key } j \\ -\infty & \text{otherwise} \end{cases}",
-        reads="the positions (causal, window) and the padding mask"),
+        reads="the positions (causal, window, chunk) and the padding mask"),
     "hook_alibi_bias": HookSite(
         SCORES, "-slope_h * |i - j|",
         "ALiBi: a penalty growing with distance, its slope different for each head.",

@@ -1,21 +1,23 @@
 """The layer plan: one row per layer, derived once from the config.
 
 A row says what its layer does that another layer may not: its attention kind (softmax, or one that
-keeps a state), the window of keys it sees (None = all), whether it rotates q and k (a NoPE layer of
-Llama 4 or SmolLM3 does not, nor does a layer that keeps a state) and with which base, and which
-layer's K/V it reads (its own). ``Block`` takes its row, so hybrid, local/global layers and layers
-without positions are data, not code. ``hf_layer_type`` names a row as Hugging Face's newer configs
-do (``layer_types``).
+keeps a state), the keys it sees (a window, a chunk, or all), whether it rotates q and k (a NoPE layer
+of Llama 4 or SmolLM3 does not, nor does a layer that keeps a state) and with which base, and which
+layer's K/V it reads (its own, or an earlier layer's in Gemma 4). ``Block`` takes its row, so hybrid,
+local/global, chunked and K/V-sharing layers and layers without positions are data, not code.
+``hf_layer_type`` names a row as Hugging Face's newer configs do (``layer_types``).
 
 Written as strings so a URL can carry them:
 - ``attention_layers``: each layer's attention kind (see ``parse_attention_layers``);
 - ``layer_pattern``: which layers are local (see ``parse_layer_pattern``);
 - ``nope_layers``: which layers leave RoPE out: "none", "every N" (the N-th, 2N-th ... layer, as
-  Llama 4 and SmolLM3 with N = 4), or a comma list of layer indices ("3, 7").
+  Llama 4 and SmolLM3 with N = 4), or a comma list of layer indices ("3, 7");
+- ``chunked_layers``: which layers ``attention_chunk`` cuts into chunks (see ``parse_chunked_layers``);
+- ``kv_shared_layers``: which layers reuse an earlier layer's K and V (see ``parse_kv_shared_layers``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .axes import AXES
 from .axes.attention import AttentionChoice, check_kind_fields
@@ -104,6 +106,20 @@ def parse_attention_layers(text: str, n_layers: int, linear_kind: str) -> tuple[
     return tuple(hf_names.get(e, e) for e in entries)
 
 
+def parse_layer_list(field: str, text: str, n_layers: int, forms: str) -> frozenset[int]:
+    """A comma list of layer indices ("3, 7"), each one a layer of the model; `forms` are the field's other words."""
+    entries = [e.strip() for e in str(text).split(",")]
+    if not all(e.isdigit() for e in entries):
+        raise ValueError(f"{field}={text!r} does not parse: write {forms}, or layer indices separated by commas, "
+                         "e.g. '3, 7'")
+    layers = frozenset(int(e) for e in entries)
+    beyond = sorted(i for i in layers if i >= n_layers)
+    if beyond:
+        raise ValueError(f"{field}={text!r} names layer {beyond[0]}, but n_layers={n_layers} numbers them "
+                         f"0 to {n_layers - 1}")
+    return layers
+
+
 def parse_nope_layers(text: str, n_layers: int) -> frozenset[int]:
     """The layers that leave positions out: "none", "every N", or a comma list of layer indices."""
     spec = str(text).strip().lower()
@@ -115,16 +131,60 @@ def parse_nope_layers(text: str, n_layers: int) -> frozenset[int]:
             raise ValueError(f"nope_layers={text!r} does not parse: write 'every N' with N at least 1, e.g. "
                              "'every 4' for layers 3, 7, 11 ... (Llama 4)")
         return frozenset(i for i in range(n_layers) if (i + 1) % int(step) == 0)
-    entries = [e.strip() for e in spec.split(",")]
-    if not all(e.isdigit() for e in entries):
-        raise ValueError(f"nope_layers={text!r} does not parse: write 'none', 'every N', or layer indices "
-                         "separated by commas, e.g. '3, 7'")
-    layers = frozenset(int(e) for e in entries)
-    beyond = sorted(i for i in layers if i >= n_layers)
-    if beyond:
-        raise ValueError(f"nope_layers={text!r} names layer {beyond[0]}, but n_layers={n_layers} numbers them "
-                         f"0 to {n_layers - 1}")
-    return layers
+    return parse_layer_list("nope_layers", text, n_layers, "'none', 'every N'")
+
+
+def parse_chunked_layers(text: str, chunk: int | None, turning: list[bool]) -> frozenset[int]:
+    """The layers cut into chunks of `chunk` tokens (``attention_chunk``; None: no layer is): "all"; "rope", the
+    layers RoPE turns (Llama 4: its NoPE layers stay full, so they carry what crosses a chunk's edge; Hugging Face
+    makes those two kinds its "chunked_attention" and "full_attention" layers); or a comma list of layer indices."""
+    spec = str(text).strip().lower()
+    if chunk is None:
+        if spec != "all":
+            raise ValueError(f"chunked_layers={text!r} names chunked layers, but attention_chunk is None; set "
+                             "attention_chunk to the chunk's length (Llama 4: 8192), or chunked_layers='all'")
+        return frozenset()
+    if spec == "all":
+        return frozenset(range(len(turning)))
+    if spec == "rope":
+        if not any(turning):
+            raise ValueError(f"chunked_layers={text!r} chunks the layers RoPE turns, but no layer of this model turns "
+                             "q and k; set position='rope', or chunked_layers to 'all' or a list of layers")
+        return frozenset(i for i, turns in enumerate(turning) if turns)
+    return parse_layer_list("chunked_layers", text, len(turning), "'all', 'rope' (the layers RoPE turns)")
+
+
+def parse_kv_shared_layers(text: str, n_layers: int) -> dict[int, int | None]:
+    """The layers that reuse an earlier layer's K and V, each with the layer it reads (None: the last earlier layer of
+    its own type that makes its own, which ``build_plan`` finds): "none"; "last N", the last N layers, as Gemma 4's
+    ``num_kv_shared_layers``; or a comma list "5 from 3, 6 from 4"."""
+    spec = str(text).strip().lower()
+    if spec in ("", "none"):
+        return {}
+    if spec.startswith("last"):
+        count = spec[len("last"):].strip()
+        if not count.isdigit() or int(count) < 1:
+            raise ValueError(f"kv_shared_layers={text!r} does not parse: write 'last N' with N at least 1, e.g. "
+                             "'last 2' for the last two layers (Gemma 4's num_kv_shared_layers)")
+        if int(count) >= n_layers:
+            raise ValueError(f"kv_shared_layers={text!r} leaves none of the n_layers={n_layers} layers to make the "
+                             f"K and V the others reuse; set at most 'last {n_layers - 1}'")
+        return {i: None for i in range(n_layers - int(count), n_layers)}
+    sources: dict[int, int | None] = {}
+    for entry in spec.split(","):
+        parts = [p.strip() for p in entry.split("from")]
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            raise ValueError(f"kv_shared_layers={text!r} does not parse: write 'none', 'last N', or pairs 'layer "
+                             "from layer' separated by commas, e.g. '5 from 3, 6 from 4'")
+        reader, source = int(parts[0]), int(parts[1])
+        if reader in sources:
+            raise ValueError(f"kv_shared_layers={text!r} names layer {reader} twice; give each layer one source")
+        beyond = max(reader, source)
+        if beyond >= n_layers:
+            raise ValueError(f"kv_shared_layers={text!r} names layer {beyond}, but n_layers={n_layers} numbers "
+                             f"them 0 to {n_layers - 1}")
+        sources[reader] = source
+    return sources
 
 
 @dataclass(frozen=True)
@@ -134,10 +194,11 @@ class LayerSpec:
     index: int
     kind: str  # its attention kind: a key of AXES["attention"] (``row`` is its row)
     window: int | None  # it sees at most this many keys, itself included; None = every key the mask allows
+    chunk: int | None  # it sees only the keys of its own chunk of this many tokens (Llama 4); None = no chunks
     rotates: bool  # RoPE turns its q and k (False on a NoPE layer, and in a model without RoPE)
     rope_theta: float | None  # RoPE's base on this layer (Gemma 3's local layers have their own); None without RoPE
     rope_scaling: str  # the RoPE scaling on this layer ("none" on Gemma 3's local layers)
-    kv_from: int  # the layer whose K and V it reads: its own
+    kv_from: int  # the layer whose K and V it reads: its own, or an earlier layer's of its type (Gemma 4)
 
     @property
     def row(self) -> AttentionChoice:
@@ -145,20 +206,31 @@ class LayerSpec:
         return AXES["attention"].row(self.kind)
 
     @property
+    def bound(self) -> str | None:
+        """The row of AXES["mask"] that bounds its keys ("sliding_window", "chunked"), or None: every key."""
+        return "sliding_window" if self.window is not None else "chunked" if self.chunk is not None else None
+
+    @property
+    def reuses_kv(self) -> bool:
+        """It computes q alone and attends over an earlier layer's K and V (``kv_from``), which the cache holds once."""
+        return self.kv_from != self.index
+
+    @property
     def hf_layer_type(self) -> str:
         """Its name in a Hugging Face config's ``layer_types``."""
-        return "sliding_attention" if self.window is not None else self.row.hf_layer_type
+        bound = self.bound
+        return self.row.hf_layer_type if bound is None else AXES["mask"].row(bound).hf_layer_type
 
     @property
     def inputs_key(self) -> tuple:
         """Layers with the same key share one mask and one set of RoPE tables (or, keeping a state, one padding
         check) per forward pass."""
-        return self.row.keeps_state, self.window, self.rotates, self.rope_theta, self.rope_scaling
+        return self.row.keeps_state, self.window, self.chunk, self.rotates, self.rope_theta, self.rope_scaling
 
 
 def build_plan(cfg) -> tuple[LayerSpec, ...]:
-    """Every layer's row, from the config's attention_layers, layer_pattern, sliding_window, nope_layers and RoPE
-    settings."""
+    """Every layer's row, from the config's attention_layers, layer_pattern, sliding_window, nope_layers,
+    attention_chunk, chunked_layers, kv_shared_layers and RoPE settings."""
     kinds = parse_attention_layers(cfg.attention_layers, cfg.n_layers, cfg.linear_kind)
     windows = parse_layer_pattern(cfg.layer_pattern, cfg.n_layers, cfg.sliding_window)
     nope = parse_nope_layers(cfg.nope_layers, cfg.n_layers)
@@ -170,20 +242,76 @@ def build_plan(cfg) -> tuple[LayerSpec, ...]:
     if nope and len(nope) == cfg.n_layers:
         raise ValueError(f"nope_layers={cfg.nope_layers!r} takes positions out of all {cfg.n_layers} layers; "
                          "set position='none' instead")
+    # which layers RoPE turns: not a NoPE layer, nor one that keeps a state (it has no keys to turn: Qwen3-Next)
+    turning = [rotates and i not in nope and not AXES["attention"].row(kind).keeps_state
+               for i, kind in enumerate(kinds)]
+    chunked = parse_chunked_layers(cfg.chunked_layers, cfg.attention_chunk, turning)
     plan = []
-    for i, (kind, window) in enumerate(zip(kinds, windows)):
-        keeps_state = AXES["attention"].row(kind).keeps_state
-        if keeps_state and window is not None:
-            raise ValueError(f"layer {i} is {kind}, but layer_pattern={cfg.layer_pattern!r} with sliding_window="
-                             f"{cfg.sliding_window} gives it a window of {window} keys; its state holds every past "
-                             "token (faded, never cut off): make that layer global in layer_pattern, or set "
-                             "sliding_window=None")
-        turns = rotates and i not in nope and not keeps_state  # a state has no keys to turn (Qwen3-Next)
+    for i, (kind, window, turns) in enumerate(zip(kinds, windows, turning)):
+        chunk = cfg.attention_chunk if i in chunked else None
+        if AXES["attention"].row(kind).keeps_state and (window is not None or chunk is not None):
+            cut = (f"layer_pattern={cfg.layer_pattern!r} with sliding_window={cfg.sliding_window} gives it a window "
+                   f"of {window} keys" if window is not None else
+                   f"chunked_layers={cfg.chunked_layers!r} cuts it into chunks of attention_chunk={chunk} tokens")
+            raise ValueError(f"layer {i} is {kind}, but {cut}; its state holds every past token (faded, never cut "
+                             "off): make that layer global in layer_pattern and leave it out of chunked_layers, or "
+                             "set sliding_window=None and attention_chunk=None")
+        if window is not None and chunk is not None:
+            raise ValueError(f"layer {i} has a window of {window} keys (layer_pattern={cfg.layer_pattern!r}, "
+                             f"sliding_window={cfg.sliding_window}) and chunks of attention_chunk={chunk} tokens "
+                             f"(chunked_layers={cfg.chunked_layers!r}); a layer's keys are a window or a chunk: make "
+                             "it global in layer_pattern or leave it out of chunked_layers (a list of layers, or "
+                             "'rope')")
         local_base = window is not None and cfg.rope_local_theta is not None  # Gemma 3: local layers keep a plain base
         plan.append(LayerSpec(
-            index=i, kind=kind, window=window, rotates=turns,
+            index=i, kind=kind, window=window, chunk=chunk, rotates=turns,
             rope_theta=(cfg.rope_local_theta if local_base else cfg.rope_theta) if turns else None,
             rope_scaling=("none" if local_base else cfg.rope_scaling) if turns else "none",
             kv_from=i))
+    readers = parse_kv_shared_layers(cfg.kv_shared_layers, cfg.n_layers)
+    for i, source in readers.items():
+        plan[i] = replace(plan[i], kv_from=kv_source(cfg, plan, i, source, readers))
     check_kind_fields(cfg, plan)
     return tuple(plan)
+
+
+def _turn(spec: LayerSpec) -> str:
+    """How RoPE turns a layer's q and k, in the words of a message."""
+    if not spec.rotates:
+        return "not at all (no RoPE)"
+    scaled = AXES["rope_scaling"].row(spec.rope_scaling).rescales
+    return f"by RoPE at base {spec.rope_theta:g}" + (f", scaled ({spec.rope_scaling})" if scaled else "")
+
+
+def kv_source(cfg, plan: list[LayerSpec], i: int, source: int | None, readers: dict) -> int:
+    """The layer whose K and V layer i reuses (`source`, or None: the last earlier layer of its own type that makes
+    its own, as Gemma 4 picks it), once it is checked: an earlier softmax layer of the same type that makes its own
+    K and V and turns its keys as layer i turns its queries."""
+    reader = plan[i]
+    if source is None:
+        earlier = [s.index for s in plan[:i] if s.index not in readers and s.hf_layer_type == reader.hf_layer_type]
+        if not earlier:
+            raise ValueError(f"kv_shared_layers={cfg.kv_shared_layers!r} has layer {i} ({reader.hf_layer_type}) reuse "
+                             "the K and V of the last earlier layer of its own type, but no layer before it that "
+                             "makes its own is one; set fewer shared layers, or give an earlier layer that type")
+        source = earlier[-1]
+    made = plan[source]
+    where = f"kv_shared_layers={cfg.kv_shared_layers!r} has layer {i} reuse the K and V of layer {source}"
+    if source >= i:
+        raise ValueError(f"{where}, which {'is the layer itself' if source == i else 'comes after it'}: a layer can "
+                         f"only reuse K and V made below it in the same pass; set a layer below {i} as its source")
+    if source in readers:
+        raise ValueError(f"{where}, which reuses another layer's itself; set a layer that makes its own as its source")
+    kept = next((s for s in (reader, made) if s.row.keeps_state), None)
+    if kept is not None:
+        raise ValueError(f"{where}, but layer {kept.index} is {kept.kind}: it keeps a state, not keys and values "
+                         "to share; set kv_shared_layers between softmax layers only")
+    if made.hf_layer_type != reader.hf_layer_type:
+        raise ValueError(f"{where}, but layer {i} is {reader.hf_layer_type} and layer {source} "
+                         f"{made.hf_layer_type}: a layer reuses the K and V of a layer of its own type (Gemma 4); set "
+                         f"an earlier {reader.hf_layer_type} layer as its source")
+    if (made.rotates, made.rope_theta, made.rope_scaling) != (reader.rotates, reader.rope_theta, reader.rope_scaling):
+        raise ValueError(f"{where}, but layer {source} turns its keys {_turn(made)} and layer {i} turns its queries "
+                         f"{_turn(reader)}: q·k would mix two position codes; set a source whose keys turn as "
+                         f"layer {i}'s queries do")
+    return source

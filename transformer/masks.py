@@ -1,6 +1,6 @@
 """Which keys each query may see, as boolean matrices and as additive masks.
 
-Dense choices (causal, padding, sliding window, cross) and the sparse patterns that let attention cost
+Dense choices (causal, padding, sliding window, chunked, cross) and the sparse patterns that let attention cost
 less than T² (strided, block-local, global + local): each pattern has a causal form for decoders and a
 bidirectional one for encoders.
 
@@ -39,6 +39,14 @@ def cross(src_attention_mask: torch.Tensor | None, t_q: int, t_kv: int, device=N
     if src_attention_mask is None:
         return torch.ones(1, 1, t_q, t_kv, dtype=torch.bool, device=device)
     return padding(src_attention_mask).expand(-1, -1, t_q, -1)
+
+
+def chunked(q_pos: torch.Tensor, k_pos: torch.Tensor, chunk: int, is_causal: bool = True) -> torch.Tensor:
+    """(T_q, T_kv): Llama 4's chunked attention: positions 0..C-1, C..2C-1 ... form chunks, and a query sees only
+    the keys of its own (in a decoder, those up to itself). Unlike a window, the first query of a chunk sees itself
+    alone, however much text came before."""
+    same_chunk = (q_pos[:, None] // chunk) == (k_pos[None, :] // chunk)  # (T_q, T_kv)
+    return same_chunk & causal(q_pos, k_pos) if is_causal else same_chunk
 
 
 def local_window(q_pos: torch.Tensor, k_pos: torch.Tensor, window: int, is_causal: bool = True) -> torch.Tensor:
@@ -90,12 +98,15 @@ def sparse(pattern: str, q_pos: torch.Tensor, k_pos: torch.Tensor, size: int, is
 
 def self_attention(q_pos: torch.Tensor, k_pos: torch.Tensor, *, is_causal: bool,
                    window: int | None = None, attention_mask: torch.Tensor | None = None,
-                   pattern: str = "dense", pattern_size: int = 8, n_global: int = 1) -> torch.Tensor:
-    """(B or 1, 1, T_q, T_kv) boolean mask combining causal/window/sparse pattern/padding."""
+                   pattern: str = "dense", pattern_size: int = 8, n_global: int = 1,
+                   chunk: int | None = None) -> torch.Tensor:
+    """(B or 1, 1, T_q, T_kv) boolean mask combining causal/window/chunk/sparse pattern/padding."""
     if AXES["attention_pattern"].row(pattern).sparse:
         allowed = sparse(pattern, q_pos, k_pos, pattern_size, is_causal, n_global)
     elif window is not None:
         allowed = local_window(q_pos, k_pos, window, is_causal)
+    elif chunk is not None:
+        allowed = chunked(q_pos, k_pos, chunk, is_causal)
     elif is_causal:
         allowed = causal(q_pos, k_pos)
     else:

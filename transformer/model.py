@@ -23,7 +23,8 @@ from .hooks import DEFAULT_MAX_BYTES, HookPoint, Intervention, NameFilter, Trace
 from .layer_plan import LayerSpec
 from .linear_attention import LinearAttention, state_inputs
 from .norms import make_norm
-from .positions import POSITION_EMBEDDINGS, ROTATIONS, alibi_bias, alibi_slopes, rope_angles, scaled_inv_freq
+from .positions import (POSITION_EMBEDDINGS, ROTATIONS, alibi_bias, alibi_slopes, rope_angles, scaled_inv_freq,
+                        temperature_scales)
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
@@ -38,8 +39,9 @@ class KVCache:
 
     A softmax layer keeps the keys and values of every past token, (B, G, T, d_head) each: GQA and MQA
     store only their G kv heads, which is the point of them (MLA: its latent and RoPE key). A layer that
-    keeps a state keeps that state instead, (B, H, d_k, d_v) however long the text, and its short
-    convolution's last inputs (B, channels, K - 1), empty without one.
+    reuses an earlier layer's K and V (``kv_shared_layers``, Gemma 4) keeps nothing: that layer's entry
+    serves both. A layer that keeps a state keeps that state instead, (B, H, d_k, d_v) however long the
+    text, and its short convolution's last inputs (B, channels, K - 1), empty without one.
     """
 
     def __init__(self):
@@ -119,11 +121,13 @@ def run_stack(owner, tok_emb, attention_mask, position_ids, cache, memory, memor
         x = owner.ln_embed(x)
     x = owner.embed_dropout(x)
 
-    # one set of attention inputs per kind of layer in the plan (its window, its RoPE), shared by its layers;
-    # a layer that keeps a state needs only to know where the padding is
+    # one set of attention inputs per kind of layer in the plan (its keys, its RoPE), shared by its layers;
+    # a layer that keeps a state needs only to know where the padding is. Where later layers reuse an earlier
+    # layer's K and V, every layer of this pass shares one place that holds them by layer
+    layer_kv = {} if any(block.spec.reuses_kv for block in owner.blocks) else None
     inputs = {block.spec.inputs_key: state_inputs(attention_mask, T) if block.spec.row.keeps_state else
               self_attention_inputs(cfg, block.spec, owner.causal, slots_q, slots_k, position_ids, k_position_ids,
-                                    attention_mask, x.dtype, past)
+                                    attention_mask, x.dtype, past, layer_kv)
               for block in owner.blocks}
     cross_inputs = None
     if memory is not None:
@@ -145,29 +149,32 @@ def _embedding_scale(cfg: TransformerConfig, dtype: torch.dtype) -> torch.Tensor
 
 
 def self_attention_inputs(cfg, spec: LayerSpec, causal, slots_q, slots_k, position_ids, k_position_ids, attention_mask,
-                          dtype, past):
-    """Mask, RoPE tables and ALiBi bias for the layers of the plan that share this one's: built once per forward."""
-    window = spec.window
-    allowed = masks.self_attention(slots_q, slots_k, is_causal=causal, window=window,
+                          dtype, past, layer_kv: dict | None = None):
+    """Mask, RoPE tables, ALiBi bias and q's temperature for the layers of the plan that share this one's: built once
+    per forward. `layer_kv` is the pass's one place for K and V that later layers reuse (None: no layer does)."""
+    allowed = masks.self_attention(slots_q, slots_k, is_causal=causal, window=spec.window, chunk=spec.chunk,
                                    attention_mask=attention_mask, pattern=cfg.attention_pattern,
                                    pattern_size=cfg.pattern_size, n_global=cfg.n_global)  # (B or 1, 1, T_q, T_kv)
     mask = masks.to_additive(allowed, dtype)
     scheme = cfg.row("position")
-    simple = (attention_mask is None and window is None and not cfg.row("attention_pattern").sparse
+    simple = (attention_mask is None and spec.bound is None and not cfg.row("attention_pattern").sparse
               and not scheme.score_bias)
-    rope = alibi = None
+    rope = alibi = q_scale = None
     if spec.rotates:  # a NoPE layer of a RoPE model has no tables
         seq_len = int(k_position_ids.max()) + 1
         inv_freq, scale = scaled_inv_freq(cfg, seq_len, spec.rope_theta, spec.rope_scaling)
         angles = rope_angles(position_ids, inv_freq.to(slots_q.device))  # (B or 1, T, d_rope/2)
         rope = ROTATIONS[cfg.position](position_ids, angles, dtype, scale)
+    elif cfg.attn_temperature_scale is not None:  # Llama 4: a NoPE layer sharpens q with its position instead
+        q_scale = temperature_scales(position_ids, cfg.attn_temperature_scale, cfg.attn_temperature_floor)
     fused_bias = mask
     if scheme.score_bias:
         slopes = alibi_slopes(cfg.n_heads).to(slots_q.device)
         alibi = alibi_bias(slopes, position_ids, k_position_ids).to(dtype)  # (B or 1, H, T_q, T_kv)
         fused_bias = mask + alibi
     return AttentionInputs(allowed, mask, plain_causal=simple and causal and past == 0,
-                           no_mask=simple and not causal, rope=rope, alibi=alibi, fused_bias=fused_bias)
+                           no_mask=simple and not causal, rope=rope, alibi=alibi, fused_bias=fused_bias,
+                           q_scale=q_scale, layer_kv=layer_kv)
 
 
 class Transformer(nn.Module):

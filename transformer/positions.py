@@ -2,7 +2,9 @@
 
 Sinusoidal and learned positions are added to the embeddings once, at the bottom.
 RoPE rotates q and k inside every attention layer; ALiBi adds a distance penalty
-to every layer's scores. "none" leaves order to the mask alone.
+to every layer's scores. "none" leaves order to the mask alone. A layer without
+positions in a RoPE model (Llama 4) may still scale its queries by a temperature
+that grows with the position (``temperature_scales``).
 
 What each scheme and each RoPE scaling does is its row in the table of choices
 (transformer/axes/positions.py); this file builds them: the tables added to the embeddings
@@ -240,3 +242,16 @@ def alibi_bias(slopes: torch.Tensor, q_pos: torch.Tensor, k_pos: torch.Tensor) -
     """
     distance = (q_pos[:, :, None] - k_pos[:, None, :]).abs().float()  # (B, T_q, T_kv)
     return -slopes[None, :, None, None] * distance[:, None]  # (B, H, T_q, T_kv)
+
+
+# --- Llama 4's temperature on the layers without positions ---------------------------------
+
+def temperature_scales(position_ids: torch.Tensor, scale: float, floor: float) -> torch.Tensor:
+    """(B or 1, 1, T, 1): what q is multiplied by at each position t, 1 + scale · log(1 + ⌊(t + 1) / floor⌋).
+
+    1 for the first floor - 1 positions, then growing with the log of the position: a query far into the text
+    sees many more keys, and without the boost its softmax would spread ever flatter over them (Llama 4 scales
+    its NoPE layers so, with scale 0.1 and floor 8192).
+    """
+    steps = torch.floor((position_ids.float() + 1.0) / floor)  # (B or 1, T)
+    return (torch.log1p(steps) * scale + 1.0)[:, None, :, None]  # (B or 1, 1, T, 1)

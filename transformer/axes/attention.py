@@ -237,6 +237,12 @@ def _check_latent(cfg) -> None:
         raise ValueError(f"multi-head latent attention (kv_rank={cfg.kv_rank}) normalises its own latent; "
                          f"qk_norm={cfg.qk_norm!r} and attn_gate={cfg.attn_gate} are not built for it: set "
                          "qk_norm='none' and attn_gate=False, or kv_rank=None")
+    shared = [spec.index for spec in cfg.layer_plan() if spec.reuses_kv]
+    if shared:
+        raise ValueError(f"kv_shared_layers={cfg.kv_shared_layers!r} has layer {shared[0]} reuse an earlier layer's "
+                         f"keys and values, but multi-head latent attention (kv_rank={cfg.kv_rank}) rebuilds them from "
+                         "its latent in every layer; sharing that is not built: set kv_shared_layers='none' or "
+                         "kv_rank=None")
     if not cfg.row("arch").next_token:
         raise ValueError(f"multi-head latent attention (kv_rank={cfg.kv_rank}) is built for decoders; "
                          f"set arch='decoder' (now {cfg.arch!r}) or kv_rank=None")
@@ -269,6 +275,8 @@ KV_HEADS = Axis("KV heads", {
 @dataclass(frozen=True, kw_only=True)
 class MaskChoice(Choice):
     causal: bool = False  # hides every key after the query (transformer/masks.py builds each mask by its key)
+    # a layer of the plan that this mask bounds is this type in Hugging Face's ``layer_types`` (``LayerSpec.hf_layer_type``)
+    hf_layer_type: str | None = None
 
 
 MASK = Axis("Mask", {
@@ -282,9 +290,14 @@ MASK = Axis("Mask", {
                           "Padding must be invisible: a text in a batch gets the answer it gets alone."),
     "sliding_window": MaskChoice("sliding window", "a query sees at most W keys, itself included",
                                  "Bounds the cost of long inputs: W keys per query, however long the text.",
-                                 "Mistral"),
+                                 "Mistral", hf_layer_type="sliding_attention"),
+    "chunked": MaskChoice("chunked", "the text is cut into chunks of C tokens; a query sees only the keys of its own "
+                          "chunk (in a decoder, those up to itself)",
+                          "Bounds the cost like a window, and no chunk ever reads another: the first token of a chunk "
+                          "starts afresh, so layers without positions in between carry the long range.",
+                          "Llama 4 (chunks of 8192, every fourth layer full)", hf_layer_type="chunked_attention"),
 }, problem="Decides who may look at whom: a decoder must not see the future, padding must be invisible, a window "
-           "bounds the cost of long inputs, cross-attention lets a decoder read the encoder.")
+           "or a chunk bounds the cost of long inputs, cross-attention lets a decoder read the encoder.")
 
 
 def _check_pattern(cfg) -> None:
@@ -292,6 +305,10 @@ def _check_pattern(cfg) -> None:
         raise ValueError(f"attention_pattern={cfg.attention_pattern!r} brings its own local keys; set "
                          f"sliding_window=None (now {cfg.sliding_window}) and layer_pattern='uniform' "
                          f"(now {cfg.layer_pattern!r}), or attention_pattern='dense' to keep the window")
+    if cfg.attention_chunk is not None:
+        raise ValueError(f"attention_pattern={cfg.attention_pattern!r} brings its own local keys; set "
+                         f"attention_chunk=None (now {cfg.attention_chunk}), or attention_pattern='dense' to keep "
+                         "the chunks")
     if cfg.pattern_size < 1:
         raise ValueError(f"pattern_size={cfg.pattern_size} must be at least 1 (the stride, block or window "
                          f"of the {cfg.attention_pattern} pattern)")
@@ -328,6 +345,15 @@ ATTENTION_PATTERN = Axis("Sparse pattern", {
 class QKNormChoice(Choice):
     normalises: bool  # an RMSNorm on q and k before RoPE
     per_head: bool = False  # one norm of d_head per head, else one over the whole projection
+    weighted: bool = True  # a learned scale w per dimension (q_norm.weight, k_norm.weight); False: none to learn
+    rope_layers_only: bool = False  # only on the layers RoPE turns (Llama 4): a NoPE layer keeps q and k as projected
+
+
+def _check_rope_layers(cfg) -> None:
+    if not any(spec.rotates for spec in cfg.layer_plan()):
+        raise ValueError(f"qk_norm={cfg.qk_norm!r} normalises q and k on the layers RoPE turns (Llama 4), but no "
+                         f"layer of this model turns them (position={cfg.position!r}); set position='rope', or "
+                         "qk_norm='head' to normalise every layer")
 
 
 QK_NORM = Axis("QK-norm", {
@@ -337,8 +363,27 @@ QK_NORM = Axis("QK-norm", {
                          "Qwen3, Gemma 3", normalises=True, per_head=True),
     "full": QKNormChoice("over the projection", "an RMSNorm on all of q (and all of k) at once, before RoPE",
                          "The same bound, one norm across the heads.", "OLMo 2", normalises=True),
+    "l2": QKNormChoice("L2, RoPE layers", "each head's q and k scaled to unit RMS, with no weight to learn, on the "
+                       "layers RoPE turns (a turn keeps lengths, so before or after it is the same)",
+                       "Bounds every score by √d_head on the RoPE layers, while the NoPE layers between them keep "
+                       "their sharpness for the long range.", "Llama 4 (use_qk_norm)", normalises=True,
+                       per_head=True, weighted=False, rope_layers_only=True, check=_check_rope_layers,
+                       ops={"hook_q_norm": "q / rms(q), no weight", "hook_k_norm": "k / rms(k), no weight"},
+                       formulas={"hook_q_norm": r"q \leftarrow \frac{q}{\mathrm{rms}(q)}",
+                                 "hook_k_norm": r"k \leftarrow \frac{k}{\mathrm{rms}(k)}"}),
 }, problem="Large q·k scores saturate softmax and make training unstable; normalising q and k bounds them.",
     field="qk_norm")
+
+def _check_temperature(cfg) -> None:
+    if not cfg.attn_temperature_floor >= 1:
+        raise ValueError(f"attn_temperature_floor={cfg.attn_temperature_floor} must be at least 1: the temperature "
+                         "steps up once every that many positions (Llama 4: 8192)")
+    if not any(spec.row.softmax and not spec.rotates for spec in cfg.layer_plan()) or not cfg.row("position").rotates_qk:
+        raise ValueError(f"attn_temperature_scale={cfg.attn_temperature_scale} scales q on the layers that leave "
+                         f"RoPE out, but this model has none (position={cfg.position!r}, nope_layers="
+                         f"{cfg.nope_layers!r}); set position='rope' with nope_layers (Llama 4: 'every 4'), or "
+                         "attn_temperature_scale=None")
+
 
 @dataclass(frozen=True, kw_only=True)
 class ScoresChoice(Choice):
@@ -356,5 +401,11 @@ SCORES = Axis("Scores", {
     "gate": ScoresChoice("gated output", "each head's output times sigmoid(x W_gate) before W_o",
                          "A head can switch itself off per token, without parking its weight on a token.",
                          "Qwen3-Next", switch="attn_gate"),
-}, problem="What happens between the scores and the output: capping them, letting a row attend to nothing, or "
-           "gating what a head returns.")  # switched on by attn_softcap, sinks and attn_gate (``scores_choices``)
+    "temperature": ScoresChoice("temperature by position", "on the layers without positions, q times "
+                                "1 + s·log(1 + ⌊(t + 1) / f⌋): 1 for the first f - 1 tokens, then growing with the "
+                                "log of the position", "A query that sees more keys spreads its softmax flatter; a "
+                                "temperature that grows with the position keeps it sharp far into a long text.",
+                                "Llama 4 (s = 0.1, f = 8192)", switch="attn_temperature_scale",
+                                check=_check_temperature),
+}, problem="What happens between the scores and the output: capping them, letting a row attend to nothing, "
+           "gating what a head returns, or sharpening it with the position.")  # switched on by their fields (``switch``)
