@@ -20,7 +20,7 @@ from . import masks
 from .config import TransformerConfig
 from .hooks import HookPoint, name_hook_points, wants_any
 from .layer_plan import LayerSpec
-from .norms import make_norm
+from .norms import UnitRMS, make_norm
 from .positions import Rotation, apply_partial_rope, apply_rope
 
 
@@ -64,18 +64,6 @@ def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
 def merge_heads(z: torch.Tensor) -> torch.Tensor:
     B, H, T, d_head = z.shape
     return z.transpose(1, 2).reshape(B, T, H * d_head)  # (B, T, H * d_head) = concat(heads)
-
-
-class UnitRMS(nn.Module):
-    """Llama 4's weightless "L2 norm" on q and k: each vector scaled to unit RMS, in float32, nothing to learn."""
-
-    def __init__(self, eps: float):
-        super().__init__()
-        self.eps = eps
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x32 = x.float()
-        return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)  # (..., d)
 
 
 class Attention(nn.Module):

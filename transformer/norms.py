@@ -48,6 +48,18 @@ class RMSNorm(nn.Module):
         return self.hook_normalized(self.weight * normalized.to(x.dtype))
 
 
+class UnitRMS(nn.Module):
+    """Llama 4's weightless "L2 norm" on q and k: each vector scaled to unit RMS, in float32, nothing to learn."""
+
+    def __init__(self, eps: float):
+        super().__init__()
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x32 = x.float()
+        return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)  # (..., d)
+
+
 NORM_MODULES: dict[str, type[nn.Module]] = {"layernorm": LayerNorm, "rmsnorm": RMSNorm}
 
 def make_norm(cfg, width: int | None = None, kind: str | None = None, hook: bool = True) -> nn.Module:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from .. import masks
+from ..axes import AXES
 from ..config import TransformerConfig
 from ..hooks import attention_stacks
 from .params import matmul_weights_per_token, multiplied_params
@@ -82,6 +83,7 @@ def forward_flops(cfg: TransformerConfig, batch: int, seq: int) -> int:
 
     2 x (weights in matrix multiplies) x tokens          -- each weight is one multiply and one add per token
     + 2 x T^2 x H x (d_h + d_v) per attention layer        -- Q K^T and weights @ V over every pair
+    A layer that keeps a state adds, per token, what ``state_flops`` counts instead of the T x T products.
     The attention term counts the full T x T square, causal, windowed or not: the explicit five lines
     compute every score and mask it afterwards (the usual convention; ``forward_flops_per_token`` counts
     only the keys each layer sees). MoE counts the router and the top-k experts each token goes to.
@@ -91,5 +93,18 @@ def forward_flops(cfg: TransformerConfig, batch: int, seq: int) -> int:
     tokens = batch * seq
     stacks = attention_stacks(cfg.arch)
     n_attention = len(stacks.self_attention) + len(stacks.cross_attention)
-    scores = n_attention * cfg.n_layers * 2 * batch * seq**2 * cfg.n_heads * (cfg.d_head + cfg.d_v)
-    return 2 * matmul_weights_per_token(cfg) * tokens + scores
+    state_kinds = [AXES["attention"].row(spec.kind) for spec in cfg.layer_plan()
+                   if AXES["attention"].row(spec.kind).keeps_state]
+    softmax_layers = n_attention * cfg.n_layers - len(state_kinds)
+    scores = softmax_layers * 2 * batch * seq**2 * cfg.n_heads * (cfg.d_head + cfg.d_v)
+    return 2 * matmul_weights_per_token(cfg) * tokens + scores + sum(state_flops(cfg, kind) * tokens
+                                                                     for kind in state_kinds)
+
+
+def state_flops(cfg: TransformerConfig, kind) -> int:
+    """Per token, a state-keeping layer's products beyond its projections, as its recurrent form computes them: the
+    read q·S (2·H_s·d_k·d_v), the delta rule's guess S^T k (as much again), and a short convolution's taps
+    (2·c per channel). Writing k writeᵀ into S is an elementwise product, which FLOP counts leave out."""
+    read = 2 * cfg.state_heads * cfg.state_d_k * cfg.state_d_v
+    channels = 2 * cfg.state_key_heads * cfg.state_d_k + cfg.state_heads * cfg.state_d_v
+    return read * (2 if kind.delta_rule else 1) + (2 * channels * cfg.linear_conv_size if kind.short_conv else 0)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..axes import AXES
 from ..config import TransformerConfig
 
 # the letters the formulas are written in
@@ -20,7 +21,10 @@ SYMBOLS = {"V": "vocabulary size", "D": "d_model", "L": "layers", "H": "query he
            "r_kv": "kv_rank (MLA: the latent K and V are rebuilt from)",
            "r_q": "q_rank (MLA: the latent q is rebuilt from)",
            "d_r": "d_rope (MLA: the rotated part of each key, shared by all heads)",
-           "P": "max_len (positions in the learned table)"}
+           "P": "max_len (positions in the learned table)",
+           "H_k": "a state layer's q and k heads", "H_s": "a state layer's value heads (one state each)",
+           "d_k": "a state's rows (its key width)", "d_s": "a state's columns (its value width)",
+           "c": "the short convolution's width (tokens)"}
 PARTS = ("embedding", "attention", "ffn", "norms", "head")
 
 
@@ -89,17 +93,43 @@ def param_terms(cfg: TransformerConfig) -> list[ParamTerm]:
                                ("*pos.table.weight",)))
     if cfg.embed_norm:  # always a LayerNorm (BERT, BLOOM)
         terms.append(ParamTerm("norms", "embedding LayerNorm", "2·D", 2 * d, n_stacks, ("*ln_embed.*",)))
-    terms += _latent_attention_terms(cfg, blocks) if cfg.row("kv_heads").latent else _attention_terms(cfg, blocks)
+    # the layer plan decides who holds what: a hybrid's softmax layers the attention terms, its state-keeping
+    # layers their own (``_state_terms``); a layer that reuses an earlier one's K and V no W_k, W_v or k_norm
+    plan = cfg.layer_plan()
+    softmax = [spec for spec in plan if not AXES["attention"].row(spec.kind).keeps_state]
+    makes_kv = [spec for spec in softmax if not spec.reuses_kv]
+    everywhere = len(softmax) == len(plan)
+
+    def at(specs: list) -> tuple[str, ...]:  # the attention modules of these layers (of both stacks)
+        return ("*blocks.*.attn.",) if len(specs) == len(plan) else tuple(f"*blocks.{s.index}.attn." for s in specs)
+
+    if softmax:
+        kv = (n_stacks * len(makes_kv), at(makes_kv))
+        terms += (_latent_attention_terms(cfg, n_stacks * len(softmax), at(softmax)) if cfg.row("kv_heads").latent
+                  else _attention_terms(cfg, n_stacks * len(softmax), at(softmax), kv))
+    if not everywhere:
+        terms += _state_terms(cfg, [spec.index for spec in plan if spec not in softmax])
     if cfg.row("arch").cross:  # the decoder's blocks read the encoder through a second attention
         terms += _cross_attention_terms(cfg, cross_layers)
-    if cfg.row("qk_norm").normalises:  # always an RMSNorm, in self- and cross-attention alike
-        per_head = cfg.row("qk_norm").per_head
-        width = 2 * cfg.d_head if per_head else (cfg.n_heads + cfg.n_kv_heads) * cfg.d_head
-        formula = "2·d_h" if per_head else "H·d_h + G·d_h"
-        terms.append(ParamTerm("norms", f"QK-norm ({cfg.qk_norm}: q_norm and k_norm)", formula, width,
-                               blocks + cross_layers,
-                               tuple(f"*blocks.*.{attention}.{n}.*" for attention in ("attn", "cross_attn")
-                                     for n in ("q_norm", "k_norm"))))
+    qk = cfg.row("qk_norm")
+    if qk.normalises and qk.weighted:  # an RMSNorm, in self- and cross-attention alike
+        q_normed = [spec for spec in softmax if spec.rotates or not qk.rope_layers_only]
+        k_normed = [spec for spec in q_normed if not spec.reuses_kv]
+        q_width, k_width = (cfg.d_head, cfg.d_head) if qk.per_head else (cfg.n_heads * cfg.d_head,
+                                                                         cfg.n_kv_heads * cfg.d_head)
+        if q_normed == k_normed == softmax and everywhere:  # every layer both: one term
+            terms.append(ParamTerm("norms", f"QK-norm ({cfg.qk_norm}: q_norm and k_norm)",
+                                   "2·d_h" if qk.per_head else "H·d_h + G·d_h", q_width + k_width,
+                                   blocks + cross_layers,
+                                   tuple(f"*blocks.*.{attention}.{n}.*" for attention in ("attn", "cross_attn")
+                                         for n in ("q_norm", "k_norm"))))
+        else:
+            for name, layers, width, formula in (("q_norm", q_normed, q_width, "d_h" if qk.per_head else "H·d_h"),
+                                                 ("k_norm", k_normed, k_width, "d_h" if qk.per_head else "G·d_h")):
+                if layers:
+                    terms.append(ParamTerm("norms", f"QK-norm ({cfg.qk_norm}: {name})", formula, width,
+                                           n_stacks * len(layers) + cross_layers,
+                                           _at(at(layers), f"{name}.*") + (f"*blocks.*.cross_attn.{name}.*",)))
     terms += _block_norm_terms(cfg, blocks, cross_layers, norm, norm_formula)
     terms += _ffn_terms(cfg, n_stacks)
     if cfg.has_final_norm:
@@ -115,13 +145,23 @@ def param_terms(cfg: TransformerConfig) -> list[ParamTerm]:
     return terms
 
 
-def _attention_terms(cfg: TransformerConfig, blocks: int) -> list[ParamTerm]:
-    """MHA, GQA, MQA: W_q, W_k, W_v, W_o (q, k, v biases with has_qkv_bias; W_o's with bias), gate and sinks."""
-    return _projection_terms(cfg, blocks, "*blocks.*.attn.") + _sink_terms(cfg, blocks)
+def _attention_terms(cfg: TransformerConfig, blocks: int, attn: tuple[str, ...],
+                     kv: tuple[int, tuple[str, ...]]) -> list[ParamTerm]:
+    """MHA, GQA, MQA: W_q, W_k, W_v, W_o (q, k, v biases with has_qkv_bias; W_o's with bias), gate and sinks.
+    `kv`: how many layers make their own K and V, and where (the others reuse an earlier layer's)."""
+    return _projection_terms(cfg, blocks, attn, kv) + _sink_terms(cfg, blocks, attn)
 
 
-def _projection_terms(cfg: TransformerConfig, copies: int, prefix: str) -> list[ParamTerm]:
-    """W_q, W_k and W_v, W_o, and with attn_gate W_gate: one term each, for the attention modules under `prefix`."""
+def _at(prefixes: tuple[str, ...], *names: str) -> tuple[str, ...]:
+    """The parameter-name patterns of these names under every module prefix."""
+    return tuple(prefix + name for name in names for prefix in prefixes)
+
+
+def _projection_terms(cfg: TransformerConfig, copies: int, prefix: tuple[str, ...],
+                      kv: tuple[int, tuple[str, ...]] | None = None) -> list[ParamTerm]:
+    """W_q, W_k and W_v, W_o, and with attn_gate W_gate: one term each, for the attention modules under `prefix`
+    (W_k and W_v under `kv`'s, where some layers reuse another's K and V)."""
+    kv_copies, kv_prefix = kv or (copies, prefix)
     d, H, G, dh, dv = cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.d_head, cfg.d_v
     qkv_b, b = int(cfg.has_qkv_bias), int(cfg.bias)
     v = _value_width(cfg)
@@ -129,27 +169,27 @@ def _projection_terms(cfg: TransformerConfig, copies: int, prefix: str) -> list[
     terms = [
         _q_term(cfg, copies, prefix),
         _matrices("attention", "W_k and W_v", _with_bias(kv, kv_bias, qkv_b), d * G * (dh + dv), qkv_b * G * (dh + dv),
-                  copies, (prefix + "k_proj.*", prefix + "v_proj.*")),
+                  kv_copies, _at(kv_prefix, "k_proj.*", "v_proj.*")),
         _o_term(cfg, copies, prefix),
     ]
     if cfg.attn_gate:  # gated attention: concat(heads) * sigmoid(x W_gate)
         terms.append(_matrices("attention", "W_gate (output gate)", _with_bias(f"D·H·{v}", f"H·{v}", b), d * H * dv,
-                               b * H * dv, copies, (prefix + "gate_proj.*",)))
+                               b * H * dv, copies, _at(prefix, "gate_proj.*")))
     return terms
 
 
-def _q_term(cfg: TransformerConfig, copies: int, prefix: str) -> ParamTerm:
+def _q_term(cfg: TransformerConfig, copies: int, prefix: tuple[str, ...]) -> ParamTerm:
     """W_q, D -> H·d_h, with a bias when has_qkv_bias."""
     d, H, dh, qkv_b = cfg.d_model, cfg.n_heads, cfg.d_head, int(cfg.has_qkv_bias)
     return _matrices("attention", "W_q", _with_bias("D·H·d_h", "H·d_h", qkv_b), d * H * dh, qkv_b * H * dh, copies,
-                     (prefix + "q_proj.*",))
+                     _at(prefix, "q_proj.*"))
 
 
-def _o_term(cfg: TransformerConfig, copies: int, prefix: str) -> ParamTerm:
+def _o_term(cfg: TransformerConfig, copies: int, prefix: tuple[str, ...]) -> ParamTerm:
     """W_o, H·d_v -> D, with a bias when bias."""
     d, H, dv, b = cfg.d_model, cfg.n_heads, cfg.d_v, int(cfg.bias)
     return _matrices("attention", "W_o", _with_bias(f"H·{_value_width(cfg)}·D", "D", b), H * dv * d, b * d, copies,
-                     (prefix + "o_proj.*",))
+                     _at(prefix, "o_proj.*"))
 
 
 def _value_width(cfg: TransformerConfig) -> str:
@@ -164,42 +204,71 @@ def _kv_formulas(cfg: TransformerConfig) -> tuple[str, str]:
     return "D·G·d_h + D·G·d_v", "G·d_h + G·d_v"
 
 
-def _sink_terms(cfg: TransformerConfig, blocks: int) -> list[ParamTerm]:
+def _sink_terms(cfg: TransformerConfig, blocks: int, attn: tuple[str, ...]) -> list[ParamTerm]:
     if not cfg.sinks:  # self-attention only: cross-attention has no sinks
         return []
-    return [ParamTerm("attention", "attention sinks", "H", cfg.n_heads, blocks, ("*blocks.*.attn.sinks",))]
+    return [ParamTerm("attention", "attention sinks", "H", cfg.n_heads, blocks, _at(attn, "sinks"))]
 
 
-def _latent_attention_terms(cfg: TransformerConfig, blocks: int) -> list[ParamTerm]:
+def _latent_attention_terms(cfg: TransformerConfig, blocks: int, attn: tuple[str, ...]) -> list[ParamTerm]:
     """MLA: q (full, or down -> norm -> up), the latent kv_down, the shared rope key, k_up and v_up, W_o."""
     d, H, dh, dv, r, dr = cfg.d_model, cfg.n_heads, cfg.d_head, cfg.d_v, cfg.kv_rank, cfg.d_rope
     qkv_b = int(cfg.has_qkv_bias)
-    attn = "*blocks.*.attn."
     if cfg.q_rank is not None:
         rq = cfg.q_rank
         terms = [_matrices("attention", "W_q down and up (MLA)", _with_bias("D·r_q + r_q·H·d_h", "r_q", qkv_b),
-                           d * rq + rq * H * dh, qkv_b * rq, blocks, (attn + "q_down.*", attn + "q_up.*"))]
+                           d * rq + rq * H * dh, qkv_b * rq, blocks, _at(attn, "q_down.*", "q_up.*"))]
     else:
         terms = [_q_term(cfg, blocks, attn)]
     terms.append(_matrices("attention", "W_kv down (MLA: the latent the cache keeps)",
-                           _with_bias("D·r_kv", "r_kv", qkv_b), d * r, qkv_b * r, blocks, (attn + "kv_down.*",)))
+                           _with_bias("D·r_kv", "r_kv", qkv_b), d * r, qkv_b * r, blocks, _at(attn, "kv_down.*")))
     if dr:
         terms.append(_matrices("attention", "W_k rope (MLA: one rotated key for all heads)",
-                               _with_bias("D·d_r", "d_r", qkv_b), d * dr, qkv_b * dr, blocks, (attn + "k_rope.*",)))
+                               _with_bias("D·d_r", "d_r", qkv_b), d * dr, qkv_b * dr, blocks, _at(attn, "k_rope.*")))
     terms += [
         _matrices("attention", "W_k up and W_v up (MLA)",
                   "r_kv·H·(d_h - d_r) + r_kv·H·d_v" if dr else "r_kv·H·d_h + r_kv·H·d_v",
-                  r * H * (dh - dr) + r * H * dv, 0, blocks, (attn + "k_up.*", attn + "v_up.*")),
+                  r * H * (dh - dr) + r * H * dv, 0, blocks, _at(attn, "k_up.*", "v_up.*")),
         _o_term(cfg, blocks, attn),
         ParamTerm("norms", "MLA latent norms", "r_kv + r_q" if cfg.q_rank is not None else "r_kv",
-                  r + (cfg.q_rank or 0), blocks, (attn + "kv_norm.*", attn + "q_down_norm.*")),
+                  r + (cfg.q_rank or 0), blocks, _at(attn, "kv_norm.*", "q_down_norm.*")),
     ]
-    return terms + _sink_terms(cfg, blocks)
+    return terms + _sink_terms(cfg, blocks, attn)
+
+
+def _state_terms(cfg: TransformerConfig, layers: list[int]) -> list[ParamTerm]:
+    """The layers that keep a state (transformer/linear_attention.py), by their rows' flags: W_q, W_k (H_k·d_k wide),
+    W_v (H_s·d_s), W_o; the read's RMSNorm; a short convolution over q, k, v; the delta rule's β; a gated decay's
+    W_a, A and dt; an output gate's W_z. Kinds may differ from layer to layer, so a term per layer and flag."""
+    d, b = cfg.d_model, int(cfg.bias)
+    wk, wv = cfg.state_key_heads * cfg.state_d_k, cfg.state_heads * cfg.state_d_v
+    plan = cfg.layer_plan()
+    terms = []
+    for flag, name, formula, count, parts, weights in (
+            (None, "W_q, W_k and W_v (state)", "2·D·H_k·d_k + D·H_s·d_s", d * (2 * wk + wv), ("q_proj", "k_proj", "v_proj"),
+             True),
+            (None, "W_o (state)", _with_bias("H_s·d_s·D", "D", b), wv * d + b * d, ("o_proj",), True),
+            (None, "read norm (state)", "d_s", cfg.state_d_v, ("norm_weight",), False),
+            ("short_conv", "short convolution on q, k, v", "(2·H_k·d_k + H_s·d_s)·c", (2 * wk + wv) * cfg.linear_conv_size,
+             ("conv",), False),
+            ("delta_rule", "W_β (write strength)", "D·H_s", d * cfg.state_heads, ("b_proj",), True),
+            ("gated_decay", "W_a (gated decay)", "D·H_s", d * cfg.state_heads, ("a_proj",), True),
+            ("gated_decay", "A and dt (gated decay)", "2·H_s", 2 * cfg.state_heads, ("A_log", "dt_bias"), False),
+            ("output_gate", "W_z (output gate)", "D·H_s·d_s", d * wv, ("z_proj",), True)):
+        held = [spec.index for spec in plan if spec.index in layers
+                and (flag is None or getattr(AXES["attention"].row(spec.kind), flag))]
+        if held:
+            prefixes = tuple(f"*blocks.{i}.attn." for i in held)
+            matmul = count - b * d if name.startswith("W_o") else count if weights else 0
+            terms.append(ParamTerm("attention", name, formula, count, len(held),
+                                   _at(prefixes, *(part + ("" if part in ("A_log", "dt_bias", "norm_weight") else ".*")
+                                                   for part in parts)), matmul_per_copy=matmul))
+    return terms
 
 
 def _cross_attention_terms(cfg: TransformerConfig, layers: int) -> list[ParamTerm]:
     """The decoder's cross-attention: self-attention's projections (no sinks), in one term."""
-    cross = "*blocks.*.cross_attn."
+    cross = ("*blocks.*.cross_attn.",)
     projections = _projection_terms(cfg, layers, cross)
     weights = sum(term.matmul_per_copy for term in projections)
     biases = sum(term.per_copy for term in projections) - weights
@@ -211,7 +280,7 @@ def _cross_attention_terms(cfg: TransformerConfig, layers: int) -> list[ParamTer
                                *([f"H·{v}"] if b and gate else [])])
     name = "cross-attention W_q, W_k, W_v, W_o" + (" and W_gate" if gate else "")
     return [_matrices("attention", name, f"{formula} + {bias_formula}" if bias_formula else formula, weights, biases,
-                      layers, tuple(cross + m + ".*" for m in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj")))]
+                      layers, _at(cross, *(m + ".*" for m in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj"))))]
 
 
 def _block_norm_terms(cfg: TransformerConfig, blocks: int, cross_layers: int, norm: int, norm_formula: str
@@ -272,6 +341,8 @@ def _ffn_terms(cfg: TransformerConfig, n_stacks: int) -> list[ParamTerm]:
         if S:  # one gated FFN S experts wide that every token passes through
             terms.append(_gated_term("shared experts", d, S * fe, "S·F_e", b, routed_layers, mlp + "shared.",
                                      where=(mlp + "shared.*",), n=n))
+        if S and cfg.shared_expert_gate:  # Qwen3-Next: one number per token scales the shared experts' output
+            terms.append(_matrices("ffn", "shared experts' gate", "D", d, 0, routed_layers, (mlp + "shared_gate.*",)))
     return terms
 
 
