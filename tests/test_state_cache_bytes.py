@@ -69,3 +69,14 @@ def test_qwen3_next_80b_at_128k_tokens():
     full = hybrid.replace(attention_layers="softmax", linear_key_heads=None, linear_value_heads=None,
                           linear_key_head_dim=None, linear_value_head_dim=None)
     assert kv_cache_bytes(full, 131072)["total"] == 4 * held["global layers"] == 12 * 2**30
+
+
+def test_a_layer_that_reads_an_earlier_layers_keys_holds_none_and_a_chunked_layer_at_most_its_chunk():
+    shared = TransformerConfig(**SIZE, kv_shared_layers="last 2", n_kv_heads=2)
+    _, cache = filled_cache(shared)
+    held = kv_cache_bytes(shared, cache.length, 4)
+    assert cache.nbytes == 2 * held["total"] and held["per layer"][2:] == (0, 0)
+    assert kv_cache_bytes_per_token(shared, 4) == 2 * 2 * 2 * shared.d_head * 4  # two layers of K and V
+    chunked = TransformerConfig(**SIZE, attention_chunk=4)
+    assert kv_cache_bytes(chunked, 100, 4)["local layers"] == 4 * 4 * 2 * 4 * chunked.d_head * 4
+    assert kv_cache_bytes(chunked, 3, 4)["total"] == kv_cache_bytes(TransformerConfig(**SIZE), 3, 4)["total"]

@@ -31,11 +31,13 @@ def kv_cache_bytes(cfg: TransformerConfig, context: int, bytes_per_value: int = 
                    state_bytes_per_value: int | None = None) -> dict:
     """Bytes the cache of one sequence of `context` tokens holds, and where they sit.
 
-    A global softmax layer holds every token; a local layer (window W, ``cfg.layer_windows()``) needs only the
-    last W, so it holds min(context, W) -- what a serving stack that drops older keys keeps. (This library's
-    own ``KVCache`` keeps every token in every layer, and so matches this only for global layers.) Per layer
-    and token: K and V, G·d_h + G·d_v numbers; MLA caches its latent and one rotated key shared by the heads,
-    r_kv + d_r numbers. A layer that keeps a state (``attention_layers``) holds no keys at all: its H state
+    A global softmax layer holds every token; a local layer (window W, ``cfg.layer_windows()``, or a chunk of C
+    tokens, ``attention_chunk``) needs only the last W (at most C), so it holds min(context, W) -- what a
+    serving stack that drops older keys keeps. (This library's own ``KVCache`` keeps every token in every
+    layer, and so matches this only for global layers.) A layer that reads an earlier layer's K and V
+    (``kv_shared_layers``) holds nothing of its own. Per layer and token: K and V, G·d_h + G·d_v numbers; MLA
+    caches its latent and one rotated key shared by the heads, r_kv + d_r numbers. A layer that keeps a state
+    (``attention_layers``) holds no keys at all: its H state
     matrices of d_k × d_v, and with a short convolution its last K − 1 inputs, a constant. States are
     counted at `state_bytes_per_value` (None: `bytes_per_value`); this library keeps them in float32 (4)
     whatever the model's dtype, as Hugging Face's Gated DeltaNet computes them. Self-attention only: an
@@ -62,11 +64,12 @@ def kv_cache_bytes(cfg: TransformerConfig, context: int, bytes_per_value: int = 
             per_layer.append(sum(state.values()))
             kinds.append("state")
             continue
-        tokens = context if spec.window is None else min(context, spec.window)  # tokens this layer holds
+        bound = spec.window if spec.window is not None else spec.chunk  # None: it may see every earlier token
+        tokens = 0 if spec.reuses_kv else context if bound is None else min(context, bound)  # tokens it holds
         for tensor, n in width.items():
             held[tensor] += n * bytes_per_value * tokens
         per_layer.append(tokens * per_token)
-        kinds.append("global" if spec.window is None else "local")
+        kinds.append("global" if bound is None else "local")
     return {"total": sum(per_layer),
             **{f"{kind} layers": sum(b for b, k in zip(per_layer, kinds) if k == kind)
                for kind in ("global", "local", "state")},
@@ -78,13 +81,15 @@ def kv_cache_bytes_per_token(cfg: TransformerConfig, bytes_per_value: int = 2, c
 
     context=None: what one more token adds while every layer still holds every token -- K and V of G kv heads
     in every softmax layer, 2·L·G·d_h (G·d_h + G·d_v when values are narrower), MLA L·(r_kv + d_r); a layer
-    that keeps a state adds nothing. That is the growth before any window is full, the growth of this
-    library's ``KVCache`` at any length (it keeps local layers' old tokens too), and an upper bound; an int.
+    that keeps a state, or reads another layer's K and V, adds nothing. That is the growth before any window is
+    full, the growth of this library's ``KVCache`` at any length (it keeps local layers' old tokens too), and an
+    upper bound; an int.
     context=T: the average per token of a cache of T tokens whose local layers hold only their window and whose
     state layers their constant state, ``kv_cache_bytes(cfg, T)["total"] / T``; a float, which falls as T grows
     past the windows and over the states.
     """
     if context is not None:
         return kv_cache_bytes(cfg, context, bytes_per_value)["total"] / context
-    softmax_layers = sum(not spec.row.keeps_state for spec in cfg.layer_plan())  # the decoder's, in an encoder-decoder
-    return softmax_layers * sum(_cache_width(cfg).values()) * bytes_per_value
+    # the layers that cache keys and values of their own (an encoder-decoder's: its decoder's)
+    caching = sum(not (spec.row.keeps_state or spec.reuses_kv) for spec in cfg.layer_plan())
+    return caching * sum(_cache_width(cfg).values()) * bytes_per_value
