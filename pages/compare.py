@@ -8,6 +8,7 @@ from transformer.hooks import attention_stacks
 from transformer.probes import with_position
 from ui.figures.block import per_position
 from ui.figures.base import side_by_side
+from ui.compute.layers import HYBRID, SOFTMAX, with_attention_layers
 from ui.compute.measure import output_comparison
 from ui.app.page import load_page
 from ui.app.charts import show_chart
@@ -19,8 +20,8 @@ from ui.compute.tokens import tokenize
 SAME = "same"  # an axis of B left equal to its base
 FIELDS = {"cmp_arch": "arch", "cmp_position": "position", "cmp_norm": "norm", "cmp_place": "norm_position",
           "cmp_ffn": "ffn"}  # widget key -> the config field B may change
-url_state("cmp", cmp_base="A", cmp_kv=SAME, cmp_layer=0, cmp_head=0, **{k: SAME for k in FIELDS} | {"cmp_position": "rope"},
-          cmp_tab=str)  # cmp_tab: the open tab (lazy_tabs below)
+url_state("cmp", cmp_base="A", cmp_kv=SAME, cmp_layers=SAME, cmp_layer=0, cmp_head=0,
+          **{k: SAME for k in FIELDS} | {"cmp_position": "rope"}, cmp_tab=str)  # cmp_tab: the open tab (lazy_tabs below)
 keep_valid("cmp_base", ["A", *PRESETS], "A")
 for key, field in FIELDS.items():
     keep_valid(key, [SAME, *choices(field)], SAME)
@@ -41,7 +42,7 @@ st.header("Configuration B")
 st.selectbox("B starts from", ["A", *PRESETS], key="cmp_base", **KEEP,
              format_func=lambda k: "A (the sidebar's model)" if k == "A" else f"preset: {MODEL_CARDS[k].name}")
 base = cfg_a if st.session_state["cmp_base"] == "A" else PRESETS[st.session_state["cmp_base"]]
-columns = st.columns(len(FIELDS) + 1)
+columns = st.columns(len(FIELDS) + 2)
 
 
 def choice_words(field: str, value: str) -> str:
@@ -56,8 +57,15 @@ for col, (key, field) in zip(columns, FIELDS.items()):
                   format_func=lambda v, f=field: choice_words(f, v))
 kv_options = [SAME, *(str(g) for g in range(1, base.n_heads + 1) if base.n_heads % g == 0)]
 keep_valid("cmp_kv", kv_options, SAME)
-columns[-1].selectbox(AXES["kv_heads"].title, kv_options, key="cmp_kv", **KEEP,
+columns[-2].selectbox(AXES["kv_heads"].title, kv_options, key="cmp_kv", **KEEP,
                       format_func=lambda v: f"= {base.n_kv_heads}" if v == SAME else v)
+# each layer's kind: softmax everywhere, the 3:1 hybrid, or the linear kind everywhere (as the sidebar offers them)
+layer_words = {SOFTMAX: "softmax", HYBRID: "3 linear : 1 softmax", base.linear_kind: "all linear"}
+keep_valid("cmp_layers", [SAME, *layer_words], SAME)
+columns[-1].selectbox("Attention layers", [SAME, *layer_words], key="cmp_layers", **KEEP,
+                      format_func=lambda v: f"= {base.attention_layers}" if v == SAME else layer_words[v],
+                      help="a full-attention model against its hybrid: B's layers, with the linear kind of A (the "
+                           "sidebar's Linear kind); every other weight is drawn from the same seed")
 changes = {field: st.session_state[key] for key, field in FIELDS.items() if st.session_state[key] != SAME}
 if st.session_state["cmp_kv"] != SAME:
     changes["n_kv_heads"] = int(st.session_state["cmp_kv"])
@@ -66,6 +74,8 @@ if AXES["arch"].row(changes.get("arch", base.arch)).cross:
 try:
     # a position scheme (or an architecture) B cannot keep drops what only fits the old one: RoPE's details, MLA
     cfg_b = with_position(base, changes.pop("position", base.position), **changes)
+    if st.session_state["cmp_layers"] != SAME:
+        cfg_b = with_attention_layers(cfg_b, st.session_state["cmp_layers"])
 except ValueError as exc:
     st.error(f"Configuration B is impossible: {exc}")
     st.stop()
@@ -103,12 +113,19 @@ for _ in when_open(attention_tab):
     col1.selectbox("Layer", range(n_layers), key="cmp_layer", **KEEP)
     col2.selectbox("Head", range(n_heads), key="cmp_head", **KEEP)
     layer, head = st.session_state["cmp_layer"], st.session_state["cmp_head"]
-    weights = {}
+    weights, kinds = {}, {}
     for name, cfg, trace in (("A", cfg_a, trace_a), ("B", cfg_b, trace_b)):
         weights[name] = trace.pattern(layer, attention_stacks(cfg.arch).input)[head]  # (T, T)
+        kinds[name] = cfg.layer_plan()[layer].row
+    implied = [name for name, row in kinds.items() if not row.softmax]
     # A, B and their difference in one figure: one chart for the browser to draw, not three
     show_chart(side_by_side(weights["A"], weights["B"], trace_a.src_labels, trace_b.src_labels,
-                            f"layer {layer}, head {head}: A, B and B − A"), key="cmp_patterns")
+                            f"layer {layer}, head {head}: A ({kinds['A'].label}), B ({kinds['B'].label}) and B − A",
+                            signed=bool(implied)), key="cmp_patterns")
+    if implied:
+        st.warning(f"Layer {layer} of {' and '.join(implied)} keeps a state: its map holds the **implied weights**, "
+                   "the matrix whose product with V is the layer's read. They are not a softmax: a row need not sum "
+                   "to 1 and a weight may be negative, so A and B share a scale centred on a white 0 here.", icon="⚠️")
     if weights["A"].shape != weights["B"].shape:
         st.caption(f"No difference map: A's matrix is {weights['A'].shape} and B's {weights['B'].shape}.")
     if cfg_a.row("arch").cross or cfg_b.row("arch").cross:
@@ -131,6 +148,8 @@ for _ in when_open(cost_tab):
             "active parameters per token": f"{counts['active']:,}",
             f"forward FLOPs per token (context {context})": f"{costs.forward_flops_per_token(cfg, context):,}",
             "KV cache per token (fp16 bytes)": f"{kv_cache_bytes_per_token(cfg):,}",
+            "states of the linear layers (fp16 bytes, whatever the length)":
+                f"{costs.kv_cache_bytes(cfg, context)['state layers']:,}",
         }
     st.dataframe(pd.DataFrame(rows))
     st.caption("FLOPs per token = 2 × the parameters a token multiplies by (embedding lookups excluded, MoE: only the "

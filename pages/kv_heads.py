@@ -8,6 +8,7 @@ from transformer import MODEL_CARDS, analysis, axes, kv_cache_bytes_per_token, p
 from transformer.costs import kv_cache_bytes
 from transformer.hooks import attention_stacks, hook_name
 from ui.figures.axes import cache_bytes_by_step, kv_cache_growth, kv_sharing
+from ui.compute.layers import softmax_layers, state_layers
 from ui.compute.measure import generation_steps
 from ui.app.page import load_page
 from ui.app.charts import show_chart
@@ -50,7 +51,13 @@ for _ in when_open(sharing_tab):
     show_chart(kv_sharing(cfg.n_heads, cfg.n_kv_heads), key="kv_sharing")
     events = {e["name"]: e for e in ctx.trace.events}
     sites = ("hook_q", "hook_k", "hook_v", "hook_latent", "hook_k_rope")
-    named = {site: named_shape(events[name]) for site in sites if (name := hook_name(0, f"attn.{site}", stack)) in events}
+    cached = softmax_layers(cfg)  # the layers that keep keys and values (a linear layer keeps a state instead)
+    shown = cached[0] if cached else 0
+    named = {site: named_shape(events[name]) for site in sites
+             if (name := hook_name(shown, f"attn.{site}", stack)) in events}
+    if not cached:
+        st.info("Every layer of this model keeps a state instead of keys and values: it caches no K and V at all. "
+                "The State page shows what it keeps.")
     if "hook_latent" in named:  # multi-head latent attention: the cache keeps a latent, not K and V
         rope_key = f" and the one rotated key all heads share, `hook_k_rope` {named['hook_k_rope']}" \
             if "hook_k_rope" in named else ""
@@ -58,13 +65,16 @@ for _ in when_open(sharing_tab):
                     f"`hook_k` {named['hook_k']} and `hook_v` {named['hook_v']} for every head — but they are rebuilt "
                     f"from a latent of kv_rank = {cfg.kv_rank} numbers per token, `hook_latent` {named['hook_latent']}. "
                     f"The cache keeps only that latent{rope_key}.")
-        gap = analysis.mla_absorbed_gap(ctx.model, torch.tensor([ctx.tokens.ids], device=ctx.model.device), 0)
-        st.metric("absorbed form − explicit form, largest weight difference (layer 0)", f"{gap:.1e}",
+        gap = analysis.mla_absorbed_gap(ctx.model, torch.tensor([ctx.tokens.ids], device=ctx.model.device), shown)
+        st.metric(f"absorbed form − explicit form, largest weight difference (layer {shown})", f"{gap:.1e}",
                   help="the inference form folds W_uk into the query and scores the cached latent directly, never "
                        "building a key: q_h·k_h = q_rope·k_rope + (q_nope,h W_uk,h^T)·c (LatentAttention.absorbed_weights)")
         st.caption("Training rebuilds each head's key from the latent; inference folds the key up-projection into the query "
                    "and reads the latent straight from the cache. The same weights, up to float rounding.")
-    else:
+    elif cached:
+        if shown:
+            st.caption(f"Layers {', '.join(str(i) for i in state_layers(cfg))} keep a state instead of a cache; the "
+                       f"shapes below are layer {shown}'s, the first softmax layer.")
         st.markdown(f"On the live model ({axes.label('kv_heads', cfg.attention_kind)}): `hook_q` {named['hook_q']} but "
                     f"`hook_k` {named['hook_k']} and `hook_v` {named['hook_v']} — only G = {cfg.n_kv_heads} heads of K and V "
                     "are computed and cached. Inside attention `repeat_kv` hands each kv head to its group of query heads.")
@@ -138,6 +148,8 @@ for _ in when_open(generation_tab):
             layer_shapes = "; ".join(f"{name}: {tuple(shape)}" for name, shape in step["cache_shapes"].items())
             shape_column = ("cached latent shape per layer (B, T, kv_rank)" if cfg.row("kv_heads").latent
                             else "cached K (= V) shape per layer (B, G, T, d_head)")
+            if state_layers(cfg):
+                shape_column += "; a linear layer's state (B, H, d_k, d_v)"
             step_rows.append({"step": i, "new token": char_label(chr(step["token_id"])), "id": step["token_id"],
                               shape_column: layer_shapes,
                               "cache bytes": step["cache_nbytes"],

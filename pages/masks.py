@@ -10,6 +10,7 @@ from transformer.costs import kv_cache_bytes
 from transformer.hooks import attention_stacks, hook_name
 from ui.figures import modern as modern_figs
 from ui.compute.chapters_measure import pairs_at_length, sparse_attention
+from ui.compute.layers import softmax_layers, state_layers
 from ui.compute.measure import cross_attention, encoder_decoder_twin, masked_attention, padded_attention
 from ui.app.page import load_page
 from ui.app.charts import show_chart
@@ -46,10 +47,19 @@ nothing allowed then gets uniform weights instead of NaN). `exp` of it underflow
 largest weight, which is 0.0 — not small, zero.
 """)
 cfg = ctx.state.config
+masked_layers = softmax_layers(cfg)  # a layer that keeps a state has no mask: it reads the past through its state
+if not masked_layers:
+    st.info("Every layer of this model keeps a state: none computes scores, so none has a mask. Its state holds only "
+            "the past, which makes it causal by construction (the State page shows it). Choose softmax or hybrid "
+            "**Attention layers** in the sidebar to see masks.")
+    st.stop()
+if len(masked_layers) < cfg.n_layers:
+    st.caption(f"Layers {', '.join(str(i) for i in state_layers(cfg))} keep a state and have no mask; the layer "
+               "choice offers the softmax layers.")
 col1, col2 = st.columns(2)
-keep_valid("mask_layer", range(cfg.n_layers), 0)
+keep_valid("mask_layer", masked_layers, masked_layers[0])
 keep_valid("mask_head", range(cfg.n_heads), 0)
-col1.selectbox("Layer", range(cfg.n_layers), key="mask_layer", **KEEP)
+col1.selectbox("Layer", masked_layers, key="mask_layer", **KEEP)
 col2.selectbox("Head", range(cfg.n_heads), key="mask_head", **KEEP)
 layer, head = st.session_state["mask_layer"], st.session_state["mask_head"]
 ids, labels = tuple(ctx.tokens.ids[:MAX_SHOWN]), ctx.tokens.labels[:MAX_SHOWN]
@@ -124,7 +134,9 @@ for _ in when_open(tabs[4]):
         st.caption("The sidebar's model has no decoder reading an encoder, so this tab builds an encoder-decoder with "
                    "the same axes, sizes and seed" + (" (multi-head latent attention is built for decoders alone: the "
                                                       "twin's heads have keys and values of their own)."
-                                                      if cfg.row("kv_heads").latent else "."))
+                                                      if cfg.row("kv_heads").latent else ".")
+                   + (" Its layers are all softmax layers: a layer that keeps a state cannot read a source both ways."
+                      if state_layers(cfg) else ""))
     try:
         target = tokenize(st.session_state["mask_text2"], cfg.vocab_size, MAX_SHOWN)
     except ValueError as exc:

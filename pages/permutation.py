@@ -11,6 +11,7 @@ from ui.app.page import load_page
 from ui.app.charts import show_chart
 from ui.app.tabs import lazy_tabs, when_open
 from ui.app.page_controls import KEEP, keep_valid, url_state
+from ui.compute.layers import softmax_twin, state_layers
 from ui.compute.probe_measure import DTYPES, permutation_results, permutation_run, prefix_shuffle
 
 MAX_SHOWN = 24  # tokens: enough to shuffle, few enough to read every cell
@@ -68,7 +69,13 @@ st.info(f"Each model here has the sidebar's sizes and axes (d_model = {cfg.d_mod
         f"(seed {ctx.state.seed}, each matrix N(0, 1/fan_in) so the scores are of order 1) — trained weights belong to "
         "one position scheme only. Equivariance is a property of the architecture, not of the weights.", icon="🎲")
 
-config_json = ctx.state.config_json
+if state_layers(cfg):  # a state is written in order: no linear layer can be bidirectional, or blind to order
+    st.info(f"The sidebar's model has linear layers ({', '.join(str(i) for i in state_layers(cfg))}); the models "
+            "here use softmax attention in every layer instead. A layer that keeps a state reads the past through "
+            "one matrix written token by token: it cannot see the tokens after it, and the order of the writes "
+            "already changes what it holds (with a decay or the delta rule; plain linear attention's sum does "
+            "not depend on it, but it is causal all the same).")
+config_json = softmax_twin(cfg).to_json()
 run_args = (tuple(ids), tuple(perm.tolist()), ctx.state.seed, dtype)
 
 

@@ -17,9 +17,10 @@ from ui.compute.predictions import actual_next, fill_in, masked_each, predict
 from ui.compute.weights import weights_info
 from ui.app.page_controls import KEEP, keep_valid, url_state, write_url
 from ui.app.state import use_text
-from ui.figures.playground import (KINDS_OF_ARCH, actual_next_figure, attention_view, cross_arcs, entropy_figure,
-                                   head_stages, label_grid_axes, next_token_bars, query_bars, rope_figure, routing_figure,
-                                   stage_figure, visible_keys)
+from ui.figures.playground import (KINDS_OF_ARCH, Stage, actual_next_figure, attention_view, cross_arcs,
+                                   entropy_figure, head_stages, label_grid_axes, next_token_bars, query_bars,
+                                   rope_figure, routing_figure, stage_figure, visible_keys)
+from ui.figures.state import implied_row
 from ui.app.source import five_lines, source_of
 
 
@@ -30,9 +31,9 @@ EXAMPLE_PROMPTS = ("The children walked to the river and ", "A person who ", "Sh
 # The two figures with one trace per head or per key are the slow ones to build: each is kept for
 # the numbers it draws, so clicking through heads and queries reuses them (the page never changes them).
 @st.cache_resource(max_entries=64, show_spinner=False)
-def layer_grid(patterns: np.ndarray, mask: np.ndarray, key_labels: tuple, query_labels: tuple,
-               n_kv_heads: int) -> go.Figure:
-    grid = head_grid(patterns, list(key_labels), list(query_labels), n_kv_heads, mask=mask)
+def layer_grid(patterns: np.ndarray, mask: np.ndarray | None, key_labels: tuple, query_labels: tuple,
+               n_kv_heads: int, signed: bool = False) -> go.Figure:
+    grid = head_grid(patterns, list(key_labels), list(query_labels), n_kv_heads, mask=mask, signed=signed)
     grid.update_annotations(font_size=13)  # the subplot titles, kept apart on narrow screens
     return label_grid_axes(grid, "key", "query")
 
@@ -101,6 +102,15 @@ columns[2].selectbox("Query token", range(len(query_labels)), key="query", **KEE
 write_url()  # "off" is set above, from the switches
 layer, head, query = st.session_state["layer"], st.session_state["head"], st.session_state["query"]
 patterns = trace.arrays[view.hook(layer, "hook_pattern")][0]  # (H, T_q, T_kv)
+# a layer that keeps a state has no scores, mask or softmax: its hook_pattern holds the implied weights
+spec = cfg.layer_plan()[layer] if view.module == "attn" else None
+implied = spec is not None and not spec.row.softmax
+if implied:
+    sums = patterns.sum(-1)  # (H, T_q)
+    st.warning(f"Layer {layer} is {spec.row.label}: it keeps a state instead of weighing keys by a softmax. Its "
+               "views show the **implied weights**, the matrix whose product with V is the layer's read. They are "
+               f"not a softmax: a row need not sum to 1 (here the rows sum to {sums.min():.3g} … {sums.max():.3g}) "
+               "and a weight may be negative (blue) or above 1. The State page shows the state itself.", icon="⚠️")
 
 # --- the views, one tab each: a rerun computes and draws only the open tab's ---------------------------
 # (a sidebar change redrew a dozen charts and sampled 40 tokens to show the few on screen)
@@ -114,8 +124,13 @@ for _ in when_open(grid_tab):
     sharing = AXES["kv_heads"].choices[cfg.attention_kind].does
     if 1 < group < cfg.n_heads:  # query heads in groups: one group per row
         sharing += f"; here H/G = {group}, one group per row of the grid"
-    st.caption(f"Softmax weights of all {cfg.n_heads} heads ({axes.label('kv_heads', cfg.attention_kind)}: "
-               f"{sharing}). Rows: {view.y_title}; columns: {view.x_title}. Blank cells are masked.")
+    if implied:
+        st.caption(f"Implied weights of all {patterns.shape[0]} heads: blue below 0, orange above, white exactly 0 "
+                   f"(every key after the query: the state holds only the past). Rows: {view.y_title}; columns: "
+                   f"{view.x_title}.")
+    else:
+        st.caption(f"Softmax weights of all {cfg.n_heads} heads ({axes.label('kv_heads', cfg.attention_kind)}: "
+                   f"{sharing}). Rows: {view.y_title}; columns: {view.x_title}. Blank cells are masked.")
     sink_name = view.hook(layer, "hook_sink_share")
     if sink_name in trace.arrays:  # a sink takes part of each row's weight: the rows sum to less than 1
         taken = trace.arrays[sink_name][0]  # (H, T_q)
@@ -130,13 +145,20 @@ for _ in when_open(grid_tab):
     elif cfg.sliding_window and view.module == "attn" and layer_window is None:
         st.caption(f"Layer {layer} is a global layer: its queries see every earlier key. The local layers "
                    f"({cfg.layer_pattern!r}) keep a window of {cfg.sliding_window} tokens.")
-    layer_mask = trace.arrays[view.hook(layer, "hook_mask")][0]  # (1 or H, T_q, T_kv)
-    show_chart(layer_grid(patterns, layer_mask, tuple(key_labels), tuple(query_labels), cfg.n_kv_heads),
-               key="head_grid")
+    layer_mask = None if implied else trace.arrays[view.hook(layer, "hook_mask")][0]  # (1 or H, T_q, T_kv)
+    show_chart(layer_grid(patterns, layer_mask, tuple(key_labels), tuple(query_labels),
+                          cfg.state_key_heads if implied else cfg.n_kv_heads, implied), key="head_grid")
 
 # --- one head, stage by stage, under the five lines that computed it ------------------------------
 for _ in when_open(stages_tab):
     st.subheader(f"Head {head}, stage by stage")
+    if implied:  # no five lines here: the layer's own formula for the matrix its read equals
+        st.latex(spec.row.formulas["hook_pattern"])
+        st.caption(f"{spec.row.label}: {spec.row.does}. No scores, mask or softmax are computed; the implied weights "
+                   "below come from the same matrices as its chunked form, and the read is exactly them times V.")
+        show_chart(stage_figure(Stage("hook_pattern", "implied weights (not a softmax)", patterns[head], "signed"),
+                                key_labels, query_labels, view.x_title, view.y_title), key="stage_hook_pattern")
+        continue
     st.code(five_lines(), language="python", wrap_lines=True)
     st.caption("The library's own lines (`Attention.explicit_attention`). Each heatmap below is a tensor they "
                "produced, recorded at a hook point: `hook_raw_scores` (line 1), `hook_mask` and, with ALiBi, "
@@ -160,6 +182,11 @@ for _ in when_open(stages_tab):
 for _ in when_open(query_tab):
     st.subheader(f"Query {query} '{query_labels[query]}'")
     weights = patterns[head, query]  # (T_kv,)
+    if implied:  # arcs and entropy read a row as a distribution; implied weights are none
+        show_chart(implied_row(weights[: query + 1], key_labels[: query + 1], query_labels[query]), key="query_bars")
+        st.caption("The arcs and the entropy per head read a row as a distribution over the keys, which implied "
+                   "weights are not (they may be negative and need not sum to 1): they are left out for this layer.")
+        continue
     n_visible = visible_keys(trace.arrays[view.hook(layer, "hook_mask")][0, 0, query])
     bar_col, arc_col = st.columns(2)
     show_chart(query_bars(weights, key_labels, query_labels[query]), key="query_bars", where=bar_col)
@@ -247,6 +274,9 @@ for _ in when_open(position_tab):
             st.caption(f"{axes.label('position', cfg.position)} adds −m_h·|i−j| to the scores: see the bias panel in "
                        f"One head, stage by stage. Each head has its own slope; head {head}'s is "
                        f"m = {float(alibi_slopes(cfg.n_heads)[head]):.4f}.")
+        elif implied:
+            st.caption(f"Layer {layer} is {spec.row.label}: it turns no q and k, as its state holds no keys to turn; "
+                       "it knows order from the order in which the tokens write into its state.")
         elif view.module == "cross_attn":
             st.caption("Cross-attention adds no position term: the decoder and the encoder each placed their tokens "
                        "before this step.")

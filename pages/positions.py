@@ -19,6 +19,7 @@ from ui.app.charts import show_chart
 from ui.app.figure_cache import cached_figure
 from ui.app.tabs import lazy_tabs, when_open
 from ui.app.page_controls import KEEP, keep_valid, url_state
+from ui.compute.layers import softmax_layers, softmax_twin
 
 url_state("pos", pos_n=48, pos_p=3, pos_train=16, pos_run=24, rope_scale_factor=4.0, rope_scale_model="llama2-language",
           pos_tab=str)  # pos_tab: the open tab (lazy_tabs below), so a link can open one
@@ -42,6 +43,11 @@ and its diagonals, constant to float precision; ALiBi's straight-line biases, an
 than `max_len`.
 """)
 cfg = ctx.state.config
+# RoPE and ALiBi act inside softmax attention: a layer that keeps a state turns no q and k and adds no bias, so the
+# models this page builds to compare the schemes have softmax in every layer, and the live q and k come from the
+# first softmax layer where the sidebar's model has one
+twin = softmax_twin(cfg)
+first = (softmax_layers(cfg) or [0])[0]
 st.caption(f"The sidebar's model uses **{axes.label('position', cfg.position)}** positions; this page shows all of them, "
            f"at the sidebar's sizes (d_model = {cfg.d_model}, d_head = {cfg.d_head}, H = {cfg.n_heads}).")
 st.slider("Positions shown", min_value=8, max_value=256, key="pos_n", **KEEP)
@@ -91,8 +97,8 @@ for _ in when_open(rope_tab):
                  "give an even head dimension to see it.")
     else:
         stack = attention_stacks(cfg.arch).input
-        q = ctx.trace.arrays[hook_name(0, "attn.hook_q", stack)][0, 0, -1, :d_rot]  # last token, head 0, before RoPE
-        k = ctx.trace.arrays[hook_name(0, "attn.hook_k", stack)][0, 0, 0, :d_rot]  # first token, kv head 0
+        q = ctx.trace.arrays[hook_name(first, "attn.hook_q", stack)][0, 0, -1, :d_rot]  # last token, head 0, before RoPE
+        k = ctx.trace.arrays[hook_name(first, "attn.hook_k", stack)][0, 0, 0, :d_rot]  # first token, kv head 0
         geo = rope_geometry(tuple(map(float, q)), tuple(map(float, k)), n_positions, cfg.rope_theta)
         part = (f"the first {d_rot} of each head's d_head = {cfg.d_head} dimensions (the rest pass unturned)"
                 if d_rot < cfg.d_head else f"each head's d_head = {cfg.d_head} dimensions")
@@ -138,8 +144,8 @@ for _ in when_open(xpos_tab):
                  "give an even head dimension to see it.")
     else:
         stack = attention_stacks(cfg.arch).input
-        q = ctx.trace.arrays[hook_name(0, "attn.hook_q", stack)][0, 0, -1, :d_rot]  # last token, head 0, unturned
-        k = ctx.trace.arrays[hook_name(0, "attn.hook_k", stack)][0, 0, 0, :d_rot]  # first token, kv head 0
+        q = ctx.trace.arrays[hook_name(first, "attn.hook_q", stack)][0, 0, -1, :d_rot]  # last token, head 0, unturned
+        k = ctx.trace.arrays[hook_name(first, "attn.hook_k", stack)][0, 0, 0, :d_rot]  # first token, kv head 0
         decay = rotary_decay(tuple(map(float, q)), tuple(map(float, k)), 2048, cfg.rope_theta)
         col1, col2 = st.columns(2)
         show_chart(cached_figure(figs.score_by_distance, decay["distances"], decay["scores"]), key="xpos_scores",
@@ -168,7 +174,7 @@ for _ in when_open(alibi_tab):
     col2.number_input("Input length", min_value=1, max_value=256, key="pos_run", **KEEP)
     trained, run = int(st.session_state["pos_train"]), int(st.session_state["pos_run"])
     ids = tuple(ctx.tokens.ids[i % len(ctx.tokens.ids)] for i in range(run))  # the text, repeated to length
-    results = beyond_trained_length(ctx.state.config_json, ctx.state.seed, ids, trained)
+    results = beyond_trained_length(twin.to_json(), ctx.state.seed, ids, trained)
     st.dataframe(pd.DataFrame([{"position": name, "runs": "yes" if r["error"] is None else "no",
                                 "message": r["error"] or f"{run} tokens processed"} for name, r in results.items()]),
                  hide_index=True)
@@ -215,7 +221,7 @@ keep_valid("rope_scale_factor", [2.0, 4.0, 8.0, 16.0, 32.0], 4.0)
 st.select_slider("Stretch factor", [2.0, 4.0, 8.0, 16.0, 32.0], key="rope_scale_factor", **KEEP)
 factor = float(st.session_state["rope_scale_factor"])
 trained = 512
-rope_cfg = cfg if cfg.row("position").rotates_qk else cfg.replace(position="rope")
+rope_cfg = twin if twin.row("position").rotates_qk else twin.replace(position="rope")
 waves = analysis.rope_wavelengths(rope_cfg.replace(rope_scaling="none", rope_factor=1.0), factor, trained)
 wavelengths = {axes.label("rope_scaling", k): v.numpy() for k, v in waves.items()}
 show_chart(cached_figure(modern_figs.rope_wavelengths, wavelengths, trained), key="rope_wavelengths")

@@ -9,6 +9,7 @@ from ui.figures import probe as figs
 from ui.app.page import load_page
 from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, keep_valid, url_state
+from ui.compute.layers import softmax_layers, state_layers
 from ui.compute.probe_measure import live_statistics, scaling_curves, softmax_rows
 
 D_HEADS = [4, 8, 16, 32, 64, 128, 256, 512]
@@ -41,11 +42,12 @@ n_keys, seed = int(st.session_state["scale_keys"]), int(st.session_state["scale_
 d_heads = tuple(sorted({*D_HEADS, cfg.d_head}))  # the live model's head size gets a point of its own
 curves = scaling_curves(d_heads, n_keys, seed)
 
-keep_valid("scale_layer", range(cfg.n_layers), 0)
+scored = softmax_layers(cfg)  # a layer that keeps a state meets its q and k with no softmax, and no √d
+keep_valid("scale_layer", scored or [0], scored[0] if scored else 0)
 layer = int(st.session_state["scale_layer"])
 q_name, k_name = probes.live_qk_names(cfg, layer)
 live = None
-if ctx.trace.arrays.get(q_name) is not None and len(ctx.tokens.ids) > 1:
+if scored and ctx.trace.arrays.get(q_name) is not None and len(ctx.tokens.ids) > 1:
     live = live_statistics(ctx.trace.arrays[q_name], ctx.trace.arrays[k_name])
 
 col1, col2 = st.columns(2)
@@ -80,10 +82,17 @@ st.caption(f"Unscaled, the scores of this query have a spread of about √{d_row
            f"the largest weight is {scaled.max():.3f}: the other keys still count, and still get a gradient.")
 
 st.subheader("The live model's own q and k")
-st.selectbox("Layer", range(cfg.n_layers), key="scale_layer", **KEEP)
-if live is None:
-    st.info("The live model's scores need at least two tokens: type a longer text in the sidebar.")
+if not scored:
+    st.info("Every layer of this model keeps a state: no softmax reads its q · k, so there is nothing to saturate. "
+            "Choose softmax or hybrid **Attention layers** in the sidebar.")
 else:
+    if len(scored) < cfg.n_layers:
+        st.caption(f"Layers {', '.join(str(i) for i in state_layers(cfg))} keep a state (no softmax); the layer "
+                   "choice offers the softmax layers.")
+    st.selectbox("Layer", scored, key="scale_layer", **KEEP)
+if scored and live is None:
+    st.info("The live model's scores need at least two tokens: type a longer text in the sidebar.")
+elif live is not None:
     notes = [f"after {axes.AXES['qk_norm'].title} ({axes.label('qk_norm', cfg.qk_norm)})"
              if cfg.row("qk_norm").normalises else "",
              f"after {axes.label('position', cfg.position)}'s rotation" if cfg.row("position").rotates_qk else ""]

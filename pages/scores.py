@@ -11,6 +11,7 @@ from transformer import analysis, axes
 from ui.app.page import load_page
 from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, keep_valid, url_state
+from ui.compute.layers import softmax_layers, state_layers
 from ui.figures import modern as figs
 
 MEASURED = Path(__file__).resolve().parent.parent / "assets" / "measurements" / "modern-variants.json"
@@ -35,8 +36,15 @@ if not cfg.row("arch").next_token:
             f"{axes.label('arch', cfg.arch)}. Choose a decoder preset in the sidebar.")
     st.stop()
 
-layers = list(range(cfg.n_layers))
-keep_valid("scores_layer", layers, cfg.n_layers - 1)
+layers = softmax_layers(cfg)  # a layer that keeps a state computes no scores
+if not layers:
+    st.info("Every layer of this model keeps a state: none computes q·k scores or a softmax, so there is nothing "
+            "here to normalise, cap or sink. Choose softmax or hybrid **Attention layers** in the sidebar.")
+    st.stop()
+if len(layers) < cfg.n_layers:
+    st.caption(f"Layers {', '.join(str(i) for i in state_layers(cfg))} keep a state and compute no scores; the layer "
+               "choice offers the softmax layers.")
+keep_valid("scores_layer", layers, layers[-1])
 st.selectbox("Layer", layers, key="scores_layer", **KEEP)
 layer = int(st.session_state["scores_layer"])
 live = analysis.scores_and_weights(model, ids, layer)

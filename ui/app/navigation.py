@@ -48,6 +48,7 @@ PAGES: tuple[PageEntry, ...] = (
               ("pages/scores.py", "Scores: QK-norm, caps, sinks", "🎚️")),
     *_section("Why it works",
               ("pages/before_attention.py", "Before attention", "⏮️"),
+              ("pages/state.py", "The state", "🔁"),
               ("pages/scaling.py", "Why divide by √d", "➗"),
               ("pages/permutation.py", "Why positions", "🔀"),
               ("pages/vit.py", "The same block on images", "🖼️")),

@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from transformer import AXES, MODEL_CARDS, PRESETS, TransformerConfig, axes, choices
+from transformer.layer_plan import parse_attention_layers
 from transformer.training.tasks import TASKS, get_task
 
 from ui.app.charts import image_format_choice
@@ -38,11 +39,14 @@ AXIS_KEYS = {
     "layer_pattern": str, "qk_norm": str, "attn_softcap": float, "logit_softcap": float, "sinks": _flag,
     "attn_gate": _flag, "rope_scaling": str, "rope_factor": float, "rope_dim": int, "kv_rank": int,
     "nope_layers": str,
+    # attention that keeps a state: each layer's kind, and the kind of the linear layers "3:1" names
+    "attention_layers": str, "linear_kind": str,
 }
 # fields whose widget shows 0 for "off" (None in the config)
 ZERO_IS_NONE = ("sliding_window", "attn_softcap", "logit_softcap", "rope_dim", "kv_rank")
 LAYER_PATTERN_CHOICES = ("uniform", "alternate", "5:1", "3:1", "1:1")
 NOPE_CHOICES = ("none", "every 4", "every 2")  # layers without positions: Llama 4 and SmolLM3 leave out every fourth
+HYBRID = "3:1"  # three linear layers, then one softmax layer (Qwen3-Next, Qwen3.5)
 OTHER_KEYS = {"preset": str, "text": str, "seed": int, "task": str}  # task: which shipped checkpoint of these axes
 WEIGHTS_KEY = "weights"  # URL and session key of chosen weights: a WeightsSource as text
 
@@ -192,6 +196,8 @@ def config_from_values(values: dict, preset: str, task: str | None = None) -> Tr
             fields["rope_dim"] = 2 * (d_head // 4)
     if not AXES["position"].row(fields["position"]).rotates_qk:  # RoPE's own switches mean nothing without RoPE
         fields.update(rope_scaling="none", rope_factor=1.0, rope_dim=None, nope_layers="none")
+    if not _has_state_layers(fields):  # the linear kind means nothing without linear layers
+        fields["linear_kind"] = _preset_values(preset if preset in PRESETS else DEFAULT_PRESET)["linear_kind"]
     if preset == CUSTOM:  # family-specific details only make sense inside their family
         base = TransformerConfig()
     config = dataclasses.replace(base, **fields)
@@ -220,6 +226,7 @@ def sidebar() -> AppState:
         st.markdown("**The five axes**")
         st.selectbox(AXES["arch"].title, choices("arch"), key="arch", on_change=_changed, args=("arch",),
                      help=_axis_help("arch"))
+        _attention_layers_choice()
         heads = s["n_heads"]
         kv_options = [g for g in range(1, heads + 1) if heads % g == 0] or [1]
         if s["n_kv_heads"] not in kv_options:  # keep the widget valid; the config check reports the problem
@@ -305,6 +312,60 @@ def sidebar() -> AppState:
     except (ValueError, OSError, ImportError) as exc:
         error = str(exc)
     return AppState(s["preset"], config, error, s["text"], int(s["seed"]), weights)
+
+
+def _softmax_kind() -> str:
+    return next(key for key, row in AXES["attention"].choices.items() if row.softmax)
+
+
+def _state_kinds() -> list[str]:
+    """The kinds that keep a state, in the table's order: what a linear layer may be."""
+    return [key for key, row in AXES["attention"].choices.items() if row.keeps_state]
+
+
+def _has_state_layers(values: dict) -> bool:
+    """Whether the widgets' attention layers include one that keeps a state (a pattern that does not parse: no;
+    the config check then names it)."""
+    try:
+        kinds = parse_attention_layers(values["attention_layers"], int(values["n_layers"]), values["linear_kind"])
+    except ValueError:
+        return False
+    return any(AXES["attention"].row(kind).keeps_state for kind in kinds)
+
+
+def _attention_layers_choice() -> None:
+    """Each layer's attention kind: softmax everywhere, three linear layers to one softmax layer, or linear
+    everywhere; and which linear kind. "All linear" is the linear kind's own key, so the link says it plainly."""
+    s = st.session_state
+    softmax, linear = _softmax_kind(), s["linear_kind"]
+    options = [softmax, HYBRID, linear]
+    if s["attention_layers"] not in options:  # a comma list or another kind from a link: kept, and shown as it is
+        options.append(s["attention_layers"])
+    words = {softmax: "softmax in every layer", HYBRID: "hybrid: 3 linear : 1 softmax",
+             linear: "linear in every layer (no softmax)"}
+    kinds = AXES["attention"].choices
+    name = lambda k: kinds[k].label if k in kinds else k  # a key the table does not know: the config check names it
+    st.selectbox("Attention layers", options, key="attention_layers", on_change=_changed, args=("attention_layers",),
+                 format_func=lambda k: words.get(k, f"{name(k)} in every layer" if k in kinds else k),
+                 help=_axis_help("attention") + "\n\nThe hybrid repeats three layers of the linear kind below, then "
+                      "one softmax layer (Qwen3-Next, Qwen3.5). The State page shows what a linear layer keeps.")
+    if s["attention_layers"] != softmax:
+        linear_kinds = _state_kinds()
+        if linear not in linear_kinds:
+            linear_kinds.append(linear)
+        st.selectbox("Linear kind", linear_kinds, key="linear_kind", on_change=_linear_kind_changed, format_func=name,
+                     help="the kind of the linear layers:\n" + "\n".join(
+                         f"- {key}: {kinds[key].does}" for key in _state_kinds()))
+
+
+def _linear_kind_changed() -> None:
+    """A widget callback: "linear in every layer" follows the new kind (it is written as the kind's key)."""
+    s = st.session_state
+    old = s[STORE]["linear_kind"]
+    _changed("linear_kind")
+    if s["attention_layers"] == old:
+        _store(attention_layers=s["linear_kind"])
+        _mark_custom()
 
 
 def _any_modern(s) -> bool:

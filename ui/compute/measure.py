@@ -20,6 +20,7 @@ from transformer.positions import (XPOS_SCALE_BASE, alibi_bias, alibi_slopes, ro
                                    sinusoidal_table, xpos_decay)
 from transformer.probes import with_position
 
+from ui.compute.layers import softmax_twin
 from ui.compute.model_cache import get_model
 
 PAD_ID = 0
@@ -73,8 +74,9 @@ def padded_attention(config_json: str, seed: int, batch: tuple[tuple[int, ...], 
 
 def encoder_decoder_twin(cfg: TransformerConfig) -> TransformerConfig:
     """The same axes as an encoder-decoder (a parallel block has no place for cross-attention; multi-head latent
-    attention is built for decoders, so the twin's heads get keys and values of their own)."""
-    return cfg.replace(arch="encoder-decoder", parallel_block=False, kv_rank=None, q_rank=None)
+    attention is built for decoders, so the twin's heads get keys and values of their own; a layer that keeps a state
+    cannot read an encoder's text both ways, so the twin's layers are softmax layers)."""
+    return softmax_twin(cfg).replace(arch="encoder-decoder", parallel_block=False, kv_rank=None, q_rank=None)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

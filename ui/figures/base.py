@@ -88,12 +88,14 @@ def subplot_grid(titles: list[str], cols: int, gap_x: float = 0.04, gap_y: float
 
 
 def side_by_side(a: np.ndarray, b: np.ndarray, labels_a: list[str], labels_b: list[str], title: str = "", *,
-                 x_title: str = "key", y_title: str = "query") -> go.Figure:
+                 x_title: str = "key", y_title: str = "query", signed: bool = False) -> go.Figure:
     """Two (T, T) weight matrices, A and B, and B − A, as one figure of three heatmaps (two when their shapes differ).
 
     A and B share one Viridis scale from 0 to 1; the difference has its own symmetric blue-orange scale (white = 0,
-    orange: B attends more). Each panel holds what ``heatmap`` draws: masked cells blank, downsampled past MAX_CELLS.
-    One figure is one chart for the browser to lay out; panels whose rows are A's tokens write their labels once.
+    orange: B attends more). signed=True, where A's or B's are a linear layer's implied weights (of either sign, any
+    size), A and B share a symmetric blue-orange scale instead. Each panel holds what ``heatmap`` draws: masked cells
+    blank, downsampled past MAX_CELLS. One figure is one chart for the browser to lay out; panels whose rows are A's
+    tokens write their labels once.
     """
     panels = [("A", masked_to_nan(a), list(labels_a)), ("B", masked_to_nan(b), list(labels_b))]
     if panels[0][1].shape == panels[1][1].shape:
@@ -115,9 +117,14 @@ def side_by_side(a: np.ndarray, b: np.ndarray, labels_a: list[str], labels_b: li
                                       title=dict(text=y_title if own_rows else ""))
         grid[f"xaxis{suffix}"].update(title=dict(text=x_title))
     bar = dict(len=0.8, thickness=12, xanchor="left")
+    if signed:
+        bound = max(float(np.nanmax(np.abs(values))) for _, values, _ in panels[:2]) or 1e-12
+        scale = dict(colorscale=DIVERGING, cmin=-bound, cmax=bound)
+    else:
+        scale = dict(colorscale=SEQUENTIAL, cmin=0, cmax=1)
     layout = dict(grid, title=dict(text=title), font=FONT, height=460, margin=dict(l=10, r=10, t=70, b=10),
-                  coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=1,
-                                 colorbar=dict(bar, x=grid["xaxis2"]["domain"][1] + 0.01, title=dict(text="weight"))))
+                  coloraxis=dict(scale, colorbar=dict(bar, x=grid["xaxis2"]["domain"][1] + 0.01,
+                                                      title=dict(text="weight"))))
     if len(panels) == 3:
         diff = traces[2].z
         bound = float(np.nanmax(np.abs(diff))) if np.isfinite(diff).any() else 0.0
@@ -128,12 +135,15 @@ def side_by_side(a: np.ndarray, b: np.ndarray, labels_a: list[str], labels_b: li
 
 
 def head_grid(patterns: np.ndarray, x_labels: list[str], y_labels: list[str], n_kv_heads: int,
-              title: str = "", cols: int | None = None, mask: np.ndarray | None = None) -> go.Figure:
+              title: str = "", cols: int | None = None, mask: np.ndarray | None = None,
+              signed: bool = False) -> go.Figure:
     """(H, T_q, T_kv) weights as a grid of small heatmaps, heads sharing a kv head side by side.
 
     Each row of the grid is one kv group: with GQA/MQA the heads in a row read the same K and V.
     With the additive `mask` ((T_q, T_kv) or (H, T_q, T_kv)) the cells it masks are left blank:
     their weight is exactly 0, which would otherwise look like any small weight.
+    signed=True: weights that are no softmax (a linear layer's implied weights, of either sign and any size) on the
+    blue-white-orange scale, symmetric around a white 0, instead of Viridis from 0 to 1.
     """
     if mask is not None:
         patterns = np.where(np.isnan(masked_to_nan(mask)), np.nan, patterns)  # (H, T_q, T_kv)
@@ -153,7 +163,12 @@ def head_grid(patterns: np.ndarray, x_labels: list[str], y_labels: list[str], n_
             axis.update(autorange="reversed", showticklabels=False)
         elif name.startswith("xaxis"):
             axis.update(showticklabels=False)
-    return go.Figure(traces, dict(layout, title=title, coloraxis=dict(colorscale=SEQUENTIAL, cmin=0, cmax=1),
+    if signed:
+        bound = float(np.nanmax(np.abs(patterns))) or 1e-12  # all white when every weight is 0
+        scale = dict(colorscale=DIVERGING, cmin=-bound, cmax=bound)
+    else:
+        scale = dict(colorscale=SEQUENTIAL, cmin=0, cmax=1)
+    return go.Figure(traces, dict(layout, title=title, coloraxis=scale,
                                   height=max(260, 230 * rows), margin=dict(l=10, r=10, t=60, b=10), font=FONT))
 
 

@@ -1,0 +1,36 @@
+"""Which layers of a model's plan weigh keys by a softmax and which keep a state, and a model with other attention
+layers: what the pages ask when a model mixes the two (a 3:1 hybrid), from the plan's rows, never the kinds' names."""
+from __future__ import annotations
+
+from transformer import AXES, TransformerConfig
+from transformer.axes.attention import KIND_FIELDS
+from transformer.layer_plan import parse_attention_layers
+
+SOFTMAX = next(key for key, row in AXES["attention"].choices.items() if row.softmax)  # attention_layers: all softmax
+HYBRID = "3:1"  # three linear layers, then one softmax layer: Qwen3-Next, Qwen3.5
+
+
+def softmax_layers(cfg: TransformerConfig) -> list[int]:
+    """The layers whose weights are a softmax (each row sums to 1), with a mask, scores and a KV cache."""
+    return [spec.index for spec in cfg.layer_plan() if spec.row.softmax]
+
+
+def state_layers(cfg: TransformerConfig) -> list[int]:
+    """The layers whose kind keeps a state: their hook_pattern holds implied weights, not a softmax."""
+    return [spec.index for spec in cfg.layer_plan() if spec.row.keeps_state]
+
+
+def with_attention_layers(cfg: TransformerConfig, layers: str) -> TransformerConfig:
+    """cfg with other attention layers (``attention_layers``); where none of them keeps a state, the settings only
+    linear layers read go back to their defaults, as the config refuses them without such a layer. A ValueError
+    when the new layers do not fit the rest (a softmax setting in a model without softmax layers names its fix)."""
+    changes = {"attention_layers": layers}
+    kinds = parse_attention_layers(layers, cfg.n_layers, cfg.linear_kind)
+    if not any(AXES["attention"].row(kind).keeps_state for kind in kinds):
+        changes |= {field: default for field, (default, _) in KIND_FIELDS.items()}
+    return cfg.replace(**changes)
+
+
+def softmax_twin(cfg: TransformerConfig) -> TransformerConfig:
+    """The same model with a softmax in every layer (cfg itself when it has no linear layer)."""
+    return with_attention_layers(cfg, SOFTMAX) if state_layers(cfg) else cfg
