@@ -125,10 +125,11 @@ def run_stack(owner, tok_emb, attention_mask, position_ids, cache, memory, memor
     # a layer that keeps a state needs only to know where the padding is. Where later layers reuse an earlier
     # layer's K and V, every layer of this pass shares one place that holds them by layer
     layer_kv = {} if any(block.spec.reuses_kv for block in owner.blocks) else None
-    inputs = {block.spec.inputs_key: state_inputs(attention_mask, T) if block.spec.row.keeps_state else
-              self_attention_inputs(cfg, block.spec, owner.causal, slots_q, slots_k, position_ids, k_position_ids,
+    kinds = {block.spec.inputs_key: block.spec for block in reversed(owner.blocks)}  # one layer of each kind
+    inputs = {key: state_inputs(attention_mask, T) if spec.row.keeps_state else
+              self_attention_inputs(cfg, spec, owner.causal, slots_q, slots_k, position_ids, k_position_ids,
                                     attention_mask, x.dtype, past, layer_kv)
-              for block in owner.blocks}
+              for key, spec in kinds.items()}
     cross_inputs = None
     if memory is not None:
         allowed = masks.cross(memory_mask, T, memory.shape[1], device)
