@@ -308,11 +308,14 @@ def test_every_hook_site_a_model_records_has_a_node_of_its_diagram():
     configs = [card.config for card in MODEL_CARDS.values()]
     configs.append(PRESETS["llama2"].replace(attn_gate=True, attn_softcap=30.0))
     configs.append(PRESETS["llama2"].replace(n_layers=4, nope_layers="every 4", attn_temperature_scale=0.1))  # Llama 4
+    for kind in ("linear", "gated-deltanet"):  # layers that keep a state: a feature map; conv, decay, delta rule, gate
+        configs.append(PRESETS["llama2"].replace(n_layers=2, attention_layers="1:1", linear_kind=kind))
     ids = torch.tensor([[1, 2, 3]])
     recorded = set()
     for cfg in configs:
         model = Transformer(cfg, device="cpu").eval()
-        _, trace = model.run_with_trace(*((ids, ids) if cfg.arch == "encoder-decoder" else (ids,)))
+        every_name = list(model.hook_points())  # the state per token is recorded only when asked for by name
+        _, trace = model.run_with_trace(*((ids, ids) if cfg.arch == "encoder-decoder" else (ids,)), names=every_name)
         for event in trace.events:
             node = stepper.diagram_node(event.name)
             assert node is not None and HIGHLIGHT in architecture_dot(cfg, highlight=node), (event.name, node)
