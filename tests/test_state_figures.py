@@ -145,6 +145,7 @@ def test_the_overwrite_figure_and_the_memory_lines():
     fig = cache_against_context(contexts, {"grows": contexts * 2.0**20, "flat": np.full(2, 2.0**30)}, 131072)
     assert fig.layout.xaxis.type == fig.layout.yaxis.type == "log"
     assert list(fig.data[1].y) == [1.0, 1.0]  # GiB
+    assert fig.layout.shapes[0].x0 == 131072 and fig.layout.annotations[0].x == np.log10(131072)
 
 
 def test_the_capacity_curves_draw_a_band_a_mean_and_the_width():

@@ -105,8 +105,10 @@ def cache_against_context(contexts: np.ndarray, totals: dict[str, np.ndarray], m
                                  line=dict(color=OKABE_ITO[i % len(OKABE_ITO)], width=3),
                                  hovertemplate=f"{name}<br>%{{x:,}} tokens: %{{y:.4g}} GiB<extra></extra>"))
     if marked is not None:
-        fig.add_vline(x=marked, line_dash="dash", line_color="#555555", annotation_text=f"{marked:,} tokens",
-                      annotation_position="bottom right")
+        fig.add_vline(x=marked, line_dash="dash", line_color="#555555")
+        # an annotation on a log axis is placed in log10 units (add_vline's own label would land off the chart)
+        fig.add_annotation(x=np.log10(marked), y=1, yref="paper", text=f" {marked:,} tokens", showarrow=False,
+                           xanchor="left", yanchor="top")
     fig.update_layout(look("What generation holds of the past, one sequence", 440, "context (tokens)",
                            "bytes held (GiB)"))
     fig.update_xaxes(type="log", dtick=1)  # one tick per power of ten: 1k, 10k, 100k, 1M
