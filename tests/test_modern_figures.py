@@ -23,6 +23,12 @@ def test_the_plan_strip_draws_each_layers_row_of_the_plan():
     assert list(positions.text) == ["RoPE", "RoPE", "RoPE", "NoPE"] * 2  # Llama 4's every fourth layer
     assert len(set(positions.marker.color)) == 2
     assert set(next(bar for bar in fig.data if bar.name == "K/V from").text) == {"own"}
+    llama4 = TransformerConfig(n_layers=4, attention_chunk=8, chunked_layers="rope", nope_layers="every 4")
+    cells = modern.plan_cells(llama4.layer_plan(), "RoPE", rotating=True)
+    assert [c["keys"] for c in cells] == ["chunk 8"] * 3 + ["global"]  # the NoPE layer sees every key
+    gemma4 = TransformerConfig(n_layers=4, kv_shared_layers="last 1")  # the last layer reads layer 2's K and V
+    assert [c["K/V from"] for c in modern.plan_cells(gemma4.layer_plan(), "RoPE", rotating=True)] == [
+        "own", "own", "own", "layer 2"]
     alibi = modern.plan_cells(TransformerConfig(position="alibi").layer_plan(), "ALiBi", rotating=False)
     assert [cell["positions"] for cell in alibi] == ["ALiBi", "ALiBi"]  # a bias on every layer's scores
 

@@ -23,7 +23,8 @@ def plan_cells(plan, position_label: str, rotating: bool) -> list[dict[str, str]
     positions (a rotating scheme, or NoPE on a layer it leaves out; any other scheme acts on every layer) and the
     layer whose K/V it reads."""
     return [{"attention": AXES["attention"].row(spec.kind).label,
-             "keys": "global" if spec.window is None else f"local {spec.window}",
+             "keys": (f"local {spec.window}" if spec.window is not None
+                      else f"chunk {spec.chunk}" if spec.chunk is not None else "global"),
              "positions": position_label if spec.rotates or not rotating else "NoPE",
              "K/V from": "own" if spec.kv_from == spec.index else f"layer {spec.kv_from}"} for spec in plan]
 
@@ -36,8 +37,8 @@ def plan_strip(cells: list[dict[str, str]], rotating: bool) -> go.Figure:
     for facet in PLAN_FACETS:
         words = [cell[facet] for cell in cells]
         distinct = list(dict.fromkeys(words))
-        if facet == "keys":
-            colours = [GLOBAL if w == "global" else LOCAL for w in words]
+        if facet == "keys":  # Llama 4's chunks in the third colour
+            colours = [GLOBAL if w == "global" else OKABE_ITO[3] if w.startswith("chunk") else LOCAL for w in words]
         elif facet == "positions" and rotating:
             colours = [OKABE_ITO[5] if w == "NoPE" else OKABE_ITO[2] for w in words]
         else:
