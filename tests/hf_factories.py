@@ -415,16 +415,30 @@ def qwen3_5_moe():
 
 def olmo_hybrid_small():
     # OLMo 3's full-attention layers (norms after the sublayers, QK-norm over the projection) between Gated DeltaNet
-    # layers with pre-norms and β up to 2 (linear_allow_neg_eigval); default layer_types (3 linear : 1 full)
+    # layers with pre-norms and β up to 2 (linear_allow_neg_eigval); default layer_types (3 linear : 1 full); RoPE
+    # at HF's default base; the read norm's eps 1e-5 against rms_norm_eps 1e-6
     return _hybrid(tf.OlmoHybridForCausalLM, tf.OlmoHybridConfig(
         hidden_size=64, num_attention_heads=4, num_hidden_layers=4, intermediate_size=96, linear_num_key_heads=2,
         linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=8, max_position_embeddings=64,
         initializer_range=0.2, **COMMON), seed=4)
 
 
+def olmo_hybrid_nope_list():
+    # no RoPE (rope_theta None, as in the released checkpoints): the full layers have no positions; layer_types a list
+    # no 'N:1' names; GQA 4/2 with attention biases (q, k, v, o); one q/k head per value head, each value twice as
+    # wide as its key (HF's default linear_value_head_dim); β up to 1 (linear_allow_neg_eigval=False); tied head
+    return _hybrid(tf.OlmoHybridForCausalLM, tf.OlmoHybridConfig(
+        hidden_size=64, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=5, intermediate_size=96,
+        layer_types=["linear_attention", "full_attention", "linear_attention", "linear_attention", "full_attention"],
+        linear_num_key_heads=4, linear_num_value_heads=4, linear_key_head_dim=8, linear_conv_kernel_dim=3,
+        linear_allow_neg_eigval=False, attention_bias=True, tie_word_embeddings=True,
+        rope_parameters={"rope_type": "default", "rope_theta": None}, max_position_embeddings=64,
+        initializer_range=0.2, **COMMON), seed=5)
+
+
 # families whose layers mix kinds: HF's attentions hold the full-attention layers only, so they are tested apart
 HYBRID_FACTORIES = {fn.__name__: fn for fn in (qwen3_next_moe, qwen3_next_list_dense_first, qwen3_5_dense,
-                                                qwen3_5_moe, olmo_hybrid_small)}
+                                                qwen3_5_moe, olmo_hybrid_small, olmo_hybrid_nope_list)}
 
 FACTORIES = {fn.__name__: fn for fn in (
     qwen2_small, qwen2_gqa, qwen3_small, qwen3_gqa, gemma2_small, gemma2_mha, gemma3_pattern, gemma3_linear_global,

@@ -63,6 +63,12 @@ MODERN = {
                                                                 qk_norm="head"),
     "K and V shared, local and global": dict(n_layers=6, kv_shared_layers="last 2", layer_pattern="alternate",
                                              sliding_window=4, qk_norm="full"),
+    "OLMo hybrid-like: linear layers pre-norm, full layers after, no RoPE": dict(
+        attention_layers="3:1", n_layers=4, norm_position="after", linear_norm_position="pre", qk_norm="full",
+        linear_read_norm_eps=1e-5, delta_beta_max=2.0, position="none", n_kv_heads=2, bias=True),
+    "linear layers post-norm, last: no final norm, LayerNorm": dict(
+        attention_layers="softmax,deltanet,softmax,gated-deltanet", n_layers=4, norm_position="sandwich",
+        linear_norm_position="post", norm="layernorm"),
     "Gemma-like": dict(norm_position="sandwich", norm_plus_one=True, scale_embeddings=True, ffn="geglu",
                        qk_norm="head", layer_pattern="2:1", sliding_window=4, n_layers=3, logit_softcap=30.0,
                        attn_softcap=50.0),

@@ -1,6 +1,6 @@
-"""The families whose layers keep a state open and compute what Hugging Face computes: Qwen3-Next and Qwen3.5 (its
-dense and MoE text models), Gated DeltaNet layers between full-attention ones. OLMo hybrid is refused, naming what the
-library lacks.
+"""The families whose layers keep a state open and compute what Hugging Face computes: Qwen3-Next, Qwen3.5 (its
+dense and MoE text models) and OLMo hybrid, Gated DeltaNet layers between full-attention ones; OLMo hybrid's layers
+each put their norms where their own block does (after each sublayer on its full layers, before on its linear ones).
 
 Each factory (hf_factories.HYBRID_FACTORIES) is a small random-init model with every 1-D parameter (norm weights,
 biases, A_log, dt_bias) moved off its initial value. Hugging Face runs its PyTorch fallbacks (the gated delta rule
@@ -20,26 +20,37 @@ from transformer.model import KVCache
 
 LOGITS_TOL, PATTERN_TOL = 1e-4, 1e-5
 V, T = 100, 14
-OPENED = ["qwen3_next_moe", "qwen3_next_list_dense_first", "qwen3_5_dense", "qwen3_5_moe"]
+OPENED = list(HYBRID_FACTORIES)
 FALLBACKS = ("torch_chunk_gated_delta_rule", "torch_recurrent_gated_delta_rule", "causal_conv1d_fn",
              "causal_conv1d_update")
 
 # what each config becomes
+QWEN = dict(norm_plus_one=True, qk_norm="head", delta_beta_max=1.0, norm_position="pre", linear_norm_position=None,
+            linear_read_norm_eps=None)
+OLMO = dict(norm_plus_one=False, qk_norm="full", norm_position="after", linear_norm_position="pre",
+            linear_read_norm_eps=1e-5, norm_eps=1e-6, attn_gate=False)
 PLANS = {
     "qwen3_next_moe": dict(attention_layers="3:1", linear_key_heads=2, linear_value_heads=4, linear_key_head_dim=8,
                            linear_value_head_dim=12, linear_conv_size=4, rope_dim=4, n_shared_experts=2,
-                           shared_expert_gate=True, first_dense_layers=0, router_norm=True, attn_gate=True),
+                           shared_expert_gate=True, first_dense_layers=0, router_norm=True, attn_gate=True, **QWEN),
     "qwen3_next_list_dense_first": dict(
         attention_layers="linear_attention,full_attention,linear_attention,linear_attention,full_attention",
         linear_key_heads=4, linear_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=8, linear_conv_size=3,
         rope_dim=8, n_shared_experts=1, shared_expert_gate=True, first_dense_layers=1, router_norm=False,
-        attn_gate=True),
+        attn_gate=True, **QWEN),
     "qwen3_5_dense": dict(attention_layers="3:1", linear_key_heads=2, linear_value_heads=4, linear_key_head_dim=8,
                           linear_value_head_dim=8, linear_conv_size=4, rope_dim=4, n_shared_experts=0,
-                          shared_expert_gate=False, first_dense_layers=0, router_norm=True, attn_gate=True),
+                          shared_expert_gate=False, first_dense_layers=0, router_norm=True, attn_gate=True, **QWEN),
     "qwen3_5_moe": dict(attention_layers="3:1", linear_key_heads=1, linear_value_heads=2, linear_key_head_dim=16,
                         linear_value_head_dim=8, linear_conv_size=4, rope_dim=4, n_shared_experts=1,
-                        shared_expert_gate=True, first_dense_layers=0, router_norm=True, attn_gate=True),
+                        shared_expert_gate=True, first_dense_layers=0, router_norm=True, attn_gate=True, **QWEN),
+    "olmo_hybrid_small": dict(attention_layers="3:1", linear_key_heads=2, linear_value_heads=4, linear_key_head_dim=8,
+                              linear_value_head_dim=8, linear_conv_size=4, position="rope", rope_theta=10000.0,
+                              delta_beta_max=2.0, n_kv_heads=4, bias=False, tie_embeddings=False, **OLMO),
+    "olmo_hybrid_nope_list": dict(
+        attention_layers="linear_attention,full_attention,linear_attention,linear_attention,full_attention",
+        linear_key_heads=4, linear_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=16, linear_conv_size=3,
+        position="none", delta_beta_max=1.0, n_kv_heads=2, bias=True, tie_embeddings=True, **OLMO),
 }
 
 
@@ -118,10 +129,24 @@ def test_the_config_maps_onto_the_layer_plan_and_reads_back_as_hugging_faces_lay
     cfg = from_hf(hf).cfg
     assert {field: getattr(cfg, field) for field in PLANS[name]} == PLANS[name]
     assert [spec.hf_layer_type for spec in cfg.layer_plan()] == hf.config.layer_types
-    assert cfg.norm_plus_one and cfg.row("qk_norm").per_head and cfg.delta_beta_max == 1.0
 
 
-@pytest.mark.parametrize("name", [*OPENED, "olmo_hybrid_small"])
+@pytest.mark.parametrize("name", ["olmo_hybrid_small", "olmo_hybrid_nope_list"])
+def test_each_olmo_hybrid_layer_puts_its_norms_where_its_hugging_face_block_does(name):
+    """A linear layer is LLaMA's block (input_layernorm, post_attention_layernorm: before each sublayer), a full layer
+    OLMo 3's (post_attention_layernorm, post_feedforward_layernorm: after): the plan's placement, and the blocks."""
+    hf = HYBRID_FACTORIES[name]()
+    ours = from_hf(hf)
+    for spec, block, layer in zip(ours.cfg.layer_plan(), ours.blocks, hf.model.layers):
+        after = hasattr(layer, "post_feedforward_layernorm")
+        assert (spec.placement.before, spec.placement.after) == (not after, after)
+        assert (block.ln1 is None, block.ln1_post is None) == (after, not after)
+        assert (block.ln2 is None, block.ln2_post is None) == (after, not after)
+        if spec.row.keeps_state:  # HF's gated read norm keeps its own eps, not rms_norm_eps
+            assert block.attn.eps == layer.linear_attn.o_norm.variance_epsilon == 1e-5 != hf.config.rms_norm_eps
+
+
+@pytest.mark.parametrize("name", OPENED)
 def test_every_one_dimensional_parameter_is_off_its_initial_value(name):
     """HF starts norm weights at 0 or 1, biases at 0, dt_bias at 1: a vector with a repeated entry is one left there."""
     hf = HYBRID_FACTORIES[name]()
@@ -143,7 +168,21 @@ def test_describe_hf_names_each_layers_kind():
                               "layers 3, 7: full_attention, RoPE theta 10000")
 
 
-@pytest.mark.parametrize("name", ["qwen3_next_moe", "qwen3_5_dense"])
+def test_describe_hf_names_each_olmo_hybrid_layers_norm_placement():
+    axes = describe_hf(HYBRID_FACTORIES["olmo_hybrid_small"]()).axes
+    assert axes["layers"] == ("layers 0-2: linear_attention (Gated DeltaNet), norms pre; "
+                              "layer 3: full_attention, RoPE theta 10000, norms after the sublayer")
+    assert axes["norm"] == ("pre-RMSNorm (layers 0-2); RMSNorm, after the sublayer (layer 3), eps = 1e-06, "
+                            "QK-norm over the projection")
+    assert axes["linear layers"] == ("Gated DeltaNet: 4 value heads, each a 8 x 8 state, read by 2 q/k heads; "
+                                     "short convolution of 4 tokens; β up to 2; read norm eps = 1e-05")
+    axes = describe_hf(HYBRID_FACTORIES["olmo_hybrid_nope_list"]()).axes
+    assert axes["layers"] == ("layers 0, 2, 3: linear_attention (Gated DeltaNet), norms pre; "
+                              "layers 1, 4: full_attention, norms after the sublayer")
+    assert axes["position"] == "none"
+
+
+@pytest.mark.parametrize("name", ["qwen3_next_moe", "qwen3_5_dense", "olmo_hybrid_nope_list"])
 def test_a_directory_written_by_save_pretrained_opens_with_the_same_plan_and_numbers(name, tmp_path):
     hf_model = HYBRID_FACTORIES[name]()
     hf_model.save_pretrained(tmp_path)
@@ -152,13 +191,3 @@ def test_a_directory_written_by_save_pretrained_opens_with_the_same_plan_and_num
     ids = torch.randint(1, V, (1, 12), generator=torch.Generator().manual_seed(3))
     with torch.no_grad():
         assert (hf_model(ids).logits - ours(ids)).abs().max() <= LOGITS_TOL
-
-
-def test_olmo_hybrid_is_refused_naming_what_the_library_lacks(tmp_path):
-    hf_model = HYBRID_FACTORIES["olmo_hybrid_small"]()
-    with pytest.raises(ValueError, match="OlmoHybridForCausalLM with norms after the sublayers of its full-attention "
-                                         "layers .* is not supported: .*a placement per layer.*eps of its own"):
-        from_hf(hf_model)
-    hf_model.save_pretrained(tmp_path)
-    with pytest.raises(ValueError, match="OlmoHybridForCausalLM .*is not supported"):
-        describe_hf(str(tmp_path))

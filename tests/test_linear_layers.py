@@ -3,8 +3,9 @@ Face's layer_types), the cache that carries their state, a hybrid that trains, a
 import pytest
 import torch
 
-from transformer import AXES, KVCache, TransformerConfig
+from transformer import AXES, KVCache, TransformerConfig, param_counts
 from transformer.checkpoint import load, save
+from transformer.hook_sites import SITES
 
 KINDS = [key for key, row in AXES["attention"].choices.items() if row.keeps_state]
 NEW_TOKENS = 10
@@ -31,6 +32,43 @@ def test_three_linear_layers_to_one_softmax_layer_as_qwen35():
     assert [s.hf_layer_type for s in plan[:4]] == ["linear_attention"] * 3 + ["full_attention"]
     assert [s.rotates for s in plan[:4]] == [False, False, False, True]  # a state has no keys to turn
     assert [s.row.keeps_state for s in plan[:4]] == [True, True, True, False]
+    assert {s.norm_position for s in plan} == {"pre"}  # every layer the model's placement
+
+
+def test_each_layer_puts_its_norms_where_its_row_of_the_plan_says(tiny_model):
+    """OLMo hybrid: its full layers normalise each sublayer's output (norm_position='after'), its linear layers each
+    sublayer's input (linear_norm_position='pre'); the linear layers' read norm has an eps of its own."""
+    model = tiny_model(n_layers=4, attention_layers="3:1", norm_position="after", linear_norm_position="pre",
+                       linear_read_norm_eps=1e-3, qk_norm="full")
+    cfg = model.cfg
+    assert [s.norm_position for s in cfg.layer_plan()] == ["pre"] * 3 + ["after"]
+    assert [block.spec for block in model.blocks] == list(cfg.layer_plan())
+    assert [(block.ln1 is not None, block.ln1_post is not None) for block in model.blocks] == \
+        [(True, False)] * 3 + [(False, True)]
+    assert [block.attn.eps for block in model.blocks[:3]] == [1e-3] * 3 and cfg.norm_eps == 1e-5
+    assert sum(p.numel() for p in model.parameters()) == param_counts(cfg)["total"]
+    assert cfg.has_final_norm
+    ids = torch.randint(0, 32, (2, 7), generator=torch.Generator().manual_seed(0))
+    _, trace = model.run_with_trace(ids, names=["*hook_resid_pre", "*hook_resid_mid", "*hook_attn_out",
+                                                "*ln1.hook_normalized"])
+    for block in model.blocks:  # x + attn(norm(x)) on a linear layer, x + norm(attn(x)) on the full one
+        at = lambda site: trace[f"blocks.{block.spec.index}.{site}"]  # noqa: E731
+        added = at("hook_attn_out") if block.spec.placement.before else block.ln1_post(at("hook_attn_out"))
+        torch.testing.assert_close(at("hook_resid_mid"), at("hook_resid_pre") + added)
+        if block.spec.placement.before:
+            torch.testing.assert_close(at("ln1.hook_normalized"), block.ln1(at("hook_resid_pre")))
+    for layer, placement in ((0, "pre"), (3, "after")):  # the stepper words each layer's step by its placement
+        formula = SITES["hook_resid_mid"].latex(cfg, "hook_resid_mid", f"blocks.{layer}.hook_resid_mid")
+        assert formula == AXES["norm_position"].row(placement).formulas["hook_resid_mid"]
+
+
+def test_the_final_norm_follows_the_last_layers_placement():
+    """None: a final norm unless the last block already ends on one (post-norm), whichever field placed it."""
+    ends_on_a_norm = dict(n_layers=2, attention_layers="softmax,gated-deltanet", linear_norm_position="post")
+    assert not TransformerConfig(**ends_on_a_norm).has_final_norm
+    assert TransformerConfig(**ends_on_a_norm, final_norm=True).has_final_norm
+    assert TransformerConfig(n_layers=2, attention_layers="gated-deltanet,softmax", linear_norm_position="post",
+                             ).has_final_norm
 
 
 def test_hugging_faces_layer_types_read_as_they_are_and_print_back():
@@ -54,7 +92,8 @@ def test_a_hybrid_mixes_windows_and_states_layer_by_layer():
 def test_every_new_field_goes_through_json_and_a_checkpoint(tiny_config, tiny_model, tmp_path):
     changes = dict(n_layers=4, attention_layers="linear,decayed-linear,deltanet,softmax", linear_chunk_size=3,
                    linear_value_heads=4, linear_key_heads=2, linear_key_head_dim=6, linear_value_head_dim=5,
-                   linear_feature_map="identity", delta_beta_max=2.0)
+                   linear_feature_map="identity", delta_beta_max=2.0, norm_position="after",
+                   linear_norm_position="pre", linear_read_norm_eps=1e-3)
     cfg = tiny_config(**changes)
     assert TransformerConfig.from_json(cfg.to_json()) == cfg
     model = tiny_model(**changes)
@@ -69,7 +108,9 @@ def test_every_new_field_goes_through_json_and_a_checkpoint(tiny_config, tiny_mo
 GENERATION_CASES = [dict(attention_layers=kind, position="none") for kind in KINDS]
 GENERATION_CASES += [dict(n_layers=4, attention_layers="3:1", linear_kind=kind) for kind in KINDS]
 GENERATION_CASES += [dict(n_layers=4, attention_layers="3:1", linear_key_heads=2, linear_key_head_dim=6,
-                          linear_value_head_dim=5, linear_conv_size=2, delta_beta_max=2.0, n_kv_heads=2)]
+                          linear_value_head_dim=5, linear_conv_size=2, delta_beta_max=2.0, n_kv_heads=2),
+                     dict(n_layers=4, attention_layers="3:1", norm_position="after", linear_norm_position="pre",
+                          linear_read_norm_eps=1e-3, qk_norm="full", delta_beta_max=2.0)]  # OLMo hybrid's blocks
 
 
 @pytest.mark.parametrize("changes", GENERATION_CASES, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
@@ -154,6 +195,15 @@ def test_a_bfloat16_hybrid_runs(tiny_model):
     (dict(attention_layers="linear", position="none", delta_beta_max=2.0), "delta-rule layers"),
     (dict(attention_layers="gated-deltanet"), "position='rope' is a setting of softmax layers.*position='none'"),
     (dict(attention_layers="gated-deltanet", position="none", sinks=True), "sinks=True is a setting of softmax"),
+    (dict(linear_norm_position="pre"), "linear_norm_position='pre' is a setting of linear layers.*attention_layers="
+                                       "'softmax' has none.*set linear_norm_position=None"),
+    (dict(linear_read_norm_eps=1e-5), "linear_read_norm_eps=1e-05 is a setting of linear layers.*has none"),
+    (dict(attention_layers="3:1", n_layers=4, linear_norm_position="middle"),
+     "linear_norm_position='middle' is not a valid choice; choose one of 'pre', 'post', 'sandwich', 'after'"),
+    (dict(attention_layers="3:1", n_layers=4, linear_read_norm_eps=0.0),
+     "linear_read_norm_eps=0.0 must be greater than 0.*or None for norm_eps"),
+    (dict(attention_layers="3:1", n_layers=4, parallel_block=True, linear_norm_position="after"),
+     "parallel_block=True needs linear_norm_position='pre' or None \\(now 'after'\\)"),
 ])
 def test_a_linear_kind_that_cannot_work_is_refused_with_the_numbers_and_the_fix(changes, message, tiny_config):
     with pytest.raises(ValueError, match=message):

@@ -1,6 +1,7 @@
 """One block: attention and FFN sublayers, each wrapped in a residual connection and norms.
 
-Where the norms sit is the config's row on the placement axis (transformer/axes/stack.py):
+Where the norms sit is the layer's row on the placement axis (transformer/axes/stack.py), which its row of the
+layer plan names (``LayerSpec.placement``: norm_position, or linear_norm_position on a layer that keeps a state):
 
 Pre-norm (GPT-2, LLaMA):        x = x + sublayer(norm(x))
 Post-norm (2017, BERT):         x = norm(x + sublayer(x))
@@ -44,10 +45,10 @@ class Block(nn.Module):
 
     def __init__(self, cfg: TransformerConfig, spec: LayerSpec, cross: bool = False):
         super().__init__()
-        placement = cfg.row("norm_position")
+        placement = spec.placement
         self.parallel = cfg.row("block").parallel
         self.has_cross = cross
-        self.spec = spec  # its attention kind, window, positions and the layer whose K/V it reads
+        self.spec = spec  # its attention kind, window, positions, the layer whose K/V it reads, its norms' placement
         self.attn = ATTENTION_MODULES[spec.kind](cfg, spec)
         # The norms, declared where they are used: ln1 around attention, ln_cross around cross-attention, ln2
         # around the FFN, each on the sublayer's input (pre, sandwich) or on the sum (post); ln*_post on its output.

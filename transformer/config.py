@@ -130,6 +130,8 @@ class TransformerConfig:
     linear_feature_map: FeatureMap = "elu+1"  # "linear" layers: φ on q and k (elu+1, or the identity)
     linear_conv_size: int = 4  # the short convolution's kernel, the current token included (Qwen3-Next: 4)
     delta_beta_max: float = 1.0  # the delta rule's β = delta_beta_max * sigmoid(x W_b); 2 in OLMo hybrid
+    linear_norm_position: NormPosition | None = None  # linear layers' block norms; None = norm_position (OLMo hybrid: pre)
+    linear_read_norm_eps: float | None = None  # the linear layers' read norm's eps; None = norm_eps (OLMo hybrid: 1e-5)
 
     def __post_init__(self) -> None:
         for field, axis in FIELD_AXES.items():
@@ -177,6 +179,8 @@ class TransformerConfig:
                              f"max_len={self.max_len} (a longer chunk never cuts); use a chunk in that range, or None")
         self._check_row("attention_pattern")
         AXES["feature_map"].row(self.linear_feature_map, "linear_feature_map")
+        if self.linear_norm_position is not None:
+            AXES["norm_position"].row(self.linear_norm_position, "linear_norm_position")
         # a pattern that does not parse or does not fit the model, or a setting no layer of it reads, raises here
         plan = self.layer_plan()
         for kind in dict.fromkeys(spec.kind for spec in plan):  # each kind's own check, once
@@ -241,7 +245,8 @@ class TransformerConfig:
 
     @property
     def has_final_norm(self) -> bool:
-        return self.row("norm_position").final_norm if self.final_norm is None else self.final_norm
+        """A norm after the last block: final_norm, by default unless the last block ends on one (post-norm)."""
+        return self.layer_plan()[-1].placement.final_norm if self.final_norm is None else self.final_norm
 
     @property
     def group_size(self) -> int:
@@ -267,6 +272,12 @@ class TransformerConfig:
     def state_d_v(self) -> int:
         """Columns of one state: a linear layer's value width (linear_value_head_dim, by default d_head)."""
         return self.linear_value_head_dim if self.linear_value_head_dim is not None else self.d_head
+
+    @property
+    def read_norm_eps(self) -> float:
+        """The eps of a linear layer's read norm: linear_read_norm_eps, by default norm_eps (OLMo hybrid's is its
+        kernels' 1e-5, where its other norms take rms_norm_eps, 1e-6)."""
+        return self.linear_read_norm_eps if self.linear_read_norm_eps is not None else self.norm_eps
 
     @property
     def attention_kind(self) -> str:

@@ -42,11 +42,29 @@ class FromLayer:
     default: str | None = None
 
     def choose(self, cfg: "TransformerConfig", site: str, name: str | None) -> str | None:
-        layer = re.search(r"(?:^|\.)blocks\.(\d+)\.", name or "")
+        layer = _layer_of(name)
         if layer is None:
             return self.default
-        kind = cfg.layer_plan()[int(layer.group(1))].kind
+        kind = cfg.layer_plan()[layer].kind
         return AXES["attention"].row(kind).formulas.get(site, self.default)
+
+
+@dataclass(frozen=True)
+class FromBlock:
+    """A residual step each block words by its own rows: the block's (a parallel block says it once), then its
+    layer's norm placement (``LayerSpec.placement``: OLMo hybrid's linear layers put their norms before each
+    sublayer, its full layers after). The layer is read off the hook's name; without one, norm_position's row."""
+
+    def choose(self, cfg: "TransformerConfig", site: str, name: str | None) -> str | None:
+        layer = _layer_of(name)
+        placement = cfg.row("norm_position") if layer is None else cfg.layer_plan()[layer].placement
+        return next((row.formulas[site] for row in (cfg.row("block"), placement) if site in row.formulas), None)
+
+
+def _layer_of(name: str | None) -> int | None:
+    """The layer a hook's whole name sits in (``blocks.{i}.``), or None."""
+    layer = re.search(r"(?:^|\.)blocks\.(\d+)\.", name or "")
+    return None if layer is None else int(layer.group(1))
 
 
 @dataclass(frozen=True)
@@ -54,7 +72,7 @@ class HookSite:
     dims: tuple[str, ...]  # named dims, e.g. ("B", "H", "T_q", "T_kv"); a module may rename one (cross: T_kv -> S)
     op: str | None  # the library's words for the operation; None = the recording module's choice words it (``Choice.ops``)
     explain: str = ""  # what the step is, in one sentence
-    formula: str | FromRows | FromLayer | None = None  # LaTeX
+    formula: str | FromRows | FromLayer | FromBlock | None = None  # LaTeX
     # what the step reads: a sentence when it is no recorded tensor, else sibling sites (a tuple inside = the first
     # of these that was recorded; "<input>" = the module's input); None = the step before it
     reads: str | tuple | None = None
@@ -62,7 +80,7 @@ class HookSite:
 
     def latex(self, cfg: "TransformerConfig", site: str, name: str | None = None) -> str | None:
         """Its formula for this config; ``name``, the hook's whole name, finds the layer of a per-layer formula."""
-        if isinstance(self.formula, FromLayer):
+        if isinstance(self.formula, (FromLayer, FromBlock)):
             return self.formula.choose(cfg, site, name)
         return self.formula.choose(cfg, site) if isinstance(self.formula, FromRows) else self.formula
 
@@ -104,7 +122,7 @@ SITES: dict[str, HookSite] = {
     "hook_resid_mid": HookSite(
         RESID, "residual after attention",
         "The residual stream after the attention sublayer.",
-        FromRows(("block", "norm_position"))),
+        FromBlock()),
     "hook_cross_attn_out": HookSite(
         RESID, "cross-attention output",
         "Cross-attention's output: decoder queries read the encoder's keys and values.",
@@ -112,7 +130,7 @@ SITES: dict[str, HookSite] = {
     "hook_resid_cross": HookSite(
         RESID, "residual after cross-attention",
         "The residual stream after cross-attention.",
-        FromRows(("block", "norm_position"))),
+        FromBlock()),
     "hook_mlp_out": HookSite(
         RESID, "FFN output",
         "The FFN sublayer's output.",
@@ -121,7 +139,7 @@ SITES: dict[str, HookSite] = {
     "hook_resid_post": HookSite(
         RESID, "residual stream leaving the block",
         "The residual stream leaving the block.",
-        FromRows(("block", "norm_position"))),
+        FromBlock()),
     # --- attention (attn, cross_attn), in forward order ---
     "hook_q": HookSite(
         ("B", "H", "T_q", "d_head"), "x W_q, split into H heads",

@@ -225,9 +225,14 @@ def _ffn_input_name(model: Transformer, layer: int) -> str:
     cfg = model.cfg
     if cfg.parallel_block:
         return hook_name(layer, "ln1.hook_normalized" if cfg.parallel_norms == 1 else "ln2.hook_normalized")
-    if cfg.row("norm_position").before:
+    if model.blocks[layer].spec.placement.before:
         return hook_name(layer, "ln2.hook_normalized")
     return hook_name(layer, "hook_resid_mid")
+
+
+def _normalises_outputs(block) -> bool:
+    """Its placement normalises each sublayer's output before the add (sandwich, after)."""
+    return block.spec.placement.after and not block.parallel
 
 
 def expert_writes(moe: MoE, x: torch.Tensor, chosen: torch.Tensor, gates: torch.Tensor) -> torch.Tensor:
@@ -284,22 +289,22 @@ def direct_logit_attribution(model: Transformer, input_ids: torch.Tensor, token:
     """
     _check_model(model)
     cfg = model.cfg
-    placement = cfg.row("norm_position")
-    if placement.on_sum or cfg.head_transform:
+    summed = [block.spec.index for block in model.blocks if block.spec.placement.on_sum]
+    if summed or cfg.head_transform:
         raise ValueError("direct logit attribution needs the residual stream to reach the unembedding through one "
                          "final norm at most (no norm on the residual sum, a plain head); "
-                         + ("this model normalises after every block" if placement.on_sum
-                            else "this model's head has a transform of its own"))
+                         + ("this model's head has a transform of its own" if not summed else
+                            "this model normalises after every block" if len(summed) == cfg.n_layers else
+                            f"this model normalises after blocks {', '.join(map(str, summed))}"))
     if not 0 <= token < cfg.vocab_size:
         raise ValueError(f"token={token} is outside 0..{cfg.vocab_size - 1}")
     ids = _one_prompt(input_ids).to(model.device)
     position = range(ids.shape[1])[position]  # a negative position counts from the end; out of range raises
     L, routed = cfg.n_layers, cfg.row("ffn").routed
-    after = placement.after and not cfg.parallel_block  # each sublayer's output normalised before the add
     names = [hook_name(0, "hook_resid_pre"), hook_name(L - 1, "hook_resid_post")]
     for layer, block in enumerate(model.blocks):
         names += [hook_name(layer, "attn.hook_z"), hook_name(layer, "hook_mlp_out")]
-        if after:
+        if _normalises_outputs(block):
             names.append(hook_name(layer, "hook_attn_out"))
         if hasattr(block.attn, "hook_attn_gate"):
             names.append(hook_name(layer, "attn.hook_attn_gate"))
@@ -318,7 +323,7 @@ def direct_logit_attribution(model: Transformer, input_ids: torch.Tensor, token:
     experts = torch.zeros(L, cfg.n_experts) if routed else None
     for layer, block in enumerate(model.blocks):
         attn_project, ffn_project = project, project
-        if after:
+        if _normalises_outputs(block):
             attn_project, bias = through(block.ln1_post, at(hook_name(layer, "hook_attn_out")))
             constant += bias
             ffn_project, bias = through(block.ln2_post, at(hook_name(layer, "hook_mlp_out")))

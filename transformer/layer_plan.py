@@ -2,8 +2,9 @@
 
 A row says what its layer does that another layer may not: its attention kind (softmax, or one that
 keeps a state), the keys it sees (a window, a chunk, or all), whether it rotates q and k (a NoPE layer
-of Llama 4 or SmolLM3 does not, nor does a layer that keeps a state) and with which base, and which
-layer's K/V it reads (its own, or an earlier layer's in Gemma 4). ``Block`` takes its row, so hybrid,
+of Llama 4 or SmolLM3 does not, nor does a layer that keeps a state) and with which base, which
+layer's K/V it reads (its own, or an earlier layer's in Gemma 4), and where its block's norms sit (OLMo
+hybrid's linear layers before each sublayer, its full ones after). ``Block`` takes its row, so hybrid,
 local/global, chunked and K/V-sharing layers and layers without positions are data, not code.
 ``hf_layer_type`` names a row as Hugging Face's newer configs do (``layer_types``).
 
@@ -21,6 +22,7 @@ from dataclasses import dataclass, replace
 
 from .axes import AXES
 from .axes.attention import AttentionChoice, check_kind_fields
+from .axes.stack import PlacementChoice
 
 # named patterns: layer index, layer count -> local?
 LAYER_PATTERNS = {
@@ -199,11 +201,17 @@ class LayerSpec:
     rope_theta: float | None  # RoPE's base on this layer (Gemma 3's local layers have their own); None without RoPE
     rope_scaling: str  # the RoPE scaling on this layer ("none" on Gemma 3's local layers)
     kv_from: int  # the layer whose K and V it reads: its own, or an earlier layer's of its type (Gemma 4)
+    norm_position: str  # where its block's norms sit: a key of AXES["norm_position"] (``placement`` is its row)
 
     @property
     def row(self) -> AttentionChoice:
         """Its attention kind's row of the table: ``spec.row.keeps_state``."""
         return AXES["attention"].row(self.kind)
+
+    @property
+    def placement(self) -> PlacementChoice:
+        """Its norm placement's row of the table: ``spec.placement.after``."""
+        return AXES["norm_position"].row(self.norm_position)
 
     @property
     def bound(self) -> str | None:
@@ -230,7 +238,8 @@ class LayerSpec:
 
 def build_plan(cfg) -> tuple[LayerSpec, ...]:
     """Every layer's row, from the config's attention_layers, layer_pattern, sliding_window, nope_layers,
-    attention_chunk, chunked_layers, kv_shared_layers and RoPE settings."""
+    attention_chunk, chunked_layers, kv_shared_layers, RoPE settings and norm placements (norm_position;
+    linear_norm_position on the layers that keep a state, where it is set)."""
     kinds = parse_attention_layers(cfg.attention_layers, cfg.n_layers, cfg.linear_kind)
     windows = parse_layer_pattern(cfg.layer_pattern, cfg.n_layers, cfg.sliding_window)
     nope = parse_nope_layers(cfg.nope_layers, cfg.n_layers)
@@ -246,10 +255,12 @@ def build_plan(cfg) -> tuple[LayerSpec, ...]:
     turning = [rotates and i not in nope and not AXES["attention"].row(kind).keeps_state
                for i, kind in enumerate(kinds)]
     chunked = parse_chunked_layers(cfg.chunked_layers, cfg.attention_chunk, turning)
+    linear_placement = cfg.norm_position if cfg.linear_norm_position is None else cfg.linear_norm_position
     plan = []
     for i, (kind, window, turns) in enumerate(zip(kinds, windows, turning)):
         chunk = cfg.attention_chunk if i in chunked else None
-        if AXES["attention"].row(kind).keeps_state and (window is not None or chunk is not None):
+        keeps_state = AXES["attention"].row(kind).keeps_state
+        if keeps_state and (window is not None or chunk is not None):
             cut = (f"layer_pattern={cfg.layer_pattern!r} with sliding_window={cfg.sliding_window} gives it a window "
                    f"of {window} keys" if window is not None else
                    f"chunked_layers={cfg.chunked_layers!r} cuts it into chunks of attention_chunk={chunk} tokens")
@@ -267,7 +278,7 @@ def build_plan(cfg) -> tuple[LayerSpec, ...]:
             index=i, kind=kind, window=window, chunk=chunk, rotates=turns,
             rope_theta=(cfg.rope_local_theta if local_base else cfg.rope_theta) if turns else None,
             rope_scaling=("none" if local_base else cfg.rope_scaling) if turns else "none",
-            kv_from=i))
+            kv_from=i, norm_position=linear_placement if keeps_state else cfg.norm_position))
     readers = parse_kv_shared_layers(cfg.kv_shared_layers, cfg.n_layers)
     for i, source in readers.items():
         plan[i] = replace(plan[i], kv_from=kv_source(cfg, plan, i, source, readers))

@@ -198,7 +198,7 @@ class LinearAttention(nn.Module):
         self.row = row = AXES["attention"].row(kind)
         self.n_key_heads, self.n_heads = cfg.state_key_heads, cfg.state_heads
         self.d_k, self.d_v = cfg.state_d_k, cfg.state_d_v
-        self.chunk_size, self.eps = cfg.linear_chunk_size, cfg.norm_eps
+        self.chunk_size, self.eps = cfg.linear_chunk_size, cfg.read_norm_eps
         self.fused = True  # the chunked form; False (``Transformer.set_fused``) runs the recurrent one
         width_k, width_v = self.n_key_heads * self.d_k, self.n_heads * self.d_v
         self.q_proj = nn.Linear(cfg.d_model, width_k, bias=False)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from .base import Axis, Choice, divisors
+from .stack import NORM_POSITION
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,7 +34,8 @@ KIND_FIELDS = {"linear_kind": ("gated-deltanet", "keeps_state"), "linear_chunk_s
                "linear_key_heads": (None, "keeps_state"), "linear_value_heads": (None, "keeps_state"),
                "linear_key_head_dim": (None, "keeps_state"), "linear_value_head_dim": (None, "keeps_state"),
                "linear_feature_map": ("elu+1", "feature_map"), "linear_conv_size": (4, "short_conv"),
-               "delta_beta_max": (1.0, "delta_rule")}
+               "delta_beta_max": (1.0, "delta_rule"), "linear_norm_position": (None, "keeps_state"),
+               "linear_read_norm_eps": (None, "keeps_state")}
 FLAG_WORDS = {"keeps_state": "linear layers (a kind that keeps a state)", "feature_map": "'linear' layers",
               "short_conv": "layers with a short convolution ('gated-deltanet')",
               "delta_rule": "delta-rule layers ('deltanet', 'gated-deltanet')"}
@@ -92,6 +94,13 @@ def _check_state(cfg) -> None:
     for field in ("linear_key_heads", "linear_value_heads", "linear_key_head_dim", "linear_value_head_dim"):
         if getattr(cfg, field) is not None and getattr(cfg, field) < 1:
             raise ValueError(f"{field}={getattr(cfg, field)} must be at least 1, or None for the default")
+    if cfg.linear_read_norm_eps is not None and not cfg.linear_read_norm_eps > 0:
+        raise ValueError(f"linear_read_norm_eps={cfg.linear_read_norm_eps} must be greater than 0: it keeps the read "
+                         "norm's root away from 0 (OLMo hybrid: 1e-5); or None for norm_eps")
+    placement = None if cfg.linear_norm_position is None else NORM_POSITION.row(cfg.linear_norm_position)
+    if cfg.parallel_block and placement is not None and (placement.after or placement.on_sum):
+        raise ValueError(f"parallel_block=True needs linear_norm_position='pre' or None (now "
+                         f"{cfg.linear_norm_position!r}): attention and FFN read normalised copies of one input")
     if cfg.state_heads % cfg.state_key_heads:
         raise ValueError(f"linear_value_heads={cfg.state_heads} is not divisible by linear_key_heads="
                          f"{cfg.state_key_heads}: each q and k head serves the same number of value heads "

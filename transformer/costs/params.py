@@ -77,8 +77,9 @@ def param_terms(cfg: TransformerConfig) -> list[ParamTerm]:
     The terms add up to the built model's parameter count (tied weights once), and each term's
     ``where`` names exactly the parameters it counts, so a test can hold every formula against the
     live model. Each choice is read off its row in the table (``cfg.row("ffn")``, ``cfg.row("norm")``,
-    ``cfg.row("norm_position")``, ``cfg.row("position")``), never off its name. Buffers (the sigmoid router's choice bias, RoPE and
-    sinusoidal tables) are no parameters and count nowhere.
+    ``cfg.row("position")``; a layer's kind and norm placement off its row of the layer plan), never off its
+    name. Buffers (the sigmoid router's choice bias, RoPE and sinusoidal tables) are no parameters and count
+    nowhere.
     """
     d, V, L = cfg.d_model, cfg.vocab_size, cfg.n_layers
     n_stacks = 2 if cfg.row("arch").cross else 1
@@ -130,7 +131,7 @@ def param_terms(cfg: TransformerConfig) -> list[ParamTerm]:
                     terms.append(ParamTerm("norms", f"QK-norm ({cfg.qk_norm}: {name})", formula, width,
                                            n_stacks * len(layers) + cross_layers,
                                            _at(at(layers), f"{name}.*") + (f"*blocks.*.cross_attn.{name}.*",)))
-    terms += _block_norm_terms(cfg, blocks, cross_layers, norm, norm_formula)
+    terms += _block_norm_terms(cfg, n_stacks, norm, norm_formula)
     terms += _ffn_terms(cfg, n_stacks)
     if cfg.has_final_norm:
         terms.append(ParamTerm("norms", "final norm", norm_formula, norm, n_stacks, ("*ln_final.*",)))
@@ -283,21 +284,30 @@ def _cross_attention_terms(cfg: TransformerConfig, layers: int) -> list[ParamTer
                       layers, _at(cross, *(m + ".*" for m in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj"))))]
 
 
-def _block_norm_terms(cfg: TransformerConfig, blocks: int, cross_layers: int, norm: int, norm_formula: str
-                      ) -> list[ParamTerm]:
-    """The norms around each sublayer, as the placement's row says: before it (or on the sum) and after it."""
+def _block_norm_terms(cfg: TransformerConfig, n_stacks: int, norm: int, norm_formula: str) -> list[ParamTerm]:
+    """The norms around each sublayer, as each layer's placement says: before it (or on the sum) and after it."""
     block = "*blocks.*."
     if cfg.parallel_block:  # one norm both sublayers read, or one each (parallel_norms = 2)
         n = cfg.parallel_norms
-        return [ParamTerm("norms", "block norms (parallel)", _times(n, norm_formula), n * norm, blocks,
+        return [ParamTerm("norms", "block norms (parallel)", _times(n, norm_formula), n * norm, n_stacks * cfg.n_layers,
                           (block + "ln1.*", block + "ln2.*"))]
-    placement = cfg.row("norm_position")
-    per_sublayer = int(placement.before or placement.on_sum) + int(placement.after)
-    terms = [ParamTerm("norms", "block norms", _times(2 * per_sublayer, norm_formula), 2 * per_sublayer * norm, blocks,
-                       (block + "ln1.*", block + "ln2.*", block + "ln1_post.*", block + "ln2_post.*"))]
-    if cross_layers:
-        terms.append(ParamTerm("norms", "cross-attention norms", _times(per_sublayer, norm_formula),
-                               per_sublayer * norm, cross_layers, (block + "ln_cross.*", block + "ln_cross_post.*")))
+    # each layer's norms sit as its row of the plan says (OLMo hybrid: its linear layers' before, its full ones'
+    # after): a term per placement, which names the placement and holds its own layers only where they differ
+    placed: dict[str, list[int]] = {}
+    for spec in cfg.layer_plan():
+        placed.setdefault(spec.norm_position, []).append(spec.index)
+    terms = []
+    for key, layers in placed.items():
+        placement = AXES["norm_position"].row(key)
+        per_sublayer = int(placement.before or placement.on_sum) + int(placement.after)
+        where, named = ((block,), "") if len(placed) == 1 else (tuple(f"*blocks.{i}." for i in layers),
+                                                                  f" ({placement.label})")
+        terms.append(ParamTerm("norms", "block norms" + named, _times(2 * per_sublayer, norm_formula),
+                               2 * per_sublayer * norm, n_stacks * len(layers),
+                               _at(where, "ln1.*", "ln2.*", "ln1_post.*", "ln2_post.*")))
+        if cfg.row("arch").cross:  # the decoder's blocks: a norm (or two) around cross-attention too
+            terms.append(ParamTerm("norms", "cross-attention norms" + named, _times(per_sublayer, norm_formula),
+                                   per_sublayer * norm, len(layers), _at(where, "ln_cross.*", "ln_cross_post.*")))
     return terms
 
 

@@ -1,5 +1,4 @@
-"""The Hugging Face families whose layers keep a state: Qwen3-Next and Qwen3.5 (dense and MoE, text); OLMo hybrid is
-refused by name (see REFUSED_CLASSES).
+"""The Hugging Face families whose layers keep a state: Qwen3-Next, Qwen3.5 (dense and MoE, text) and OLMo hybrid.
 
 Their ``layer_types`` mix "linear_attention" layers (Gated DeltaNet, transformer/linear_attention.py) with
 "full_attention" ones; the list is copied onto ``attention_layers`` ("3:1" when it says so). Each is one
@@ -14,7 +13,7 @@ from ..axes import AXES
 from ..config import TransformerConfig
 from ..layer_plan import parse_attention_layers
 from .family import Family, head_dim, rope_fields, unsupported
-from .hf_modern import _decoder, _gated_mlp, _silu
+from .hf_modern import _AFTER_NORMS, _PRE_NORMS, _attention, _decoder, _gated_mlp, _silu
 from .weights import Weights, from_linear, linear, norm_weights
 
 LINEAR_KIND = "gated-deltanet"  # the kind of every "linear_attention" layer of these families
@@ -151,6 +150,46 @@ def _qwen3_next_weights(model, cfg: TransformerConfig) -> Weights:
     return w
 
 
+# --- OLMo hybrid: OLMo 3's full-attention layers between Gated DeltaNet layers in LLaMA's blocks ----------------------
+
+# HF builds the gated read norm with eps 1e-5 (FLA's FusedRMSNormGated's default), whatever rms_norm_eps says
+OLMO_HYBRID_READ_EPS = 1e-5
+
+
+def _olmo_hybrid_config(c, hf_class: str, has_head: bool) -> dict:
+    _silu(hf_class, c.hidden_act)  # the MLP's gate, and the short convolution's activation
+    fields = _decoder(c, d_ff=c.intermediate_size, norm="rmsnorm", norm_eps=c.rms_norm_eps, qk_norm="full",
+                      ffn="swiglu", bias=bool(c.attention_bias), **_linear_fields(c),
+                      # a full layer is OLMo 3's, its norms on each sublayer's output; a linear layer is LLaMA's block
+                      norm_position="after", linear_norm_position="pre", linear_read_norm_eps=OLMO_HYBRID_READ_EPS,
+                      # linear_allow_neg_eigval: β = 2 sigmoid(x W_b), so the state's step may flip a direction
+                      delta_beta_max=2.0 if c.linear_allow_neg_eigval else 1.0)
+    # HF leaves RoPE out where rope_parameters has no rope_theta, as the released checkpoints do
+    turns = (getattr(c, "rope_parameters", None) or {}).get("rope_theta") is not None
+    return fields | (rope_fields(hf_class, c) if turns else dict(position="none"))
+
+
+def _olmo_hybrid_weights(model, cfg: TransformerConfig) -> Weights:
+    body = model.base_model
+    w = {"embed.weight": body.embed_tokens.weight, **norm_weights("ln_final", body.norm)}
+    for spec, layer in zip(cfg.layer_plan(), body.layers):
+        b = f"blocks.{spec.index}."
+        if spec.row.keeps_state:  # q, k, v, a, b and the gate g each in a projection of its own
+            mixer = layer.linear_attn
+            projections = {ours: getattr(mixer, hf).weight for ours, hf in (
+                ("q_proj", "q_proj"), ("k_proj", "k_proj"), ("v_proj", "v_proj"), ("z_proj", "g_proj"),
+                ("b_proj", "b_proj"), ("a_proj", "a_proj"))}
+            w |= _gated_deltanet(b + "attn.", mixer, cfg, projections, mixer.o_proj, mixer.o_norm)
+        else:
+            w |= _attention(b + "attn.", layer.self_attn, cfg)
+        # HF's layer class names its norms by where they sit; ours by the placement the plan gives the layer
+        norms = _AFTER_NORMS if spec.placement.after else _PRE_NORMS
+        for hf_name, ours in norms.items():
+            w |= norm_weights(b + ours, getattr(layer, hf_name))
+        w |= _gated_mlp(b + "mlp.", layer.mlp, cfg)
+    return w
+
+
 HYBRID_FAMILIES = {
     "qwen3_next": Family("Qwen3-Next", _qwen3_next_config, _qwen3_next_weights, (
         "layer_types: 'linear_attention' layers are Gated DeltaNet, 'full_attention' softmax (attention_layers '3:1' "
@@ -168,20 +207,24 @@ HYBRID_FAMILIES = {
         "the text model of Qwen3.5: Qwen3-Next's layers, with q, k, v, z, b and a each in a projection of its own",
         "positions in three sections (mrope_section) that coincide for text: one partial RoPE",
         "a dense SwiGLU in every layer (Qwen3.5); an MoE with a gated shared expert in every layer (Qwen3.5 MoE)")),
+    "olmo_hybrid": Family("OLMo hybrid", _olmo_hybrid_config, _olmo_hybrid_weights, (
+        "layer_types: 'linear_attention' layers are Gated DeltaNet, 'full_attention' softmax (attention_layers '3:1' "
+        "for three linear layers then one full, else the list)",
+        "each layer's norms where its block puts them: OLMo 3's full layers after each sublayer (norm_position "
+        "'after'), the linear layers LLaMA's, before (linear_norm_position 'pre')",
+        "Gated DeltaNet with q, k, v, a, b and the gate g_proj each in a projection of its own; β = 2 sigmoid(x W_b) "
+        "(linear_allow_neg_eigval: delta_beta_max 2); the gated read norm's eps 1e-5 (linear_read_norm_eps), where "
+        "every other norm takes rms_norm_eps",
+        "full attention: QK-norm over the whole projection (OLMo 2's); no RoPE where rope_parameters has no "
+        "rope_theta, as in the released checkpoints (position 'none')")),
 }
 
 HYBRID_CLASSES = {
     "Qwen3NextForCausalLM": ("qwen3_next", True), "Qwen3NextModel": ("qwen3_next", False),
     "Qwen3_5ForCausalLM": ("qwen3_5", True), "Qwen3_5TextModel": ("qwen3_5", False),
     "Qwen3_5MoeForCausalLM": ("qwen3_5", True), "Qwen3_5MoeTextModel": ("qwen3_5", False),
+    "OlmoHybridForCausalLM": ("olmo_hybrid", True), "OlmoHybridModel": ("olmo_hybrid", False),
 }
-
-# classes we know and cannot yet build: class -> (the setting, why)
-_OLMO_HYBRID = ("norms after the sublayers of its full-attention layers (OLMo 3's) and before those of its linear "
-                "layers (LLaMA's)", "a model's norm placement (norm_position) is one for all its layers; the layer "
-                "plan would need a placement per layer, and the linear layers' gated RMSNorm an eps of its own (1e-5, "
-                "where rms_norm_eps is 1e-6)")
-REFUSED_CLASSES = {"OlmoHybridForCausalLM": _OLMO_HYBRID, "OlmoHybridModel": _OLMO_HYBRID}
 
 DEFAULT_HYBRID_CLASS = {"qwen3_next": "Qwen3NextForCausalLM", "qwen3_5_text": "Qwen3_5ForCausalLM",
                         "qwen3_5_moe_text": "Qwen3_5MoeForCausalLM", "olmo_hybrid": "OlmoHybridForCausalLM"}

@@ -81,6 +81,8 @@ def _llama_like_weights(model, cfg: TransformerConfig, norms: dict[str, str]) ->
 
 
 _PRE_NORMS = {"input_layernorm": "ln1", "post_attention_layernorm": "ln2"}  # LLaMA's names: both sit before a sublayer
+# OLMo 2's names: both sit on a sublayer's output (ours ln1_post and ln2_post)
+_AFTER_NORMS = {"post_attention_layernorm": "ln1_post", "post_feedforward_layernorm": "ln2_post"}
 
 
 def _qwen_weights(model, cfg: TransformerConfig) -> Weights:
@@ -97,9 +99,7 @@ def _olmo_config(c, hf_class: str, has_head: bool) -> dict:
 
 
 def _olmo_weights(model, cfg: TransformerConfig) -> Weights:
-    # OLMo 2's norms sit on each sublayer's output: ours are ln1_post and ln2_post
-    return _llama_like_weights(model, cfg, {"post_attention_layernorm": "ln1_post",
-                                            "post_feedforward_layernorm": "ln2_post"})
+    return _llama_like_weights(model, cfg, _AFTER_NORMS)
 
 
 # --- Gemma 2 and Gemma 3 -----------------------------------------------------------------------------

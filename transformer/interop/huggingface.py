@@ -1,6 +1,6 @@
 """Hugging Face models -> our Transformer: GPT-2, LLaMA (3.1's RoPE too), Mistral, Mixtral, BLOOM, Falcon (its new
 decoder architecture too) and BERT here; the families of 2024-2026 in hf_modern.py, and those whose layers keep a
-state (Qwen3-Next, Qwen3.5) in hf_hybrid.py.
+state (Qwen3-Next, Qwen3.5, OLMo hybrid) in hf_hybrid.py.
 
 Each family is a ``Family``: how its config maps onto the axes, and how its weights are
 renamed to ours. ``transformers`` is imported only to load a path or a cached id.
@@ -17,7 +17,7 @@ from ..config import TransformerConfig
 from ..layer_plan import parse_nope_layers
 from ..model import Transformer
 from .family import Family, activation as _activation, head_dim, rope_fields, unsupported as _unsupported
-from .hf_hybrid import DEFAULT_HYBRID_CLASS, HYBRID_CLASSES, HYBRID_FAMILIES, REFUSED_CLASSES
+from .hf_hybrid import DEFAULT_HYBRID_CLASS, HYBRID_CLASSES, HYBRID_FAMILIES
 from .hf_modern import DEFAULT_MODERN_CLASS, MODERN_CLASSES, MODERN_FAMILIES
 from .weights import DTYPE_NAMES, Weights, from_linear, linear, norm_weights, split_interleaved
 
@@ -280,8 +280,6 @@ SUPPORTED_CLASSES = {
 
 
 def _family_of(hf_class: str) -> tuple[Family, bool]:
-    if hf_class in REFUSED_CLASSES:
-        raise _unsupported(hf_class, *REFUSED_CLASSES[hf_class])
     if hf_class not in SUPPORTED_CLASSES:
         raise ValueError(f"{hf_class} is not supported; supported Hugging Face classes: {', '.join(SUPPORTED_CLASSES)}")
     family, has_head = SUPPORTED_CLASSES[hf_class]
@@ -385,9 +383,8 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
         nope = sorted(parse_nope_layers(cfg.nope_layers, cfg.n_layers))
         if nope:
             position += f"; {_layers(nope)}: no positions (NoPE)"
-    placement, kind = axes.label("norm_position", cfg.norm_position), axes.label("norm", cfg.norm)
-    norm = (f"{placement}-{kind}" if not cfg.row("norm_position").after else f"{kind}, {placement}") + \
-        f", eps = {cfg.norm_eps:g}"
+    placements = list(dict.fromkeys(spec.norm_position for spec in cfg.layer_plan()))
+    norm = "; ".join(_placed(cfg, key) for key in placements) + f", eps = {cfg.norm_eps:g}"
     if cfg.norm_plus_one:
         norm += ", scale (1 + w)"
     if cfg.row("qk_norm").normalises:
@@ -417,6 +414,15 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
     return described | describe_state(cfg) | describe_plan(cfg)
 
 
+def _placed(cfg: TransformerConfig, key: str) -> str:
+    """The model's norm at one placement, in words: "pre-RMSNorm", "RMSNorm, after the sublayer"; where the layers'
+    placements differ, which layers ("RMSNorm, after the sublayer (layers 3, 7)")."""
+    placement, kind = axes.row("norm_position", key), axes.label("norm", cfg.norm)
+    text = f"{kind}, {placement.label}" if placement.after else f"{placement.label}-{kind}"
+    layers = [spec.index for spec in cfg.layer_plan() if spec.norm_position == key]
+    return text if len(layers) == cfg.n_layers else f"{text} ({_layers(layers)})"
+
+
 def describe_state(cfg: TransformerConfig) -> dict[str, str]:
     """{"linear layers": ...}: the kind and sizes of the layers that keep a state, where there are any, e.g.
     "Gated DeltaNet: 4 value heads, each a 8 x 12 state, read by 2 q/k heads; short convolution of 4 tokens"."""
@@ -431,6 +437,8 @@ def describe_state(cfg: TransformerConfig) -> dict[str, str]:
         text += f"; short convolution of {cfg.linear_conv_size} tokens"
     if any(row.delta_rule for row in rows):
         text += f"; β up to {cfg.delta_beta_max:g}"
+    if cfg.read_norm_eps != cfg.norm_eps:
+        text += f"; read norm eps = {cfg.read_norm_eps:g}"
     return {"linear layers": text}
 
 
@@ -439,8 +447,10 @@ def describe_plan(cfg: TransformerConfig) -> dict[str, str]:
     "layers 0-2: sliding_attention of 4 keys, RoPE theta 10000; layer 3: full_attention, no positions (NoPE)", or
     "layers 0-2: linear_attention (Gated DeltaNet); layer 3: full_attention, RoPE theta 10000"."""
     nope = parse_nope_layers(cfg.nope_layers, cfg.n_layers)
+    plan = cfg.layer_plan()
+    placements = {spec.norm_position for spec in plan}
     groups: dict[str, list[int]] = {}
-    for spec in cfg.layer_plan():
+    for spec in plan:
         text = spec.hf_layer_type + (f" of {spec.window} keys" if spec.window is not None else "")
         if spec.row.keeps_state:
             text += f" ({spec.row.label})"
@@ -450,6 +460,8 @@ def describe_plan(cfg: TransformerConfig) -> dict[str, str]:
             text += f", RoPE theta {spec.rope_theta:g}"
             if axes.row("rope_scaling", spec.rope_scaling).rescales:
                 text += f", {axes.label('rope_scaling', spec.rope_scaling)} x{cfg.rope_factor:g}"
+        if len(placements) > 1:  # OLMo hybrid: norms before the sublayers on some layers, after them on others
+            text += f", norms {spec.placement.label}"
         groups.setdefault(text, []).append(spec.index)
     if len(groups) == 1:
         return {}
