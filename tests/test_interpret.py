@@ -271,7 +271,11 @@ def test_attribution_adds_up_to_the_logit(name):
 
 @pytest.mark.parametrize("fields", [dict(attn_gate=True, n_kv_heads=2), dict(logit_softcap=3.0, norm="layernorm"),
                                     dict(norm_position="after", ffn="moe", n_experts=4, top_k=2, bias=True),
-                                    dict(parallel_block=True, parallel_norms=2, ffn="moe", n_experts=4, top_k=1)])
+                                    dict(parallel_block=True, parallel_norms=2, ffn="moe", n_experts=4, top_k=1),
+                                    # a hybrid: a state layer's heads write their read, normalised and gated
+                                    dict(attention_layers="linear,softmax", linear_value_heads=8,
+                                         linear_key_heads=4, linear_kind="gated-deltanet"),
+                                    dict(attention_layers="deltanet,softmax", norm_position="after")])
 def test_attribution_adds_up_with_gates_caps_and_norms_after_the_sublayer(fields):
     """A gated head's write is z times its gate; soft-capped logits split before the cap; a norm on each
     sublayer's output is frozen like the final one; a parallel block's FFN reads its own norm."""

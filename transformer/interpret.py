@@ -208,7 +208,9 @@ class Attribution:
     position: int
     logit: float  # the model's own logit for the token (before a soft cap, if the model has one)
     embed: float  # the embeddings (token and position) that start the residual stream
-    heads: torch.Tensor  # (n_layers, n_heads): each head's write, z_h W_o[h] (times its output gate, if any)
+    # (n_layers, the most heads a layer has): each head's write, z_h W_o[h] (times its output gate, if any); a
+    # state layer's head writes its read normalised and gated; a layer with fewer heads leaves zeros
+    heads: torch.Tensor
     ffn: torch.Tensor  # (n_layers,): each FFN's write (a MoE: its routed experts' and its shared experts')
     experts: torch.Tensor | None  # (n_layers, n_experts) for a MoE: each routed expert's gated write, 0 where not chosen
     constant: float  # what no part writes: attention output biases, the norms' biases, the head's bias
@@ -303,7 +305,9 @@ def direct_logit_attribution(model: Transformer, input_ids: torch.Tensor, token:
     L, routed = cfg.n_layers, cfg.row("ffn").routed
     names = [hook_name(0, "hook_resid_pre"), hook_name(L - 1, "hook_resid_post")]
     for layer, block in enumerate(model.blocks):
-        names += [hook_name(layer, "attn.hook_z"), hook_name(layer, "hook_mlp_out")]
+        # what W_o reads per head: z (times the output gate), or a state layer's read normalised and gated
+        read = "attn.hook_read_norm" if block.spec.row.keeps_state else "attn.hook_z"
+        names += [hook_name(layer, read), hook_name(layer, "hook_mlp_out")]
         if _normalises_outputs(block):
             names.append(hook_name(layer, "hook_attn_out"))
         if hasattr(block.attn, "hook_attn_gate"):
@@ -319,7 +323,8 @@ def direct_logit_attribution(model: Transformer, input_ids: torch.Tensor, token:
         normalise, bias = frozen_norm(norm, whole)
         return (lambda parts: project(normalise(parts))), (0.0 if bias is None else float(project(bias)))
 
-    heads, ffn = torch.zeros(L, cfg.n_heads), torch.zeros(L)
+    widest = max(block.attn.n_heads for block in model.blocks)  # a hybrid's state layers may have more heads
+    heads, ffn = torch.zeros(L, widest), torch.zeros(L)
     experts = torch.zeros(L, cfg.n_experts) if routed else None
     for layer, block in enumerate(model.blocks):
         attn_project, ffn_project = project, project
@@ -328,12 +333,15 @@ def direct_logit_attribution(model: Transformer, input_ids: torch.Tensor, token:
             constant += bias
             ffn_project, bias = through(block.ln2_post, at(hook_name(layer, "hook_mlp_out")))
             constant += bias
-        z = trace[hook_name(layer, "attn.hook_z")][0, :, position]  # (H, d_v)
-        if hasattr(block.attn, "hook_attn_gate"):  # gated attention: each head's output times its gate
-            z = z * at(hook_name(layer, "attn.hook_attn_gate")).view(cfg.n_heads, cfg.d_v)
-        w_o = block.attn.o_proj.weight.view(cfg.d_model, cfg.n_heads, cfg.d_v)  # (d_model, H, d_v)
+        if block.spec.row.keeps_state:
+            z = trace[hook_name(layer, "attn.hook_read_norm")][0, :, position]  # (H_s, d_s): W_o's input per head
+        else:
+            z = trace[hook_name(layer, "attn.hook_z")][0, :, position]  # (H, d_v)
+            if hasattr(block.attn, "hook_attn_gate"):  # gated attention: each head's output times its gate
+                z = z * at(hook_name(layer, "attn.hook_attn_gate")).view(cfg.n_heads, cfg.d_v)
+        w_o = block.attn.o_proj.weight.view(cfg.d_model, *z.shape)  # (d_model, H, d_v)
         writes = torch.einsum("hd,mhd->hm", z, w_o)  # (H, d_model): head h's share of concat(heads) @ W_o
-        heads[layer] = attn_project(writes)
+        heads[layer, :len(writes)] = attn_project(writes)
         if block.attn.o_proj.bias is not None:
             constant += float(attn_project(block.attn.o_proj.bias))
         ffn[layer] = ffn_project(at(hook_name(layer, "hook_mlp_out")))
