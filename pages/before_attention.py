@@ -9,6 +9,7 @@ from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.compute.chapters_measure import CONTEXTS, accuracy_curves, gru_copies, gru_models
 from ui.figures import chapters as figs
+from ui.lessons.steps import STEPS
 
 MAX_T, MAX_D = 100_000, 65_536
 url_state("before", before_text="attention", before_T=20, before_D=512, before_k=3)
@@ -83,3 +84,8 @@ st.markdown(f"Per layer, self-attention costs T²·D and a recurrent layer T·D�
             f"{max(T - 1, 0):,} of them to reach the last; self-attention takes one step, in parallel.")
 st.caption("Vaswani et al. 2017, Table 1: the attention itself, T² scores of D multiply-adds; its four projections "
            "add 4·T·D², as a dense layer around a convolution would. The path length counts contiguous kernels.")
+
+FIXED_STATE = next(number for number, step in enumerate(STEPS, start=1) if step.slug == "linear-attention")
+st.markdown(f"**Where this comes back.** Attention removed the one vector, at a cost that grows with the text. "
+            f"Linear attention returns to a fixed-size state, a matrix instead of a vector: the lesson chapter "
+            f"[Back to a fixed state](lessons?step={FIXED_STATE}) and the [State page](state).")

@@ -90,7 +90,7 @@ def font_sizes(spec: dict) -> list[float]:
 
 
 def test_the_steps_are_data_and_the_lecture_in_order():
-    assert len(STEPS) == N_STEPS == 23
+    assert len(STEPS) == N_STEPS == 27
     assert len({s.slug for s in STEPS}) == N_STEPS
     assert [s.slug for s in STEPS][:3] == ["before-attention", "soft-lookup", "five-lines"]
     for step in STEPS:
@@ -173,7 +173,7 @@ def test_the_flash_and_moe_answers_are_computed():
 
 
 def test_the_images_step_links_to_the_vision_page_only_when_it_exists(monkeypatch):
-    step = STEPS[11]
+    step = next(s for s in STEPS if s.slug == images_chapter.patches_as_tokens.slug)
     monkeypatch.setattr(step_module, "page_exists", lambda page: False)
     assert step.link() is None
     monkeypatch.setattr(step_module, "page_exists", lambda page: True)
@@ -195,8 +195,8 @@ def test_the_step_lives_in_the_url_and_the_buttons_move_it():
     at.button(key="lesson_prev").click().run()
     at.button(key="lesson_prev").click().run()
     assert at.title[0].value.startswith("2.") and at.query_params["step"] == "2"
-    at.selectbox(key="lesson_jump").set_value(23).run()
-    assert at.title[0].value.startswith("23.") and at.button(key="lesson_next").disabled
+    at.selectbox(key="lesson_jump").set_value(N_STEPS).run()  # the last step
+    assert at.title[0].value.startswith(f"{N_STEPS}.") and at.button(key="lesson_next").disabled
 
 
 @pytest.mark.parametrize("given, shown", [("abc", 1), ("0", 1), ("99", N_STEPS), ("-3", 1)])

@@ -9,8 +9,8 @@ Adding a step is its declaration in a chapter's module plus its name in ``STEPS`
 tests/test_lesson_steps.py fails while a declared step is missing here or listed twice.
 """
 from ui.lessons.live import Live
-from ui.lessons.steps import (attention, before_attention, block, costs, images, interpret, memory, modern, positions,
-                              real_models)
+from ui.lessons.steps import (attention, before_attention, block, costs, fixed_state, images, interpret, memory, modern,
+                              positions, real_models)
 from ui.lessons.steps.lesson_model import lesson_model
 from ui.lessons.steps.step import Step, letter
 
@@ -20,6 +20,7 @@ STEPS: list[Step] = [
     positions.no_positions, positions.four_schemes,
     block.residual_and_norms, block.ffn,
     memory.kv_cache, memory.flash,
+    fixed_state.state_size, fixed_state.delta_rule, fixed_state.capacity, fixed_state.memory_128k,
     images.patches_as_tokens,
     real_models.what_they_chose,
     costs.parameters, costs.growth, costs.sparse,
