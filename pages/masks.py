@@ -1,5 +1,5 @@
-"""Masks: none, causal, padding, sliding window, cross-attention and the sparse patterns (strided, block-local,
-global + local), each next to the weights it produces."""
+"""Masks: none, causal, padding, sliding window, chunked, cross-attention and the sparse patterns (strided,
+block-local, global + local), each next to the weights it produces."""
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -26,10 +26,10 @@ SPARSE_SIZES = {"strided": ("mask_stride", "Stride s", 4), "block-local": ("mask
 MAX_SIZE = 64
 LONG_TEXT = 4096  # tokens: the saving of a pattern shows at lengths real models read
 LOCAL_GLOBAL_CARDS = ("gemma3", "gpt-oss")  # real models whose layers are local and global
-url_state("mask", mask_layer=0, mask_head=0, mask_w=3, mask_text2="a dog ran", mask_global=1,
+url_state("mask", mask_layer=0, mask_head=0, mask_w=3, mask_chunk=3, mask_text2="a dog ran", mask_global=1,
           mask_tab=str,  # the open tab (lazy_tabs below), so a link can open one
           **{key: default for key, _, default in SPARSE_SIZES.values()})
-for key, default in (("mask_w", 3), *((key, default) for key, _, default in SPARSE_SIZES.values())):
+for key, default in (("mask_w", 3), ("mask_chunk", 3), *((key, default) for key, _, default in SPARSE_SIZES.values())):
     keep_valid(key, range(1, MAX_SIZE + 1), default)
 keep_valid("mask_global", range(0, MAX_SIZE + 1), 1)
 st.session_state["mask_text2"] = str(st.session_state["mask_text2"])[:MAX_SHOWN]
@@ -90,8 +90,8 @@ def show(additive: np.ndarray, weights: np.ndarray, x_labels, y_labels, title: s
 
 
 # only the open tab is computed: three of them build a model of their own
-tabs = lazy_tabs(["none", "causal", "padding", "sliding window", "cross-attention", "strided", "block-local",
-                 "global + local"], key="mask_tab")
+tabs = lazy_tabs(["none", "causal", "padding", "sliding window", "chunked", "cross-attention", "strided",
+                  "block-local", "global + local"], key="mask_tab")
 for _ in when_open(tabs[0]):
     st.markdown("**No mask** (encoders, BERT): every token sees every other, before and after it.")
     additive, weights = masked_attention(ctx.state.config_json, ctx.state.seed, ids, layer, "none", 1)
@@ -126,6 +126,18 @@ for _ in when_open(tabs[3]):
     additive, weights = masked_attention(ctx.state.config_json, ctx.state.seed, ids, layer, "sliding window", window)
     show(additive, weights, labels, labels, f"sliding window, W = {window}", "mask_window")
 for _ in when_open(tabs[4]):
+    st.markdown("**Chunked** (Llama 4): the text is cut into chunks of C tokens (positions 0…C − 1, C…2C − 1, …) "
+                "and a query sees only the keys of its own chunk, up to itself (in an encoder, the whole chunk). "
+                "The cost per token is at most C, as with a window of C, but the first query of a chunk sees itself "
+                "alone however much text came before: nothing crosses a chunk's edge in this layer. Llama 4 chunks "
+                "8,192 tokens on the three layers of every four that RoPE turns, and leaves every fourth layer full "
+                "and without positions (NoPE, its queries warmed by a temperature that grows with the position): "
+                "those layers carry what crosses a chunk's edge.")
+    st.number_input("Chunk C", min_value=1, max_value=MAX_SIZE, key="mask_chunk", **KEEP)
+    chunk = int(st.session_state["mask_chunk"])
+    additive, weights = masked_attention(ctx.state.config_json, ctx.state.seed, ids, layer, "chunked", chunk)
+    show(additive, weights, labels, labels, f"chunked, C = {chunk}", "mask_chunked")
+for _ in when_open(tabs[5]):
     st.markdown("**Cross-attention** (encoder-decoder): queries come from the decoder's T_q tokens, keys and values "
                 "from the encoder's S outputs, so the matrix is T_q × S. There is no causal mask — the whole source is "
                 "known — only the source's padding is masked.")
@@ -165,7 +177,7 @@ SPARSE_TEXT = {
 }
 n_tokens = len(ids)
 dense_pairs = n_tokens * (n_tokens + 1) // 2 if cfg.row("arch").next_token else n_tokens * n_tokens
-for tab, (pattern, (size_key, size_label, _)) in zip(tabs[5:], SPARSE_SIZES.items()):
+for tab, (pattern, (size_key, size_label, _)) in zip(tabs[6:], SPARSE_SIZES.items()):
     for _ in when_open(tab):
         st.markdown(SPARSE_TEXT[pattern])
         col1, col2 = st.columns(2)

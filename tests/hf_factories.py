@@ -436,6 +436,44 @@ def olmo_hybrid_nope_list():
         initializer_range=0.2, **COMMON), seed=5)
 
 
+# --- Llama 4's text model: chunked layers, NoPE layers, L2 QK-norm, the temperature, interleaved RoPE ------------
+
+_LLAMA4_SIZES = dict(hidden_size=64, num_attention_heads=4, head_dim=16, intermediate_size=48,
+                     intermediate_size_mlp=96, max_position_embeddings=64, initializer_range=0.2)
+
+
+def llama4_dense():
+    # HF's default plan on 8 layers: chunks of 4 tokens on the layers RoPE turns, every fourth layer full and
+    # without positions; GQA 4/2; q and k over their RMS; the temperature steps up every 2 positions, strongly
+    return _build(tf.Llama4ForCausalLM, tf.Llama4TextConfig(
+        **_LLAMA4_SIZES, num_key_value_heads=2, num_hidden_layers=8, moe_layers=[], attention_chunk_size=4,
+        use_qk_norm=True, attn_temperature_tuning=True, floor_scale=2, attn_scale=0.5,
+        rope_parameters={"rope_type": "default", "rope_theta": 500000.0}, **COMMON))
+
+
+def llama4_listed_llama3_rope():
+    # layer_types and no_rope_layers as lists of their own: chunks of 5 on layers 0, 2, 4, one of them (2) NoPE; no
+    # QK-norm; attention biases (q, k, v, o); MQA; LLaMA 3's RoPE scaling; tied head
+    return _build(tf.Llama4ForCausalLM, tf.Llama4TextConfig(
+        **_LLAMA4_SIZES, num_key_value_heads=1, num_hidden_layers=6, moe_layers=[], attention_chunk_size=5,
+        layer_types=["chunked_attention", "full_attention"] * 3, no_rope_layers=[1, 1, 0, 1, 1, 0],
+        use_qk_norm=False, attn_temperature_tuning=True, floor_scale=3, attn_scale=0.3, attention_bias=True,
+        tie_word_embeddings=True, rope_parameters={"rope_type": "llama3", "rope_theta": 10000.0, "factor": 4.0,
+                                                   "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                                   "original_max_position_embeddings": 16}, **COMMON), seed=1)
+
+
+def llama4_moe():
+    # Scout's layout: every layer an MoE of 4 experts, top-1 by sigmoid, one shared expert
+    return _build(tf.Llama4ForCausalLM, tf.Llama4TextConfig(
+        **_LLAMA4_SIZES, num_key_value_heads=2, num_hidden_layers=4, num_local_experts=4, num_experts_per_tok=1,
+        attention_chunk_size=4, **COMMON), seed=2)
+
+
+# Llama 4's text model, tested apart (tests/test_interop_llama4.py); its MoE variant is refused
+LLAMA4_FACTORIES = {fn.__name__: fn for fn in (llama4_dense, llama4_listed_llama3_rope, llama4_moe)}
+
+
 # families whose layers mix kinds: HF's attentions hold the full-attention layers only, so they are tested apart
 HYBRID_FACTORIES = {fn.__name__: fn for fn in (qwen3_next_moe, qwen3_next_list_dense_first, qwen3_5_dense,
                                                 qwen3_5_moe, olmo_hybrid_small, olmo_hybrid_nope_list)}

@@ -231,7 +231,8 @@ def allowed_matrix(kind: str, t: int, window: int | None = None, causal: bool = 
     """(T, T) boolean, True where a query may attend, from the library's own mask builder.
 
     A sliding window is causal (the W most recent keys) or, with causal=False as in an
-    encoder, centred ((W - 1) // 2 keys on each side). The sparse patterns ("strided",
+    encoder, centred ((W - 1) // 2 keys on each side). "chunked" (Llama 4) takes `window` as
+    its chunk: a query sees only the keys of its own chunk. The sparse patterns ("strided",
     "block-local", "global-local") take `window` as their stride, block or local window; one
     larger than T, or more global tokens than T, is refused with a ValueError saying so.
     """
@@ -240,6 +241,7 @@ def allowed_matrix(kind: str, t: int, window: int | None = None, causal: bool = 
         "none": lambda: masks.self_attention(positions, positions, is_causal=False),
         "causal": lambda: masks.self_attention(positions, positions, is_causal=True),
         "sliding window": lambda: masks.self_attention(positions, positions, is_causal=causal, window=window or 1),
+        "chunked": lambda: masks.self_attention(positions, positions, is_causal=causal, chunk=window or 1),
         **{pattern: (lambda pattern=pattern: masks.self_attention(positions, positions, is_causal=causal,
                                                                  pattern=pattern, pattern_size=window or 1,
                                                                  n_global=n_global))

@@ -1,6 +1,6 @@
 """Hugging Face models -> our Transformer: GPT-2, LLaMA (3.1's RoPE too), Mistral, Mixtral, BLOOM, Falcon (its new
 decoder architecture too) and BERT here; the families of 2024-2026 in hf_modern.py, and those whose layers keep a
-state (Qwen3-Next, Qwen3.5, OLMo hybrid) in hf_hybrid.py.
+state (Qwen3-Next, Qwen3.5, OLMo hybrid) in hf_hybrid.py, and Llama 4's text model (chunked layers) in hf_llama4.py.
 
 Each family is a ``Family``: how its config maps onto the axes, and how its weights are
 renamed to ours. ``transformers`` is imported only to load a path or a cached id.
@@ -18,6 +18,7 @@ from ..layer_plan import parse_nope_layers
 from ..model import Transformer
 from .family import Family, activation as _activation, head_dim, rope_fields, unsupported as _unsupported
 from .hf_hybrid import DEFAULT_HYBRID_CLASS, HYBRID_CLASSES, HYBRID_FAMILIES
+from .hf_llama4 import DEFAULT_LLAMA4_CLASS, LLAMA4_CLASSES, LLAMA4_FAMILIES
 from .hf_modern import DEFAULT_MODERN_CLASS, MODERN_CLASSES, MODERN_FAMILIES
 from .weights import DTYPE_NAMES, Weights, from_linear, linear, norm_weights, split_interleaved
 
@@ -263,6 +264,7 @@ FAMILIES = {
         "masked-LM head: dense -> GELU -> LayerNorm -> tied decoder with its own bias; the pooler is not used")),
     **MODERN_FAMILIES,
     **HYBRID_FAMILIES,
+    **LLAMA4_FAMILIES,
 }
 
 # HF class -> (family, whether it has an output head)
@@ -276,6 +278,7 @@ SUPPORTED_CLASSES = {
     "BertForMaskedLM": ("bert", True), "BertModel": ("bert", False),
     **MODERN_CLASSES,
     **HYBRID_CLASSES,
+    **LLAMA4_CLASSES,
 }
 
 
@@ -368,6 +371,10 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
         local = sum(w is not None for w in windows)
         mask += (f", {local} local layers ({axes.label('mask', 'sliding_window')} of {cfg.sliding_window} keys) and "
                  f"{len(windows) - local} global ({cfg.layer_pattern})")
+    chunked = [spec.index for spec in cfg.layer_plan() if spec.chunk is not None]
+    if chunked:  # Llama 4: "causal, chunked (3 tokens) on layers 0-2"
+        where = "every layer" if len(chunked) == cfg.n_layers else _layers(chunked)
+        mask += f", {axes.label('mask', 'chunked')} ({cfg.attention_chunk} tokens) on {where}"
     position = axes.label("position", cfg.position)
     scheme = cfg.row("position")
     if scheme.table_param_terms:
@@ -403,6 +410,8 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
     scores = ", ".join(axes.label("scores", key) for key in axes.scores_choices(cfg))
     if cfg.attn_softcap is not None:
         scores += f" at {cfg.attn_softcap:g}"
+    if cfg.attn_temperature_scale is not None:
+        scores += f" (s = {cfg.attn_temperature_scale:g}, f = {cfg.attn_temperature_floor:g})"
     if not has_head:
         head = "none (hidden states only)"
     else:
@@ -452,6 +461,8 @@ def describe_plan(cfg: TransformerConfig) -> dict[str, str]:
     groups: dict[str, list[int]] = {}
     for spec in plan:
         text = spec.hf_layer_type + (f" of {spec.window} keys" if spec.window is not None else "")
+        if spec.chunk is not None:
+            text += f" in chunks of {spec.chunk} tokens"
         if spec.row.keeps_state:
             text += f" ({spec.row.label})"
         if spec.index in nope:
@@ -484,7 +495,8 @@ def _layers(indices: list[int]) -> str:
 
 DEFAULT_CLASS = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
                  "mixtral": "MixtralForCausalLM", "bloom": "BloomForCausalLM", "falcon": "FalconForCausalLM",
-                 "bert": "BertForMaskedLM", **DEFAULT_MODERN_CLASS, **DEFAULT_HYBRID_CLASS}  # model_type -> class, for a config naming none
+                 "bert": "BertForMaskedLM", **DEFAULT_MODERN_CLASS, **DEFAULT_HYBRID_CLASS,
+                 **DEFAULT_LLAMA4_CLASS}  # model_type -> class, for a config naming none
 
 
 def _transformers():
