@@ -183,3 +183,32 @@ def test_the_training_step_benchmark_names_a_misspelt_preset_before_training(cap
     with pytest.raises(SystemExit):
         train_step.main(["--presets", "llama2", "lama2", "--steps", "1"])
     assert "unknown preset 'lama2'" in capsys.readouterr().err
+
+
+def test_linear_attention_smoke_compares_with_hugging_face_generates_and_traces_states(capsys):
+    pytest.importorskip("transformers")
+    from benchmarks import linear_attention
+
+    threads = torch.get_num_threads()
+    try:
+        results = linear_attention.main(["--smoke", "--threads", "1"])
+    finally:
+        torch.set_num_threads(threads)
+    s = linear_attention.SMOKE
+    forward = results["forward"]
+    assert len(forward) == 3 * len(s.forward_lengths)
+    assert all(math.isfinite(r["ratio"]) and r["ratio"] > 0 for r in forward)
+    assert all(r["diff"] < 1e-4 for r in forward if r["diff"] is not None)  # the same weights give the same numbers
+    generation = results["generation"]
+    assert [(r["model"], r["context"]) for r in generation] == [
+        (m, n) for n in s.contexts for m in linear_attention.KINDS]
+    assert all(math.isfinite(r["ms"]) and r["ms"] > 0 for r in generation)
+    cache = {(r["model"], r["context"]): r["cache_bytes"] for r in generation}
+    short, long = s.contexts[0], s.contexts[-1]
+    assert cache["Gated DeltaNet", long] == cache["Gated DeltaNet", short]  # a state does not grow with the text
+    assert cache["full attention", long] > cache["full attention", short]
+    for r in results["trace"]:
+        assert r["names"] == ["blocks.0.attn.hook_state"] and r["held"] == r["formula"]
+    assert "max_bytes=" in results["refused"] and "fewer layers" in results["refused"]
+    table = capsys.readouterr().out
+    assert "| Gated DeltaNet |" in table and "MemoryError" in table
