@@ -274,7 +274,7 @@ class LinearAttention(nn.Module):
         keep_states = wants_any(self.hook_state)
         if keep_states:
             self.check_states_fit(B, T)
-        if keep_states or not self.fused:
+        if keep_states or not self.fused or T == 1:  # one generated token: a chunk would pad it to chunk_size
             result = recurrent_form(q, k, v, log_decay, beta, state, keep_states)
         else:
             predict = beta is not None and wants_any(self.hook_predicted, self.hook_correction)
