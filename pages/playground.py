@@ -54,7 +54,8 @@ url_state("playground", attn=str, layer=int, head=int, query=int, off=str, tempe
 
 # --- parts switched off: every view on the page follows -------------------------------------------
 routed = cfg.row("ffn").routed
-parts = {f"L{layer}H{head}": ("head", layer, head) for layer in range(cfg.n_layers) for head in range(cfg.n_heads)}
+parts = {f"L{spec.index}H{head}": ("head", spec.index, head) for spec in cfg.layer_plan()
+         for head in range(cfg.state_heads if spec.row.keeps_state else cfg.n_heads)}
 if routed:  # the experts of every routed layer (a model's first dense layers have none)
     parts |= {f"L{layer}E{e}": ("expert", layer, e) for layer in range(cfg.n_layers) if cfg.layer_is_moe(layer)
               for e in range(cfg.n_experts)}
@@ -87,23 +88,27 @@ keep_valid("attn", kinds, default="cross" if "cross" in kinds else None)
 view = attention_view(st.session_state["attn"])
 query_labels, key_labels = labels[view.queries], labels[view.keys]
 keep_valid("layer", range(cfg.n_layers), default=cfg.n_layers - 1)  # the last layer: the trained models' clearest heads
-keep_valid("head", range(cfg.n_heads))
+plan = cfg.layer_plan()
+state_layer = view.module == "attn" and plan[st.session_state["layer"]].row.keeps_state
+n_heads = cfg.state_heads if state_layer else cfg.n_heads  # a layer that keeps a state has its own head count
+keep_valid("head", range(n_heads))
 keep_valid("query", range(len(query_labels)), default=len(query_labels) - 1)  # the last token has the most to see
 
 columns = st.columns([2, 1, 1, 2] if len(kinds) > 1 else [1, 1, 2])
 if len(kinds) > 1:
     columns[0].selectbox("Attention", kinds, key="attn", **KEEP, format_func=lambda k: attention_view(k).label)
     columns = columns[1:]
-group = cfg.group_size
+group = cfg.state_heads // cfg.state_key_heads if state_layer else cfg.group_size
+shared = "q and k head" if state_layer else "kv head"  # what a group of heads shares in this layer
 columns[0].selectbox("Layer", range(cfg.n_layers), key="layer", **KEEP)
-columns[1].selectbox("Head", range(cfg.n_heads), key="head", **KEEP, format_func=lambda h: f"{h} (kv head {h // group})")
+columns[1].selectbox("Head", range(n_heads), key="head", **KEEP, format_func=lambda h: f"{h} ({shared} {h // group})")
 columns[2].selectbox("Query token", range(len(query_labels)), key="query", **KEEP,
                      format_func=lambda i: f"{i}: {query_labels[i]}")
 write_url()  # "off" is set above, from the switches
 layer, head, query = st.session_state["layer"], st.session_state["head"], st.session_state["query"]
 patterns = trace.arrays[view.hook(layer, "hook_pattern")][0]  # (H, T_q, T_kv)
 # a layer that keeps a state has no scores, mask or softmax: its hook_pattern holds the implied weights
-spec = cfg.layer_plan()[layer] if view.module == "attn" else None
+spec = plan[layer] if view.module == "attn" else None
 implied = spec is not None and not spec.row.softmax
 if implied:
     sums = patterns.sum(-1)  # (H, T_q)

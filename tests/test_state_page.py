@@ -137,6 +137,7 @@ def test_an_impossible_choice_of_layers_is_an_error_with_the_configs_words_not_a
 def test_the_playground_shows_a_linear_layers_implied_weights_and_says_they_are_not_a_softmax():
     at = assert_clean(open_page("pages/playground.py", **HYBRID_LINK, layer=0))
     assert any("not a softmax" in w.value and "need not sum to 1" in w.value for w in at.warning)
+    assert at.selectbox(key="head").options[1] == "1 (q and k head 1)"  # a state layer's heads and what they share
     grid = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["coloraxis"]
     assert grid["cmin"] == -grid["cmax"] < 0  # centred on a white 0
     at.session_state["play_tab"] = "One head, stage by stage"
@@ -146,6 +147,7 @@ def test_the_playground_shows_a_linear_layers_implied_weights_and_says_they_are_
     assert charts(assert_clean(at.run())) == {"query_bars"}
     at.session_state["layer"] = 3  # the softmax layer: the five lines' views again
     assert charts(assert_clean(at.run())) == {"query_bars", "query_arcs", "entropy"}
+    assert "kv head" in at.selectbox(key="head").options[1]
 
 
 def test_compare_puts_a_full_attention_model_beside_its_hybrid():
