@@ -485,3 +485,28 @@ FACTORIES = {fn.__name__: fn for fn in (
     falcon_new_arch_one_ln, deepseek_v3_q_lora, deepseek_v3_no_q_lora, deepseek_v2_greedy,
     deepseek_v2_group_limited, gpt_oss_small, gpt_oss_mqa, smollm3_every_4, smollm3_list_sliding_yarn, olmo3_pattern,
     olmo3_yarn_full_layers)}
+
+
+# --- what every family's comparison feeds both models -----------------------------------------------------------
+
+V, T = 100, 14  # the factories' vocabulary, and the batch's length
+
+
+def right_padded_batch(seed: int = 0):
+    """(3, T) ids and mask: one full row and two right-padded ones (at 10 and at 6 tokens)."""
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(1, V, (3, T), generator=g)
+    mask = torch.ones(3, T, dtype=torch.long)
+    mask[1, 10:] = 0
+    mask[2, 6:] = 0
+    return ids.masked_fill(mask == 0, 0), mask
+
+
+def run_both(hf_model, ours, ids, mask):
+    """Hugging Face's output with its eager attention weights, and ours: traced logits with every layer's
+    weights, and the fused path's logits."""
+    with torch.no_grad():
+        out = hf_model(ids, attention_mask=mask, output_attentions=True)
+        logits, trace = ours.run_with_trace(ids, attention_mask=mask, names="*hook_pattern")
+        fused = ours(ids, attention_mask=mask)
+    return out, logits, trace, fused

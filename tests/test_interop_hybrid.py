@@ -14,12 +14,11 @@ import inspect
 import pytest
 import torch
 
-from hf_factories import HYBRID_FACTORIES
+from hf_factories import HYBRID_FACTORIES, right_padded_batch, run_both, V
 from transformer.interop import describe_hf, from_hf
 from transformer.model import KVCache
 
 LOGITS_TOL, PATTERN_TOL = 1e-4, 1e-5
-V, T = 100, 14
 OPENED = list(HYBRID_FACTORIES)
 FALLBACKS = ("torch_chunk_gated_delta_rule", "torch_recurrent_gated_delta_rule", "causal_conv1d_fn",
              "causal_conv1d_update")
@@ -71,15 +70,6 @@ def hugging_faces_pytorch_fallbacks(monkeypatch):
             monkeypatch.setattr(module, name, fallback)
 
 
-def right_padded_batch(seed: int = 0):
-    g = torch.Generator().manual_seed(seed)
-    ids = torch.randint(1, V, (3, T), generator=g)
-    mask = torch.ones(3, T, dtype=torch.long)
-    mask[1, 10:] = 0
-    mask[2, 6:] = 0
-    return ids.masked_fill(mask == 0, 0), mask
-
-
 def full_layers(ours) -> list[int]:
     return [spec.index for spec in ours.cfg.layer_plan() if not spec.row.keeps_state]
 
@@ -89,10 +79,7 @@ def test_logits_and_every_full_attention_layers_weights_match(name):
     hf_model = HYBRID_FACTORIES[name]()
     ours = from_hf(hf_model)
     ids, mask = right_padded_batch()
-    with torch.no_grad():
-        out = hf_model(ids, attention_mask=mask, output_attentions=True)
-        logits, trace = ours.run_with_trace(ids, attention_mask=mask, names="*hook_pattern")
-        fused = ours(ids, attention_mask=mask)
+    out, logits, trace, fused = run_both(hf_model, ours, ids, mask)
     real = mask.bool()  # padded positions' logits are not compared: HF and we fill their rows differently
     assert (out.logits - logits)[real].abs().max() <= LOGITS_TOL
     assert (out.logits - fused)[real].abs().max() <= LOGITS_TOL

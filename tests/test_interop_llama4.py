@@ -10,12 +10,11 @@ a cache, past several chunks, and every step's logits within 1e-4 of HF's forwar
 import pytest
 import torch
 
-from hf_factories import LLAMA4_FACTORIES
+from hf_factories import LLAMA4_FACTORIES, right_padded_batch, run_both, V
 from transformer.interop import describe_hf, from_hf
 from transformer.model import KVCache
 
 LOGITS_TOL, PATTERN_TOL = 1e-4, 1e-5
-V, T = 100, 14
 OPENED = ["llama4_dense", "llama4_listed_llama3_rope"]
 
 # what each config becomes: HF's layer_types and no_rope_layers copied onto chunked_layers and nope_layers
@@ -28,15 +27,6 @@ PLANS = {
                                       n_kv_heads=1, d_head=16, d_ff=96, rope_theta=10000.0, rope_scaling="llama3",
                                       bias=True, tie_embeddings=True),
 }
-
-
-def right_padded_batch(seed: int = 0):
-    g = torch.Generator().manual_seed(seed)
-    ids = torch.randint(1, V, (3, T), generator=g)
-    mask = torch.ones(3, T, dtype=torch.long)
-    mask[1, 10:] = 0
-    mask[2, 6:] = 0
-    return ids.masked_fill(mask == 0, 0), mask
 
 
 @pytest.mark.parametrize("name", OPENED)
@@ -54,10 +44,7 @@ def test_logits_and_every_layers_attention_weights_match(name):
     hf_model = LLAMA4_FACTORIES[name]()
     ours = from_hf(hf_model)
     ids, mask = right_padded_batch()
-    with torch.no_grad():
-        out = hf_model(ids, attention_mask=mask, output_attentions=True)
-        logits, trace = ours.run_with_trace(ids, attention_mask=mask, names="*hook_pattern")
-        fused = ours(ids, attention_mask=mask)
+    out, logits, trace, fused = run_both(hf_model, ours, ids, mask)
     real = mask.bool()  # padded positions' logits are not compared: HF and we fill their rows differently
     assert (out.logits - logits)[real].abs().max() <= LOGITS_TOL
     assert (out.logits - fused)[real].abs().max() <= LOGITS_TOL

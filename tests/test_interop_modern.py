@@ -8,24 +8,14 @@ less than 1); greedy generation with our KV cache gives HF's tokens; bfloat16 lo
 import pytest
 import torch
 
-from hf_factories import FACTORIES
+from hf_factories import FACTORIES, right_padded_batch, run_both, V
 from transformer.interop import describe_hf, from_hf
 from transformer.model import KVCache
 
 LOGITS_TOL, PATTERN_TOL = 1e-4, 1e-5
-V, T = 100, 14
 # DeepSeek-V2's group-limited routing scores a group by its best expert; ours (V3's) by its best two
 REFUSED = {"deepseek_v2_group_limited": "topk_method='group_limited_greedy'"}
 OPENED = [name for name in FACTORIES if name not in REFUSED]
-
-
-def right_padded_batch(seed: int = 0):
-    g = torch.Generator().manual_seed(seed)
-    ids = torch.randint(1, V, (3, T), generator=g)
-    mask = torch.ones(3, T, dtype=torch.long)
-    mask[1, 10:] = 0
-    mask[2, 6:] = 0
-    return ids.masked_fill(mask == 0, 0), mask
 
 
 @pytest.mark.parametrize("name", OPENED)
@@ -33,10 +23,7 @@ def test_logits_and_every_layers_attention_weights_match(name):
     hf_model = FACTORIES[name]()
     ours = from_hf(hf_model)
     ids, mask = right_padded_batch()
-    with torch.no_grad():
-        out = hf_model(ids, attention_mask=mask, output_attentions=True)
-        logits, trace = ours.run_with_trace(ids, attention_mask=mask, names="*hook_pattern")
-        fused = ours(ids, attention_mask=mask)
+    out, logits, trace, fused = run_both(hf_model, ours, ids, mask)
     real = mask.bool()  # padded positions' logits are not compared: HF and we fill their rows differently
     assert (out.logits - logits)[real].abs().max() <= LOGITS_TOL
     assert (out.logits - fused)[real].abs().max() <= LOGITS_TOL
