@@ -57,6 +57,10 @@ class Recipe:
 # 512-character crops with a quarter of the rows repeating a span
 ENGLISH = dict(corpus="english", context=512, batch_size=16, steps=4000, induction_warmup=True, repeat_rate=0.25)
 
+# every layer Gated DeltaNet: the fields only softmax layers have (positions, kv heads, QK-norm, the output gate) unset
+PURE_GATED_DELTANET = dict(attention_layers="gated-deltanet", position="none", n_kv_heads=None, qk_norm="none",
+                           attn_gate=False, rope_dim=None)
+
 RECIPES = [
     # every family on English text first: the index's first match for a preset is what the app opens.
     # WordNet's definitions and examples (transformer.training.english); 512-character crops hold a held-out
@@ -78,6 +82,12 @@ RECIPES = [
     Recipe("deepseek-v3", "language", lr=3e-3, **ENGLISH, bfloat16=True),  # MLA, sigmoid-routed experts
     Recipe("gpt-oss", "language", lr=3e-3, **ENGLISH, bfloat16=True),  # sinks, alternating 64-key windows, experts
     Recipe("gemma3", "language", lr=3e-3, **ENGLISH, bfloat16=True),  # five local layers (64 keys) to one global
+    # the state-keeping kinds: Qwen3.5's three Gated DeltaNet layers to one full layer, and all four layers Gated
+    # DeltaNet (no positions: the state is the order). A step costs about twice a softmax step on one CPU thread, so
+    # these stop at 3,000 steps, not 4,000 (docs/checkpoints.md)
+    Recipe("qwen3.5", "language", lr=3e-3, **{**ENGLISH, "steps": 3000}, bfloat16=True),
+    Recipe("qwen3.5", "language", lr=3e-3, **{**ENGLISH, "steps": 3000}, bfloat16=True, variant="gdn",
+           changes=PURE_GATED_DELTANET),
     # the fixed table outweighs the characters: at GPT-2's 2e-3, 2.35 bits and a previous-token head of 0.42
     Recipe("gpt2", "language", lr=3e-3, **ENGLISH, changes=dict(position="sinusoidal"), variant="sinusoidal"),
     # BERT reads masked characters with the encoder's own curriculum: 8-, 16- and 32-character crops, then 64.

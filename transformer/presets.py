@@ -123,6 +123,11 @@ _LLAMA3 = dict(_LLAMA, rope_theta=500000.0)
 _LLAMA31_LONG = dict(max_len=131072, rope_scaling="llama3", rope_factor=8.0, rope_original_max_len=8192)
 _OLMO2 = dict(_LLAMA, norm_position="after", qk_norm="full", rope_theta=500000.0, norm_eps=1e-6)
 _QWEN3 = dict(_LLAMA, qk_norm="head", rope_theta=1e6, norm_eps=1e-6)
+# three Gated DeltaNet layers to one gated full-attention layer; q and k normed per head, RoPE on a quarter of each head
+_QWEN3_5 = dict(_LLAMA, attention_layers="3:1", linear_kind="gated-deltanet", attn_gate=True, qk_norm="head",
+                norm_plus_one=True, rope_theta=1e7, norm_eps=1e-6)
+_QWEN3_5_REAL = dict(vocab_size=248320, d_model=4096, head_dim=256, rope_dim=64, linear_key_heads=16,
+                     linear_key_head_dim=128, linear_value_head_dim=128, max_len=262144)
 _GEMMA3 = dict(arch="decoder", position="rope", norm="rmsnorm", norm_position="sandwich", norm_plus_one=True,
                ffn="geglu", gelu_approximate="tanh", qk_norm="head", scale_embeddings=True, tie_embeddings=True,
                layer_pattern="5:1", rope_theta=1e6, rope_local_theta=10000.0, norm_eps=1e-6)
@@ -190,6 +195,28 @@ _RECENT_CARDS = [
           # the size its English model trained at: each expert as wide as the model, as gpt-oss's 2,880 of 2,880
           classroom=dict(ENGLISH_SIZE, n_kv_heads=2, head_dim=32, sliding_window=64, d_expert=128),
           active_counts="multiplied"),
+    # the language model alone (the published totals also count a vision encoder and a multi-token-prediction layer)
+    _card("qwen3.5", "Qwen3.5", 2026, "decoder · 3 Gated DeltaNet : 1 gated full-attention layers · GQA · partial "
+          "RoPE · QK-norm · pre-RMSNorm (1 + w) · SwiGLU, or MoE (512 experts, top-10 + 1 shared)", _QWEN3_5,
+          {"9B": dict(_QWEN3_5_REAL, n_heads=16, n_kv_heads=4, n_layers=32, d_ff=12288, linear_value_heads=32),
+           "397B-A17B": dict(_QWEN3_5_REAL, n_heads=32, n_kv_heads=2, n_layers=60, ffn="moe", n_experts=512, top_k=10,
+                             d_ff=1024, d_expert=1024, n_shared_experts=1, shared_expert_gate=True,
+                             linear_value_heads=64)},
+          # the names round the active count: 17.35B counted here for "A17B" (2.1% over it), so no active figure is
+          # held against the count
+          {"9B": 9.0e9, "397B-A17B": 397e9},
+          # the size its English models trained at: three state layers and one full layer, 4 heads of 32
+          classroom=dict(ENGLISH_GATED, n_kv_heads=2, head_dim=32, rope_dim=8)),
+    # Qwen3.5's layout a release earlier, from its published config.json: every fourth layer full attention. Its name
+    # rounds the active count too: 3.87B counted here (3.25B without the embedding and the head)
+    _card("qwen3-next", "Qwen3-Next", 2025, "decoder · 3 Gated DeltaNet : 1 gated full-attention layers · GQA · partial "
+          "RoPE · QK-norm · pre-RMSNorm (1 + w) · MoE (512 experts, top-10 + 1 gated shared)", _QWEN3_5,
+          {"80B-A3B": dict(_QWEN3_5_REAL, vocab_size=151936, d_model=2048, n_heads=16, n_kv_heads=2, n_layers=48,
+                           ffn="moe", n_experts=512, top_k=10, d_ff=512, d_expert=512, n_shared_experts=1,
+                           shared_expert_gate=True, linear_value_heads=32, rope_theta=1e7)},
+          {"80B-A3B": 80e9}, classroom=dict(ENGLISH_GATED, n_kv_heads=2, head_dim=32, rope_dim=8, ffn="moe",
+                                             n_experts=8, top_k=2, d_expert=32, n_shared_experts=1,
+                                             shared_expert_gate=True)),
 ]
 
 # the models of 2024-2026 whose English language model ships (docs/checkpoints.md): presets too
