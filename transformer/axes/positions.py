@@ -108,7 +108,7 @@ ROPE_SCALING = Axis("RoPE scaling", {
                               rescales=False),
     "linear": RopeScalingChoice("linear (position interpolation)", "every frequency divided by the factor",
                                 "A model reads s times its context: position s·p turns as p did in training.",
-                                "Code LLaMA, Gemma 3"),
+                                "position interpolation (Chen et al., 2023), Gemma 3's global layers"),
     "dynamic": RopeScalingChoice("dynamic NTK", "past the trained length, a larger base slows the low frequencies most",
                                  "Nothing changes inside the trained context; beyond it, the base grows with the text.",
                                  "Qwen (early)", depends_on_length=True),
