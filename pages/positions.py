@@ -206,10 +206,12 @@ else:
             "`python scripts/train_checkpoints.py` measures it.")
 
 
-# --- RoPE scaling: what every long-context model does ----------------------------------------------
+# --- RoPE scaling: what many long-context models do ----------------------------------------------
 st.subheader("Stretching RoPE past its trained length: scaling at inference")
 st.markdown("Above, RoPE's error grows fast past the trained length: its slow dimensions reach angles it never saw. "
-            "Every long-context model rescales the frequencies instead. **Linear** (position interpolation) slows "
+            "Many long-context models rescale the frequencies instead (LLaMA 3.1, Qwen, DeepSeek-V3, gpt-oss), most "
+            "with some training at the longer length; others raise the base and train long (Code LLaMA). "
+            "**Linear** (position interpolation) slows "
             "every one; **dynamic NTK** raises the base only once the text is longer than trained; **YaRN** keeps the "
             "fast dimensions, interpolates the slow ones with a ramp between, and scales cos and sin up a little; "
             "**LLaMA 3** interpolates long wavelengths, keeps short ones and blends a band between. Choose one in the "

@@ -71,18 +71,19 @@ POSITION = Axis("Position", {
     "xpos": PositionChoice(
         "xPos", "RoPE whose turn also decays: each pair of q's dimensions scaled up by ζ^(t/512), k's down by as much",
         "Scores still depend on the distance only, and far keys count for less: RoPE's oscillation at long range is "
-        "damped, which helps a model read past its trained length.", "Length-Extrapolatable Transformer (2022)",
+        "damped, which its paper found helps a model read past its trained length.", "Length-Extrapolatable Transformer (2022)",
         rotates_qk=True, hooks=("attn.hook_rope_angles", "attn.hook_rot_q", "attn.hook_rot_k"), check=_check_rotation,
         formulas={"hook_rot_q": r"q'_t = \zeta^{\,t/B}\left(q_t \cos\phi_t + \mathrm{rotate\_half}(q_t) \sin\phi_t\right)",
                   "hook_rot_k": r"k'_t = \zeta^{-t/B}\left(k_t \cos\phi_t + \mathrm{rotate\_half}(k_t) \sin\phi_t\right)"}),
     "alibi": PositionChoice(
         "ALiBi", "a linear distance penalty added to the scores",
-        "Extrapolates to inputs longer than the training ones.", "BLOOM",
+        "A penalty that grows with distance at any length; the lecture: it \"generalizes very well to longer "
+        "sequences than seen during training\" (measured here: Trade-offs).", "BLOOM",
         score_bias=True, hooks=("attn.hook_alibi_bias",), check=_check_no_rotation,
         formulas={"hook_attn_scores": r"S' = S + M + A"}),
 }, problem="Attention is blind to order. Add position vectors (sinusoidal, learned), rotate q and k by position "
-           "(RoPE: scores depend on distance only), or penalise distance directly (ALiBi: extrapolates to longer "
-           "inputs).", field="position")
+           "(RoPE: scores depend on distance only), or penalise distance directly (ALiBi). The lecture says RoPE and ALiBi "
+           "read longer texts than they trained on; the Trade-offs page measures it.", field="position")
 
 
 def _check_llama3(cfg) -> None:

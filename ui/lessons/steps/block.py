@@ -65,14 +65,14 @@ def ffn() -> Live:
     answer = nearest(list(options), share)
     total, active = counts["total"] / 1e9, counts["active"] / 1e9
     return Live(
-        question=(f"{card.name} {size} keeps {real.n_experts} SwiGLU experts in every layer and its router sends each "
+        question=(f"{card.label(size)} keeps {real.n_experts} SwiGLU experts in every layer and its router sends each "
                   f"token to the top {real.top_k}. What share of the model's parameters does one token use?"),
         choices=list(options.values()), answer=answer,
         why=(f"Only {real.top_k} of {real.n_experts} experts run per token, but attention, embeddings and norms are "
              f"shared by every token: {active:.1f}B of {total:.1f}B parameters ({share:.0%}) — a "
              f"{active:.0f}B model's compute with {total:.0f}B parameters of capacity."),
         figure=lesson_figures.labelled_bars(["stored (total)", "used per token (active)"], [total, active],
-                                            f"{card.name} {size}: parameters, from its real dimensions", "",
+                                            f"{card.label(size)}: parameters, from its real dimensions", "",
                                             "parameters (billions)", [f"{total:.1f}B", f"{active:.1f}B"]),
         caption=f"Published: {card.published_params[size] / 1e9:.1f}B total, "
                 f"{card.published_active[size] / 1e9:.1f}B active.")

@@ -119,7 +119,7 @@ def latent() -> Live:
              "smaller than MHA, yet every head rebuilds keys and values of its own. The figure does not say what the "
              f"latent costs in quality: the trained DeepSeek-V3 reads {mla['bits']:.2f} bits per character against "
              f"{min(p['bits'] for p in others):.2f} for the best other model, but it also differs in its tiny "
-             f"experts, and {', '.join(fewer_and_better) or 'no model'} cache fewer numbers and read better. The "
+             f"experts, and {' and '.join(fewer_and_better) or 'no model'} cache fewer numbers and read better. The "
              "Trade-offs page compares MLA with MHA, GQA and MQA on one recipe."),
         figure=figs.cache_and_bits(points), query={"preset": "deepseek-v3", "kv_model": "deepseek-v3 671B"},
         caption="The classroom models, each trained once: they differ in more than their cache.")
