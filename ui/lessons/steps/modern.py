@@ -188,10 +188,10 @@ def sinks() -> Live:
         figure=figs.sinks_measured(row), query={"preset": "gpt-oss"})
 
 
-def sink_pattern(shares: np.ndarray) -> tuple[int, list[str]]:
+def sink_pattern(shares: np.ndarray, all_line: float = SINK_ALL, none_line: float = SINK_NONE) -> tuple[int, list[str]]:
     """The choices for how heads use a sink, and which one the measured shares (one per head) match."""
     n = shares.size
-    nearly_all, nearly_none = int((shares > SINK_ALL).sum()), int((shares < SINK_NONE).sum())
+    nearly_all, nearly_none = int((shares > all_line).sum()), int((shares < none_line).sum())
     patterns = {"A little in every head, as at random init": nearly_none == n,
                 "A few heads give it nearly everything; most give it almost nothing": 0 < nearly_all <= n // 4
                 and nearly_none > n // 2,
