@@ -36,7 +36,9 @@ the same. Without help, "the cat sat on the mat" and "the mat sat on the cat" lo
 **The ideas.** *Add* a position vector to each token's embedding (sinusoidal: fixed waves; learned: a trained table),
 *rotate* q and k by an angle that grows with position (RoPE: the score then depends on the distance m − n only;
 xPos: the turn also decays with distance), or
-*penalise* distance straight in the scores (ALiBi: nothing to learn, and it extends past the trained length).
+*penalise* distance straight in the scores (ALiBi: nothing to learn, and a bias defined at any length). The lecture
+says RoPE has "excellent extrapolation to longer sequences" and ALiBi "generalizes very well to longer sequences than
+seen during training"; the length test below and [Trade-offs, measured](tradeoffs) show what this lab's models did.
 
 **What to look at.** The sinusoidal waves and their distance-only similarity; the learned table; RoPE's rotating pairs
 and its diagonals, constant to float precision; ALiBi's straight-line biases, and which schemes survive an input longer

@@ -39,7 +39,8 @@ def residual_and_norms() -> Live:
         choices=[f"Pre-norm: x + f({name}(x))", f"Post-norm: {name}(x + f(x))", "Both", "Neither"], answer=answer,
         why=(f"Post-norm ends every block on a norm, which pins ‖x‖ at √d_model; pre-norm only normalises what enters "
              f"each sublayer, so every block adds to the stream ({growth:.1f}× from the first block to the last) — "
-             "and keeps an untouched identity path for the gradient, which is why deep models train with it."),
+             "and keeps an untouched identity path for the gradient, the reason GPT-2 and LLaMA chose it (what it "
+             "changed in training here: the Trade-offs page)."),
         figure=depth_lines({f"{p}-{name}": v["resid_norms"] for p, v in profiles.items()},
                            f"residual stream after each of {DEPTH} blocks, at initialisation", "mean ‖x‖ per token",
                            "after block (0 = embedding)",

@@ -61,6 +61,8 @@ def local_global() -> Live:
     windows = row["layer_windows"]
     window = max(w for w in windows if w)
     best = int(np.argmax(row["induction"]))
+    runner_up = int(np.argsort(row["induction"])[-2])
+    lead = row["induction"][best] - row["induction"][runner_up]
     top_global = max(v for v, w in zip(row["induction"], windows) if w is None)
     choices = [f"layer {i} ({'local' if w else 'global'})" for i, w in enumerate(windows)]
     real = MODEL_CARDS["gemma3"].real["27B"]
@@ -77,7 +79,10 @@ def local_global() -> Live:
                   "apart), which layer's best head copies most from the first copy?"),
         choices=choices, answer=best, source="measured on the shipped checkpoint",
         why=(f"{choices[best]}: its best head scores {row['induction'][best]:.2f} over all the sentences (random "
-             f"init: at most {row['random_init']['induction'][best]:.2f}). {where} Local layers are what let Gemma 3 "
+             f"init: at most {row['random_init']['induction'][best]:.2f}), "
+             + (f"{lead:.2f} ahead of {choices[runner_up]}. " if lead > SHARE_TIE else
+                f"a tie with {choices[runner_up]} ({row['induction'][runner_up]:.2f}) on one text. ")
+             + f"{where} Local layers are what let Gemma 3 "
              f"27B keep {kept:.0%} of an all-global cache at {LONG:,} tokens."),
         figure=figs.layer_roles(row), query={"preset": "gemma3"})
 
