@@ -108,16 +108,20 @@ ROPE_SCALING = Axis("RoPE scaling", {
     "none": RopeScalingChoice("none", "RoPE's frequencies as trained", "Reads as far as it was trained, no further.",
                               rescales=False),
     "linear": RopeScalingChoice("linear (position interpolation)", "every frequency divided by the factor",
-                                "A model reads s times its context: position s·p turns as p did in training.",
+                                "Position s·p turns as p did in training; the fast dimensions slow too, so it needs fine-tuning "
+                                "(without it the trained LLaMA 2 read worse than unscaled: Positions page).",
                                 "position interpolation (Chen et al., 2023), Gemma 3's global layers"),
     "dynamic": RopeScalingChoice("dynamic NTK", "past the trained length, a larger base slows the low frequencies most",
                                  "Nothing changes inside the trained context; beyond it, the base grows with the text.",
                                  "Qwen (early)", depends_on_length=True),
     "yarn": RopeScalingChoice("YaRN", "fast dimensions kept, slow ones interpolated, a ramp between; cos and sin scaled up",
-                              "Reads far past the context while short-range attention stays as sharp as trained.",
+                              "Its paper: reads far past the context while short-range attention stays sharp (the Positions page "
+                              "measures both on the trained models).",
                               "DeepSeek-V3, gpt-oss, Qwen3", check=_check_yarn),
     "llama3": RopeScalingChoice("LLaMA 3", "long wavelengths interpolated, short ones kept, a smooth band between",
-                                "Stretches LLaMA 3 from 8k to 128k tokens with little loss at short range.", "LLaMA 3.1",
+                                "Stretched LLaMA 3.1 from 8k to 128k tokens (with training at the new length); the Positions "
+                                "page measures what it costs at short range.", "LLaMA 3.1",
                                 check=_check_llama3),
-}, problem="A RoPE model fails past the length it trained on: its slow dimensions reach angles it never saw. "
+}, problem="A RoPE model whose layers see every key fails past the length it trained on: its slow dimensions reach "
+           "angles it never saw. "
            "Scaling slows those dimensions so long texts land on familiar angles.", field="rope_scaling")

@@ -208,7 +208,8 @@ def sink_pattern(shares: np.ndarray, all_line: float = SINK_ALL, none_line: floa
 
 @lesson_step(
     "rope-scaling", "Since 2023: RoPE scaling",
-    text="RoPE fails past its trained length: its slow dimensions reach angles never seen. Many long-context models "
+    text="Past its trained length RoPE's slow dimensions reach angles never seen, and a model whose layers see every "
+         "key reads worse there (a sliding window, as in Mistral, never lets it see that far). Many long-context models "
          "rescale the frequencies — linear (position interpolation), dynamic NTK, YaRN (Qwen, DeepSeek-V3, gpt-oss), "
          "LLaMA 3's bands (LLaMA 3.1) — usually with some training at the longer length; dynamic NTK needs none.",
     question="Which scaling reads 4× the trained LLaMA 2's context worst?", kind="choice",
