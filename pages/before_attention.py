@@ -23,8 +23,8 @@ GRU), one token after another, and handed the decoder **one fixed vector**: the 
 short or long, had to fit into those d_hidden numbers.
 
 **The idea.** Keep every encoder state, and at each output step let the decoder *score* all of them, softmax the
-scores and read their weighted mix (Bahdanau, Cho and Bengio, 2015). That is attention, eight years before it became
-the whole model. Its score was *additive*, v · tanh(W s + U h), a small network; the transformer's q · k / √d is the
+scores and read their weighted mix (Bahdanau, Cho and Bengio, 2015). That is attention, two years before it became
+the whole model (the Transformer, 2017). Its score was *additive*, v · tanh(W s + U h), a small network; the transformer's q · k / √d is the
 cheaper dot product.
 
 **What to look at.** Two GRUs with the same 32 numbers of state, trained for seconds to copy random letter strings:

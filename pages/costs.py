@@ -14,7 +14,7 @@ from ui.figures import chapters as figs
 
 SIDEBAR = "the sidebar's model"
 # "GPT-2 small" -> (its card, "small", its real-size config)
-REAL = {f"{card.name} {size}": (card, size, cfg) for card in MODEL_CARDS.values() for size, cfg in card.real.items()}
+REAL = {card.label(size): (card, size, cfg) for card in MODEL_CARDS.values() for size, cfg in card.real.items()}
 MAX_CONTEXT, MAX_BATCH = 1_048_576, 4096
 url_state("cost", cost_model=SIDEBAR, cost_context=2048, cost_batch=1, cost_fused=True)
 keep_valid("cost_model", [SIDEBAR, *REAL], SIDEBAR)

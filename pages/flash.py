@@ -212,7 +212,7 @@ else:
 
 st.header("Memory: O(T²) against O(T)")
 st.selectbox("Real model (one layer, one sequence)", list(REAL), key="flash_model", **KEEP,
-             format_func=lambda key: f"{REAL[key][0].name} {key.split()[-1]} (H={REAL[key][1].n_heads}, "
+             format_func=lambda key: f"{REAL[key][0].label(key.split(' ', 1)[1])} (H={REAL[key][1].n_heads}, "
                                      f"d_head={REAL[key][1].d_head})")
 card, real = REAL[st.session_state["flash_model"]]
 lengths = 2 ** np.arange(9, 18)  # 512 ... 131,072 tokens

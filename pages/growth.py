@@ -19,7 +19,8 @@ loss?
 
 **The idea.** Fit the loss of hundreds of training runs as a function of N and D, then minimise it along
 6·N·D = C. Hoffmann et al. (2022) found that N and D should grow together, **about {scaling.TOKENS_PER_PARAM} tokens
-per parameter**, and that the loss falls as a power law of compute: every 10× of compute buys the same drop.
+per parameter**, and that the loss falls as a power law of compute: every 10× of compute cuts the reducible loss (what lies above the
+irreducible floor) by the same *factor*, so each decade buys a smaller drop than the one before.
 
 **What to look at.** Type a budget; the calculator splits it. The chart places real models on the published fit.
 At the bottom, small models of several sizes that each spent the same budget on this machine: too small and it

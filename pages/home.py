@@ -21,6 +21,9 @@ for name in ("kv_heads", "mask", "position", "norm", "ffn"):
     if name == "norm":  # the five axes count a norm and its placement as one
         options += ", " + " or ".join(choice.label for choice in AXES["norm_position"].choices.values())
     st.markdown(f"**{axis.title}** — {options}  \n{axis.problem}")
+st.caption("Words in quotation marks are the lecture's. [Trade-offs, measured](tradeoffs) trains small models with "
+           "each choice and says which of those claims held at this lab's size, which did not, and which it cannot "
+           "test.")
 
 st.subheader("Real models as choices on the axes")
 st.caption("Open a row to load that model's recipe at classroom size. Sizes are the real models'; "

@@ -106,7 +106,7 @@ for _ in when_open(memory_tab):
 
     st.subheader("The same model as MHA, GQA and MQA")
     st.selectbox("Real model", list(REAL), key="kv_model", **KEEP,
-                 format_func=lambda k: f"{REAL[k][0].name} {REAL[k][1]} (H={REAL[k][2].n_heads}, G={REAL[k][2].n_kv_heads})")
+                 format_func=lambda k: f"{REAL[k][0].label(REAL[k][1])} (H={REAL[k][2].n_heads}, G={REAL[k][2].n_kv_heads})")
     card, size, real = REAL[st.session_state["kv_model"]]
     H = real.n_heads
     divisors = [g for g in range(2, H) if H % g == 0]
@@ -119,7 +119,7 @@ for _ in when_open(memory_tab):
         variant_cfgs = {f"{axes.label('kv_heads', real.attention_kind)} (latent {real.kv_rank})": real, **variant_cfgs}
     per_token = {label: kv_cache_bytes_per_token(v, n_bytes) for label, v in variant_cfgs.items()}
     contexts = np.linspace(0, max(32_768, context), 200).astype(int)
-    show_chart(kv_cache_growth(contexts, per_token, f"{card.name} {size}: KV cache for one sequence"), key="kv_growth")
+    show_chart(kv_cache_growth(contexts, per_token, f"{card.label(size)}: KV cache for one sequence"), key="kv_growth")
     if not gqa:
         st.caption(f"H = {H} has no divisor between 1 and H, so this model has no GQA variant.")
     variant_table = pd.DataFrame([{

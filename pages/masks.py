@@ -214,9 +214,9 @@ for tab, (pattern, (size_key, size_label, _)) in zip(tabs[6:], SPARSE_SIZES.item
 
 # --- the layer plan: local and global layers (Gemma 2/3, gpt-oss), layers without positions (Llama 4) ---------
 st.subheader("Local and global layers")
-st.markdown("Since 2024 most long-context models mix the two: **local** layers see a sliding window of W keys, "
+st.markdown("Since 2024 many long-context models mix the two: **local** layers see a sliding window of W keys, "
             "**global** layers see everything. Gemma 2 and gpt-oss alternate them, Gemma 3 puts five local layers "
-            "before each global one. Local layers cost W per token whatever the length, and their cache stops "
+            "before each global one; others (LLaMA 3.1, Qwen3, DeepSeek-V3) keep every layer global. Local layers cost W per token whatever the length, and their cache stops "
             "growing once it holds W tokens; the global layers keep the long-range path. Choose the pattern in the "
             "sidebar (**Local / global layers**, with the window W). The strip below is the model's layer plan: "
             "each layer's kind, the keys it sees, its positions (Llama 4 and SmolLM3 leave RoPE out of every "
@@ -243,8 +243,8 @@ for key in LOCAL_GLOBAL_CARDS:
     card = MODEL_CARDS[key]
     size, real = next(iter(card.real.items()))
     everything = real.replace(layer_pattern="global")
-    lines[f"{card.name} {size}, every layer global"] = [kv_cache_bytes(everything, n)["total"] for n in contexts]
-    lines[f"{card.name} {size}, {real.layer_pattern} (W = {real.sliding_window})"] = [
+    lines[f"{card.label(size)}, every layer global"] = [kv_cache_bytes(everything, n)["total"] for n in contexts]
+    lines[f"{card.label(size)}, {real.layer_pattern} (W = {real.sliding_window})"] = [
         kv_cache_bytes(real, n)["total"] for n in contexts]
 show_chart(cached_figure(modern_figs.kv_cache_by_context, contexts, lines), key="mask_kv_saved")
 st.dataframe(pd.DataFrame([{"model and layers": name, **{f"{n:,} tokens (GiB)": round(v / 2**30, 2)

@@ -32,7 +32,8 @@ down — the original post-norm Transformer needed a learning-rate warm-up to tr
 (GPT-2, LLaMA) normalises only the sublayer's input, `x + f(norm(x))`, leaving a clean identity path from the output
 back to the embeddings. Newer models also normalise what each sublayer returns before it joins the stream:
 *sandwich* (Gemma 2 and 3) on both sides, `x + norm(f(norm(x)))`, and *after the sublayer* (OLMo 2),
-`x + norm(f(x))`. *RMSNorm* (LLaMA) drops LayerNorm's mean subtraction: cheaper, and it works as well.
+`x + norm(f(x))`. *RMSNorm* (LLaMA) drops LayerNorm's mean subtraction: one reduction fewer, and, the lecture says, "faster with
+comparable performance".
 
 **What to look at.** The residual norm and gradient norm per layer of freshly initialised models of growing depth;
 what each norm does to one vector you type.

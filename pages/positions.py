@@ -36,7 +36,9 @@ the same. Without help, "the cat sat on the mat" and "the mat sat on the cat" lo
 **The ideas.** *Add* a position vector to each token's embedding (sinusoidal: fixed waves; learned: a trained table),
 *rotate* q and k by an angle that grows with position (RoPE: the score then depends on the distance m − n only;
 xPos: the turn also decays with distance), or
-*penalise* distance straight in the scores (ALiBi: nothing to learn, and it extends past the trained length).
+*penalise* distance straight in the scores (ALiBi: nothing to learn, and a bias defined at any length). The lecture
+says RoPE has "excellent extrapolation to longer sequences" and ALiBi "generalizes very well to longer sequences than
+seen during training"; the length test below and [Trade-offs, measured](tradeoffs) show what this lab's models did.
 
 **What to look at.** The sinusoidal waves and their distance-only similarity; the learned table; RoPE's rotating pairs
 and its diagonals, constant to float precision; ALiBi's straight-line biases, and which schemes survive an input longer
@@ -206,10 +208,12 @@ else:
             "`python scripts/train_checkpoints.py` measures it.")
 
 
-# --- RoPE scaling: what every long-context model does ----------------------------------------------
+# --- RoPE scaling: what many long-context models do ----------------------------------------------
 st.subheader("Stretching RoPE past its trained length: scaling at inference")
 st.markdown("Above, RoPE's error grows fast past the trained length: its slow dimensions reach angles it never saw. "
-            "Every long-context model rescales the frequencies instead. **Linear** (position interpolation) slows "
+            "Many long-context models rescale the frequencies instead (LLaMA 3.1, Qwen, DeepSeek-V3, gpt-oss), most "
+            "with some training at the longer length; others raise the base and train long (Code LLaMA). "
+            "**Linear** (position interpolation) slows "
             "every one; **dynamic NTK** raises the base only once the text is longer than trained; **YaRN** keeps the "
             "fast dimensions, interpolates the slow ones with a ramp between, and scales cos and sin up a little; "
             "**LLaMA 3** interpolates long wavelengths, keeps short ones and blends a band between. Choose one in the "

@@ -18,11 +18,14 @@ MEASURED = Path(__file__).resolve().parent.parent / "assets" / "measurements" / 
 url_state("scores", scores_layer=-1, scores_cap=0.0)
 
 ctx = load_page("Scores: QK-norm, soft-capping, sinks", """
-The five lines never change, but since 2024 most models add something around line 1 and line 3:
+The five lines never change, but since 2024 many models add something around line 1 and line 3 (others, such as
+LLaMA 3.1 and DeepSeek-V3, add none of these three):
 
 - **QK-norm** (Qwen3, Gemma 3, OLMo 2): an RMSNorm on q and k before RoPE. The scores can no longer grow just because
-  q and k grow during training, so softmax stays soft and training survives higher learning rates.
-- **Soft-capping** (Gemma 2): every score squeezed into (−c, c) by c·tanh(s/c) before the mask.
+  q and k grow during training; Qwen3 and Gemma 3 use it for stable training (the Trade-offs page measures it at
+  10× the learning rate).
+- **Soft-capping** (Gemma 2): every score squeezed into (−c, c) by c·tanh(s/c) before the mask. That bounds a
+  score's size, not softmax's saturation: at c = 50 a capped 50 against 0 still takes the whole row.
 - **Sinks** (gpt-oss): a learned logit per head joins each row's softmax and is then dropped, so a head can attend
   to *nothing*. Models without one park their spare weight on the first token instead — measured below.
 
@@ -101,7 +104,8 @@ if "sink_share" in live:
                "softmax. hook_pattern keeps its (B, H, T, T) layout, so its rows sum to 1 minus this share.")
 else:
     first = live["weights"][0, :, 1:, 0].float().mean(-1).cpu().numpy()  # (H,): queries after the first
-    show_chart(figs.sink_share(live["weights"][0, :, :, 0].float().cpu().numpy(), labels),
+    show_chart(figs.sink_share(live["weights"][0, :, :, 0].float().cpu().numpy(), labels,
+                               "no sink here: the first token's share of each query's weight"),
                key="scores_first_share")
     st.caption(f"This model has no sink. The heatmap shows the weight each head puts on the **first** token, per query: "
                f"on average {first.mean():.1%} in this layer (uniform attention would give each query 1/(its "

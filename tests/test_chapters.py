@@ -116,11 +116,11 @@ def test_costs_derive_the_sidebar_models_count_and_check_it_against_its_tensors(
 
 def test_costs_of_gpt3_at_full_size():
     at = open_page("pages/costs.py")
-    at.selectbox(key="cost_model").set_value("GPT-2 175B (GPT-3)").run()
+    at.selectbox(key="cost_model").set_value("GPT-3 175B").run()
     assert_clean(at)
     shown = metrics(at)
     assert shown["parameters (the formulas)"] == "174.60B" and shown["published"] == "175.00B"
-    assert at.query_params["cost_model"] == "GPT-2 175B (GPT-3)"
+    assert at.query_params["cost_model"] == "GPT-3 175B"
 
 
 def test_costs_keep_working_with_an_impossible_sidebar_and_a_bad_link():

@@ -31,6 +31,17 @@ def test_the_page_draws_every_view_and_the_measured_spare_weight(scores_page):
     assert len(spreads) == 2 and all(v > 0 for v in spreads.values())
 
 
+def test_a_model_without_a_sink_titles_its_heatmap_by_the_first_token_and_the_entropy_axis_ticks_each_scale(
+        scores_page):
+    drawn = figures_by_title(scores_page)
+    assert not any("the sink's share" in title for title in drawn)  # the default model has no sink
+    assert any(title.startswith("no sink here: the first token's share") for title in drawn)
+    entropy = next(f for t, f in drawn.items() if "softmax entropy" in t)
+    scales = list(decode(entropy["data"][0]["x"]))
+    # one tick per measured scale: no unlabelled ticks between them
+    assert list(decode(entropy["layout"]["xaxis"]["tickvals"])) == scales
+
+
 def test_sinks_from_the_sidebar_show_each_heads_share_and_rows_that_sum_to_less_than_one(scores_page):
     at = scores_page
     at.sidebar.checkbox(key="sinks").check().run()

@@ -116,7 +116,7 @@ class TransformerConfig:
     n_expert_groups: int = 1  # DeepSeek-V3: experts in groups, a token picks top_groups groups first
     top_groups: int = 1
     expert_activation: ExpertActivation = "swiglu"  # clamped-swiglu: gpt-oss's experts
-    expert_limit: float = 7.0  # clamped-swiglu: the clamp on the gate and the up projection (gpt-oss: 7)
+    expert_limit: float = 7.0  # clamped-swiglu: the gate's upper clamp and the up projection's ±clamp (gpt-oss: 7)
     first_dense_layers: int = 0  # the first layers keep a dense SwiGLU of d_ff (DeepSeek-V3: 3)
     shared_expert_gate: bool = False  # the shared experts' output times sigmoid(x W_shared_gate) (Qwen3-Next)
     # --- attention that keeps a state (transformer/linear_attention.py; Hugging Face: layer_types, linear_*) ---

@@ -28,6 +28,11 @@ class ModelCard:
     published_params: dict[str, float] = field(default_factory=dict)  # size name -> published total parameters
     published_active: dict[str, float] = field(default_factory=dict)  # MoE: parameters used per token
     active_counts: str = "used"  # how its publisher counted the active parameters: a key of ACTIVE_COUNTS
+    size_names: dict[str, str] = field(default_factory=dict)  # a size that is a model of its own -> its name
+
+    def label(self, size: str) -> str:
+        """How the pages name a real size: "LLaMA 2 70B", or the size's own name (GPT-2's 175B is "GPT-3 175B")."""
+        return self.size_names.get(size, f"{self.name} {size}")
 
     def counted(self, size: str) -> dict[str, int]:
         """A real size's total and active parameters, counted as its publisher counted them."""
@@ -46,13 +51,14 @@ ENGLISH_GATED = dict(ENGLISH_SIZE, d_ff=176)
 
 
 def _card(key, name, year, summary, axes: dict, real: dict[str, dict], published=None, active=None,
-          classroom: dict | None = None, active_counts: str = "used") -> ModelCard:
+          classroom: dict | None = None, active_counts: str = "used", size_names: dict | None = None) -> ModelCard:
     """`axes` hold for every size; `classroom` adds what only the classroom size sets (its own small widths): the
     one place a classroom size is written, which the shipped checkpoints were trained at (scripts/train_checkpoints.py
     changes none of them)."""
     small = TransformerConfig(**{**CLASSROOM, **axes, **(classroom or {})})
     real_cfgs = {size: TransformerConfig(**{**axes, **dims}) for size, dims in real.items()}
-    return ModelCard(key, name, year, summary, small, real_cfgs, published or {}, active or {}, active_counts)
+    return ModelCard(key, name, year, summary, small, real_cfgs, published or {}, active or {}, active_counts,
+                     size_names or {})
 
 
 _ORIGINAL = dict(arch="encoder-decoder", position="sinusoidal", norm="layernorm", norm_position="post", ffn="relu", bias=True)
@@ -74,7 +80,8 @@ _CARDS = [
            # GPT-3 is GPT-2's recipe at 175B (Brown et al. 2020, Table 2.1); its alternating locally banded
            # sparse layers change no parameter
            "175B (GPT-3)": dict(vocab_size=50257, d_model=12288, n_heads=96, n_layers=96, d_ff=49152, max_len=2048)},
-          {"small": 124e6, "xl": 1.558e9, "175B (GPT-3)": 175e9}, classroom=ENGLISH_SIZE),
+          {"small": 124e6, "xl": 1.558e9, "175B (GPT-3)": 175e9}, classroom=ENGLISH_SIZE,
+          size_names={"175B (GPT-3)": "GPT-3 175B"}),
     _card("bert", "BERT", 2018, "encoder · MHA · learned · post-LayerNorm · GELU", _BERT,
           {"base": dict(vocab_size=30522, d_model=768, n_heads=12, n_layers=12, d_ff=3072, max_len=512, norm_eps=1e-12)},
           {"base": 110e6}, classroom=ENGLISH_SIZE),
@@ -83,9 +90,10 @@ _CARDS = [
           {"7B": dict(vocab_size=32000, d_model=4096, n_heads=32, n_kv_heads=32, n_layers=32, d_ff=11008, max_len=4096),
            "70B": dict(vocab_size=32000, d_model=8192, n_heads=64, n_kv_heads=8, n_layers=80, d_ff=28672, max_len=4096)},
           {"7B": 6.74e9, "70B": 68.98e9}, classroom=dict(ENGLISH_GATED, n_kv_heads=2)),
+    # Mistral 7B v0.1: trained at 8,192 tokens with a 4,096-token window in every layer (v0.2 has 32k and no window)
     _card("mistral", "Mistral", 2023, "decoder · GQA · RoPE · sliding window · pre-RMSNorm · SwiGLU",
           _LLAMA,
-          {"7B": dict(vocab_size=32000, d_model=4096, n_heads=32, n_kv_heads=8, n_layers=32, d_ff=14336, max_len=32768,
+          {"7B": dict(vocab_size=32000, d_model=4096, n_heads=32, n_kv_heads=8, n_layers=32, d_ff=14336, max_len=8192,
                       sliding_window=4096)},
           {"7B": 7.24e9},
           # its window covers half of the 512 characters its English model trained on, as Mistral 7B's 4,096 of 8,192
@@ -95,7 +103,7 @@ _CARDS = [
           {"8B": dict(vocab_size=256000, d_model=4096, n_heads=16, n_kv_heads=1, n_layers=32, d_ff=16384, max_len=2048),
            "62B": dict(vocab_size=256000, d_model=8192, n_heads=32, n_kv_heads=1, n_layers=64, d_ff=32768, max_len=2048)},
           {"8B": 8.63e9, "62B": 62.5e9}, classroom=ENGLISH_GATED),
-    _card("mixtral", "Mixtral", 2024, "decoder · GQA · RoPE · pre-RMSNorm · MoE (8 SwiGLU experts, top-2)",
+    _card("mixtral", "Mixtral", 2023, "decoder · GQA · RoPE · pre-RMSNorm · MoE (8 SwiGLU experts, top-2)",
           {**_LLAMA, "ffn": "moe", "top_k": 2},
           {"8x7B": dict(vocab_size=32000, d_model=4096, n_heads=32, n_kv_heads=8, n_layers=32, d_ff=14336, max_len=32768,
                         n_experts=8, top_k=2, rope_theta=1e6)},

@@ -270,16 +270,18 @@ KV_HEADS = Axis("KV heads", {
                     "Each head can look for a different relation with keys and values of its own.", "2017, GPT-2, BERT",
                     check=_check_not_latent),
     "GQA": KVChoice("GQA", "each group of H/G query heads reads the same K and V",
-                    "Shrinks the KV cache by H/G with little loss.", "LLaMA 2 70B, Mistral", check=_check_not_latent),
+                    "Shrinks the KV cache by H/G; the lecture: \"minimal quality loss\" (measured here: Trade-offs).", "LLaMA 2 70B, Mistral", check=_check_not_latent),
     "MQA": KVChoice("MQA", "all heads read one shared K and V",
-                    "The smallest KV cache: H times smaller than MHA.", "PaLM, Falcon", check=_check_not_latent),
+                    "The smallest KV cache of K and V heads: H times smaller than MHA.", "PaLM, Falcon", check=_check_not_latent),
     "MLA": KVChoice("MLA (latent)", "every head's K and V are rebuilt from one small latent per token, plus one "
                     "RoPE key all heads share",
-                    "A cache as small as MQA's that still gives every head keys and values of its own.",
+                    "A cache far smaller than MHA's or GQA's (about 2× MQA's at DeepSeek-V3's size) that still "
+                    "gives every head keys and values of its own.",
                     "DeepSeek-V2, DeepSeek-V3", latent=True, check=_check_latent),
 }, problem="At generation time every past token's keys and values sit in memory. Sharing one K/V head among "
-           "several query heads (GQA, MQA) shrinks that cache by H/G with little loss; a latent (MLA) shrinks it "
-           "further and keeps a key per head.")  # derived from n_kv_heads and kv_rank (``cfg.attention_kind``)
+           "several query heads (GQA, MQA) shrinks that cache by H/G — \"with almost no quality loss\", the lecture says; "
+           "what it cost here is measured on the Trade-offs page. A latent (MLA) shrinks it far below MHA's (about "
+           "2× MQA's) and keeps a key per head.")  # derived from n_kv_heads and kv_rank (``cfg.attention_kind``)
 
 @dataclass(frozen=True, kw_only=True)
 class MaskChoice(Choice):
@@ -368,7 +370,8 @@ def _check_rope_layers(cfg) -> None:
 QK_NORM = Axis("QK-norm", {
     "none": QKNormChoice("none", "q and k as projected", "The plain recipe.", normalises=False),
     "head": QKNormChoice("per head", "an RMSNorm on each head's q and k, before RoPE",
-                         "Scores cannot grow without bound, so training survives higher learning rates.",
+                         "Bounds q and k by its learned weights, so the scores cannot grow without bound in training; Qwen3 and Gemma 3 "
+                         "use it for stability (measured here at 10× the learning rate: Trade-offs).",
                          "Qwen3, Gemma 3", normalises=True, per_head=True),
     "full": QKNormChoice("over the projection", "an RMSNorm on all of q (and all of k) at once, before RoPE",
                          "The same bound, one norm across the heads.", "OLMo 2", normalises=True),
@@ -402,7 +405,8 @@ class ScoresChoice(Choice):
 SCORES = Axis("Scores", {
     "plain": ScoresChoice("plain", "softmax of the scaled, masked scores", "The 2017 recipe.", "2017, LLaMA"),
     "softcap": ScoresChoice("soft-capped", "scores squeezed into (-c, c) by c·tanh(s/c) before the mask",
-                            "No score can grow large enough to take all of a row's weight.", "Gemma 2",
+                            "Bounds the size of every score, not softmax's saturation: at c = 50 a capped 50 against "
+                            "0 still takes the whole row.", "Gemma 2",
                             switch="attn_softcap"),
     "sinks": ScoresChoice("with a sink", "a learned logit per head joins each row's softmax and is dropped",
                           "A head can attend to nothing: the sink takes the weight it does not want to spend.",

@@ -66,7 +66,7 @@ FFN = Axis("FFN", {
                       matrices=("up", "down"), gated=False, activation="GELU", gelu=True, check=_check_dense,
                       ops={"hook_post": "x * Phi(x)"},
                       formulas={"hook_mlp_out": MLP_OUT, "hook_post": r"\mathrm{GELU}(h) = h\,\Phi(h)"}),
-    "swiglu": FFNChoice("SwiGLU", "gated linear unit", "Gates train better per parameter.", "LLaMA, PaLM",
+    "swiglu": FFNChoice("SwiGLU", "gated linear unit", "A gate per hidden unit; the lecture: \"better quality for same param count\" (measured here: Trade-offs).", "LLaMA, PaLM",
                         matrices=("gate", "up", "down"), gated=True, activation="SiLU gate", check=_check_dense,
                         ops={"hook_gate": "SiLU(x W_gate)", "hook_post": "SiLU(x W_gate) * x W_up"},
                         formulas={"hook_mlp_out": r"\mathrm{FFN}(x) = \left(\mathrm{SiLU}(x W_{gate}) \odot x W_{up}"
@@ -94,7 +94,8 @@ FFN = Axis("FFN", {
                      formulas={"hook_mlp_out": r"\mathrm{FFN}(x_t) = \sum_{e \in \mathcal{E}_t} g_{t,e}\, "
                                                r"\mathrm{SwiGLU}_e(x_t)",
                                "hook_post": SWIGLU_POST}),  # a routed model's dense first layers are SwiGLU
-}, problem="The per-token computation. Gates (SwiGLU) train better per parameter; a mixture of experts adds "
+}, problem="The per-token computation. Gates (SwiGLU) cost a third matrix; the lecture says they give \"better "
+           "quality for same param count\", the Trade-offs page says what this lab measured. A mixture of experts adds "
            "parameters while each token pays for only top-k of them.", field="ffn")
 
 
@@ -107,7 +108,7 @@ ROUTER = Axis("Router", {
     "softmax": RouterChoice("softmax", "one softmax over all experts; the top-k probabilities weigh the chosen ones",
                             "Experts compete for each token.", "Mixtral, gpt-oss", sigmoid=False),
     "sigmoid": RouterChoice("sigmoid", "a sigmoid per expert; a bias used only for choosing keeps the load even",
-                            "Balances experts without a loss term pulling against quality.", "DeepSeek-V3",
+                            "Balances experts without an auxiliary loss term (DeepSeek-V3's report).", "DeepSeek-V3",
                             sigmoid=True),
 }, field="router")
 
@@ -121,8 +122,8 @@ EXPERT_ACTIVATION = Axis("Expert activation", {
     "swiglu": ExpertChoice("SwiGLU", "each expert is a SwiGLU", "The dense FFN's recipe, per expert.", "Mixtral",
                            dense_kind="swiglu"),
     "geglu": ExpertChoice("GeGLU", "each expert is a GeGLU", "A GELU gate per expert.", dense_kind="geglu"),
-    "clamped-swiglu": ExpertChoice("clamped SwiGLU", "gate and up clamped to ±7, then (up + 1)·gate·σ(1.702·gate)",
-                                   "Bounded activations keep low-precision experts stable.", "gpt-oss",
+    "clamped-swiglu": ExpertChoice("clamped SwiGLU", "the gate clamped from above at 7, up to ±7, then (up + 1)·gate·σ(1.702·gate)",
+                                   "Bounded activations, which gpt-oss uses to keep its low-precision experts stable.", "gpt-oss",
                                    dense_kind="swiglu"),
 }, field="expert_activation")
 

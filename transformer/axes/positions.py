@@ -71,18 +71,19 @@ POSITION = Axis("Position", {
     "xpos": PositionChoice(
         "xPos", "RoPE whose turn also decays: each pair of q's dimensions scaled up by ζ^(t/512), k's down by as much",
         "Scores still depend on the distance only, and far keys count for less: RoPE's oscillation at long range is "
-        "damped, which helps a model read past its trained length.", "Length-Extrapolatable Transformer (2022)",
+        "damped, which its paper found helps a model read past its trained length.", "Length-Extrapolatable Transformer (2022)",
         rotates_qk=True, hooks=("attn.hook_rope_angles", "attn.hook_rot_q", "attn.hook_rot_k"), check=_check_rotation,
         formulas={"hook_rot_q": r"q'_t = \zeta^{\,t/B}\left(q_t \cos\phi_t + \mathrm{rotate\_half}(q_t) \sin\phi_t\right)",
                   "hook_rot_k": r"k'_t = \zeta^{-t/B}\left(k_t \cos\phi_t + \mathrm{rotate\_half}(k_t) \sin\phi_t\right)"}),
     "alibi": PositionChoice(
         "ALiBi", "a linear distance penalty added to the scores",
-        "Extrapolates to inputs longer than the training ones.", "BLOOM",
+        "A penalty that grows with distance at any length; the lecture: it \"generalizes very well to longer "
+        "sequences than seen during training\" (measured here: Trade-offs).", "BLOOM",
         score_bias=True, hooks=("attn.hook_alibi_bias",), check=_check_no_rotation,
         formulas={"hook_attn_scores": r"S' = S + M + A"}),
 }, problem="Attention is blind to order. Add position vectors (sinusoidal, learned), rotate q and k by position "
-           "(RoPE: scores depend on distance only), or penalise distance directly (ALiBi: extrapolates to longer "
-           "inputs).", field="position")
+           "(RoPE: scores depend on distance only), or penalise distance directly (ALiBi). The lecture says RoPE and ALiBi "
+           "read longer texts than they trained on; the Trade-offs page measures it.", field="position")
 
 
 def _check_llama3(cfg) -> None:
@@ -107,16 +108,20 @@ ROPE_SCALING = Axis("RoPE scaling", {
     "none": RopeScalingChoice("none", "RoPE's frequencies as trained", "Reads as far as it was trained, no further.",
                               rescales=False),
     "linear": RopeScalingChoice("linear (position interpolation)", "every frequency divided by the factor",
-                                "A model reads s times its context: position s·p turns as p did in training.",
-                                "Code LLaMA, Gemma 3"),
+                                "Position s·p turns as p did in training; the fast dimensions slow too, so it needs fine-tuning "
+                                "(without it the trained LLaMA 2 read worse than unscaled: Positions page).",
+                                "position interpolation (Chen et al., 2023), Gemma 3's global layers"),
     "dynamic": RopeScalingChoice("dynamic NTK", "past the trained length, a larger base slows the low frequencies most",
                                  "Nothing changes inside the trained context; beyond it, the base grows with the text.",
                                  "Qwen (early)", depends_on_length=True),
     "yarn": RopeScalingChoice("YaRN", "fast dimensions kept, slow ones interpolated, a ramp between; cos and sin scaled up",
-                              "Reads far past the context while short-range attention stays as sharp as trained.",
+                              "Its paper: reads far past the context while short-range attention stays sharp (the Positions page "
+                              "measures both on the trained models).",
                               "DeepSeek-V3, gpt-oss, Qwen3", check=_check_yarn),
     "llama3": RopeScalingChoice("LLaMA 3", "long wavelengths interpolated, short ones kept, a smooth band between",
-                                "Stretches LLaMA 3 from 8k to 128k tokens with little loss at short range.", "LLaMA 3.1",
+                                "Stretched LLaMA 3.1 from 8k to 128k tokens (with training at the new length); the Positions "
+                                "page measures what it costs at short range.", "LLaMA 3.1",
                                 check=_check_llama3),
-}, problem="A RoPE model fails past the length it trained on: its slow dimensions reach angles it never saw. "
+}, problem="A RoPE model whose layers see every key fails past the length it trained on: its slow dimensions reach "
+           "angles it never saw. "
            "Scaling slows those dimensions so long texts land on familiar angles.", field="rope_scaling")

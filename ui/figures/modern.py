@@ -115,7 +115,8 @@ def entropy_by_scale(scales: np.ndarray, entropy: dict[str, np.ndarray], uniform
     fig.add_hline(y=uniform, line_dash="dash", annotation_text="uniform")
     fig = layout(fig, "softmax entropy as q and k grow during training", 340, "scale of q and k (× their start)",
                  "entropy (bits)")
-    fig.update_xaxes(type="log")
+    # one tick per measured scale: a log axis left to itself adds unlabelled ticks between them
+    fig.update_xaxes(type="log", tickvals=list(scales), ticktext=[f"{s:g}×" for s in scales], minor=dict(ticks=""))
     return fig
 
 
@@ -133,10 +134,10 @@ def softcap_curve(raw: np.ndarray, cap: float) -> go.Figure:
     return layout(fig, "soft-capping: every score squeezed into (−c, c)", 360, "score before the cap", "after")
 
 
-def sink_share(share: np.ndarray, tokens: list[str]) -> go.Figure:
-    """(H, T) the share of each query's weight that each head's sink took."""
-    fig = heatmap(np.asarray(share), tokens, [f"head {h}" for h in range(share.shape[0])],
-                  "the sink's share of each query's weight", x_title="query", y_title="head", zmin=0.0, zmax=1.0,
+def sink_share(share: np.ndarray, tokens: list[str],
+               title: str = "the sink's share of each query's weight") -> go.Figure:
+    """(H, T) a share of each query's weight per head: what its sink took, or (a model without one) the first token."""
+    fig = heatmap(np.asarray(share), tokens, [f"head {h}" for h in range(share.shape[0])], title, x_title="query", y_title="head", zmin=0.0, zmax=1.0,
                   height=120 + 28 * share.shape[0])
     fig.update_yaxes(autorange="reversed", type="category")
     return fig
@@ -202,11 +203,24 @@ def layer_roles(row: dict) -> go.Figure:
 def cache_and_bits(points: list[dict]) -> go.Figure:
     """Trained checkpoints: numbers each layer caches per token (x) against held-out bits per character (y)."""
     fig = go.Figure(go.Scatter(
-        x=[p["cached"] for p in points], y=[p["bits"] for p in points], mode="markers+text",
-        text=[p["model"] for p in points], textposition="top center",
+        x=[p["cached"] for p in points], y=[p["bits"] for p in points], mode="markers",
+        text=[p["model"] for p in points],
         marker=dict(size=12, color=[OKABE_ITO[0] if p["latent"] else OKABE_ITO[4] for p in points]),
         hovertemplate="%{text}: %{x} numbers per token and layer, %{y:.3f} bits per character<extra></extra>"))
-    return layout(fig, "what a layer caches per token, and how well the trained model reads", 420,
+    # models that cache the same number share one label, a list from the worst reader down: labels drawn point by
+    # point would sit on one another where several models read within a hundredth of a bit
+    columns = sorted({p["cached"] for p in points})
+    for x in columns:
+        same = sorted((p for p in points if p["cached"] == x), key=lambda p: -p["bits"])
+        left = x == columns[0] and len(columns) > 1  # the first column's neighbour is close on its right
+        fig.add_annotation(x=x, y=same[0]["bits"], yanchor="top", yshift=14, showarrow=False,
+                           text="<br>".join(f"{p['model'].removesuffix('-language')} {p['bits']:.2f}" for p in same),
+                           xanchor="right" if left else "left", xshift=-12 if left else 12,
+                           align="right" if left else "left")
+    fig.update_xaxes(range=[0, 1.3 * columns[-1]])  # room for the labels on both sides
+    low, high = min(p["bits"] for p in points), max(p["bits"] for p in points)
+    fig.update_yaxes(range=[low - 0.5 * (high - low), high + 0.1 * (high - low)])  # and below the lowest column
+    return layout(fig, "what a layer caches per token, and how well the trained model reads", 460,
                   "numbers cached per token and layer (K and V, or latent + RoPE key)", "held-out bits per character")
 
 

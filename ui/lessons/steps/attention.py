@@ -148,8 +148,8 @@ HALF = 0.5
 
 @lesson_step(
     "multi-head", "Multi-head attention",
-    text="One head computes one weighted mix. A layer runs H heads side by side, each with its own projections "
-         "(d_head = d_model / H), and concatenates their outputs before W_o: one head can follow the previous "
+    text="One head computes one weighted mix. A layer runs H heads side by side, each with its own query projection "
+         "(d_head = d_model / H; under GQA, groups of heads share one K and V), and concatenates their outputs before W_o: one head can follow the previous "
          "token while another looks for earlier copies.",
     question="How many heads of this layer follow the previous token?", kind="number",
     try_this="In the playground, pick the last layer: the heads there look for the token after an earlier copy.",
@@ -161,11 +161,12 @@ def multi_head() -> Live:
     layer = int(shares.max(-1).values.argmax())
     per_head = shares[layer]
     heads = [h for h in range(len(per_head)) if per_head[h] > HALF]
-    n_heads = m.config.n_heads
+    n_heads, n_kv_heads = m.config.n_heads, m.config.n_kv_heads
     shown = ", ".join(f"head {h} {float(s):.0%}" for h, s in enumerate(per_head))
     return Live(
-        question=(f"Layer {layer} has {n_heads} heads, each with its own Q, K and V projections, all reading the same "
-                  "tokens. How many of them put more than half of their weight on the token just before each query?"),
+        question=(f"Layer {layer} has {n_heads} query heads, each with its own Q projection; they share {n_kv_heads} "
+                  f"K and V heads ({n_heads // n_kv_heads} query heads each, GQA), all reading the same tokens. How "
+                  "many of the query heads put more than half of their weight on the token just before each query?"),
         choices=[f"{k} head{'s' if k != 1 else ''}" for k in range(n_heads + 1)], answer=len(heads),
         source="the trained model's answer" if m.trained else "the model's answer (untrained weights)",
         why=(f"Weight on the previous token — {shown}: each head learns its own pattern, and the layer concatenates "
@@ -174,5 +175,5 @@ def multi_head() -> Live:
                          f"layer {layer}: every head's weights (rows: queries, columns: keys)", cols=min(n_heads, 4),
                          mask=m.trace.arrays[hook_name(layer, "attn.hook_mask")][0]),
         query={"layer": str(layer)},
-        caption="A previous-token head draws the line just below the diagonal. Heads in one row of the grid share "
-                "their K and V (GQA).")
+        caption="A previous-token head draws the line just below the diagonal. Heads whose titles name the same kv "
+                "head share their K and V (GQA).")

@@ -39,7 +39,8 @@ def residual_and_norms() -> Live:
         choices=[f"Pre-norm: x + f({name}(x))", f"Post-norm: {name}(x + f(x))", "Both", "Neither"], answer=answer,
         why=(f"Post-norm ends every block on a norm, which pins ‖x‖ at √d_model; pre-norm only normalises what enters "
              f"each sublayer, so every block adds to the stream ({growth:.1f}× from the first block to the last) — "
-             "and keeps an untouched identity path for the gradient, which is why deep models train with it."),
+             "and keeps an untouched identity path for the gradient, the reason GPT-2 and LLaMA chose it (what it "
+             "changed in training here: the Trade-offs page)."),
         figure=depth_lines({f"{p}-{name}": v["resid_norms"] for p, v in profiles.items()},
                            f"residual stream after each of {DEPTH} blocks, at initialisation", "mean ‖x‖ per token",
                            "after block (0 = embedding)",
@@ -65,14 +66,14 @@ def ffn() -> Live:
     answer = nearest(list(options), share)
     total, active = counts["total"] / 1e9, counts["active"] / 1e9
     return Live(
-        question=(f"{card.name} {size} keeps {real.n_experts} SwiGLU experts in every layer and its router sends each "
+        question=(f"{card.label(size)} keeps {real.n_experts} SwiGLU experts in every layer and its router sends each "
                   f"token to the top {real.top_k}. What share of the model's parameters does one token use?"),
         choices=list(options.values()), answer=answer,
         why=(f"Only {real.top_k} of {real.n_experts} experts run per token, but attention, embeddings and norms are "
              f"shared by every token: {active:.1f}B of {total:.1f}B parameters ({share:.0%}) — a "
              f"{active:.0f}B model's compute with {total:.0f}B parameters of capacity."),
         figure=lesson_figures.labelled_bars(["stored (total)", "used per token (active)"], [total, active],
-                                            f"{card.name} {size}: parameters, from its real dimensions", "",
+                                            f"{card.label(size)}: parameters, from its real dimensions", "",
                                             "parameters (billions)", [f"{total:.1f}B", f"{active:.1f}B"]),
         caption=f"Published: {card.published_params[size] / 1e9:.1f}B total, "
                 f"{card.published_active[size] / 1e9:.1f}B active.")

@@ -28,10 +28,10 @@ def parameters() -> Live:
     counts = param_counts(real)
     share = counts["embedding"] / counts["total"]
     options = {0.01: "About 1%", 0.1: "About 10%", 0.3: "About 30%", 0.6: "About 60%"}
-    rows = [{"model": f"{card.name} {name}", **param_counts(cfg)} for name, cfg in card.real.items()]
+    rows = [{"model": card.label(name), **param_counts(cfg)} for name, cfg in card.real.items()]
     largest = rows[-1]
     return Live(
-        question=(f"{card.name} {size} has {counts['total'] / 1e6:.0f}M parameters: a vocabulary of "
+        question=(f"{card.label(size)} has {counts['total'] / 1e6:.0f}M parameters: a vocabulary of "
                   f"{real.vocab_size:,} tokens, D = {real.d_model}, {real.n_layers} blocks. What share of its "
                   "parameters are the embeddings (tokens and positions)?"),
         choices=list(options.values()), answer=nearest(list(options), share),
@@ -40,7 +40,7 @@ def parameters() -> Live:
              f"{12 * real.d_model ** 2 / 1e6:.1f}M, so the blocks outgrow the embedding as D grows: in "
              f"{largest['model']} it is {largest['embedding'] / largest['total']:.1%}."),
         figure=chapter_figures.parameter_shares(rows, f"{card.name}'s recipe at three sizes: where the parameters sit"),
-        query={"cost_model": f"{card.name} {size}"},
+        query={"cost_model": card.label(size)},
         caption="Counted term by term from the real dimensions (transformer.costs.param_terms).")
 
 

@@ -53,8 +53,8 @@ FLASH_T, FLASH_BLOCK = 32, 8
 @lesson_step(
     "flash", "Flash attention",
     text="The five lines hold a T × T matrix per head; at long contexts that is more memory than the model. Flash "
-         "attention computes the same result one tile at a time, keeping only a running max and sum per row "
-         "(the online softmax), and skips the tiles a mask hides entirely.",
+         "attention computes the same result one tile at a time, keeping only a running max, sum and output per "
+         "row (the online softmax), and skips the tiles a mask hides entirely.",
     question="How many tiles can a causal flash attention skip?", kind="number",
     try_this="On the Flash attention page, step through the tiles and watch the running max rescale the old sums.",
     page="flash")
@@ -67,12 +67,13 @@ def flash() -> Live:
     full = full_attention_bytes(1, real.n_heads, 32_768, 2)
     return Live(
         question=(f"Flash attention cuts a causal {FLASH_T} × {FLASH_T} attention into {len(tiles)} tiles of "
-                  f"{FLASH_BLOCK} × {FLASH_BLOCK} and sweeps them one at a time with a running max and sum. How many "
+                  f"{FLASH_BLOCK} × {FLASH_BLOCK} and sweeps them one at a time with a running max, sum and output per row. How many "
                   "tiles does it never load at all?"),
         choices=[f"{n} of {len(tiles)}" for n in options], answer=options.index(skipped),
         why=(f"A causal query never sees a later key, so the {skipped} tiles wholly above the diagonal are known to be "
              "empty from positions alone; the diagonal tiles are computed and masked inside. And no T × T matrix is "
-             f"ever held — for LLaMA 2 7B at 32,768 tokens it would be {binary_size(full)} per layer."),
+             f"ever held — for LLaMA 2 7B at 32,768 tokens its scores and its weights, two T × T matrices per head, would "
+             f"take {binary_size(full)} per layer ({binary_size(full // 2)} each)."),
         figure=tile_grid(tiles, len(tiles) - 1, allowed, f"causal, T = {FLASH_T}, tiles of {FLASH_BLOCK} × {FLASH_BLOCK}"),
         query={"flash_src": "random", "flash_T": str(FLASH_T), "flash_bq": str(FLASH_BLOCK),
                "flash_bk": str(FLASH_BLOCK), "flash_mask": "causal"})

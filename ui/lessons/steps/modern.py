@@ -14,10 +14,16 @@ from transformer.checkpoint import read_meta, shipped
 from transformer.costs import kv_cache_bytes, kv_cache_bytes_per_token
 from ui.figures import modern as figs
 from ui.lessons.live import Live
-from ui.lessons.steps.step import lesson_step
+from ui.lessons.steps.step import lesson_step, nearest
 
 MEASURED = Path(__file__).resolve().parents[3] / "assets" / "measurements" / "modern-variants.json"
 LONG = 131_072  # tokens: Gemma 3's and gpt-oss's context
+# Bits per character closer than this read as a tie: in the tournament, three seeds of one recipe at this size
+# spread by 0.02 to 0.2 bits (assets/measurements/tournament.json), and these steps have one checkpoint each
+BITS_TIE = 0.1
+# A head share (induction, sink share) within this of a choice's line reads as on the line: one held-out text
+SHARE_TIE = 0.05
+SINK_ALL, SINK_NONE = 0.9, 0.05  # a head that gives its sink more than 90% attends to nothing; under 5%: ignores it
 
 
 def _measured() -> dict:
@@ -41,11 +47,11 @@ def _nearest(options: list[float], value: float) -> int:
 
 @lesson_step(
     "local-global", "Since 2023: local and global layers",
-    text="Most long-context models no longer let every layer see everything. **Local** layers see a sliding window "
+    text="Many long-context models no longer let every layer see everything. **Local** layers see a sliding window "
          "of W tokens; **global** layers see all. Gemma 2 and gpt-oss alternate them, Gemma 3 puts five local "
-         "layers before each global one: the cost and the cache of the local layers stop growing at W. What does "
-         "each kind of layer do in a trained model?",
-    question="Which layer of the trained Gemma 3 copies from far back?", kind="choice",
+         "layers before each global one: the cost and the cache of the local layers stop growing at W. Others keep "
+         "every layer global (LLaMA 3.1, Qwen3, DeepSeek-V3). What does each kind of layer do in a trained model?",
+    question="Which layer of the trained Gemma 3 copies most from a sentence's first copy?", kind="choice",
     try_this="The Masks page opens the trained Gemma 3: each layer's mask in its strip, and the bytes local layers "
              "save at 4k, 32k and 128k tokens.",
     page="masks")
@@ -55,11 +61,14 @@ def local_global() -> Live:
     windows = row["layer_windows"]
     window = max(w for w in windows if w)
     best = int(np.argmax(row["induction"]))
+    runner_up = int(np.argsort(row["induction"])[-2])
+    lead = row["induction"][best] - row["induction"][runner_up]
     top_global = max(v for v, w in zip(row["induction"], windows) if w is None)
     choices = [f"layer {i} ({'local' if w else 'global'})" for i, w in enumerate(windows)]
     real = MODEL_CARDS["gemma3"].real["27B"]
     kept = kv_cache_bytes(real, LONG)["total"] / kv_cache_bytes(real.replace(layer_pattern="global"), LONG)["total"]
-    where = (f"A local layer can copy only the sentences whose first copy lies within its {window} keys; the global "
+    where = (f"A local layer can copy only the sentences whose first copy lies within its {window} keys, so this is "
+             f"copying from near, not far back; the global "
              f"layer, the only one that reaches the rest, copies {top_global:.2f}. At this size the model kept its "
              "copying in a local layer and left the long reach mostly unused."
              if windows[best] else
@@ -70,7 +79,10 @@ def local_global() -> Live:
                   "apart), which layer's best head copies most from the first copy?"),
         choices=choices, answer=best, source="measured on the shipped checkpoint",
         why=(f"{choices[best]}: its best head scores {row['induction'][best]:.2f} over all the sentences (random "
-             f"init: at most {row['random_init']['induction'][best]:.2f}). {where} Local layers are what let Gemma 3 "
+             f"init: at most {row['random_init']['induction'][best]:.2f}), "
+             + (f"{lead:.2f} ahead of {choices[runner_up]}. " if lead > SHARE_TIE else
+                f"a tie with {choices[runner_up]} ({row['induction'][runner_up]:.2f}) on one text. ")
+             + f"{where} Local layers are what let Gemma 3 "
              f"27B keep {kept:.0%} of an all-global cache at {LONG:,} tokens."),
         figure=figs.layer_roles(row), query={"preset": "gemma3"})
 
@@ -79,35 +91,50 @@ def local_global() -> Live:
     "latent", "Since 2023: multi-head latent attention",
     text="DeepSeek-V2/V3 cache neither K nor V. Each token is squeezed into a small **latent**; every head rebuilds "
          "its key and value from it. RoPE would not survive the squeeze, so one extra rotated key part is cached "
-         "and shared by all heads. Does a model that caches so little still read well?",
-    question="How well does the trained DeepSeek-V3 read, caching a latent?", kind="choice",
+         "and shared by all heads. How small is that cache next to MHA's and MQA's?",
+    question="How does DeepSeek-V3's latent cache compare with MQA's of the same width?", kind="choice",
     try_this="The KV heads page opens the trained DeepSeek-V3: what its cache holds per token and the absorbed form "
              "giving the same weights; its KV-cache tab sets the real 671B model's latent beside GQA and MHA of the "
              "same width.",
     page="kv_heads")
 def latent() -> Live:
-    """The trained DeepSeek-V3 caches a latent: what does that cost in how well it reads?"""
+    """DeepSeek-V3's latent cache against MHA and MQA of the same width (the library's count), beside how the
+    trained classroom models read."""
     points = [{"model": name, "bits": figures["bits_per_char"], "latent": cfg.row("kv_heads").latent,
                "cached": round(kv_cache_bytes_per_token(cfg) / 2 / cfg.n_layers)}
               for name, figures, cfg in _trained_decoders()]
     mla = next(p for p in points if p["latent"])
     others = [p for p in points if not p["latent"]]
-    gap = mla["bits"] - min(p["bits"] for p in others)
-    options = ["far worse (0.3 bits or more)", "a little worse (0.05–0.3 bits)", "about the same (within 0.05)",
-               "better"]
-    answer = 0 if gap >= 0.3 else 1 if gap >= 0.05 else 2 if gap > -0.05 else 3
     real = MODEL_CARDS["deepseek-v3"].real["671B"]
+    cached = latent_cache_numbers(real)
+    multiples = [1.0, 2.0, 8.0, 64.0]  # MLA's cache as a multiple of MQA's
+    ratio = cached["MLA"] / cached["MQA"]
+    fewer_and_better = [p["model"] for p in others if p["cached"] < mla["cached"] and p["bits"] < mla["bits"]]
     return Live(
-        question=(f"The trained DeepSeek-V3 caches {mla['cached']} numbers per token and layer — its latent and one "
-                  f"shared RoPE key — where the other trained models cache {min(p['cached'] for p in others)} to "
-                  f"{max(p['cached'] for p in others)}. Next to the best of them, how well does it read held-out "
-                  "English?"),
-        choices=options, answer=answer, source="measured on the shipped checkpoints",
-        why=(f"{mla['bits']:.2f} bits per character, against {min(p['bits'] for p in others):.2f} for the best other "
-             f"model (a gap of {gap:+.2f}). Every head's key and value is rebuilt from the latent, so the heads keep "
-             f"their own views; at real size DeepSeek-V3 caches {real.kv_rank + real.d_rope} numbers per token and "
-             f"layer where {real.n_heads} heads with their own K and V would cache {2 * real.n_heads * real.d_head:,}."),
-        figure=figs.cache_and_bits(points), query={"preset": "deepseek-v3", "kv_model": "deepseek-v3 671B"})
+        question=(f"At its real size DeepSeek-V3 has {real.n_heads} heads; each key is {real.d_head} numbers wide "
+                  f"({real.d_head - real.d_rope} from the latent, {real.d_rope} rotated), each value "
+                  f"{real.v_head_dim}. It caches a latent of {real.kv_rank} and one shared rotated key of "
+                  f"{real.d_rope} per token and layer. How large is that next to MQA of the same width (one K and "
+                  "one V head for all the heads)?"),
+        choices=[f"about {m:g}× MQA's" for m in multiples], answer=nearest(multiples, ratio),
+        source="the library's count (transformer.costs)",
+        why=(f"{ratio:.1f}× MQA's: {cached['MLA']:,} numbers per token and layer against {cached['MQA']:,} for MQA "
+             f"({real.d_head} + {real.v_head_dim}), and {cached['MHA']:,} for {real.n_heads} heads with their own K "
+             f"and V ({real.n_heads} × ({real.d_head} + {real.v_head_dim})): {cached['MHA'] / cached['MLA']:.0f}× "
+             "smaller than MHA, yet every head rebuilds keys and values of its own. The figure does not say what the "
+             f"latent costs in quality: the trained DeepSeek-V3 reads {mla['bits']:.2f} bits per character against "
+             f"{min(p['bits'] for p in others):.2f} for the best other model, but it also differs in its tiny "
+             f"experts, and {' and '.join(fewer_and_better) or 'no model'} cache fewer numbers and read better. The "
+             "Trade-offs page compares MLA with MHA, GQA and MQA on one recipe."),
+        figure=figs.cache_and_bits(points), query={"preset": "deepseek-v3", "kv_model": "deepseek-v3 671B"},
+        caption="The classroom models, each trained once: they differ in more than their cache.")
+
+
+def latent_cache_numbers(cfg) -> dict[str, int]:
+    """Numbers a layer caches per token for a latent model and for MHA and MQA of its width (transformer.costs)."""
+    plain = cfg.replace(kv_rank=None, q_rank=None)
+    variants = {"MLA": cfg, "MHA": plain, "MQA": plain.replace(n_kv_heads=1)}
+    return {name: round(kv_cache_bytes_per_token(v, 1) / v.n_layers) for name, v in variants.items()}
 
 
 @lesson_step(
@@ -143,51 +170,71 @@ def qk_norm() -> Live:
     "sinks", "Since 2023: attention sinks",
     text="Softmax must spend all of a row's weight, even when a head has nothing to find. gpt-oss gives each head a "
          "learned **sink** logit that joins the softmax and is dropped: the head can attend to nothing.",
-    question="How much of a query's weight do the trained gpt-oss sinks take?", kind="choice",
+    question="How do the trained gpt-oss's heads use their sinks?", kind="choice",
     try_this="The Scores page opens the trained gpt-oss: each head's sink share per query, on your own text.",
     page="scores")
 def sinks() -> Live:
-    """The trained gpt-oss: how much of a query's weight do its sinks take?"""
+    """The trained gpt-oss: which of its heads give their weight to the sink, and how much?"""
     row = _measured()["sinks"][0]
-    share = float(np.mean(row["sink_share"]))
+    shares = np.array(row["sink_share"]).ravel()  # (L * H,) each head's mean sink share on held-out English
     random_share = float(np.mean(row["random_init"]["sink_share"]))
     spare = _measured()["spare_weight"]
     parked = max(max(map(max, r["first_position"])) for r in spare)
-    options = [0.01, 0.1, 0.3, 0.6]
+    answer, choices = sink_pattern(shares)
     return Live(
         question=("gpt-oss gives each head a learned sink logit that joins the softmax and is then dropped. On held-out "
-                  "English, what share of a query's weight do the trained model's sinks take, averaged over its heads?"),
-        choices=[f"about {o:.0%}" for o in options], answer=_nearest(options, share),
-        source="measured on the shipped checkpoint",
-        why=(f"{share:.0%} on average, but unevenly: {int((np.array(row['sink_share']) > 0.9).sum())} heads give more "
-             "than 90% of their weight to the sink (they attend to nothing), while "
-             f"{int((np.array(row['sink_share']) < 0.05).sum())} of {np.size(row['sink_share'])} give it under 5% "
-             f"(random init: {random_share:.1%}, what one extra key of score 0 gets). Models without sinks park spare "
-             f"weight on the first token instead: up to {parked:.0%} in a head of the shipped checkpoints."),
+                  f"English, how do the trained model's {shares.size} heads use their sinks?"),
+        choices=choices, answer=answer, source="measured on the shipped checkpoint",
+        why=(f"{int((shares > SINK_ALL).sum())} heads give more than {SINK_ALL:.0%} of their weight to the sink "
+             f"(they attend to nothing), while {int((shares < SINK_NONE).sum())} of {shares.size} give it under "
+             f"{SINK_NONE:.0%} (random init: {random_share:.1%}, what one extra key of score 0 gets); the mean, "
+             f"{shares.mean():.0%}, describes no head. Models without sinks park spare weight on the first token "
+             f"instead: up to {parked:.0%} in a head of the shipped checkpoints."),
         figure=figs.sinks_measured(row), query={"preset": "gpt-oss"})
+
+
+def sink_pattern(shares: np.ndarray, all_line: float = SINK_ALL, none_line: float = SINK_NONE) -> tuple[int, list[str]]:
+    """The choices for how heads use a sink, and which one the measured shares (one per head) match."""
+    n = shares.size
+    nearly_all, nearly_none = int((shares > all_line).sum()), int((shares < none_line).sum())
+    patterns = {"A little in every head, as at random init": nearly_none == n,
+                "A few heads give it nearly everything; most give it almost nothing": 0 < nearly_all <= n // 4
+                and nearly_none > n // 2,
+                "About half of the weight, in every head": bool(np.all(np.abs(shares - 0.5) < 0.25)),
+                "Most heads give it most of their weight": nearly_all > n // 2}
+    patterns["None of these: the heads use it in many different ways"] = not any(patterns.values())
+    return list(patterns.values()).index(True), list(patterns)
 
 
 @lesson_step(
     "rope-scaling", "Since 2023: RoPE scaling",
-    text="RoPE fails past its trained length: its slow dimensions reach angles never seen. Every long-context model "
-         "rescales the frequencies — linear, dynamic NTK, YaRN, LLaMA 3's bands — often with no retraining at all.",
-    question="Which scaling lets the trained LLaMA 2 read 4× its context best?", kind="choice",
+    text="Past its trained length RoPE's slow dimensions reach angles never seen, and a model whose layers see every "
+         "key reads worse there (a sliding window, as in Mistral, never lets it see that far). Many long-context models "
+         "rescale the frequencies — linear (position interpolation), dynamic NTK, YaRN (Qwen, DeepSeek-V3, gpt-oss), "
+         "LLaMA 3's bands (LLaMA 3.1) — usually with some training at the longer length; dynamic NTK needs none.",
+    question="Which scaling reads 4× the trained LLaMA 2's context worst?", kind="choice",
     try_this="On the Positions page, see each frequency's wavelength under each scaling, and the measured length "
              "test for every trained RoPE model.",
     page="positions")
 def rope_scaling() -> Live:
-    """The trained LLaMA 2 reads 4x its context: which scaling reads best without retraining?"""
+    """The trained LLaMA 2 reads 4x its context with each scaling switched on: which reads worst, and which tie?"""
     model = next(m for m in _measured()["rope_scaling"] if m["model"].startswith("llama2"))
     rows = [r for r in model["rows"] if not axes.row("rope_scaling", r["scaling"]).rescales or r["factor"] == 4.0]
-    best = min(rows, key=lambda r: r["bits_per_char"]["4x"])
+    bits = [r["bits_per_char"]["4x"] for r in rows]
     names = ["no scaling" if not axes.row("rope_scaling", r["scaling"]).rescales
              else f"{axes.label('rope_scaling', r['scaling'])} ×4" for r in rows]
-    plain = rows[0]["bits_per_char"]["4x"]
+    worst, best = int(np.argmax(bits)), int(np.argmin(bits))
+    tied = [names[i] for i in np.argsort(bits) if bits[i] - bits[best] < BITS_TIE]
+    plain = bits[0]
     return Live(
-        question=(f"The LLaMA 2 model trained on {model['context']} characters reads a text 4× longer. Which RoPE "
-                  "scaling, switched on at inference with no retraining, reads it best?"),
-        choices=names, answer=rows.index(best), source="measured on the shipped checkpoint",
-        why=(f"{names[rows.index(best)]}: {best['bits_per_char']['4x']:.2f} bits per character, against {plain:.2f} "
-             "without scaling. Linear interpolation also slows the fast dimensions the model uses to find the "
-             "character before, and loses even the trained length; the others keep them."),
+        question=(f"The LLaMA 2 model trained on {model['context']} characters reads a text 4× longer, each RoPE "
+                  "scaling switched on at inference with no retraining. Which reads it worst — worse even than no "
+                  "scaling?"),
+        choices=names, answer=worst, source="measured on the shipped checkpoint",
+        why=(f"{names[worst]} ({axes.row('rope_scaling', rows[worst]['scaling']).does}): {bits[worst]:.2f} bits "
+             f"per character, against {plain:.2f} without scaling. "
+             + (f"{', '.join(tied[:-1])} and {tied[-1]} read within {BITS_TIE} bits of each other "
+                f"({', '.join(f'{bits[names.index(n)]:.2f}' for n in tied)}): one checkpoint each, a tie at this "
+                "resolution; all read far better than no scaling." if len(tied) > 1 else
+                f"{names[best]} reads best ({bits[best]:.2f}).")),
         figure=figs.scaling_length_test(rows), query={"rope_scaling": "yarn", "rope_factor": "4.0"})
