@@ -33,7 +33,8 @@ from transformer.config import TransformerConfig  # noqa: E402
 from transformer.training import language  # noqa: E402
 from transformer.training.tournament.comparisons import COMPARISONS  # noqa: E402
 from transformer.training.tournament.document import (  # noqa: E402
-    TOURNAMENT_PATH, comparison, finish, load, new_document, rewrite, run_key, same_config, summary_rows)
+    TOURNAMENT_PATH, claim_text, comparison, finish, load, new_document, rewrite, run_key, same_config,
+    summary_rows)
 from transformer.training.tournament.run import TINY, Recipe, train_run  # noqa: E402
 from transformer.training.tournament.verdict import MAX_SEEDS, MIN_SEEDS  # noqa: E402
 
@@ -139,14 +140,6 @@ def run(recipe: Recipe, keys: list[str], seeds: list[int], out: Path, threads: i
 README = ROOT / "README.md"
 
 COST_LABELS = {"kv_bytes_per_token": "KV bytes/token", "parameters": "parameters"}
-
-
-def claim_text(claim: dict) -> str:
-    """A claim as the page and the README quote it: the lecture's words in quotation marks, another source's claim
-    in this project's words, each with its source."""
-    if claim["lecture"]:
-        return f"\u201c{claim['quote']}\u201d (lecture {claim['source']})"
-    return f"{claim['quote']} ({claim['source']}; in this project's words)"
 
 
 def measured_text(row: dict) -> str:

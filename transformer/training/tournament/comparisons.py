@@ -159,10 +159,10 @@ def _nope_entries(r: Recipe) -> list[Entry]:
                   predicted={f"{m}x": ("better",) for m in LENGTHS[1:]})]
 
 
-TIED = ("Every model of this comparison tied its input and output embeddings. Tied, a 6-layer post-norm model "
-        "stalled near the unigram level in every seed; one probe with untied embeddings (seed 0) reached 2.725 "
-        "bits/char against pre-norm's 2.679, so the tie, not post-norm alone, may be what failed. The next run "
-        "unties the embeddings and measures the tie as a comparison of its own.")
+TIED = ("Every model of this comparison tied its input and output embeddings (the output head reuses the input "
+        "embedding matrix). Tied, the deep post-norm models stalled near the unigram level; untied, post-norm may "
+        "train, so what is measured here may be the tie's doing as much as post-norm's. The next recipe unties the "
+        "embeddings and measures the tie as a comparison of its own, under pre-norm and post-norm.")
 
 COMPARISONS: dict[str, Comparison] = {c.key: c for c in (
     Comparison("kv-heads", "KV heads", "KV heads",

@@ -197,6 +197,14 @@ def comparison(data: dict, key: str) -> dict:
     raise KeyError(f"no comparison {key!r}; the file has {', '.join(c['key'] for c in data['comparisons'])}")
 
 
+def claim_text(claim: dict) -> str:
+    """A claim as the page and the README quote it: the lecture's words in quotation marks, another source's claim
+    in this project's words, each with its source."""
+    if claim["lecture"]:
+        return f"\u201c{claim['quote']}\u201d (lecture {claim['source']})"
+    return f"{claim['quote']} ({claim['source']}; in this project's words)"
+
+
 def summary_rows(data: dict) -> list[dict]:
     """One row per entry: comparison, choice, its parameters and cost, held-out bits (mean, lowest and highest
     seed), seeds, diverged runs, and its verdict against its reference (difference and interval)."""
