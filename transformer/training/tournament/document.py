@@ -36,7 +36,8 @@ def describe_entry(recipe: Recipe, entry: Entry, entries: list[Entry]) -> dict:
     config, costs (transformer.costs) and settings."""
     cfg = entry_config(recipe, entry)
     counts = param_counts(cfg)
-    return {"choice": entry.choice, "against": reference_of(entries, entry), "predicted": dict(entry.predicted),
+    return {"choice": entry.choice, "against": reference_of(entries, entry),
+            "predicted": {length: list(verdicts) for length, verdicts in entry.predicted.items()},
             "config": cfg.to_dict(), "parameters": counts["total"], "active_parameters": counts["active"],
             "kv_bytes_per_token": kv_cache_bytes_per_token(cfg), "lr": recipe.lr * entry.lr_factor,
             "warmup": entry.warmup, "warmup_steps": recipe.warmup if entry.warmup else 0, "runs": []}
