@@ -293,6 +293,29 @@ def test_a_tiny_tournament_writes_the_new_shape_resumes_and_the_page_reads_it(tm
     assert nope["verdict"] in text and "The lecture says" not in text
 
 
+def test_the_runner_gives_an_undecided_entry_more_seeds_up_to_five(tmp_path, monkeypatch):
+    """The runner's scheduling alone: a stand-in for training returns the sinks entry's bits with seeds that keep
+    disagreeing, so its verdict stays undecided; it and its reference get seeds 3 and 4, then stop."""
+    import scripts.tournament as script
+
+    spread = {0: 0.0, 1: 0.1, 2: -0.1, 3: 0.12, 4: -0.12}
+
+    def stand_in(cfg, recipe, seed, **settings):
+        bits = 1.0 + (spread[seed] if cfg.sinks else 0.0)
+        return {"seed": seed, "steps": recipe.steps, "tokens": recipe.tokens, "held_out_bits_per_char": bits,
+                "diverged": False, "curve": [[0, bits]], "processor_seconds": 0.01}
+
+    monkeypatch.setattr(script, "train_run", stand_in)
+    data = script.run(TINY, ["sinks"], [0, 1, 2], tmp_path / "t.json", 1, log=lambda line: None)
+    sinks = comparison(data, "sinks")
+    assert [sorted(r["seed"] for r in e["runs"]) for e in sinks["entries"]] == [[0, 1, 2, 3, 4]] * 2
+    assert sinks["entries"][1]["verdict"] == "undecided" and sinks["seeds_wanted"] == {}
+    assert sinks["claim_status"] == "undecided"
+    decided = script.run(TINY, ["sinks"], [0, 1, 2], tmp_path / "u.json", 1, log=lambda line: None,
+                         more_seeds=False)
+    assert all(len(e["runs"]) == 3 for e in comparison(decided, "sinks")["entries"])
+
+
 def test_prefix_windows_make_the_shorter_reads_part_of_the_longer():
     from transformer import Transformer
     from transformer.training.tournament.run import base_config, by_length_prefixes, window_bits
