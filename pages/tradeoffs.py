@@ -104,7 +104,7 @@ if status == "disagrees":  # a finding, not a fault of the page: a warning, neve
 elif status == "not tested at this size":
     st.info(f"**Not tested at this size:** {comp['claim_why']}.", icon="⚖️")
 elif status == "undecided":
-    st.info(f"**Undecided:** {comp['claim_why']}; the intervals are too wide for a verdict either way.", icon="⚖️")
+    st.info(f"**Undecided:** {comp['claim_why']}.", icon="⚖️")
 if comp.get("seeds_wanted"):
     st.caption("Undecided after its seeds, so the next run gives these more (up to 5): " + ", ".join(
         f"{c} ({n} seeds)" for c, n in comp["seeds_wanted"].items()) + ".")

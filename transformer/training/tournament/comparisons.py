@@ -196,40 +196,40 @@ COMPARISONS: dict[str, Comparison] = {c.key: c for c in (
     Comparison("qk-norm", "QK-norm", "The new switches",
                Claim("Normalising queries and keys keeps attention logits from growing, so training survives a "
                      "learning rate that breaks the baseline.", "OLMo 2 (Team OLMo, 2024, \"2 OLMo 2 Furious\") and "
-                     "the Qwen3 technical report (2025); not in the lecture", lecture=False),
+                     "the Qwen3 technical report (2025)", lecture=False),
                "parameters",
                "Attention logits grow with width and training length; at d_head 16 they stay small, so the "
                "instability QK-norm prevents may never arise.", _qk_entries, out_of_reach=_qk_out_of_reach),
     Comparison("sinks", "Sinks", "The new switches",
                Claim("A learned sink logit gives a head somewhere to put attention it does not need, at no cost in "
-                     "quality.", "gpt-oss model card (OpenAI, 2025); not in the lecture", lecture=False),
+                     "quality.", "gpt-oss model card (OpenAI, 2025)", lecture=False),
                "parameters",
                "Streaming and long-context behaviour, where the first token's role as a sink matters most.",
                _sink_entries, first_token=True),
     Comparison("softcap", "Soft-cap", "The new switches",
                Claim("Soft-capping attention scores and final logits stabilises training at no cost in quality.",
-                     "Gemma 2 technical report (Gemma Team, 2024); not in the lecture", lecture=False),
+                     "Gemma 2 technical report (Gemma Team, 2024)", lecture=False),
                "parameters",
                "Gemma 2's caps (50 on scores, 30 on logits) only bite on logits that large; a model this small "
                "rarely reaches them.", _softcap_entries),
     Comparison("embeddings", "Tied vs untied", "Embeddings",
                Claim("Tying the output embedding to the input embedding costs nothing in quality and often "
                      "improves it, with fewer parameters.", "Press and Wolf, \"Using the Output Embedding to Improve "
-                     "Language Models\" (2017); not in the lecture", lecture=False),
+                     "Language Models\" (2017)", lecture=False),
                "parameters",
                "Vocabularies of 32k to 256k tokens, where the embedding is a large share of the parameters; here "
                "it is a few hundred characters.", _embedding_entries),
     Comparison("attention-kinds", "Full vs hybrid", "Layers that keep a state",
                Claim("Three Gated DeltaNet layers to one full-attention layer read as well as full attention, with a "
                      "fixed-size state in most layers.", "Qwen3-Next model card (Qwen, 2025) and Gated DeltaNet "
-                     "(Yang, Kautz and Hatamizadeh, 2024); not in the lecture", lecture=False),
+                     "(Yang, Kautz and Hatamizadeh, 2024)", lecture=False),
                "kv_bytes_per_token",
                "Recall of a word seen far back, where a fixed state forgets first, is not measured by this run; "
                "contexts of thousands of tokens either.", _attention_kind_entries),
     Comparison("nope", "NoPE every 4th", "Positions",
                Claim("Leaving RoPE out of every fourth layer helps a model read past its trained length.",
-                     "Llama 4 model card (Meta, 2025) and \"Rope to Nope and Back Again\" (Yang et al., 2025); not in "
-                     "the lecture", lecture=False),
+                     "Llama 4 model card (Meta, 2025) and \"Rope to Nope and Back Again\" (Yang et al., 2025)",
+                     lecture=False),
                "parameters",
                "Contexts of 128k tokens and more, where Llama 4 uses it; here 4× a crop of 128 characters.",
                _nope_entries, lengths=LENGTHS, longer_against="reference"),

@@ -203,7 +203,7 @@ def claim_text(claim: dict) -> str:
     in this project's words, each with its source."""
     if claim["lecture"]:
         return f"\u201c{claim['quote']}\u201d (lecture {claim['source']})"
-    return f"{claim['quote']} ({claim['source']}; in this project's words)"
+    return f"{claim['quote']} ({claim['source']}; not in the lecture, in this project's words)"
 
 
 def summary_rows(data: dict) -> list[dict]:

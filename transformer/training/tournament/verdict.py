@@ -140,7 +140,7 @@ def claim_status(expectations: list[Expectation], measured_nothing: list[str], b
                                       for e in contrary)
     open_ = [e for e in expectations if e.verdict in ("undecided", None)]
     if open_:
-        return "undecided", "; ".join(f"{e.label} undecided" for e in open_)
+        return "undecided", "; ".join(f"{e.label}: its interval is too wide to decide" for e in open_)
     return "agrees", "; ".join(f"{e.label} {e.verdict}" for e in expectations)
 
 
