@@ -106,7 +106,8 @@ elif status == "not tested at this size":
 elif status == "undecided":
     st.info(f"**Undecided:** {comp['claim_why']}.", icon="⚖️")
 if comp.get("seeds_wanted"):
-    st.caption("Undecided after its seeds, so the next run gives these more (up to 5): " + ", ".join(
+    st.caption(f"Undecided after its seeds: `{document.COMMAND}` going on with this file's recipe gives these more "
+               "(up to 5): " + ", ".join(
         f"{c} ({n} seeds)" for c, n in comp["seeds_wanted"].items()) + ".")
 if comp.get("caveat"):
     st.warning(comp["caveat"])
