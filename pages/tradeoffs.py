@@ -1,4 +1,4 @@
-"""Trade-offs, measured: each claim the lecture makes about an axis, trained here with several seeds."""
+"""Trade-offs, measured: each claim about an axis, trained here with several seeds and judged by one stated rule."""
 import json
 import os
 from pathlib import Path
@@ -7,7 +7,8 @@ import pandas as pd
 import streamlit as st
 
 from transformer.training.tournament import document
-from transformer.training.tournament.statistics import NO_DIFFERENCE
+from transformer.training.tournament.comparisons import COMPARISONS
+from transformer.training.tournament.verdict import LEARNED_BITS, MIN_SEEDS, RULE_TEXT
 from ui.app.page import start_page
 from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, keep_valid, url_state
@@ -16,18 +17,18 @@ from ui.figures import tradeoffs as figs
 url_state("tradeoffs", trade_comparison="kv-heads")
 
 start_page("Trade-offs, measured", """
-**The problem.** The lecture makes claims about every axis: GQA and MQA shrink the KV cache "with almost no quality
-loss", pre-norm "trains better", RoPE "extrapolates", SwiGLU is worth its third matrix, a mixture of experts buys
-quality at the same active compute. This app shows each choice, but showing is not testing.
+**The problem.** The lecture's documents make claims about the axes: GQA gives "most of MQA's memory savings with
+almost no quality loss", post-norm is "Harder to train, needs warmup.", SwiGLU gives "Better quality for same param
+count.". Newer switches (QK-norm, sinks, soft-capping) come with their papers' and model cards' claims. This app
+shows each choice, but showing is not testing.
 
-**What was done.** One recipe, one budget: for each comparison every entry trained the same steps on the same
-tokens at the same width, with several seeds, on the everyday English the language models read; the score is
-bits per character on held-out text that shares no passage with the training text. Where the seeds of two
-entries overlap, the page says **no difference measured at this size**; where the measurement contradicts the
-lecture, it says so.
+**What was done.** One recipe per comparison, the same for all its entries: every entry trained the same steps on
+the same tokens at the same width, with several seeds, on everyday English; the score is bits per character on
+held-out text that shares no passage with the training text. One rule, stated below before any number, turns the
+seeds into a verdict.
 
-**What to look at.** Pick a comparison: the lecture's claim beside what was measured, every seed, the cost the
-choice saves or spends, and the training curves.
+**What to look at.** Pick a comparison: the claim and its source beside what was measured, every seed against the
+baselines, each entry's difference from its reference with its interval, and the training curves.
 """)
 
 # one JSON per machine it was measured on (tournament.json, tournament-<hardware>.json); the tests point elsewhere
@@ -56,70 +57,105 @@ if problem:
     st.error(f"The tournament's measurements are not available: {problem}")
     st.stop()
 
-recipe = data["recipe"]
-st.caption(f"Recipe: d_model {recipe['d_model']}, {recipe['n_heads']} heads, {recipe['n_layers']} layers (the norms "
-           f"comparison also {recipe['deep_layers']}), crops of {recipe['context']} characters, batch "
-           f"{recipe['batch_size']}, {recipe['steps']} steps ({recipe['tokens_per_run']:,} characters per run), "
-           f"peak learning rate {recipe['lr']:g} after {recipe['warmup']} warm-up steps. {data['hardware']}; "
-           f"{data.get('runs_trained', '?')} runs trained, {data.get('processor_seconds_total', 0) / 60:.0f} processor "
-           "minutes in all (a run two comparisons share is trained once). "
-           f"File: {path.relative_to(document.ROOT) if path.is_relative_to(document.ROOT) else path}.")
+with st.expander("**The verdict rule**, the same for every comparison", expanded=True):
+    st.markdown(RULE_TEXT)
 
-comparisons = {c["key"]: c for c in data["comparisons"]}
-keep_valid("trade_comparison", list(comparisons))
-key = st.radio("Comparison", list(comparisons), horizontal=True, key="trade_comparison", **KEEP,
-               format_func=lambda k: comparisons[k]["axis"])
-comp = comparisons[key]
+recipe = data["recipe"]
+tied = "tied (the output head reuses the input embedding)" if recipe.get("tie_embeddings") else "untied"
+st.caption(f"Recipe: d_model {recipe['d_model']}, {recipe['n_heads']} heads, {recipe['n_layers']} layers (the norms "
+           f"comparison also {recipe['deep_layers']}), embeddings {tied}, crops of {recipe['context']} characters, "
+           f"batch {recipe['batch_size']}, {recipe['steps']} steps ({recipe['tokens_per_run']:,} characters per run), "
+           f"peak learning rate {recipe['lr']:g} after {recipe['warmup']} warm-up steps. Measured on: "
+           f"{data['hardware']}; {data.get('runs_trained', '?')} runs trained, "
+           f"{data.get('processor_seconds_total', 0) / 60:.0f} processor minutes in all (a run two comparisons share "
+           f"is trained once). File: {path.relative_to(document.ROOT) if path.is_relative_to(document.ROOT) else path}."
+           + (f" Its verdicts: {data['rewritten_from']}." if data.get("rewritten_from") else ""))
+
+finished = {c["key"]: c for c in data["comparisons"] if c["complete"]}
+running = [c for c in data["comparisons"] if not c["complete"]]
+if running:
+    st.info("Still running (not every entry has its " + f"{MIN_SEEDS} seeds yet): " + "; ".join(
+        f"{c['axis']} ({c['seeds_per_entry']} of {MIN_SEEDS} seeds in its least-run entry)" for c in running)
+        + f". `{document.COMMAND}` goes on where it stopped.")
+absent = [spec.axis for key, spec in COMPARISONS.items() if key not in {c["key"] for c in data["comparisons"]}]
+if absent:
+    st.caption(f"Declared for the next run, not in this file: {', '.join(absent)}. An indexer's top-k against dense "
+               "attention is not declared: the library has no indexer to switch on yet.")
+if not finished:
+    st.stop()
+
+keep_valid("trade_comparison", list(finished))
+key = st.radio("Comparison", list(finished), horizontal=True, key="trade_comparison", **KEEP,
+               format_func=lambda k: finished[k]["axis"])
+comp = finished[key]
 arrays = figs.comparison_arrays(comp)
 
-verdict = comp["verdict"]
+claim = comp["claim"]
 col1, col2 = st.columns(2)
-col1.markdown(f"**The lecture says.** {comp['claim']}")
-col2.markdown(f"**Measured here.** {verdict}")
-if not comp.get("complete", False):
-    st.warning(f"Fewer than {document.MIN_SEEDS} seeds per entry so far ({comp.get('seeds_per_entry', 0)}): "
-               f"a provisional verdict. `{document.COMMAND}` goes on where it stopped.")
-if verdict.startswith("Disagrees"):  # a finding, not a fault of the page: a warning, never an error
-    st.warning("**They disagree:** the measurement here contradicts the lecture's claim.", icon="⚖️")
-elif verdict.startswith("Partly"):
-    st.warning("The measurement here bears out only part of the lecture's claim.", icon="⚖️")
-elif NO_DIFFERENCE in verdict:
-    st.info(f"Within the seeds' spread: {NO_DIFFERENCE}.", icon="⚖️")
+if claim["lecture"]:
+    col1.markdown(f"**The lecture says** (document {claim['source']}): \u201c{claim['quote']}\u201d")
+else:
+    col1.markdown(f"**The claim** (not in the lecture's documents; {claim['source']}), in this project's words: "
+                  f"{claim['quote']}")
+col2.markdown(f"**Measured here.** {comp['verdict']}")
+status = comp["claim_status"]
+if status == "disagrees":  # a finding, not a fault of the page: a warning, never an error
+    st.warning("**They disagree:** the measurement here contradicts the claim.", icon="⚖️")
+elif status == "not tested at this size":
+    st.info(f"**Not tested at this size:** {comp['claim_why']}.", icon="⚖️")
+elif status == "undecided":
+    st.info(f"**Undecided:** {comp['claim_why']}.", icon="⚖️")
+if comp.get("seeds_wanted"):
+    st.caption(f"Undecided after its seeds: `{document.COMMAND}` going on with this file's recipe gives these more "
+               "(up to 5): " + ", ".join(
+        f"{c} ({n} seeds)" for c, n in comp["seeds_wanted"].items()) + ".")
+if comp.get("caveat"):
+    st.warning(comp["caveat"])
 failed = [f"{c} (seed {s})" for c, seeds, d in zip(arrays.choices, arrays.seeds, arrays.diverged)
           for s, x in zip(seeds, d) if x]
 if failed:
     st.warning(f"Diverged, shown as crosses and dashed curves: {', '.join(failed)}.")
 
+baselines = comp["baselines_bits"]
 left, right = st.columns(2)
 show_chart(figs.bits_by_choice(arrays.choices, arrays.seeds, arrays.bits, arrays.diverged,
-                               "Held-out bits per character, every seed",
-                               (data.get("baselines") or {}).get("unigram_bits")), key="trade_bits", where=left)
+                               "Held-out bits per character, every seed", baselines["unigram"], baselines["bigram"],
+                               LEARNED_BITS), key="trade_bits", where=left)
 show_chart(figs.cost_against_bits(arrays.choices, arrays.cost, arrays.bits, arrays.cost_axis,
                                   f"Against its cost: {figs.COST_TITLES[arrays.cost_axis]}"),
            key="trade_cost", where=right)
-if arrays.cost_axis == "forward_ms":
-    right.caption("Forward times were read once per entry on a shared two-core machine while other work ran: the "
-                  "same model read 15 to 50 ms at different moments, so only large gaps mean anything here. "
-                  "benchmarks/ holds the careful timings.")
+show_chart(figs.differences(*figs.difference_rows(comp), "Each entry against its reference: the seed-paired "
+                                                         "difference and its 95% interval"), key="trade_differences")
 if len(arrays.multiples) > 1:
     show_chart(figs.bits_by_length(arrays.choices, arrays.multiples, arrays.by_length, recipe["context"],
                                    "Held out at the trained length and longer"), key="trade_lengths")
+    shared = ("Every length reads the same windows: 1× their first "
+              f"{recipe['context']} characters, 2× the first {2 * recipe['context']}, 4× all of them, so a shorter "
+              "read is part of every longer one." if recipe.get("length_windows") == "prefixes" else
+              "Each length reads windows of its own (fewer and longer ones, spread over the held-out text): the 2× "
+              "and 4× windows share only a small part of the 1× characters, so part of a difference between lengths "
+              "is a difference of text. The next run reads prefixes of the same windows at every length.")
     st.caption("A learned table has no row past the length it trained, so it cannot read 2× or 4×: no point there. "
-               "Every length reads the same held-out characters, in longer windows.")
+               + shared)
 show_chart(figs.training_curves(arrays.choices, arrays.curves, "Training curves, every seed"),
            key="trade_curves")
 st.markdown(f"**What this size cannot test.** {comp['cannot_test']} {data.get('scale_note', document.SCALE_NOTE)}")
 
 rows = pd.DataFrame([r for r in document.summary_rows(data) if r["comparison"] == comp["axis"]])
-if not rows.empty:
-    table = rows[["choice", "mean", "low", "high", "seeds", "diverged", "cost"]].rename(
-        columns={"mean": "bits/char (mean)", "low": "lowest seed", "high": "highest seed",
-                 "cost": figs.COST_TITLES[arrays.cost_axis]})
-    st.dataframe(table, hide_index=True)
+table = pd.DataFrame({
+    "choice": rows["choice"], "parameters": rows["parameters"], "bits/char (mean)": rows["mean"],
+    "lowest seed": rows["low"], "highest seed": rows["high"], "seeds": rows["seeds"], "diverged": rows["diverged"],
+    "against": rows["against"].fillna("(reference)"),
+    "difference": rows["difference"],
+    "95% interval": [("–" if i is None else f"{i[0]:+.3f} to {i[1]:+.3f}") for i in rows["interval"]],
+    "verdict": rows["verdict"].fillna("no verdict")})
+if arrays.cost_axis != "parameters":
+    table.insert(2, figs.COST_TITLES[arrays.cost_axis], rows["cost"])
+st.dataframe(table, hide_index=True)
 
 st.subheader("Every comparison")
-st.dataframe(pd.DataFrame([{"comparison": c["axis"], "the lecture says": c["claim"], "measured here": c["verdict"]}
-                           for c in data["comparisons"]]), hide_index=True)
+st.markdown("| comparison | the claim | measured here |\n|---|---|---|\n" + "\n".join(
+    f"| {c['axis']} | {document.claim_text(c['claim'])} | {c['verdict']} |" for c in data["comparisons"]))
 st.caption(f"Reproduce with `{document.COMMAND}` "
            f"(`--comparison {key}` for this one alone); the Train page reruns any single cell live.")
 st.download_button("Download the measurements (JSON)", on_click="ignore", file_name=path.name,

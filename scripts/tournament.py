@@ -3,10 +3,13 @@
     python -m scripts.tournament                                  # everything: assets/measurements/tournament.json
     python -m scripts.tournament --comparison kv-heads            # one comparison (repeat --comparison for more)
     python -m scripts.tournament --tiny --out /tmp/t.json         # seconds: the smallest budget, for tests
+    python -m scripts.tournament --rewrite                        # an older file's runs judged again, in today's shape
 
 The JSON is written after every run, so a partial tournament is usable and a rerun with the same recipe goes on
 where it stopped (runs already in the file are kept, never trained again). Seeds run outermost: seed 0 of every
 comparison first, then seed 1, so a stopped tournament has every comparison, labelled with the seeds it has.
+After the first three seeds, an entry whose verdict is undecided gets another seed (with what it is measured
+against), up to five (transformer/training/tournament/verdict.py states the rule).
 The README's table is rendered here from the JSON (`readme_table`); `--readme` writes it between its markers.
 """
 from __future__ import annotations
@@ -30,8 +33,10 @@ from transformer.config import TransformerConfig  # noqa: E402
 from transformer.training import language  # noqa: E402
 from transformer.training.tournament.comparisons import COMPARISONS  # noqa: E402
 from transformer.training.tournament.document import (  # noqa: E402
-    MIN_SEEDS, TOURNAMENT_PATH, comparison, finish, load, new_document, run_key, summary_rows)
-from transformer.training.tournament.run import TINY, Recipe, forward_ms, train_run  # noqa: E402
+    TOURNAMENT_PATH, claim_text, comparison, finish, load, new_document, rewrite, run_key, same_config,
+    summary_rows)
+from transformer.training.tournament.run import TINY, Recipe, train_run  # noqa: E402
+from transformer.training.tournament.verdict import MAX_SEEDS, MIN_SEEDS  # noqa: E402
 
 
 def hardware(threads: int) -> str:
@@ -55,14 +60,6 @@ def write(data: dict, path: Path) -> None:
     partial.replace(path)
 
 
-def same_config(old: dict | None, new: dict) -> bool:
-    """Whether a stored config is this one (a field added to TransformerConfig since reads as its default)."""
-    try:
-        return old is not None and TransformerConfig.from_dict(old).to_dict() == new
-    except (TypeError, ValueError):
-        return False
-
-
 def merge(old: dict, new: dict) -> dict:
     """The new document's comparisons, each entry with the runs (and forward time) the old file already had."""
     old_entries = {(c["key"], e["choice"]): e for c in old.get("comparisons", []) for e in c["entries"]}
@@ -71,7 +68,7 @@ def merge(old: dict, new: dict) -> dict:
         for entry in comp["entries"]:
             before = old_entries.get((comp["key"], entry["choice"]))
             if before is not None and same_config(before.get("config"), entry["config"]):
-                entry["runs"], entry["forward_ms"] = before["runs"], before.get("forward_ms")
+                entry["runs"] = before["runs"]
     # comparisons this invocation does not run stay as they were
     new["comparisons"] += [c for c in old.get("comparisons", []) if c["key"] not in kept]
     order = list(COMPARISONS)
@@ -79,7 +76,8 @@ def merge(old: dict, new: dict) -> dict:
     return new
 
 
-def run(recipe: Recipe, keys: list[str], seeds: list[int], out: Path, threads: int, log=print) -> dict:
+def run(recipe: Recipe, keys: list[str], seeds: list[int], out: Path, threads: int, log=print,
+        more_seeds: bool = True) -> dict:
     data = new_document(recipe, hardware(threads), list(COMPARISONS))
     if out.exists():
         try:
@@ -100,58 +98,82 @@ def run(recipe: Recipe, keys: list[str], seeds: list[int], out: Path, threads: i
                                 (f"{comp['axis']}: {entry['choice']}", r))
     write(data, out)
     started = time.perf_counter()
+
+    def train_seed(comp: dict, entry: dict, seed: int) -> None:
+        where = f"{comp['axis']}: {entry['choice']}"
+        same_run = run_key(entry["config"], entry["lr"], entry["warmup_steps"], seed)
+        if same_run in done:
+            source, shared = done[same_run]
+            run_json = {**shared, "shared_with": shared.get("shared_with", source)}
+            log(f"[{time.perf_counter() - started:7.0f}s] seed {seed} {where}: the same run as {source}")
+        else:
+            cfg = TransformerConfig.from_dict(entry["config"])
+            # every run reads every length and the first token's share, so any comparison can share it
+            run_json = train_run(cfg, recipe, seed, lr=entry["lr"], warmup=entry["warmup_steps"])
+            done[same_run] = (where, run_json)
+            log(f"[{time.perf_counter() - started:7.0f}s] seed {seed} {where}: "
+                f"held-out {run_json['held_out_bits_per_char']} bits/char, diverged {run_json['diverged']}, "
+                f"{run_json['processor_seconds']:.1f} processor s")
+        entry["runs"].append(run_json)
+        entry["runs"].sort(key=lambda r: r["seed"])
+        write(data, out)
+
     for seed in seeds:
         for key in keys:
             comp = comparison(data, key)
             for entry in comp["entries"]:
-                if any(r["seed"] == seed for r in entry["runs"]):
-                    continue
-                where = f"{comp['axis']}: {entry['choice']}"
-                same_run = run_key(entry["config"], entry["lr"], entry["warmup_steps"], seed)
-                if same_run in done:
-                    source, shared = done[same_run]
-                    run_json = {**shared, "shared_with": shared.get("shared_with", source)}
-                    log(f"[{time.perf_counter() - started:7.0f}s] seed {seed} {where}: the same run as {source}")
-                else:
-                    cfg = TransformerConfig.from_dict(entry["config"])
-                    run_json = train_run(cfg, recipe, seed, lr=entry["lr"], warmup=entry["warmup_steps"])
-                    done[same_run] = (where, run_json)
-                    log(f"[{time.perf_counter() - started:7.0f}s] seed {seed} {where}: "
-                        f"held-out {run_json['held_out_bits_per_char']} bits/char, diverged {run_json['diverged']}, "
-                        f"{run_json['processor_seconds']:.1f} processor s")
-                entry["runs"].append(run_json)
-                entry["runs"].sort(key=lambda r: r["seed"])
-                if entry.get("forward_ms") is None:
-                    entry["forward_ms"] = forward_ms(TransformerConfig.from_dict(entry["config"]), recipe)
-                write(data, out)
+                if not any(r["seed"] == seed for r in entry["runs"]):
+                    train_seed(comp, entry, seed)
+    # undecided after the seeds asked for: one more seed at a time for those entries and their references
+    while more_seeds and any(comparison(data, k).get("seeds_wanted") for k in keys):
+        for key in keys:
+            comp = comparison(data, key)
+            for choice, count in comp.get("seeds_wanted", {}).items():
+                entry = next(e for e in comp["entries"] if e["choice"] == choice)
+                have = {r["seed"] for r in entry["runs"]}
+                for seed in range(count):
+                    if seed not in have:
+                        train_seed(comp, entry, seed)  # write() judges the file again: seeds_wanted moves on
     return data
 
 
 README = ROOT / "README.md"
 
-COST_LABELS = {"kv_bytes_per_token": "KV bytes/token", "parameters": "parameters", "forward_ms": "forward ms"}
+COST_LABELS = {"kv_bytes_per_token": "KV bytes/token", "parameters": "parameters"}
+
+
+def measured_text(row: dict) -> str:
+    """An entry's measurement against its reference: the difference, its 95% interval and the verdict."""
+    if row["against"] is None:
+        return "reference"
+    if row["difference"] is None:
+        return f"vs {row['against']}: no seed pairs"
+    interval = "" if row["interval"] is None else f" ({row['interval'][0]:+.3f} to {row['interval'][1]:+.3f})"
+    return f"vs {row['against']}: {row['difference']:+.3f}{interval}, {row['verdict'] or 'no verdict'}"
 
 
 def readme_table(data: dict) -> str:
-    """The README's table: for each comparison its verdict, and each entry's held-out bits per character (mean and
-    the seeds' range), its cost and its diverged runs."""
-    lines = ["| comparison | choice | held-out bits/char: mean (seeds' range) | seeds | diverged | cost |",
-             "|---|---|---|---|---|---|"]
+    """The README's table: each entry's parameters, held-out bits per character (mean and the seeds' range), seeds,
+    diverged runs, cost, and its difference against its reference with the 95% interval and verdict; then each
+    comparison's claim (quoted, with its source) and what was measured."""
+    lines = ["| comparison | choice | parameters | held-out bits/char: mean (seeds' range) | seeds | diverged | cost | "
+             "against its reference: difference (95% interval), verdict |", "|---|---|---|---|---|---|---|---|"]
     for row in summary_rows(data):
         bits = ("–" if row["mean"] is None else
                 f"{row['mean']:.3f} ({row['low']:.3f}–{row['high']:.3f})")
-        if row["longer"] and row["mean"] is not None:  # the positions comparison: the same text read in longer windows
+        if row["longer"] and row["mean"] is not None:  # the positions comparisons: read in longer windows
             bits += "; " + ", ".join(f"{k.replace('x', '×')} " + ("cannot read" if v is None else f"{v:.3f}")
                                      for k, v in row["longer"].items())
         cost = row["cost"]
         cost_text = "–" if cost is None else (f"{cost:,}" if isinstance(cost, int) else f"{cost:.2f}")
-        lines.append(f"| {row['comparison']} | {row['choice']} | {bits} | {row['seeds']} | "
-                     f"{row['diverged']}/{row['runs']} | {cost_text} {COST_LABELS[row['cost_axis']]} |")
+        lines.append(f"| {row['comparison']} | {row['choice']} | {row['parameters']:,} | {bits} | {row['seeds']} | "
+                     f"{row['diverged']}/{row['runs']} | {cost_text} {COST_LABELS[row['cost_axis']]} | "
+                     f"{measured_text(row)} |")
     lines.append("")
-    lines.append("| comparison | the lecture says | measured here |")
+    lines.append("| comparison | the claim | measured here |")
     lines.append("|---|---|---|")
     for comp in data["comparisons"]:
-        lines.append(f"| {comp['axis']} | {comp['claim']} | {comp['verdict']} |")
+        lines.append(f"| {comp['axis']} | {claim_text(comp['claim'])} | {comp['verdict']} |")
     return "\n".join(lines)
 
 
@@ -181,13 +203,18 @@ def main(argv: list[str] | None = None) -> None:
                         help="which comparison to run (repeat for several; 'switches' = qk-norm, sinks and softcap; "
                              "default all)")
     parser.add_argument("--steps", type=int, default=None, help=f"steps per run (default {Recipe.steps})")
-    parser.add_argument("--seeds", type=int, default=MIN_SEEDS, help="seeds per entry: 0, 1, ... (default 3)")
+    parser.add_argument("--seeds", type=int, default=MIN_SEEDS, help=f"seeds per entry: 0, 1, ... (default "
+                                                                     f"{MIN_SEEDS}; more where undecided)")
     parser.add_argument("--out", default=None, help=f"the JSON (default {TOURNAMENT_PATH.relative_to(ROOT)}; "
                                                      "with --tiny, a file in the temporary directory)")
     parser.add_argument("--tiny", action="store_true", help="the smallest budget (a few steps of a tiny model on the "
                                                             "Python documentation): seconds, for tests")
     parser.add_argument("--fresh", action="store_true", help="start over even if --out holds runs")
     parser.add_argument("--readme", action="store_true", help="train nothing: write the README's table from --out")
+    parser.add_argument("--rewrite", action="store_true", help="train nothing: judge the runs of --out (a file of an "
+                                                               "older shape) again by today's rule, in today's shape")
+    parser.add_argument("--no-extra-seeds", action="store_true", help=f"stop at --seeds even where a verdict is "
+                                                                      f"undecided (default: up to {MAX_SEEDS})")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1: the seconds recorded are "
                                                                "one thread's)")
     args = parser.parse_args(argv)
@@ -211,10 +238,19 @@ def main(argv: list[str] | None = None) -> None:
     if args.readme:
         print(f"rewrote the table in {write_readme(load(out))}")
         return
+    if args.rewrite:
+        try:
+            old = json.loads(out.read_text(encoding="utf-8"))
+            data = rewrite(old)
+        except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise SystemExit(f"{out} cannot be rewritten ({exc}); train a new one with `{parser.prog}`")
+        write(data, out)
+        print(f"rewrote {out} in today's shape from its {data['runs_trained']} runs")
+        return
     if args.fresh and out.exists():
         out.unlink()
     start = time.perf_counter()
-    run(recipe, keys, list(range(args.seeds)), out, args.threads)
+    run(recipe, keys, list(range(args.seeds)), out, args.threads, more_seeds=not args.no_extra_seeds)
     print(f"wrote {out} in {time.perf_counter() - start:.0f} s")
     for comp in load(out)["comparisons"]:
         print(f"{comp['axis']}: {comp['verdict']}")

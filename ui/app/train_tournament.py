@@ -48,7 +48,7 @@ MATCH_IGNORES = ("vocab_size", "max_len")  # the Train page sizes these to its t
 # what makes a model the same cell: its axes and sizes, and the switches a comparison turns (the FFN's exact
 # width and the family details a sidebar cannot set are reported as differences, not refused)
 MATCH_FIELDS = ("arch", "position", "norm", "norm_position", "ffn", "n_layers", "d_model", "n_heads", "n_kv_heads",
-                "sliding_window", "qk_norm", "sinks", "attn_softcap", "logit_softcap", "kv_rank")
+                "sliding_window", "qk_norm", "sinks", "attn_softcap", "logit_softcap", "kv_rank", "tie_embeddings")
 MOE_FIELDS = ("n_experts", "top_k")
 
 

@@ -16,8 +16,9 @@ from ui.figures.axes import OKABE_ITO, look
 
 MEAN, DIVERGED = "#000000", OKABE_ITO[5]
 SEED_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "triangle-down", "pentagon")
-COST_TITLES = {"kv_bytes_per_token": "KV cache bytes per token (fp16)", "parameters": "parameters",
-               "forward_ms": "forward pass, ms (one batch, one thread)"}
+COST_TITLES = {"kv_bytes_per_token": "KV cache bytes per token (fp16)", "parameters": "parameters"}
+VERDICT_COLOURS = {"better": OKABE_ITO[2], "worse": OKABE_ITO[5], "equivalent": OKABE_ITO[1],
+                   "undecided": "#888888", None: "#bbbbbb"}  # None: the comparison measured nothing
 
 
 @dataclass
@@ -70,10 +71,12 @@ def _mean(values: np.ndarray) -> float:
 
 
 def bits_by_choice(choices: list[str], seeds: list[np.ndarray], bits: list[np.ndarray], diverged: list[np.ndarray],
-                   title: str = "", unigram: float | None = None) -> go.Figure:
+                   title: str = "", unigram: float | None = None, bigram: float | None = None,
+                   learned_bits: float | None = None) -> go.Figure:
     """Held-out bits per character: each seed a marker (one symbol per seed), the mean of the runs that trained as
-    a black bar, and a run that diverged as a cross at the top of its column labelled "diverged"; with `unigram`,
-    a dotted line where a model that learned only character frequencies would read."""
+    a black bar, and a run that diverged as a cross at the top of its column labelled "diverged"; the baselines as
+    lines: where a model that learned only character frequencies (`unigram`) or pairs (`bigram`) would read, and
+    the line `learned_bits` under the bigram that every entry must end below for the comparison to count."""
     fig = go.Figure(layout=look(title, 420, "", "held-out bits per character (lower is better)"))
     means = [_mean(b) for b in bits]
     fig.add_trace(go.Scatter(x=choices, y=means, mode="markers", name="mean of the seeds",
@@ -104,10 +107,58 @@ def bits_by_choice(choices: list[str], seeds: list[np.ndarray], bits: list[np.nd
                              marker=dict(symbol="x", size=14, color=DIVERGED), visible=True if xs else "legendonly",
                              hovertemplate="%{x}<br>%{customdata}<extra></extra>"))
     fig.update_xaxes(categoryorder="array", categoryarray=choices)
-    if unigram is not None:
-        fig.add_hline(y=unigram, line_dash="dot", line_color="#555555",
-                      annotation_text="character frequencies only (unigram)", annotation_position="bottom right")
+    lines = [(unigram, "dot", "character frequencies only (unigram)"),
+             (bigram, "dash", "character pairs only (bigram)"),
+             (None if bigram is None or learned_bits is None else bigram - learned_bits, "dashdot",
+              f"{learned_bits:g} under the bigram: learned something" if learned_bits is not None else "")]
+    for y, dash, label in lines:
+        if y is not None:
+            fig.add_hline(y=y, line_dash=dash, line_color="#555555", annotation_text=label,
+                          annotation_position="bottom right")
+    shown = [b for b in (finite.min() if finite.size else None, top, unigram, bigram) if b is not None]
+    fig.update_yaxes(range=[min(shown) - 0.1, max(shown) + 0.15])
     return fig
+
+
+def differences(labels: list[str], diffs: np.ndarray, lows: np.ndarray, highs: np.ndarray, margins: np.ndarray,
+                verdicts: list[str | None], title: str = "") -> go.Figure:
+    """Each measured entry's seed-paired difference against its reference (x, bits/char; below 0 is better) with
+    its 95% interval as a bar, coloured by its verdict, and its equivalence margin as a grey band around 0."""
+    fig = go.Figure(layout=look(title, 120 + 40 * len(labels), "difference against its reference, bits/char "
+                                "(below 0: fewer bits, better)", ""))
+    band_x, band_y = [], []
+    for label, margin in zip(labels, margins):
+        if np.isfinite(margin):
+            band_x += [-margin, margin, None]
+            band_y += [label, label, None]
+    fig.add_trace(go.Scatter(x=band_x, y=band_y, mode="lines", name="the margin (±1% of the reference)",
+                             line=dict(color="#cccccc", width=14), hoverinfo="skip"))
+    for verdict in dict.fromkeys(verdicts):
+        rows = [i for i, v in enumerate(verdicts) if v == verdict]
+        fig.add_trace(go.Scatter(
+            x=diffs[rows], y=[labels[i] for i in rows], mode="markers", name=verdict or "no verdict (measured nothing)",
+            marker=dict(size=11, color=VERDICT_COLOURS.get(verdict, "#888888")),
+            error_x=dict(type="data", symmetric=False, array=highs[rows] - diffs[rows],
+                         arrayminus=diffs[rows] - lows[rows], color=VERDICT_COLOURS.get(verdict, "#888888")),
+            hovertemplate="%{y}<br>difference %{x:+.3f} bits/char<extra></extra>"))
+    fig.add_vline(x=0, line_color="#555555")
+    fig.update_yaxes(categoryorder="array", categoryarray=labels[::-1], automargin=True)
+    return fig
+
+
+def difference_rows(comp: dict) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray, list]:
+    """Every measurement of a comparison as rows for `differences`: label, difference, interval (NaN where fewer
+    than two seed pairs), margin and verdict; each entry against its reference, then each longer length."""
+    rows = []
+    for entry in comp["entries"]:
+        if entry.get("against") is not None:
+            rows.append((f"{entry['choice']} vs {entry['against']}", entry))
+        for key, m in (entry.get("longer") or {}).items():
+            rows.append((f"{entry['choice']} at {key.replace('x', '×')} vs {m['against']}", m))
+    interval = [m["interval"] or [None, None] for _, m in rows]
+    return ([label for label, _ in rows], np.array([_float(m["difference"]) for _, m in rows]),
+            np.array([_float(i[0]) for i in interval]), np.array([_float(i[1]) for i in interval]),
+            np.array([_float(m["margin"]) for _, m in rows]), [m["verdict"] for _, m in rows])
 
 
 def cost_against_bits(choices: list[str], cost: np.ndarray, bits: list[np.ndarray], cost_axis: str,

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from dataclasses import asdict, dataclass
 from typing import Callable
@@ -41,12 +40,18 @@ class Recipe:
     top_k: int = 2
     attn_softcap: float = 50.0  # Gemma 2's caps
     logit_softcap: float = 30.0
-    eval_windows: int = 256  # held-out windows of `context` characters (fewer and longer at 2x and 4x: same characters)
+    eval_windows: int = 256  # held-out windows of `context` characters (a quarter as many, 4x as long, for lengths)
     corpus: str = "english"
     weight_decay: float = 0.01
     grad_clip: float = 1.0
     blowup_bits: float = 1.0  # a 10-step mean training loss this far above its lowest earlier one: diverged
-    small_loss: float = 0.02  # a loss beyond the seeds' spread but under this share of the baseline counts as "almost none"
+    tie_embeddings: bool = False  # untied, as in LLaMA: tied, deep post-norm models stalled (a comparison of its own)
+    frontier_layers: int = 4  # depth of the hybrid and NoPE comparisons: one full (or NoPE) layer in four
+    length_windows: str = "prefixes"  # held out at 2x and 4x: "prefixes" (1x reads each window's start) or "separate"
+
+    def __post_init__(self):
+        if self.length_windows not in LENGTH_READERS:
+            raise ValueError(f"length_windows={self.length_windows!r}: choose {' or '.join(map(repr, LENGTH_READERS))}")
 
     def to_dict(self) -> dict:
         return {**asdict(self), "optimizer": "AdamW (betas 0.9, 0.98), linear warm-up then cosine to 0.1 x peak, "
@@ -65,17 +70,16 @@ class Recipe:
         return self.lr * self.high_lr_factor
 
 
-TINY = Recipe(d_model=16, n_layers=1, deep_layers=2, context=16, batch_size=2, steps=6, warmup=2, kv_rank=8,
-              mla_rope_dim=2, eval_windows=4, corpus="python-docs")
 
 
 def base_config(recipe: Recipe, **changes) -> TransformerConfig:
     """The recipe's model: LLaMA's axes (RoPE, RMSNorm before each sublayer, SwiGLU with d_ff sized so the FFN
-    has the parameters of a 4 x d_model MLP), a decoder reading characters, max_len 4 x the trained context."""
+    has the parameters of a 4 x d_model MLP, embeddings as the recipe ties them), a decoder reading characters,
+    max_len 4 x the trained context."""
     vocab = len(language.VOCAB)
     base = dict(arch="decoder", vocab_size=vocab, d_model=recipe.d_model, n_heads=recipe.n_heads,
                 n_layers=recipe.n_layers, max_len=LENGTHS[-1] * recipe.context + 1, position="rope", norm="rmsnorm",
-                norm_position="pre", ffn="swiglu")
+                norm_position="pre", ffn="swiglu", tie_embeddings=recipe.tie_embeddings)
     cfg = TransformerConfig(**base)
     cfg = cfg.replace(d_ff=width_for_params(cfg, mlp_params(cfg), "total"))
     return cfg.replace(**changes) if changes else cfg
@@ -158,33 +162,59 @@ def curve(losses: list[float], points: int = 50) -> list[list[float]]:
 
 
 def held_out_bits(model: Transformer, recipe: Recipe, multiple: int = 1) -> float | None:
-    """Held-out bits per character read in windows of multiple x the trained context (the same characters at
-    every multiple); None when the result is not finite."""
+    """Held-out bits per character read in windows of multiple x the trained context, eval_windows // multiple
+    of them spread over the text; None when the result is not finite."""
     context = multiple * recipe.context
     bits = language.bits_per_char(model, context=context, limit=max(1, recipe.eval_windows // multiple),
                                   corpus=recipe.corpus)
     return round(bits, 4) if math.isfinite(bits) else None
 
 
+@torch.no_grad()
+def window_bits(model: Transformer, windows: torch.Tensor, batch_size: int = 16) -> float:
+    """Mean -log2 p of each window's characters after <bos>: windows (N, 1 + length + 1)."""
+    total = 0.0
+    for batch in windows.split(batch_size):
+        logits = model(batch[:, :-1]).float()  # (B, 1 + length, vocab)
+        total += torch.nn.functional.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten(),
+                                                   reduction="sum").item()
+    return total / (windows.shape[0] * (windows.shape[1] - 1)) / math.log(2)
+
+
+def by_length_prefixes(model: Transformer, recipe: Recipe, multiples: tuple[int, ...]) -> dict:
+    """Held-out bits at each multiple of the trained length on the same windows: eval_windows // the largest
+    multiple windows of the longest length, each length reading their prefixes (1x the first `context`
+    characters, 2x the first 2 x context), so a shorter read is part of every longer one."""
+    longest = max(multiples)
+    windows = language.held_out_windows(longest * recipe.context, max(1, recipe.eval_windows // longest),
+                                        recipe.corpus)  # (N, 1 + longest * context + 1)
+    out = {}
+    for m in multiples:
+        length = m * recipe.context + 1
+        if not can_read(model.cfg, length):
+            out[f"{m}x"] = None
+            continue
+        bits = window_bits(model, windows[:, :1 + length])  # (N, 1 + m * context + 1): the prefix
+        out[f"{m}x"] = round(bits, 4) if math.isfinite(bits) else None
+    return out
+
+
+def by_length_separate(model: Transformer, recipe: Recipe, multiples: tuple[int, ...]) -> dict:
+    """Held-out bits at each multiple, each length in windows of its own (fewer and longer ones, spread over the
+    text: the 2x and 4x windows share few characters with the 1x ones)."""
+    return {f"{m}x": held_out_bits(model, recipe, m) if can_read(model.cfg, m * recipe.context + 1) else None
+            for m in multiples}
+
+
+LENGTH_READERS = {"prefixes": by_length_prefixes, "separate": by_length_separate}
+
+TINY = Recipe(d_model=16, n_layers=1, deep_layers=2, context=16, batch_size=2, steps=6, warmup=2, kv_rank=8,
+              mla_rope_dim=2, eval_windows=4, corpus="python-docs")
+
+
 def can_read(cfg: TransformerConfig, length: int) -> bool:
     """Whether the model has positions for `length` tokens (a learned table has only the rows it trained)."""
     return cfg.max_len >= length
-
-
-@torch.no_grad()
-def forward_ms(cfg: TransformerConfig, recipe: Recipe, repeats: int = 5) -> float:
-    """Median milliseconds of one forward pass over a training batch (batch x (1 + context)), untrained weights."""
-    model = Transformer(cfg, device="cpu").eval()
-    ids = torch.randint(cfg.vocab_size, (recipe.batch_size, 1 + recipe.context),
-                        generator=torch.Generator().manual_seed(0))
-    for _ in range(2):
-        model(ids)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        model(ids)
-        times.append(time.perf_counter() - start)
-    return round(1000 * statistics.median(times), 3)
 
 
 def train_run(cfg: TransformerConfig, recipe: Recipe, seed: int, *, lr: float | None = None,
@@ -221,11 +251,8 @@ def train_run(cfg: TransformerConfig, recipe: Recipe, seed: int, *, lr: float | 
     failed = diverged_at(losses, recipe.blowup_bits)
     run = {"seed": seed, "steps": recipe.steps, "tokens": recipe.tokens, "lr": lr, "warmup": warmup,
            "steps_run": len(losses)}
-    by_length = {}
-    for multiple in lengths:
-        length = multiple * recipe.context + 1
-        by_length[f"{multiple}x"] = held_out_bits(model, recipe, multiple) if can_read(cfg, length) else None
-    bits = by_length.get("1x")
+    bits = held_out_bits(model, recipe)
+    by_length = LENGTH_READERS[recipe.length_windows](model, recipe, lengths) if len(lengths) > 1 else {}
     if failed is None and bits is None:  # finite training loss, but held-out text reads as infinite
         failed = len(losses)
     run.update(held_out_bits_per_char=None if failed is not None else bits,
