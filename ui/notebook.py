@@ -12,12 +12,13 @@
     show.lens(model, "The cat sat on the mat. The cat sat on the m", task=meta["task"])   # the logit lens
     show.patch_heads(model, clean, corrupt, right="a", wrong="o", task=meta["task"])   # activation patching
 
-Each returns a plotly Figure: a notebook draws it when it is a cell's last value (`fig.show()` elsewhere), and
-`fig.write_html(path)` saves it as the app's HTML download does. A layer or head out of range raises a ValueError
-naming the valid range.
+Each returns a plotly Figure with the app's look built in (ui/figures/standalone.py): a notebook draws it when
+it is a cell's last value (`fig.show()` elsewhere), and `fig.write_html(path)` saves it as the app's HTML download
+does. A layer or head out of range raises a ValueError naming the valid range.
 
 It lives in ui/ rather than transformer/ because the figures are the app's and the library never imports the
-app (tests/test_layers.py); it imports no Streamlit-cached code path, only the figure builders and the tokens.
+app (tests/test_layers.py). It calls no Streamlit-cached function: the figure builders, and the token labels of
+ui/compute/tokens.py.
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ from ui.compute.tokens import char_label, visible
 from ui.figures.base import head_grid, side_by_side
 from ui.figures.interpret import effect_heatmaps, lens_grid
 from ui.figures.playground import attention_kinds, attention_view, head_stages, stage_figure
+from ui.figures.standalone import standalone
 
 LENS_TOP_K = 5  # tokens a lens cell lists when hovered, as on the page
 
@@ -110,7 +112,7 @@ def pattern(run: Run, layer: int, head: int) -> go.Figure:
     """One head's softmax weights, queries down, keys across: the playground's "weights" figure."""
     stages = _stages(run, layer, head)
     view = _view(run)
-    return stage_figure(stages[-1], run.labels, run.labels, view.x_title, view.y_title)
+    return standalone(stage_figure(stages[-1], run.labels, run.labels, view.x_title, view.y_title))
 
 
 def _stages(run: Run, layer: int, head: int):
@@ -123,7 +125,7 @@ def stages(run: Run, layer: int, head: int) -> list[go.Figure]:
     """One head's stages in the order the five lines compute them (scores, mask, ALiBi's bias where it has one,
     what softmax sees, weights), one figure each, as the playground's "one head" view."""
     view = _view(run)
-    return [stage_figure(stage, run.labels, run.labels, view.x_title, view.y_title)
+    return [standalone(stage_figure(stage, run.labels, run.labels, view.x_title, view.y_title))
             for stage in _stages(run, layer, head)]
 
 
@@ -132,7 +134,8 @@ def grid(run: Run, layer: int) -> go.Figure:
     patterns = _patterns(run, layer)
     mask_name = _view(run).hook(layer, "hook_mask")
     mask = run.arrays[mask_name][0, 0] if mask_name in run.arrays else None  # (T, T), shared by every head
-    return head_grid(patterns, run.labels, run.labels, run.model.cfg.n_kv_heads, title=f"layer {layer}", mask=mask)
+    return standalone(head_grid(patterns, run.labels, run.labels, run.model.cfg.n_kv_heads, title=f"layer {layer}",
+                                mask=mask))
 
 
 def compare(a: Run, b: Run, layer: int, head: int) -> go.Figure:
@@ -142,7 +145,7 @@ def compare(a: Run, b: Run, layer: int, head: int) -> go.Figure:
         patterns = _patterns(run, layer)
         _check_head(patterns.shape[0], head)
         weights.append(patterns[head])
-    return side_by_side(weights[0], weights[1], a.labels, b.labels, title=f"layer {layer}, head {head}")
+    return standalone(side_by_side(weights[0], weights[1], a.labels, b.labels, title=f"layer {layer}, head {head}"))
 
 
 def lens(model: Transformer, text: str, task: str | None = None) -> go.Figure:
@@ -157,9 +160,9 @@ def lens(model: Transformer, text: str, task: str | None = None) -> go.Figure:
     label_of = dict(zip(listed, labels_of(listed, task)))
     answers = probs[-1].argmax(-1)  # (T,) the model's own next token at each position
     answer_probs = probs.gather(-1, answers.expand(probs.shape[0], -1)[..., None])[..., 0]  # (L + 1, T)
-    return lens_grid(np.vectorize(label_of.get, otypes=[object])(top_ids), top.values.cpu().numpy(),
+    return standalone(lens_grid(np.vectorize(label_of.get, otypes=[object])(top_ids), top.values.cpu().numpy(),
                      answer_probs.cpu().numpy(), residual_labels(model.cfg.n_layers),
-                     [f"{i}:{label}" for i, label in enumerate(labels)], title="logit lens")
+                     [f"{i}:{label}" for i, label in enumerate(labels)], title="logit lens"))
 
 
 def _answer_token(model: Transformer, prompt: str, answer: str, task: str | None, role: str) -> int:
@@ -189,9 +192,9 @@ def patch_heads(model: Transformer, clean: str, corrupt: str, right: str, wrong:
         gap = float(metric(model(clean_t))) - corrupted
     effects = (patch_each_head(model, clean_t, corrupt_t, metric) - corrupted).cpu().numpy()  # (L, H)
     heads = range(model.cfg.n_heads)
-    return effect_heatmaps([("", effects)], [f"head {h} · kv {h // model.cfg.group_size}" for h in heads],
+    return standalone(effect_heatmaps([("", effects)], [f"head {h} · kv {h // model.cfg.group_size}" for h in heads],
                            [f"block {b}" for b in range(model.cfg.n_layers)], "head", "block", gap,
-                           f"patching one head's output: {clean!r} vs {corrupt!r}")
+                           f"patching one head's output: {clean!r} vs {corrupt!r}"))
 
 
 # `from ui.notebook import show`: the whole API under one name, as the module's docstring uses it
