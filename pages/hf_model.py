@@ -10,7 +10,7 @@ from ui.app.page import start_page
 from ui.compute.weights import WeightsSource
 from ui.app.state import WEIGHTS_KEY, close_weights, use_weights
 
-DOWNLOADED_KEY = "hf_downloaded"  # the Hub ids this session fetched: a rerun opens them from the cache
+DOWNLOADED_KEY = "hf_downloaded"  # the Hub ids fetched in this browser tab: a rerun opens them from the cache
 
 
 def family_names() -> str:
@@ -49,7 +49,7 @@ def make_demo_model() -> None:
 
 
 def fetched_from_hub(model_id: str) -> bool:
-    """Download `model_id` into the local cache, once a session, with a message per step; False (and an
+    """Download `model_id` into the local cache, once per browser tab, with a message per step; False (and an
     st.error saying why) when it cannot be downloaded."""
     downloaded = st.session_state.setdefault(DOWNLOADED_KEY, [])
     if model_id in downloaded:
