@@ -1,6 +1,7 @@
 """The Hugging Face page opens a directory without a network, downloads a Hub id only when asked, and says which
 case stopped a download: no network, no such model, or a model that needs a token. The Hub itself is never
 reached: the network is cut in-process, or a small local server answers as the Hub answers."""
+import hashlib
 import json
 import os
 import socket
@@ -86,44 +87,94 @@ def test_the_opening_lists_every_family_of_the_registry_even_one_added_later(mon
     assert "Newcomer 7" in opening
 
 
-class HubLike(BaseHTTPRequestHandler):
-    """Answers as the Hub does for a model id it does not have, and for a gated one (X-Error-Code)."""
+SERVED_ID = "tester/tiny-gpt2"  # the one model id the local server holds
 
-    def do_HEAD(self):
-        gated = self.path.startswith("/someone/gated-model/")
+
+class HubLike(BaseHTTPRequestHandler):
+    """Answers as the Hub does (its X-Error-Code header names the case): the files of SERVED_ID from the folder
+    `served`, a gated model's refusal, and "no such repository" for everything else."""
+
+    served: Path
+    asked: list
+
+    def answer(self, with_body: bool) -> None:
+        path = self.path.split("?")[0]
+        self.asked.append(f"{self.command} {path}")
+        served_prefix = f"/{SERVED_ID}/resolve/main/"
+        if path.startswith(served_prefix) and (self.served / path[len(served_prefix):]).is_file():
+            data = (self.served / path[len(served_prefix):]).read_bytes()
+            self.send_response(200)
+            self.send_header("ETag", f'"{hashlib.sha256(data).hexdigest()}"')
+            self.send_header("X-Repo-Commit", "0" * 40)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if with_body:
+                self.wfile.write(data)
+            return
+        gated = path.startswith("/someone/gated-model/")
+        code = "EntryNotFound" if path.startswith(f"/{SERVED_ID}/") else "GatedRepo" if gated else "RepoNotFound"
         self.send_response(403 if gated else 404)
-        self.send_header("X-Error-Code", "GatedRepo" if gated else "RepoNotFound")
-        self.send_header("X-Error-Message", "Access restricted" if gated else "Repository not found")
+        self.send_header("X-Error-Code", code)
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    do_GET = do_HEAD
+    def do_HEAD(self):
+        self.answer(with_body=False)
+
+    def do_GET(self):
+        self.answer(with_body=True)
 
     def log_message(self, *args):
         pass
 
 
 @pytest.fixture
-def hub_like():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), HubLike)
+def hub_like(tiny_gpt2_directory):
+    handler = type("Served", (HubLike,), {"served": tiny_gpt2_directory, "asked": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
+    yield f"http://127.0.0.1:{server.server_address[1]}", handler.asked
     server.shutdown()
 
 
+def in_fresh_process(script: str, endpoint: str, cache: Path, *args: str) -> str:
+    """Run `script` with the Hub at `endpoint` and the Hugging Face cache in `cache` (the Hub's address is read once,
+    as huggingface_hub is imported): its last printed line."""
+    env = {**os.environ, "HF_ENDPOINT": endpoint, "HF_HOME": str(cache), "HF_HUB_OFFLINE": "0",
+           "TRANSFORMERS_OFFLINE": "0", "HF_TOKEN": ""}
+    result = subprocess.run([sys.executable, "-c", script, *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=400)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout.strip().splitlines()[-1]
+
+
 def test_a_missing_id_and_a_gated_one_each_get_their_own_message(hub_like, tmp_path):
-    """In a fresh process, since the Hub's address is read once, as the library is imported ($HF_ENDPOINT)."""
     script = ("import json\nfrom transformer.interop.hub import HubError, download_from_hub\nmessages = {}\n"
               "for model_id in ['nobody/no-such-model', 'someone/gated-model']:\n"
               "    try:\n        download_from_hub(model_id)\n"
               "    except HubError as exc:\n        messages[model_id] = str(exc)\n"
               "print(json.dumps(messages))\n")
-    env = {**os.environ, "HF_ENDPOINT": hub_like, "HF_HOME": str(tmp_path), "HF_HUB_OFFLINE": "0",
-           "TRANSFORMERS_OFFLINE": "0", "HF_TOKEN": ""}
-    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
-                            timeout=300)
-    assert result.returncode == 0, result.stderr
-    messages = json.loads(result.stdout.strip().splitlines()[-1])
+    messages = json.loads(in_fresh_process(script, hub_like[0], tmp_path))
     assert "does not exist on the Hugging Face Hub" in messages["nobody/no-such-model"]
     assert "gated: it needs a token" in messages["someone/gated-model"]
     assert "HF_TOKEN" in messages["someone/gated-model"]
+
+
+def test_a_hub_id_is_downloaded_with_a_message_and_opens_from_the_cache(hub_like, tmp_path):
+    endpoint, asked = hub_like
+    script = ("import json, sys\nfrom streamlit.testing.v1 import AppTest\n"
+              "at = AppTest.from_file(sys.argv[1], default_timeout=240)\nat.run()\n"
+              "at.switch_page('pages/hf_model.py').run()\nat.checkbox(key='hf_download').check().run()\n"
+              "at.text_input(key='hf_path').set_value(sys.argv[2]).run()\n"
+              "print(json.dumps({'errors': [e.value for e in [*at.error, *at.exception]],\n"
+              "                  'status': [(s.label, s.state) for s in at.status],\n"
+              "                  'steps': [m.value for s in at.status for m in s.markdown],\n"
+              "                  'subheaders': [h.value for h in at.subheader]}))\n")
+    page = json.loads(in_fresh_process(script, endpoint, tmp_path, APP, SERVED_ID))
+    assert page["errors"] == []
+    assert page["status"] == [[f"Downloaded {SERVED_ID} into the local Hugging Face cache", "complete"]]
+    assert page["steps"] == ["Downloading its configuration…", "Downloading its weights…",
+                             "Downloading its tokenizer…"]
+    assert page["subheaders"] == ["GPT2LMHeadModel: the GPT-2 family on our axes"]
+    assert f"GET /{SERVED_ID}/resolve/main/model.safetensors" in asked  # the weights came from the Hub
+    assert list((tmp_path / "hub").glob("models--tester--tiny-gpt2/snapshots/*/model.safetensors"))
