@@ -6,7 +6,7 @@ from ui.app.app_entry import inside_app
 from ui.app.navigation import HOME, ROOT, by_section
 from ui.app.server import freeze_long_lived_objects, logged_run, release_freed_memory
 
-st.set_page_config(page_title="Attention Lab", page_icon="🔍", layout="wide")
+st.set_page_config(page_title="Attention Lab", page_icon=":material/search:", layout="wide")
 
 navigation = st.navigation({
     section: [st.Page(ROOT / page.script, title=page.title, icon=page.icon, default=page.script == HOME)

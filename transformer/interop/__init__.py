@@ -9,8 +9,8 @@ mapping (tests/test_interop.py checks logits, every attention pattern, every
 residual stream, the MoE router and greedy generation).
 
 ``transformers`` is an optional dependency: it is imported only when a path or a
-model id has to be loaded. Nothing is ever downloaded (``local_files_only=True``)
-and no remote code runs.
+model id has to be loaded. Nothing is downloaded (``local_files_only=True``) unless a caller asks
+hub.py's ``download_from_hub`` to fill the local cache first, and no remote code runs.
 """
 from .huggingface import FAMILIES, SUPPORTED_CLASSES, HFMapping, describe_axes, describe_hf, from_hf
 from .torch_nn import from_torch_transformer

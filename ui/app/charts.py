@@ -16,6 +16,8 @@ import re
 
 import streamlit as st
 
+from ui.figures.standalone import standalone
+
 IMAGE_FORMAT = "chart_image_format"  # session key: the format every chart's camera button saves
 FORMAT_WIDGET = "chart_images"  # the sidebar radio's key, re-seeded from IMAGE_FORMAT on every run
 # the choice a reader sees -> plotly.js's toImage options; a PNG at twice the pixels stays sharp on a slide
@@ -55,7 +57,8 @@ def standalone_html(fig, filename: str) -> str:
     # no plotly logo and no "Share chart" button: both lead to plotly's website, and the file is meant for offline use
     config = {**chart_config("PNG", filename), "displaylogo": False, "showSendToCloud": False}
     script = SVG_BUTTON_SCRIPT.replace("__FILENAME__", json.dumps(filename)).replace("__CONFIG__", json.dumps(config))
-    return fig.to_html(include_plotlyjs=True, full_html=True, config=config, post_script=script)
+    # its own template: the app's theme does not travel with the file (ui/figures/standalone.py)
+    return standalone(fig).to_html(include_plotlyjs=True, full_html=True, config=config, post_script=script)
 
 
 def show_chart(fig, *, key: str | None = None, where=None, **plotly_chart_kwargs):

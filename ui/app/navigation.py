@@ -17,7 +17,7 @@ class PageEntry:
     section: str  # the heading it sits under in the navigation
     script: str  # relative to the repository root
     title: str
-    icon: str
+    icon: str  # a Material icon (":material/name:"): Streamlit ships its font, so it draws without an emoji font
 
     @property
     def slug(self) -> str:
@@ -32,34 +32,34 @@ def _section(section: str, *pages: tuple[str, str, str]) -> list[PageEntry]:
 HOME = "pages/home.py"  # the page the bare URL opens
 PAGES: tuple[PageEntry, ...] = (
     *_section("Start",
-              (HOME, "Home", "🏠"),
-              ("pages/lessons.py", "Lessons", "🧑‍🏫")),
+              (HOME, "Home", ":material/home:"),
+              ("pages/lessons.py", "Lessons", ":material/school:")),
     *_section("Explore",
-              ("pages/playground.py", "Attention playground", "🎛️"),
-              ("pages/stepper.py", "Forward-pass stepper", "👣"),
-              ("pages/compare.py", "Compare", "⚖️"),
-              ("pages/interpret.py", "Why this prediction?", "🔬")),
+              ("pages/playground.py", "Attention playground", ":material/tune:"),
+              ("pages/stepper.py", "Forward-pass stepper", ":material/footprint:"),
+              ("pages/compare.py", "Compare", ":material/compare:"),
+              ("pages/interpret.py", "Why this prediction?", ":material/biotech:")),
     *_section("The five axes",
-              ("pages/kv_heads.py", "KV heads", "🔑"),
-              ("pages/masks.py", "Masks", "🎭"),
-              ("pages/positions.py", "Positions", "📍"),
-              ("pages/norms.py", "Norms", "📏"),
-              ("pages/ffn.py", "FFN and MoE", "🧮"),
-              ("pages/scores.py", "Scores: QK-norm, caps, sinks", "🎚️")),
+              ("pages/kv_heads.py", "KV heads", ":material/key:"),
+              ("pages/masks.py", "Masks", ":material/theater_comedy:"),
+              ("pages/positions.py", "Positions", ":material/location_on:"),
+              ("pages/norms.py", "Norms", ":material/straighten:"),
+              ("pages/ffn.py", "FFN and MoE", ":material/calculate:"),
+              ("pages/scores.py", "Scores: QK-norm, caps, sinks", ":material/sliders:")),
     *_section("Why it works",
-              ("pages/before_attention.py", "Before attention", "⏮️"),
-              ("pages/state.py", "The state", "🔁"),
-              ("pages/scaling.py", "Why divide by √d", "➗"),
-              ("pages/permutation.py", "Why positions", "🔀"),
-              ("pages/vit.py", "The same block on images", "🖼️")),
+              ("pages/before_attention.py", "Before attention", ":material/skip_previous:"),
+              ("pages/state.py", "The state", ":material/loop:"),
+              ("pages/scaling.py", "Why divide by √d", ":material/function:"),
+              ("pages/permutation.py", "Why positions", ":material/shuffle:"),
+              ("pages/vit.py", "The same block on images", ":material/image:")),
     *_section("At scale",
-              ("pages/costs.py", "What a model costs", "💰"),
-              ("pages/growth.py", "How models grow", "📈"),
-              ("pages/tradeoffs.py", "Trade-offs, measured", "🏁")),
+              ("pages/costs.py", "What a model costs", ":material/payments:"),
+              ("pages/growth.py", "How models grow", ":material/trending_up:"),
+              ("pages/tradeoffs.py", "Trade-offs, measured", ":material/sports_score:")),
     *_section("Go further",
-              ("pages/flash.py", "Flash attention", "⚡"),
-              ("pages/train.py", "Train", "🏋️"),
-              ("pages/hf_model.py", "Your Hugging Face model", "🤗")),
+              ("pages/flash.py", "Flash attention", ":material/bolt:"),
+              ("pages/train.py", "Train", ":material/fitness_center:"),
+              ("pages/hf_model.py", "Your Hugging Face model", ":material/hub:")),
 )
 
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import markdown
 from plotly.offline import get_plotlyjs
 
+from ui.figures.standalone import standalone
 from ui.lessons.html_page import standalone_page
 from ui.lessons.live import Live
 from ui.lessons.steps import Step, letter
@@ -87,7 +88,7 @@ def step_html(number: int, step: Step, live: Live) -> str:
 {caption}
 <div class="muted"><strong>In the app:</strong> {_markdown(step.try_this)}</div>
 </details>
-<script type="application/json" id="figure-{number}">{_inline_json(live.figure.to_json())}</script>
+<script type="application/json" id="figure-{number}">{_inline_json(standalone(live.figure).to_json())}</script>
 </section>"""
 
 
