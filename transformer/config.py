@@ -235,6 +235,11 @@ class TransformerConfig:
             raise ValueError(f"per_layer_dim={self.per_layer_dim} gives each layer of one stack its own embedding of "
                              "the tokens; an encoder-decoder has two stacks: set arch='decoder' or 'encoder', or "
                              "per_layer_dim=None")
+        for field in ("global_head_dim", "global_kv_heads"):
+            if getattr(self, field) is not None and self.row("arch").cross:
+                raise ValueError(f"{field}={getattr(self, field)} sizes the global self-attention layers, and an "
+                                 "encoder-decoder's cross-attention would have none of its own: set arch='decoder' or "
+                                 f"'encoder', or {field}=None")
         if self.global_kv_heads is not None and self.n_heads % self.global_kv_heads:
             raise ValueError(f"n_heads={self.n_heads} is not divisible by global_kv_heads={self.global_kv_heads}; "
                              f"pick global_kv_heads among {divisors(self.n_heads)}")
