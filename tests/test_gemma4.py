@@ -9,8 +9,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer import Transformer, TransformerConfig, choices
-from transformer.costs import kv_cache_bytes, kv_cache_bytes_per_token, param_counts, param_terms
+from torch.utils.flop_counter import FlopCounterMode
+
+from transformer import MODEL_CARDS, Transformer, TransformerConfig, choices
+from transformer.costs import (forward_flops, forward_flops_per_token, kv_cache_bytes, kv_cache_bytes_per_token,
+                               param_counts, param_terms)
 from transformer.model import KVCache
 
 TINY = dict(vocab_size=32, d_model=16, n_heads=4, n_layers=4, max_len=32)
@@ -174,6 +177,35 @@ def test_every_cost_term_is_exactly_the_parameters_it_names(variant):
             owners[n].append(term.name)
     assert all(len(terms) == 1 for terms in owners.values()), {n: t for n, t in owners.items() if len(t) != 1}
     assert param_counts(cfg)["total"] == sum(p.numel() for p in named.values())
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_forward_flops_equal_torch_flop_counter_with_each_layers_own_head_sizes(variant):
+    cfg = TransformerConfig(**TINY, **VARIANTS[variant])
+    model = Transformer(cfg, device="cpu").eval().set_fused(False)
+    ids = torch.randint(0, cfg.vocab_size, (2, 7), generator=torch.Generator().manual_seed(0))
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model(ids)
+    assert forward_flops(cfg, batch=2, seq=7) == counter.get_total_flops()
+
+
+def test_the_gemma_4_card_is_31b_and_its_cache_saves_in_the_windowed_and_the_global_layers():
+    real = MODEL_CARDS["gemma4"].real["31B"]
+    assert abs(param_counts(real)["total"] - 30.7e9) / 30.7e9 < 0.02
+    local_layer = 1024 * 2 * 16 * 256 * 2  # a full window of K and V, 16 kv heads of 256, bf16
+    for context in (4096, 131072, 1 << 20):
+        held = kv_cache_bytes(real, context)
+        global_layer = context * 2 * 4 * 512 * 2  # every token's K and V, 4 kv heads of 512
+        assert held["local layers"] == 50 * local_layer and held["global layers"] == 10 * global_layer
+        every_layer_global = kv_cache_bytes(real.replace(sliding_window=None, layer_pattern="uniform"), context)
+        assert every_layer_global["total"] > held["total"]  # the windows save ...
+    assert [round(kv_cache_bytes(real, t)["total"] / 2 ** 30, 2) for t in (4096, 131072, 1 << 20)] == [1.09, 10.78, 80.78]
+    one_size = real.replace(global_head_dim=None, global_kv_heads=None, k_eq_v=False)
+    assert kv_cache_bytes(one_size, 1 << 20)["global layers"] == 2 * held["global layers"]  # ... and 4 heads of 512
+    classroom = MODEL_CARDS["gemma4"].config
+    shared = kv_cache_bytes(classroom, 256)  # its last two layers reuse K and V: they hold nothing
+    assert shared["per layer"][-2:] == (0, 0) and min(shared["per layer"][:-2]) > 0
+    assert forward_flops_per_token(real, 4096) > forward_flops_per_token(one_size, 4096)  # wider global heads
 
 
 # --- bad settings ------------------------------------------------------------------------------------------------------
