@@ -161,7 +161,8 @@ class Attention(nn.Module):
         source = x if context is None else context  # cross-attention reads the encoder output
         k = self.hook_k(split_heads(self.k_proj(source), self.n_kv_heads))  # (B, G, T_kv, d_head)
         # K = V (k_eq_v): the values are the keys as projected, before the keys' norm and RoPE
-        v = self.hook_v(k if not hasattr(self, "v_proj") else split_heads(self.v_proj(source), self.n_kv_heads))  # (B, G, T_kv, d_v)
+        values = k if not hasattr(self, "v_proj") else split_heads(self.v_proj(source), self.n_kv_heads)
+        v = self.hook_v(values)  # (B, G, T_kv, d_v)
         if hasattr(self, "v_norm"):
             v = self.hook_v_norm(self.v_norm(v))  # (B, G, T_kv, d_v)
         if hasattr(self, "k_norm"):
