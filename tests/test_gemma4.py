@@ -24,6 +24,7 @@ VARIANTS = {
     "global head sizes, proportional RoPE": dict(LOCAL_GLOBAL, global_head_dim=8, global_kv_heads=1,
                                                  rope_scaling="proportional", rope_fraction=0.5,
                                                  rope_local_theta=100.0),
+    "wide FFN on the shared layers": dict(kv_shared_layers="last 1", wide_shared_ffn=True),
     "Gemma 4": dict(LOCAL_GLOBAL, per_layer_dim=4, layer_scalar=True, k_eq_v=True, value_norm=True, n_kv_heads=2,
                     global_head_dim=8, global_kv_heads=1, rope_scaling="proportional", rope_fraction=0.25,
                     rope_local_theta=100.0, kv_shared_layers="last 2", qk_norm="head", norm_position="sandwich",
@@ -218,6 +219,9 @@ def test_the_gemma_4_card_is_31b_and_its_cache_saves_in_the_windowed_and_the_glo
     (dict(k_eq_v=True, kv_rank=8, head_dim=6, rope_dim=2), "k_eq_v=True changes the K and V projections, but kv_rank=8"),
     (dict(value_norm=True, kv_rank=8, head_dim=6, rope_dim=2), "set kv_rank=None or value_norm off"),
     (dict(k_eq_v=True, v_head_dim=2), "k_eq_v=True makes each value its key's projection, d_head=4 wide, but v_head_dim=2"),
+    (dict(wide_shared_ffn=True), "wide_shared_ffn=True widens the FFN of the layers that reuse K and V, but "
+                                 "kv_shared_layers='none' names none; set kv_shared_layers"),
+    (dict(wide_shared_ffn=True, kv_shared_layers="last 1", ffn="moe"), "set a dense ffn or wide_shared_ffn=False"),
     (dict(rope_fraction=0.5), "rope_fraction=0.5 is read by proportional RoPE only, but rope_scaling='none'; set"),
     (dict(rope_scaling="proportional", rope_fraction=0.0), r"rope_fraction=0.0 must be in \(0, 1\]"),
     (dict(rope_scaling="proportional", position="alibi"), "rope_scaling='proportional' stretches RoPE, but position"),

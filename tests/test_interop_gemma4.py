@@ -38,9 +38,10 @@ CONFIGS = {
                                  attention_k_eq_v=True, num_kv_shared_layers=2, hidden_size_per_layer_input=8,
                                  vocab_size_per_layer_input=V, final_logit_softcapping=30.0),
     # HF's default plan at 7 layers: five sliding, then full (the last one forced full); no per-layer input, no
-    # K = V, one head width; the last layer reuses the K and V of the full layer before it; an untied head
+    # K = V, one head width; the last layer reuses the K and V of the full layer before it, with an MLP twice as
+    # wide (use_double_wide_mlp); an untied head
     "gemma4_5_to_1_untied": dict(num_hidden_layers=7, sliding_window=5, global_head_dim=16, num_kv_shared_layers=1,
-                                 hidden_size_per_layer_input=0, tie_word_embeddings=False),
+                                 hidden_size_per_layer_input=0, tie_word_embeddings=False, use_double_wide_mlp=True),
 }
 
 
@@ -82,6 +83,9 @@ def test_the_config_maps_onto_the_layer_plan_with_hugging_faces_sharing():
     assert [spec.hf_layer_type for spec in plan] == hf.config.layer_types
     assert [spec.kv_from for spec in plan] == [0, 1, 2, 3, 2, 3]  # HF's "store" layers feed its "reuse" layers
     assert [mode == "reuse" for mode in hf.config.kv_sharing_modes] == [spec.reuses_kv for spec in plan]
+    wide = from_hf(build("gemma4_5_to_1_untied"))
+    assert wide.cfg.wide_shared_ffn and wide.blocks[6].mlp.up.weight.shape == (2 * 96, 64)  # only the reusing layer
+    assert wide.blocks[5].mlp.up.weight.shape == (96, 64)
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
@@ -177,7 +181,6 @@ def test_describe_hf_names_the_shared_local_and_global_layers():
 @pytest.mark.parametrize("changes,words", [
     (dict(enable_moe_block=True, num_experts=4, top_k_experts=2, moe_intermediate_size=16),
      "enable_moe_block=True is not supported: its blocks run a dense FFN and a mixture of experts side by side"),
-    (dict(use_double_wide_mlp=True), "use_double_wide_mlp=True is not supported: its K/V-sharing layers have an FFN"),
     (dict(attention_bias=True), "attention_bias=True is not supported"),
     (dict(vocab_size_per_layer_input=50), "vocab_size_per_layer_input=50 is not supported"),
 ])

@@ -50,7 +50,7 @@ class Block(nn.Module):
         self.parallel = cfg.row("block").parallel
         self.has_cross = cross
         self.spec = spec  # its attention kind, window, positions, the layer whose K/V it reads, its norms' placement
-        self.layer_cfg = cfg.layer_config(spec)  # its own head sizes (Gemma 4's global layers), which its inputs share
+        self.layer_cfg = cfg.layer_config(spec)  # its own sizes (Gemma 4's global layers), which its inputs share
         self.attn = ATTENTION_MODULES[spec.kind](self.layer_cfg, spec)
         # The norms, declared where they are used: ln1 around attention, ln_cross around cross-attention, ln2
         # around the FFN, each on the sublayer's input (pre, sandwich) or on the sum (post); ln*_post on its output.
@@ -72,7 +72,7 @@ class Block(nn.Module):
             self.cross_attn = Attention(cfg, cross=True)
             self.hook_cross_attn_out = HookPoint("hook_cross_attn_out")
             self.hook_resid_cross = HookPoint("hook_resid_cross")
-        self.mlp = make_ffn(cfg, spec.index)
+        self.mlp = make_ffn(self.layer_cfg, spec.index)  # Gemma 4's shared layers may have a wider one
         # Gemma 4: after the FFN, the layer's own embedding of each token through a gate; then the stream times a scalar
         self.per_layer = PerLayerInput(cfg) if cfg.per_layer_dim is not None else None
         if self.per_layer is not None:

@@ -93,6 +93,7 @@ class TransformerConfig:
     global_head_dim: int | None = None  # the global layers' head width; None = head_dim (Gemma 4: 512 beside 256)
     global_kv_heads: int | None = None  # the global layers' kv heads; None = n_kv_heads (Gemma 4 31B: 4 beside 16)
     rope_fraction: float = 1.0  # rope_scaling="proportional": the share of each head's frequencies that turn (0.25)
+    wide_shared_ffn: bool = False  # the layers that reuse K and V (kv_shared_layers) have an FFN 2 x d_ff wide
     attn_temperature_scale: float | None = None  # Llama 4 (0.1): q on NoPE layers times 1 + s log(1 + floor((t+1)/f))
     attn_temperature_floor: float = 8192.0  # that f: the temperature steps up once every f positions (Llama 4: 8192)
     rope_dim: int | None = None  # dimensions of each head RoPE rotates, the first ones (None = all; NeoX: d_head / 4)
@@ -252,6 +253,13 @@ class TransformerConfig:
         if self.k_eq_v and self.v_head_dim is not None and self.v_head_dim != self.d_head:
             raise ValueError(f"k_eq_v=True makes each value its key's projection, d_head={self.d_head} wide, but "
                              f"v_head_dim={self.v_head_dim}; set v_head_dim=None or k_eq_v=False")
+        if self.wide_shared_ffn and not any(spec.reuses_kv for spec in self.layer_plan()):
+            raise ValueError(f"wide_shared_ffn=True widens the FFN of the layers that reuse K and V, but "
+                             f"kv_shared_layers={self.kv_shared_layers!r} names none; set kv_shared_layers (Gemma 4: "
+                             "'last N') or wide_shared_ffn=False")
+        if self.wide_shared_ffn and self.row("ffn").routed:
+            raise ValueError(f"wide_shared_ffn=True widens a dense FFN, but ffn={self.ffn!r} routes to experts; "
+                             "set a dense ffn or wide_shared_ffn=False")
         if not 0 < self.rope_fraction <= 1:
             raise ValueError(f"rope_fraction={self.rope_fraction} must be in (0, 1]: the share of each head's RoPE "
                              "frequencies that turn")
@@ -260,15 +268,18 @@ class TransformerConfig:
                              f"{self.rope_scaling!r}; set rope_scaling='proportional' or rope_fraction=1.0")
 
     def layer_config(self, spec: LayerSpec) -> "TransformerConfig":
-        """The config one softmax layer of the plan is built from: a global layer (no window) takes global_head_dim
-        and global_kv_heads where they are set, and only a global layer makes K and V with one projection (k_eq_v),
-        as Gemma 4's full_attention layers do. Every other layer is built from this config itself."""
+        """The config one layer of the plan is built from: a global layer (no window) takes global_head_dim and
+        global_kv_heads where they are set, and only a global layer makes K and V with one projection (k_eq_v), as
+        Gemma 4's full_attention layers do; with wide_shared_ffn a layer that reuses K and V has an FFN of 2 x d_ff.
+        Every other layer is built from this config itself."""
         changes = {}
         if spec.window is None:
             changes = {field: value for field, value in (("head_dim", self.global_head_dim),
                                                           ("n_kv_heads", self.global_kv_heads)) if value is not None}
         elif self.k_eq_v:
             changes["k_eq_v"] = False
+        if self.wide_shared_ffn and spec.reuses_kv:
+            changes["d_ff"] = 2 * self.d_ff
         if not changes:
             return self
         return dataclasses.replace(self, global_head_dim=None, global_kv_heads=None, **changes)

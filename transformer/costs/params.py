@@ -364,16 +364,13 @@ def _ffn_terms(cfg: TransformerConfig, n_stacks: int) -> list[ParamTerm]:
     row = cfg.row("ffn")
     mlp = "*blocks.*.mlp."
     if not row.routed:
-        blocks = n_stacks * cfg.n_layers
-        if row.gated:
-            return [_gated_term(f"W_{', W_'.join(row.matrices[:-1])} and W_{row.matrices[-1]} ({row.activation})",
-                                d, f, "F", b, blocks, mlp, n=len(row.matrices))]
-        # an MLP: every matrix but the last widens D -> F, the last narrows F -> D
-        *widen, narrow = row.matrices
-        return [*(_matrices("ffn", f"W_{m}", _with_bias("D·F", "F", b), d * f, b * f, blocks, (mlp + m + ".*",))
-                  for m in widen),
-                _matrices("ffn", f"W_{narrow}", _with_bias("F·D", "D", b), f * d, b * d, blocks,
-                          (mlp + narrow + ".*",))]
+        wide = [spec.index for spec in cfg.layer_plan() if cfg.layer_config(spec).d_ff != f]  # wide_shared_ffn
+        if not wide:
+            return _dense_ffn_terms(cfg, f, "F", n_stacks * cfg.n_layers, (mlp,), "")
+        others = [i for i in range(cfg.n_layers) if i not in wide]
+        return (_dense_ffn_terms(cfg, f, "F", n_stacks * len(others), tuple(f"*blocks.{i}.mlp." for i in others), "")
+                + _dense_ffn_terms(cfg, 2 * f, "2·F", n_stacks * len(wide), tuple(f"*blocks.{i}.mlp." for i in wide),
+                                   " (2·F wide: the layers that reuse K and V)"))
     # routed: the first layers may keep a dense gated FFN of width F; the others route
     dense_layers = n_stacks * min(cfg.first_dense_layers, cfg.n_layers)
     routed_layers = n_stacks * cfg.n_layers - dense_layers
@@ -399,6 +396,23 @@ def _ffn_terms(cfg: TransformerConfig, n_stacks: int) -> list[ParamTerm]:
         if S and cfg.shared_expert_gate:  # Qwen3-Next: one number per token scales the shared experts' output
             terms.append(_matrices("ffn", "shared experts' gate", "D", d, 0, routed_layers, (mlp + "shared_gate.*",)))
     return terms
+
+
+def _dense_ffn_terms(cfg: TransformerConfig, width: int, letter: str, copies: int, prefixes: tuple[str, ...],
+                     named: str) -> list[ParamTerm]:
+    """A dense FFN `width` wide (`letter` in the formulas) in the blocks under `prefixes`: one term per matrix of an
+    MLP, one for a gated FFN's matrices; `named` follows each term's name."""
+    d, b, row = cfg.d_model, int(cfg.bias), cfg.row("ffn")
+    if row.gated:
+        name = f"W_{', W_'.join(row.matrices[:-1])} and W_{row.matrices[-1]} ({row.activation})" + named
+        return [_gated_term(name, d, width, letter, b, copies, prefixes[0], n=len(row.matrices),
+                            where=_at(prefixes, "gate.*", "up.*", "down.*"))]
+    # an MLP: every matrix but the last widens D -> F, the last narrows F -> D
+    *widen, narrow = row.matrices
+    return [*(_matrices("ffn", f"W_{m}" + named, _with_bias(f"D·{letter}", letter, b), d * width, b * width, copies,
+                        _at(prefixes, m + ".*")) for m in widen),
+            _matrices("ffn", f"W_{narrow}" + named, _with_bias(f"{letter}·D", "D", b), width * d, b * d, copies,
+                      _at(prefixes, narrow + ".*"))]
 
 
 def _expert_matrices(row) -> int:

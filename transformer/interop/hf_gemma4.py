@@ -25,9 +25,6 @@ def _refuse_what_is_not_built(c, hf_class: str) -> None:
     if c.enable_moe_block:
         raise unsupported(hf_class, "enable_moe_block=True", "its blocks run a dense FFN and a mixture of experts side "
                           "by side, each with its own norms; ours has one FFN per block (only the dense models open)")
-    if c.use_double_wide_mlp and c.num_kv_shared_layers:
-        raise unsupported(hf_class, "use_double_wide_mlp=True", "its K/V-sharing layers have an FFN twice as wide as "
-                          "the others; ours are one width in every layer")
     if c.use_bidirectional_attention is not None:
         raise unsupported(hf_class, f"use_bidirectional_attention={c.use_bidirectional_attention!r}",
                           "only the causal text model opens")
@@ -87,6 +84,7 @@ def _gemma4_config(c, hf_class: str, has_head: bool) -> dict:
                 k_eq_v=bool(c.attention_k_eq_v), value_norm=True, layer_scalar=True,
                 per_layer_dim=c.hidden_size_per_layer_input or None,
                 kv_shared_layers=f"last {shared}" if shared else "none",
+                wide_shared_ffn=bool(c.use_double_wide_mlp and shared),  # HF widens the reusing layers' MLP only
                 **_rope(c, hf_class), **layer_pattern(c.layer_types, c.sliding_window))
 
 
@@ -128,13 +126,13 @@ GEMMA4_FAMILIES = {
         "proportional RoPE turns the first partial_rotary_factor of the frequencies of the whole head "
         "(rope_scaling='proportional', rope_fraction) and leaves the rest still",
         "num_kv_shared_layers: the last N layers reuse the K and V of the last earlier layer of their type "
-        "(kv_shared_layers='last N'); our cache holds them once",
+        "(kv_shared_layers='last N'); our cache holds them once; use_double_wide_mlp gives those layers an FFN "
+        "2 x intermediate_size wide (wide_shared_ffn)",
         "q and k normed per head (RMSNorm with weight w, not 1 + w), v by its RMS with no weight (value_norm); "
         "scores are q·k unscaled (score_scale=1)",
         "hidden_size_per_layer_input: every layer's own embedding of the tokens, gated into the stream after the FFN "
         "(per_layer_dim, transformer/per_layer.py); layer_scalar multiplies each block's output (layer_scalar)",
-        "refused: enable_moe_block (an FFN and experts side by side), use_double_wide_mlp on shared layers, "
-        "bidirectional attention, attention_bias")),
+        "refused: enable_moe_block (an FFN and experts side by side), bidirectional attention, attention_bias")),
 }
 
 GEMMA4_CLASSES = {"Gemma4ForCausalLM": ("gemma4", True), "Gemma4TextModel": ("gemma4", False)}
