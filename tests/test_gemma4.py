@@ -25,6 +25,8 @@ VARIANTS = {
                                                  rope_scaling="proportional", rope_fraction=0.5,
                                                  rope_local_theta=100.0),
     "wide FFN on the shared layers": dict(kv_shared_layers="last 1", wide_shared_ffn=True),
+    "global head sizes beside layers that keep a state": dict(attention_layers="1:1", global_head_dim=8,
+                                                              global_kv_heads=2, k_eq_v=True),
     "Gemma 4": dict(LOCAL_GLOBAL, per_layer_dim=4, layer_scalar=True, k_eq_v=True, value_norm=True, n_kv_heads=2,
                     global_head_dim=8, global_kv_heads=1, rope_scaling="proportional", rope_fraction=0.25,
                     rope_local_theta=100.0, kv_shared_layers="last 2", qk_norm="head", norm_position="sandwich",

@@ -271,7 +271,9 @@ class TransformerConfig:
         """The config one layer of the plan is built from: a global layer (no window) takes global_head_dim and
         global_kv_heads where they are set, and only a global layer makes K and V with one projection (k_eq_v), as
         Gemma 4's full_attention layers do; with wide_shared_ffn a layer that reuses K and V has an FFN of 2 x d_ff.
-        Every other layer is built from this config itself."""
+        Every other layer, and every layer that keeps a state, is built from this config itself."""
+        if spec.row.keeps_state:  # its sizes are the linear_* fields'
+            return self
         changes = {}
         if spec.window is None:
             changes = {field: value for field, value in (("head_dim", self.global_head_dim),
