@@ -7,8 +7,9 @@ in a projection of the token's main embedding, so what layer i reads knows both 
     e_i = (RMSNorm(x W_proj / sqrt(D))_i + E_pl[id]_i * sqrt(P)) / sqrt(2)        (B, T, L, P) -> layer i's (B, T, P)
 
 Block i then adds   RMSNorm(GELU(h W_gate) * e_i W_up)   to its stream h: the gate reads where the stream is, e_i
-says how much of each of its P channels passes. The table is large (Gemma 4 E2B: 262k tokens x 35 layers x 256)
-but only looked up, never multiplied: Gemma counts it apart from the "effective" parameters.
+says how much of each of its P channels passes. The table is large (vocabulary x L x P: with a 262k vocabulary and
+P = 256, over 67M numbers per layer) but only looked up, never multiplied: Gemma counts it apart from the
+"effective" parameters of its small models.
 """
 from __future__ import annotations
 
