@@ -64,8 +64,9 @@ def scaled(model, scaling: str, factor: float, context: int):
 def rope_scaling_rows(model, context: int) -> list[dict]:
     """Held-out bits per character at each multiple of the trained context, plain and with each scaling."""
     rows = [{"scaling": "none", "factor": 1.0}]
-    rows += [{"scaling": name, "factor": f} for name, scaling in AXES["rope_scaling"].choices.items() if scaling.rescales
-             for f in FACTORS]
+    # proportional RoPE (Gemma 4) stills most of each head's frequencies; it reads no further than it was trained
+    rows += [{"scaling": name, "factor": f} for name, scaling in AXES["rope_scaling"].choices.items()
+             if scaling.rescales and not scaling.turns_fraction for f in FACTORS]
     for row in rows:
         rescales = AXES["rope_scaling"].row(row["scaling"]).rescales
         reader = scaled(model, row["scaling"], row["factor"], context) if rescales else model

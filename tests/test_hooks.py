@@ -303,7 +303,9 @@ DOC_CONFIGS += [dict(parallel_block=True), dict(embed_norm=True, head_transform=
                 dict(attention_layers="1:1"),  # a layer that keeps a state beside a softmax one
                 # Llama 4: a NoPE layer's temperature, the L2 norm on the RoPE layer; a layer reading layer 0's K and V
                 dict(n_layers=3, nope_layers="every 2", attn_temperature_scale=0.1, qk_norm="l2",
-                     kv_shared_layers="2 from 0")]
+                     kv_shared_layers="2 from 0"),
+                # Gemma 4: per-layer input embeddings, the value norm, K = V, a scalar per block
+                dict(per_layer_dim=4, value_norm=True, k_eq_v=True, layer_scalar=True)]
 
 
 def hook_pattern(name: str) -> str:

@@ -20,7 +20,8 @@ PUBLISHED = [
     ("qwen3", "8B", "total", 8.2e9),
     ("qwen3", "235B-A22B", "total", 235e9),
     ("qwen3", "235B-A22B", "active", 22e9),
-    ("gemma3", "27B", "total", 27.0e9),  # the language model: Table 1's 1,416M embedding + 25,600M non-embedding
+    ("gemma3", "27B", "total", 27.0e9),
+    ("gemma4", "31B", "total", 30.7e9),  # its Hugging Face model card  # the language model: Table 1's 1,416M embedding + 25,600M non-embedding
     ("deepseek-v3", "671B", "total", 671e9),  # without the 14B multi-token-prediction module
     ("deepseek-v3", "671B", "active", 37e9),
     ("gpt-oss", "120b", "total", 116.83e9),  # OpenAI's gpt-oss model card
@@ -100,7 +101,7 @@ def test_the_modern_cards_real_dimensions():
 def test_presets_are_the_cards_that_ship_checkpoints():
     assert set(PRESETS) <= set(MODEL_CARDS)
     assert all(PRESETS[key] == MODEL_CARDS[key].config for key in PRESETS)
-    assert set(MODEL_CARDS) - set(PRESETS) == {"llama3", "olmo2"}  # cards with real sizes only, no trained model
+    assert set(MODEL_CARDS) - set(PRESETS) == {"llama3", "olmo2", "gemma4"}  # real sizes only, no trained model
     assert {"qwen3", "deepseek-v3", "gpt-oss", "gemma3"} <= set(PRESETS)  # their English models ship
 
 

@@ -90,7 +90,8 @@ class Attention(nn.Module):
             self.q_proj = nn.Linear(cfg.d_model, H * d_head, bias=cfg.has_qkv_bias)
             if makes_kv:
                 self.k_proj = nn.Linear(cfg.d_model, G * d_head, bias=cfg.has_qkv_bias)
-                self.v_proj = nn.Linear(cfg.d_model, G * d_v, bias=cfg.has_qkv_bias)
+                if not cfg.k_eq_v:  # Gemma 4's global layers: x W_k serves as the values too
+                    self.v_proj = nn.Linear(cfg.d_model, G * d_v, bias=cfg.has_qkv_bias)
             self.o_proj = nn.Linear(H * d_v, cfg.d_model, bias=cfg.bias)
         else:
             self.o_proj = nn.Identity()  # concat(heads) comes out as it is
@@ -109,6 +110,9 @@ class Attention(nn.Module):
                 self.k_norm = (make_norm(cfg, d_head if qk_norm.per_head else G * d_head, "rmsnorm", hook=False)
                                if qk_norm.weighted else UnitRMS(cfg.norm_eps))
                 self.hook_k_norm = HookPoint("hook_k_norm", qk_norm)
+        if makes_kv and cfg.value_norm:  # Gemma 4: each value head at unit RMS, nothing to learn
+            self.v_norm = UnitRMS(cfg.norm_eps)
+            self.hook_v_norm = HookPoint("hook_v_norm")
         if cfg.sinks and not cross:
             self.sinks = nn.Parameter(torch.zeros(H))  # (H,) one learned logit per head
             self.hook_sink_share = HookPoint("hook_sink_share")
@@ -156,7 +160,11 @@ class Attention(nn.Module):
             return self.with_temperature(q, inputs), k, v
         source = x if context is None else context  # cross-attention reads the encoder output
         k = self.hook_k(split_heads(self.k_proj(source), self.n_kv_heads))  # (B, G, T_kv, d_head)
-        v = self.hook_v(split_heads(self.v_proj(source), self.n_kv_heads))  # (B, G, T_kv, d_v)
+        # K = V (k_eq_v): the values are the keys as projected, before the keys' norm and RoPE
+        values = k if not hasattr(self, "v_proj") else split_heads(self.v_proj(source), self.n_kv_heads)
+        v = self.hook_v(values)  # (B, G, T_kv, d_v)
+        if hasattr(self, "v_norm"):
+            v = self.hook_v_norm(self.v_norm(v))  # (B, G, T_kv, d_v)
         if hasattr(self, "k_norm"):
             k = self.hook_k_norm(self.normalize(k, self.k_norm))
         if inputs.rope is not None and not self.cross:

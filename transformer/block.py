@@ -22,6 +22,7 @@ from .hooks import HookPoint
 from .layer_plan import LayerSpec
 from .linear_attention import STATE_MODULES, StateInputs
 from .norms import make_norm
+from .per_layer import PerLayerInput
 
 # the module of each attention kind (the rows of AXES["attention"]) for one layer of the plan, (cfg, spec) -> module:
 # softmax attention as the KV-heads kind builds it, with its layer's positions and K/V source; a kind that keeps a
@@ -49,7 +50,8 @@ class Block(nn.Module):
         self.parallel = cfg.row("block").parallel
         self.has_cross = cross
         self.spec = spec  # its attention kind, window, positions, the layer whose K/V it reads, its norms' placement
-        self.attn = ATTENTION_MODULES[spec.kind](cfg, spec)
+        self.layer_cfg = cfg.layer_config(spec)  # its own sizes (Gemma 4's global layers), which its inputs share
+        self.attn = ATTENTION_MODULES[spec.kind](self.layer_cfg, spec)
         # The norms, declared where they are used: ln1 around attention, ln_cross around cross-attention, ln2
         # around the FFN, each on the sublayer's input (pre, sandwich) or on the sum (post); ln*_post on its output.
         if self.parallel:  # one norm both sublayers read, or one each (GPT-NeoX)
@@ -70,7 +72,12 @@ class Block(nn.Module):
             self.cross_attn = Attention(cfg, cross=True)
             self.hook_cross_attn_out = HookPoint("hook_cross_attn_out")
             self.hook_resid_cross = HookPoint("hook_resid_cross")
-        self.mlp = make_ffn(cfg, spec.index)
+        self.mlp = make_ffn(self.layer_cfg, spec.index)  # Gemma 4's shared layers may have a wider one
+        # Gemma 4: after the FFN, the layer's own embedding of each token through a gate; then the stream times a scalar
+        self.per_layer = PerLayerInput(cfg) if cfg.per_layer_dim is not None else None
+        if self.per_layer is not None:
+            self.hook_per_layer_out = HookPoint("hook_per_layer_out")
+        self.layer_scalar = nn.Parameter(torch.ones(1)) if cfg.layer_scalar else None  # (1,)
         self.dropout = nn.Dropout(cfg.dropout)
         self.hook_resid_pre = HookPoint("hook_resid_pre")
         self.hook_attn_out = HookPoint("hook_attn_out")
@@ -88,17 +95,27 @@ class Block(nn.Module):
                         self.dropout)
 
     def forward(self, x: torch.Tensor, inputs: AttentionInputs | StateInputs, cross_inputs: AttentionInputs | None = None,
-                memory: torch.Tensor | None = None, cache: dict | None = None) -> torch.Tensor:
+                memory: torch.Tensor | None = None, cache: dict | None = None,
+                per_layer_input: torch.Tensor | None = None) -> torch.Tensor:
+        """`per_layer_input` (B, T, per_layer_dim): this layer's own embedding of the tokens (Gemma 4), else None."""
         x = self.hook_resid_pre(x)  # (B, T, d_model)
         if self.parallel:
             h = self.ln1(x)
             attn = self.hook_attn_out(self.attn(h, inputs, cache=cache))
             mlp = self.hook_mlp_out(self.mlp(self.ln2(x) if self.ln2 is not None else h))
-            return self.hook_resid_post(x + self.dropout(attn) + self.dropout(mlp))
+            return self.hook_resid_post(self.finish(x + self.dropout(attn) + self.dropout(mlp), per_layer_input))
         x = self.hook_resid_mid(self.around("ln1", x, lambda h: self.hook_attn_out(self.attn(h, inputs, cache=cache))))
         if self.has_cross:
             x = self.hook_resid_cross(self.around(
                 "ln_cross", x, lambda h: self.hook_cross_attn_out(self.cross_attn(h, cross_inputs, memory, cache))))
-        return self.hook_resid_post(self.around("ln2", x, lambda h: self.hook_mlp_out(self.mlp(h))))
+        x = self.around("ln2", x, lambda h: self.hook_mlp_out(self.mlp(h)))  # (B, T, d_model)
+        return self.hook_resid_post(self.finish(x, per_layer_input))
+
+    def finish(self, x: torch.Tensor, per_layer_input: torch.Tensor | None) -> torch.Tensor:
+        """Gemma 4's last steps: its per-layer input through the gate onto the stream, then the stream times the
+        layer's scalar. (B, T, d_model); x itself where neither is switched on."""
+        if self.per_layer is not None:
+            x = x + self.hook_per_layer_out(self.per_layer(x, per_layer_input))  # (B, T, d_model)
+        return x if self.layer_scalar is None else x * self.layer_scalar  # (B, T, d_model)
 
 

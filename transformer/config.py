@@ -85,6 +85,15 @@ class TransformerConfig:
     attention_chunk: int | None = None  # chunked layers see only the keys of their own chunk this long (Llama 4: 8192)
     chunked_layers: str = "all"  # the layers attention_chunk cuts: "all", "rope" (those RoPE turns: Llama 4), "0, 1"
     kv_shared_layers: str = "none"  # layers reusing an earlier layer's K and V: "none", "last N" (Gemma 4), "5 from 3"
+    # --- Gemma 4 (docs/architecture.md, "Modern variants"; transformer/per_layer.py) ---
+    per_layer_dim: int | None = None  # per-layer input embeddings: each layer adds a gated vector this wide (Gemma 4: 256)
+    k_eq_v: bool = False  # one projection gives K and V on the global layers (no window) and in cross-attention
+    value_norm: bool = False  # each value head divided by its RMS, no weight (Gemma 4)
+    layer_scalar: bool = False  # each block's output stream times a learned number (Gemma 4)
+    global_head_dim: int | None = None  # the global layers' head width; None = head_dim (Gemma 4: 512 beside 256)
+    global_kv_heads: int | None = None  # the global layers' kv heads; None = n_kv_heads (Gemma 4 31B: 4 beside 16)
+    rope_fraction: float = 1.0  # rope_scaling="proportional": the share of each head's frequencies that turn (0.25)
+    wide_shared_ffn: bool = False  # the layers that reuse K and V (kv_shared_layers) have an FFN 2 x d_ff wide
     attn_temperature_scale: float | None = None  # Llama 4 (0.1): q on NoPE layers times 1 + s log(1 + floor((t+1)/f))
     attn_temperature_floor: float = 8192.0  # that f: the temperature steps up once every f positions (Llama 4: 8192)
     rope_dim: int | None = None  # dimensions of each head RoPE rotates, the first ones (None = all; NeoX: d_head / 4)
@@ -214,8 +223,68 @@ class TransformerConfig:
         if self.parallel_block and self.row("arch").cross:
             raise ValueError("parallel_block=True is for decoder-only or encoder-only stacks (the encoder-decoder has a "
                              "cross-attention step in between): set arch='decoder' or 'encoder', or parallel_block=False")
+        self._check_gemma4()
         if self.norm_plus_one and self.row("norm").centres:
             raise ValueError(f"norm_plus_one=True is Gemma's RMSNorm scale (1 + w); it needs norm='rmsnorm', not {self.norm!r}")
+
+    def _check_gemma4(self) -> None:
+        """Per-layer embeddings, K = V, the value norm and the global layers' own head sizes (Gemma 4)."""
+        for field in ("per_layer_dim", "global_head_dim", "global_kv_heads"):
+            if getattr(self, field) is not None and getattr(self, field) < 1:
+                raise ValueError(f"{field}={getattr(self, field)} must be at least 1, or None to switch it off")
+        if self.per_layer_dim is not None and self.row("arch").cross:
+            raise ValueError(f"per_layer_dim={self.per_layer_dim} gives each layer of one stack its own embedding of "
+                             "the tokens; an encoder-decoder has two stacks: set arch='decoder' or 'encoder', or "
+                             "per_layer_dim=None")
+        for field in ("global_head_dim", "global_kv_heads"):
+            if getattr(self, field) is not None and self.row("arch").cross:
+                raise ValueError(f"{field}={getattr(self, field)} sizes the global self-attention layers, and an "
+                                 "encoder-decoder's cross-attention would have none of its own: set arch='decoder' or "
+                                 f"'encoder', or {field}=None")
+        if self.global_kv_heads is not None and self.n_heads % self.global_kv_heads:
+            raise ValueError(f"n_heads={self.n_heads} is not divisible by global_kv_heads={self.global_kv_heads}; "
+                             f"pick global_kv_heads among {divisors(self.n_heads)}")
+        latent = self.row("kv_heads").latent
+        for field in ("k_eq_v", "value_norm", "global_head_dim", "global_kv_heads"):
+            if latent and getattr(self, field) not in (None, False):
+                raise ValueError(f"{field}={getattr(self, field)} changes the K and V projections, but kv_rank="
+                                 f"{self.kv_rank} rebuilds K and V from a latent (MLA); set kv_rank=None or "
+                                 f"{field} off")
+        if self.k_eq_v and self.v_head_dim is not None and self.v_head_dim != self.d_head:
+            raise ValueError(f"k_eq_v=True makes each value its key's projection, d_head={self.d_head} wide, but "
+                             f"v_head_dim={self.v_head_dim}; set v_head_dim=None or k_eq_v=False")
+        if self.wide_shared_ffn and not any(spec.reuses_kv for spec in self.layer_plan()):
+            raise ValueError(f"wide_shared_ffn=True widens the FFN of the layers that reuse K and V, but "
+                             f"kv_shared_layers={self.kv_shared_layers!r} names none; set kv_shared_layers (Gemma 4: "
+                             "'last N') or wide_shared_ffn=False")
+        if self.wide_shared_ffn and self.row("ffn").routed:
+            raise ValueError(f"wide_shared_ffn=True widens a dense FFN, but ffn={self.ffn!r} routes to experts; "
+                             "set a dense ffn or wide_shared_ffn=False")
+        if not 0 < self.rope_fraction <= 1:
+            raise ValueError(f"rope_fraction={self.rope_fraction} must be in (0, 1]: the share of each head's RoPE "
+                             "frequencies that turn")
+        if self.rope_fraction != 1.0 and not self.row("rope_scaling").turns_fraction:
+            raise ValueError(f"rope_fraction={self.rope_fraction} is read by proportional RoPE only, but rope_scaling="
+                             f"{self.rope_scaling!r}; set rope_scaling='proportional' or rope_fraction=1.0")
+
+    def layer_config(self, spec: LayerSpec) -> "TransformerConfig":
+        """The config one layer of the plan is built from: a global layer (no window) takes global_head_dim and
+        global_kv_heads where they are set, and only a global layer makes K and V with one projection (k_eq_v), as
+        Gemma 4's full_attention layers do; with wide_shared_ffn a layer that reuses K and V has an FFN of 2 x d_ff.
+        Every other layer, and every layer that keeps a state, is built from this config itself."""
+        if spec.row.keeps_state:  # its sizes are the linear_* fields'
+            return self
+        changes = {}
+        if spec.window is None:
+            changes = {field: value for field, value in (("head_dim", self.global_head_dim),
+                                                          ("n_kv_heads", self.global_kv_heads)) if value is not None}
+        elif self.k_eq_v:
+            changes["k_eq_v"] = False
+        if self.wide_shared_ffn and spec.reuses_kv:
+            changes["d_ff"] = 2 * self.d_ff
+        if not changes:
+            return self
+        return dataclasses.replace(self, global_head_dim=None, global_kv_heads=None, **changes)
 
     def _check_row(self, axis: str) -> None:
         """The config check of this config's row on `axis`, if it has one."""

@@ -140,6 +140,24 @@ SITES: dict[str, HookSite] = {
         RESID, "residual stream leaving the block",
         "The residual stream leaving the block.",
         FromBlock()),
+    # --- per-layer input embeddings (Gemma 4, transformer/per_layer.py) ---
+    "hook_per_layer_embed": HookSite(
+        ("B", "T", "L", "P"), "(RMSNorm(x W_proj / sqrt(D)) + E_pl[id] sqrt(P)) / sqrt(2)",
+        "Every layer's own input for each token: its row of the per-layer table, joined by a projection of the "
+        "token's main embedding; layer i reads slice i.",
+        r"e_{t,i} = \tfrac{1}{\sqrt 2}\left(\mathrm{RMSNorm}\!\left(\tfrac{x_t W_{proj}}{\sqrt D}\right)_i "
+        r"+ \sqrt P\,E_{pl}[\mathrm{id}_t]_i\right)",
+        reads="the token ids and hook_embed, the main embedding"),
+    "hook_per_layer_gate": HookSite(
+        ("B", "T", "P"), "GELU(h W_gate) * e_i",
+        "The block's gate on its own per-layer input: the stream decides how much of each of its P channels passes.",
+        r"g_t = \mathrm{GELU}(h_t W_{gate}) \odot e_{t,i}",
+        reads="the stream after the FFN's residual step, and this layer's slice of hook_per_layer_embed"),
+    "hook_per_layer_out": HookSite(
+        RESID, "RMSNorm(gate W_up)",
+        "What the per-layer input adds to the residual stream, after the FFN's residual step.",
+        r"h \leftarrow h + \mathrm{RMSNorm}(g\,W_{up})",
+        reads="per_layer.hook_per_layer_gate, the gated per-layer input"),
     # --- attention (attn, cross_attn), in forward order ---
     "hook_q": HookSite(
         ("B", "H", "T_q", "d_head"), "x W_q, split into H heads",
@@ -166,6 +184,12 @@ SITES: dict[str, HookSite] = {
         "QK-norm on the keys: with both normalised, a score is bounded by the norms' weights.",
         FromRows(("qk_norm",), r"k \leftarrow \frac{k}{\mathrm{rms}(k)} \odot w_k"),
         reads=("hook_k",)),
+    "hook_v_norm": HookSite(
+        ("B", "G", "T_kv", "d_v"), "v / rms(v), no weight",
+        "The value norm (Gemma 4): each value head scaled to unit RMS, so no token hands over a louder value than "
+        "another; nothing is learned.",
+        r"v \leftarrow \frac{v}{\mathrm{rms}(v)}",
+        reads=("hook_v",)),
     "hook_latent": HookSite(
         ("B", "T_q", "kv_rank"), "RMSNorm(x W_down)",
         "MLA's latent: each token squeezed into kv_rank numbers; the cache keeps only this and the RoPE key.",

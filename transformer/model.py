@@ -23,6 +23,7 @@ from .hooks import DEFAULT_MAX_BYTES, HookPoint, Intervention, NameFilter, Trace
 from .layer_plan import LayerSpec
 from .linear_attention import LinearAttention, state_inputs
 from .norms import make_norm
+from .per_layer import PerLayerEmbedding
 from .positions import (POSITION_EMBEDDINGS, ROTATIONS, alibi_bias, alibi_slopes, rope_angles, scaled_inv_freq,
                         temperature_scales)
 
@@ -90,12 +91,16 @@ def build_stack(owner: nn.Module, cfg: TransformerConfig, causal: bool, cross: b
     if cfg.embed_norm:  # BERT and BLOOM: a LayerNorm whatever the blocks use
         owner.ln_embed = make_norm(cfg, kind="layernorm")
     owner.embed_dropout = nn.Dropout(cfg.dropout)
+    if cfg.per_layer_dim is not None:  # Gemma 4: every layer's own embedding of the tokens (transformer/per_layer.py)
+        owner.per_layer_embed = PerLayerEmbedding(cfg)
     owner.blocks = nn.ModuleList(Block(cfg, spec, cross=cross) for spec in cfg.layer_plan())
     if cfg.has_final_norm:  # by default unless the blocks end on a norm (post-norm)
         owner.ln_final = make_norm(cfg)
 
 
-def run_stack(owner, tok_emb, attention_mask, position_ids, cache, memory, memory_mask) -> torch.Tensor:
+def run_stack(owner, tok_emb, attention_mask, position_ids, cache, memory, memory_mask,
+              ids: torch.Tensor | None = None) -> torch.Tensor:
+    """The stack's blocks over the embedded tokens (B, T, d_model); `ids` (B, T) feed per-layer embeddings."""
     cfg = owner.cfg
     B, T, _ = tok_emb.shape
     device = tok_emb.device
@@ -120,23 +125,30 @@ def run_stack(owner, tok_emb, attention_mask, position_ids, cache, memory, memor
     if cfg.embed_norm:
         x = owner.ln_embed(x)
     x = owner.embed_dropout(x)
+    per_layer = None  # (B, T, L, per_layer_dim): Gemma 4's input of each layer, from the ids and their embedding
+    if cfg.per_layer_dim is not None:
+        if ids is None:
+            raise ValueError(f"per_layer_dim={cfg.per_layer_dim} looks each token up in every layer's own table: pass "
+                             "input_ids (inputs_embeds are no token ids)")
+        per_layer = owner.per_layer_embed(ids, x)
 
     # one set of attention inputs per kind of layer in the plan (its keys, its RoPE), shared by its layers;
     # a layer that keeps a state needs only to know where the padding is. Where later layers reuse an earlier
     # layer's K and V, every layer of this pass shares one place that holds them by layer
     layer_kv = {} if any(block.spec.reuses_kv for block in owner.blocks) else None
-    kinds = {block.spec.inputs_key: block.spec for block in reversed(owner.blocks)}  # one layer of each kind
-    inputs = {key: state_inputs(attention_mask, T) if spec.row.keeps_state else
-              self_attention_inputs(cfg, spec, owner.causal, slots_q, slots_k, position_ids, k_position_ids,
-                                    attention_mask, x.dtype, past, layer_kv)
-              for key, spec in kinds.items()}
+    kinds = {block.spec.inputs_key: block for block in reversed(owner.blocks)}  # one layer of each kind
+    inputs = {key: state_inputs(attention_mask, T) if block.spec.row.keeps_state else
+              self_attention_inputs(block.layer_cfg, block.spec, owner.causal, slots_q, slots_k, position_ids,
+                                    k_position_ids, attention_mask, x.dtype, past, layer_kv)
+              for key, block in kinds.items()}
     cross_inputs = None
     if memory is not None:
         allowed = masks.cross(memory_mask, T, memory.shape[1], device)
         mask = masks.to_additive(allowed, x.dtype)
         cross_inputs = AttentionInputs(allowed, mask, plain_causal=False, no_mask=memory_mask is None, fused_bias=mask)
-    for block in owner.blocks:
-        x = block(x, inputs[block.spec.inputs_key], cross_inputs, memory, cache)  # (B, T, d_model)
+    for i, block in enumerate(owner.blocks):
+        own = per_layer[:, :, i] if per_layer is not None else None  # (B, T, per_layer_dim)
+        x = block(x, inputs[block.spec.inputs_key], cross_inputs, memory, cache, own)  # (B, T, d_model)
     if cache is not None:
         cache.position_ids, cache.length = k_position_ids, past + T
     if cfg.has_final_norm:
@@ -241,7 +253,7 @@ class Transformer(nn.Module):
         tok_emb = self.embed_inputs(input_ids, inputs_embeds)  # (B, T, d_model)
         if tgt_ids is not None:
             raise ValueError(f"a {self.cfg.arch} model takes one sequence; tgt_ids is only for arch='encoder-decoder'")
-        h = run_stack(self, tok_emb, attention_mask, position_ids, cache, None, None)
+        h = run_stack(self, tok_emb, attention_mask, position_ids, cache, None, None, input_ids)
         return self.hook_logits(self.head(h))
 
     def embed_inputs(self, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None) -> torch.Tensor:

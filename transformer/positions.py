@@ -123,10 +123,17 @@ def _llama3(inv_freq, cfg, seq_len, theta):
     return torch.where(wavelength < high_band, inv_freq, scaled), 1.0
 
 
+def _proportional(inv_freq, cfg, seq_len, theta):
+    """Gemma 4's global layers: theta^(-2i/d) for the first rope_fraction of the pairs, 0 (no turn) for the rest."""
+    turning = int(cfg.rope_fraction * len(inv_freq))
+    return torch.cat((inv_freq[:turning], inv_freq.new_zeros(len(inv_freq) - turning))), 1.0  # (d_rope/2,)
+
+
 # how each scaling that rescales (``RopeScalingChoice.rescales``) changes the frequencies:
 # (inv_freq, cfg, sequence length, base) -> (inv_freq, scale on cos and sin)
 ROPE_SCALES: dict[str, Callable[..., tuple[torch.Tensor, float]]] = {
-    "linear": _linear, "dynamic": _dynamic, "yarn": _yarn, "llama3": _llama3}
+    "linear": _linear, "dynamic": _dynamic, "yarn": _yarn, "llama3": _llama3,
+    "proportional": _proportional}
 
 
 def scaled_inv_freq(cfg: "TransformerConfig", seq_len: int, theta: float | None = None,

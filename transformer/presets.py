@@ -139,6 +139,12 @@ _QWEN3_5_REAL = dict(vocab_size=248320, d_model=4096, head_dim=256, rope_dim=64,
 _GEMMA3 = dict(arch="decoder", position="rope", norm="rmsnorm", norm_position="sandwich", norm_plus_one=True,
                ffn="geglu", gelu_approximate="tanh", qk_norm="head", scale_embeddings=True, tie_embeddings=True,
                layer_pattern="5:1", rope_theta=1e6, rope_local_theta=10000.0, norm_eps=1e-6)
+# Gemma 4: Gemma 3's sandwich and GeGLU, with plain-w RMSNorms, q.k unscaled, values normed, a scalar per block;
+# its global layers turn a quarter of their frequencies (proportional RoPE at 1M), the local ones all (10k)
+_GEMMA4 = dict(arch="decoder", position="rope", norm="rmsnorm", norm_position="sandwich", ffn="geglu",
+               gelu_approximate="tanh", qk_norm="head", value_norm=True, layer_scalar=True, scale_embeddings=True,
+               tie_embeddings=True, score_scale=1.0, layer_pattern="5:1", rope_theta=1e6, rope_local_theta=10000.0,
+               rope_scaling="proportional", rope_fraction=0.25, norm_eps=1e-6, logit_softcap=30.0, k_eq_v=True)
 _DEEPSEEK_V3 = dict(_LLAMA, ffn="moe", router="sigmoid", routed_scale=2.5, n_shared_experts=1, norm_eps=1e-6)
 _GPT_OSS = dict(_LLAMA, ffn="moe", expert_activation="clamped-swiglu", bias=True, sinks=True, layer_pattern="alternate",
                 norm_eps=1e-5)
@@ -181,6 +187,19 @@ _RECENT_CARDS = [
           {"27B": 27.0e9},
           # the size its English model trained at: six layers keep the 5 : 1 pattern, the one global layer last
           classroom=dict(ENGLISH_GATED, n_layers=6, n_kv_heads=2, head_dim=32, sliding_window=64)),
+    # 31B (30.7B as published) from its Hugging Face config: 60 layers, five local (window 1,024) to one global. The
+    # global layers have heads of 512 and 4 kv heads, K = V: their cache is 4 x 512 numbers per token for K and as
+    # many for V, where a local layer's is 16 x 256 each. The cache saves in the windowed layers (50 of 60 hold at
+    # most 1,024 tokens) and in the global layers' fewer kv heads; bf16: 1.09 GiB at 4k tokens, 10.8 GiB at 128k,
+    # 80.8 GiB at 1M (the 256k context is its longest). The small Gemma 4 models (E2B, E4B) add per-layer input
+    # embeddings and let their last layers reuse earlier K and V (kv_shared_layers), which the classroom size shows
+    _card("gemma4", "Gemma 4", 2026, "decoder · GQA · RoPE (proportional on global layers) · 5 local : 1 global "
+          "layers · K = V on global layers · sandwich RMSNorm · QK-norm and value norm · GeGLU", _GEMMA4,
+          {"31B": dict(vocab_size=262144, d_model=5376, n_heads=32, n_kv_heads=16, head_dim=256, global_head_dim=512,
+                       global_kv_heads=4, n_layers=60, d_ff=21504, max_len=262144, sliding_window=1024)},
+          {"31B": 30.7e9},
+          classroom=dict(ENGLISH_GATED, n_layers=8, n_kv_heads=2, head_dim=16, global_head_dim=32, global_kv_heads=1,
+                         sliding_window=64, kv_shared_layers="last 2", per_layer_dim=16)),
     # 671B and 37B active as published: the main model, without its 14B multi-token-prediction module
     # (the Hugging Face checkpoint's 685B include it)
     _card("deepseek-v3", "DeepSeek-V3", 2024, "decoder · MLA · RoPE (decoupled, YaRN) · pre-RMSNorm · MoE (256 "

@@ -102,6 +102,7 @@ def _check_yarn(cfg) -> None:
 class RopeScalingChoice(Choice):
     rescales: bool = True  # changes RoPE's frequencies (transformer/positions.py holds how)
     depends_on_length: bool = False  # the frequencies change with the sequence's length (dynamic NTK)
+    turns_fraction: bool = False  # only the first rope_fraction of the frequencies turn, the rest stand still
 
 
 ROPE_SCALING = Axis("RoPE scaling", {
@@ -122,6 +123,11 @@ ROPE_SCALING = Axis("RoPE scaling", {
                                 "Stretched LLaMA 3.1 from 8k to 128k tokens (with training at the new length); the Positions "
                                 "page measures what it costs at short range.", "LLaMA 3.1",
                                 check=_check_llama3),
+    "proportional": RopeScalingChoice(
+        "proportional", "the first rope_fraction of the frequencies, spaced over the whole head, turn; the rest stand "
+        "still", "Most of each head carries no position at all, so a long-range layer matches content at any "
+        "distance, while its turning part still tells near from far.", "Gemma 4 (global layers)",
+        turns_fraction=True),
 }, problem="A RoPE model whose layers see every key fails past the length it trained on: its slow dimensions reach "
            "angles it never saw. "
            "Scaling slows those dimensions so long texts land on familiar angles.", field="rope_scaling")

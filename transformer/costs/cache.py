@@ -50,9 +50,7 @@ def kv_cache_bytes(cfg: TransformerConfig, context: int, bytes_per_value: int = 
     if context < 1:
         raise ValueError(f"context={context} must be at least 1 token")
     state_bytes_per_value = bytes_per_value if state_bytes_per_value is None else state_bytes_per_value
-    width = _cache_width(cfg)
-    per_token = sum(width.values()) * bytes_per_value
-    held = {tensor: 0 for tensor in width}  # bytes by tensor, summed over layers
+    held = {tensor: 0 for tensor in _cache_width(cfg)}  # bytes by tensor, summed over layers
     per_layer, kinds = [], []  # each layer's bytes, and what holds them: "global", "local" or "state"
     for spec in cfg.layer_plan():
         if spec.row.keeps_state:
@@ -66,9 +64,10 @@ def kv_cache_bytes(cfg: TransformerConfig, context: int, bytes_per_value: int = 
             continue
         bound = spec.window if spec.window is not None else spec.chunk  # None: it may see every earlier token
         tokens = 0 if spec.reuses_kv else context if bound is None else min(context, bound)  # tokens it holds
-        for tensor, n in width.items():
+        layer_width = _cache_width(cfg.layer_config(spec))  # Gemma 4's global layers: their own head sizes
+        for tensor, n in layer_width.items():
             held[tensor] += n * bytes_per_value * tokens
-        per_layer.append(tokens * per_token)
+        per_layer.append(tokens * sum(layer_width.values()) * bytes_per_value)
         kinds.append("global" if bound is None else "local")
     return {"total": sum(per_layer),
             **{f"{kind} layers": sum(b for b, k in zip(per_layer, kinds) if k == kind)
@@ -91,5 +90,5 @@ def kv_cache_bytes_per_token(cfg: TransformerConfig, bytes_per_value: int = 2, c
     if context is not None:
         return kv_cache_bytes(cfg, context, bytes_per_value)["total"] / context
     # the layers that cache keys and values of their own (an encoder-decoder's: its decoder's)
-    caching = sum(not (spec.row.keeps_state or spec.reuses_kv) for spec in cfg.layer_plan())
-    return caching * sum(_cache_width(cfg).values()) * bytes_per_value
+    return sum(sum(_cache_width(cfg.layer_config(spec)).values()) for spec in cfg.layer_plan()
+               if not (spec.row.keeps_state or spec.reuses_kv)) * bytes_per_value

@@ -11,7 +11,6 @@ from __future__ import annotations
 import torch
 
 from .. import masks
-from ..axes import AXES
 from ..config import TransformerConfig
 from ..hooks import attention_stacks
 from .params import matmul_weights_per_token, multiplied_params
@@ -33,11 +32,21 @@ def forward_flops_per_token(cfg: TransformerConfig, context: int) -> int:
     For an encoder-decoder this is one source token through the encoder plus one target
     token through the decoder (its cross-attention reads `context` encoder outputs).
     """
-    per_key = 2 * cfg.n_heads * (cfg.d_head + cfg.d_v)
     stacks = attention_stacks(cfg.arch)
-    self_keys = len(stacks.self_attention) * sum(keys_seen_by_layer(cfg, context))
+    per_layer = zip(keys_seen_by_layer(cfg, context), _per_key_by_layer(cfg))
+    self_attention = len(stacks.self_attention) * sum(keys * per_key for keys, per_key in per_layer)
     cross_keys = len(stacks.cross_attention) * cfg.n_layers * context  # cross-attention has no window
-    return 2 * multiplied_params(cfg) + per_key * (self_keys + cross_keys)
+    return 2 * multiplied_params(cfg) + self_attention + _per_key(cfg) * cross_keys
+
+
+def _per_key(cfg: TransformerConfig) -> int:
+    """FLOPs per query and key: q·k over H heads of d_h, and the weight times v over H heads of d_v."""
+    return 2 * cfg.n_heads * (cfg.d_head + cfg.d_v)
+
+
+def _per_key_by_layer(cfg: TransformerConfig) -> list[int]:
+    """Each layer's FLOPs per query and key, at its own head sizes (Gemma 4's global layers: their own d_h)."""
+    return [_per_key(cfg.layer_config(spec)) for spec in cfg.layer_plan()]
 
 
 def keys_seen_by_layer(cfg: TransformerConfig, context: int) -> tuple[int, ...]:
@@ -93,10 +102,12 @@ def forward_flops(cfg: TransformerConfig, batch: int, seq: int) -> int:
     tokens = batch * seq
     stacks = attention_stacks(cfg.arch)
     n_attention = len(stacks.self_attention) + len(stacks.cross_attention)
-    state_kinds = [AXES["attention"].row(spec.kind) for spec in cfg.layer_plan()
-                   if AXES["attention"].row(spec.kind).keeps_state]
-    softmax_layers = n_attention * cfg.n_layers - len(state_kinds)
-    scores = softmax_layers * 2 * batch * seq**2 * cfg.n_heads * (cfg.d_head + cfg.d_v)
+    plan = cfg.layer_plan()
+    state_kinds = [spec.row for spec in plan if spec.row.keeps_state]
+    # each softmax layer's pairs at its own head sizes, in every stack; cross-attention's at the model's
+    self_pairs = sum(per_key for spec, per_key in zip(plan, _per_key_by_layer(cfg)) if not spec.row.keeps_state)
+    cross_pairs = (n_attention - len(stacks.self_attention)) * cfg.n_layers * _per_key(cfg)
+    scores = (len(stacks.self_attention) * self_pairs + cross_pairs) * batch * seq**2
     return 2 * matmul_weights_per_token(cfg) * tokens + scores + sum(state_flops(cfg, kind) * tokens
                                                                      for kind in state_kinds)
 

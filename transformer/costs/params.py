@@ -7,7 +7,7 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..axes import AXES
 from ..config import TransformerConfig
@@ -24,7 +24,8 @@ SYMBOLS = {"V": "vocabulary size", "D": "d_model", "L": "layers", "H": "query he
            "P": "max_len (positions in the learned table)",
            "H_k": "a state layer's q and k heads", "H_s": "a state layer's value heads (one state each)",
            "d_k": "a state's rows (its key width)", "d_s": "a state's columns (its value width)",
-           "c": "the short convolution's width (tokens)"}
+           "c": "the short convolution's width (tokens)",
+           "p": "per_layer_dim (each layer's own input per token, Gemma 4)"}
 PARTS = ("embedding", "attention", "ffn", "norms", "head")
 
 
@@ -98,39 +99,31 @@ def param_terms(cfg: TransformerConfig) -> list[ParamTerm]:
     # layers their own (``_state_terms``); a layer that reuses an earlier one's K and V no W_k, W_v or k_norm
     plan = cfg.layer_plan()
     softmax = [spec for spec in plan if not AXES["attention"].row(spec.kind).keeps_state]
-    makes_kv = [spec for spec in softmax if not spec.reuses_kv]
     everywhere = len(softmax) == len(plan)
 
     def at(specs: list) -> tuple[str, ...]:  # the attention modules of these layers (of both stacks)
         return ("*blocks.*.attn.",) if len(specs) == len(plan) else tuple(f"*blocks.{s.index}.attn." for s in specs)
 
-    if softmax:
+    # a layer's own head sizes (Gemma 4's global layers) give it its own terms: one group per layer config
+    groups: dict[tuple, tuple[TransformerConfig, list]] = {}
+    for spec in softmax:
+        layer_cfg = cfg.layer_config(spec)
+        key = (layer_cfg.d_head, layer_cfg.n_kv_heads, layer_cfg.k_eq_v)
+        groups.setdefault(key, (layer_cfg, []))[1].append(spec)
+    for group, (layer_cfg, specs) in enumerate(groups.values()):
+        named = "" if len(groups) == 1 else (" (global layers)" if specs[0].window is None else " (local layers)")
+        makes_kv = [spec for spec in specs if not spec.reuses_kv]
         kv = (n_stacks * len(makes_kv), at(makes_kv))
-        terms += (_latent_attention_terms(cfg, n_stacks * len(softmax), at(softmax)) if cfg.row("kv_heads").latent
-                  else _attention_terms(cfg, n_stacks * len(softmax), at(softmax), kv))
+        group_terms = (_latent_attention_terms(cfg, n_stacks * len(specs), at(specs)) if cfg.row("kv_heads").latent
+                       else _attention_terms(layer_cfg, n_stacks * len(specs), at(specs), kv))
+        group_terms += _qk_norm_terms(layer_cfg, specs, everywhere and len(groups) == 1, n_stacks,
+                                      0 if group else cross_layers, at)  # cross-attention's norms: once
+        terms += [replace(term, name=term.name + named) for term in group_terms]
     if not everywhere:
         terms += _state_terms(cfg, [spec.index for spec in plan if spec not in softmax])
     if cfg.row("arch").cross:  # the decoder's blocks read the encoder through a second attention
         terms += _cross_attention_terms(cfg, cross_layers)
-    qk = cfg.row("qk_norm")
-    if qk.normalises and qk.weighted:  # an RMSNorm, in self- and cross-attention alike
-        q_normed = [spec for spec in softmax if spec.rotates or not qk.rope_layers_only]
-        k_normed = [spec for spec in q_normed if not spec.reuses_kv]
-        q_width, k_width = (cfg.d_head, cfg.d_head) if qk.per_head else (cfg.n_heads * cfg.d_head,
-                                                                         cfg.n_kv_heads * cfg.d_head)
-        if q_normed == k_normed == softmax and everywhere:  # every layer both: one term
-            terms.append(ParamTerm("norms", f"QK-norm ({cfg.qk_norm}: q_norm and k_norm)",
-                                   "2·d_h" if qk.per_head else "H·d_h + G·d_h", q_width + k_width,
-                                   blocks + cross_layers,
-                                   tuple(f"*blocks.*.{attention}.{n}.*" for attention in ("attn", "cross_attn")
-                                         for n in ("q_norm", "k_norm"))))
-        else:
-            for name, layers, width, formula in (("q_norm", q_normed, q_width, "d_h" if qk.per_head else "H·d_h"),
-                                                 ("k_norm", k_normed, k_width, "d_h" if qk.per_head else "G·d_h")):
-                if layers:
-                    terms.append(ParamTerm("norms", f"QK-norm ({cfg.qk_norm}: {name})", formula, width,
-                                           n_stacks * len(layers) + cross_layers,
-                                           _at(at(layers), f"{name}.*") + (f"*blocks.*.cross_attn.{name}.*",)))
+    terms += _per_layer_terms(cfg)
     terms += _block_norm_terms(cfg, n_stacks, norm, norm_formula)
     terms += _ffn_terms(cfg, n_stacks)
     if cfg.has_final_norm:
@@ -143,6 +136,54 @@ def param_terms(cfg: TransformerConfig) -> list[ParamTerm]:
         terms.append(_matrices("head", "unembedding W_U", "D·V", table, 0, 1, ("unembed.weight",)))
     if cfg.head_bias:
         terms.append(ParamTerm("head", "output bias", "V", V, 1, ("unembed.bias",)))
+    return terms
+
+
+def _qk_norm_terms(cfg: TransformerConfig, softmax: list, everywhere: bool, n_stacks: int, cross_layers: int,
+                   at) -> list[ParamTerm]:
+    """QK-norm's weights on these softmax layers (`at` names their modules), and in cross-attention; `everywhere`:
+    they are all the model's layers."""
+    qk = cfg.row("qk_norm")
+    if not (qk.normalises and qk.weighted):  # an RMSNorm, in self- and cross-attention alike
+        return []
+    q_normed = [spec for spec in softmax if spec.rotates or not qk.rope_layers_only]
+    k_normed = [spec for spec in q_normed if not spec.reuses_kv]
+    q_width, k_width = (cfg.d_head, cfg.d_head) if qk.per_head else (cfg.n_heads * cfg.d_head,
+                                                                     cfg.n_kv_heads * cfg.d_head)
+    if q_normed == k_normed == softmax and everywhere:  # every layer both: one term
+        return [ParamTerm("norms", f"QK-norm ({cfg.qk_norm}: q_norm and k_norm)",
+                          "2·d_h" if qk.per_head else "H·d_h + G·d_h", q_width + k_width,
+                          n_stacks * len(softmax) + cross_layers,
+                          tuple(f"*blocks.*.{attention}.{n}.*" for attention in ("attn", "cross_attn")
+                                for n in ("q_norm", "k_norm")))]
+    terms = []
+    for name, layers, width, formula in (("q_norm", q_normed, q_width, "d_h" if qk.per_head else "H·d_h"),
+                                         ("k_norm", k_normed, k_width, "d_h" if qk.per_head else "G·d_h")):
+        if layers:
+            terms.append(ParamTerm("norms", f"QK-norm ({cfg.qk_norm}: {name})", formula, width,
+                                   n_stacks * len(layers) + cross_layers,
+                                   _at(at(layers), f"{name}.*") + ((f"*blocks.*.cross_attn.{name}.*",)
+                                                                   if cross_layers else ())))
+    return terms
+
+
+def _per_layer_terms(cfg: TransformerConfig) -> list[ParamTerm]:
+    """Gemma 4: the per-layer table (looked up), the projection of the main embedding that joins it and its norm;
+    each block's gate, W_up and norm; each block's scalar (transformer/per_layer.py)."""
+    d, V, L, p = cfg.d_model, cfg.vocab_size, cfg.n_layers, cfg.per_layer_dim
+    terms = []
+    if p is not None:
+        terms += [
+            ParamTerm("embedding", "per-layer embedding table", "V·L·p", V * L * p, 1, ("per_layer_embed.table.*",)),
+            _matrices("ffn", "per-layer input projection (D -> L·p)", "D·L·p", d * L * p, 0, 1,
+                      ("per_layer_embed.projection.*",)),
+            ParamTerm("norms", "per-layer input norm", "p", p, 1, ("per_layer_embed.norm.*",)),
+            _matrices("ffn", "per-layer gate W_gate and W_up", "2·D·p", 2 * d * p, 0, L,
+                      ("*blocks.*.per_layer.gate.*", "*blocks.*.per_layer.up.*")),
+            ParamTerm("norms", "per-layer output norm", "D", d, L, ("*blocks.*.per_layer.norm.*",)),
+        ]
+    if cfg.layer_scalar:
+        terms.append(ParamTerm("norms", "layer scalar", "1", 1, L, ("*blocks.*.layer_scalar",)))
     return terms
 
 
@@ -167,10 +208,12 @@ def _projection_terms(cfg: TransformerConfig, copies: int, prefix: tuple[str, ..
     qkv_b, b = int(cfg.has_qkv_bias), int(cfg.bias)
     v = _value_width(cfg)
     kv, kv_bias = _kv_formulas(cfg)
+    value_weights = 0 if cfg.k_eq_v else dv  # K = V: W_k's output serves as the values too
     terms = [
         _q_term(cfg, copies, prefix),
-        _matrices("attention", "W_k and W_v", _with_bias(kv, kv_bias, qkv_b), d * G * (dh + dv), qkv_b * G * (dh + dv),
-                  kv_copies, _at(kv_prefix, "k_proj.*", "v_proj.*")),
+        _matrices("attention", "W_k (K = V)" if cfg.k_eq_v else "W_k and W_v", _with_bias(kv, kv_bias, qkv_b),
+                  d * G * (dh + value_weights), qkv_b * G * (dh + value_weights), kv_copies,
+                  _at(kv_prefix, "k_proj.*", "v_proj.*")),
         _o_term(cfg, copies, prefix),
     ]
     if cfg.attn_gate:  # gated attention: concat(heads) * sigmoid(x W_gate)
@@ -200,6 +243,8 @@ def _value_width(cfg: TransformerConfig) -> str:
 
 def _kv_formulas(cfg: TransformerConfig) -> tuple[str, str]:
     """W_k and W_v's weights and biases in letters: 2·D·G·d_h and 2·G·d_h, spelt out when d_v differs."""
+    if cfg.k_eq_v:
+        return "D·G·d_h", "G·d_h"
     if _value_width(cfg) == "d_h":
         return "2·D·G·d_h", "2·G·d_h"
     return "D·G·d_h + D·G·d_v", "G·d_h + G·d_v"
@@ -319,16 +364,13 @@ def _ffn_terms(cfg: TransformerConfig, n_stacks: int) -> list[ParamTerm]:
     row = cfg.row("ffn")
     mlp = "*blocks.*.mlp."
     if not row.routed:
-        blocks = n_stacks * cfg.n_layers
-        if row.gated:
-            return [_gated_term(f"W_{', W_'.join(row.matrices[:-1])} and W_{row.matrices[-1]} ({row.activation})",
-                                d, f, "F", b, blocks, mlp, n=len(row.matrices))]
-        # an MLP: every matrix but the last widens D -> F, the last narrows F -> D
-        *widen, narrow = row.matrices
-        return [*(_matrices("ffn", f"W_{m}", _with_bias("D·F", "F", b), d * f, b * f, blocks, (mlp + m + ".*",))
-                  for m in widen),
-                _matrices("ffn", f"W_{narrow}", _with_bias("F·D", "D", b), f * d, b * d, blocks,
-                          (mlp + narrow + ".*",))]
+        wide = [spec.index for spec in cfg.layer_plan() if cfg.layer_config(spec).d_ff != f]  # wide_shared_ffn
+        if not wide:
+            return _dense_ffn_terms(cfg, f, "F", n_stacks * cfg.n_layers, (mlp,), "")
+        others = [i for i in range(cfg.n_layers) if i not in wide]
+        return (_dense_ffn_terms(cfg, f, "F", n_stacks * len(others), tuple(f"*blocks.{i}.mlp." for i in others), "")
+                + _dense_ffn_terms(cfg, 2 * f, "2·F", n_stacks * len(wide), tuple(f"*blocks.{i}.mlp." for i in wide),
+                                   " (2·F wide: the layers that reuse K and V)"))
     # routed: the first layers may keep a dense gated FFN of width F; the others route
     dense_layers = n_stacks * min(cfg.first_dense_layers, cfg.n_layers)
     routed_layers = n_stacks * cfg.n_layers - dense_layers
@@ -354,6 +396,23 @@ def _ffn_terms(cfg: TransformerConfig, n_stacks: int) -> list[ParamTerm]:
         if S and cfg.shared_expert_gate:  # Qwen3-Next: one number per token scales the shared experts' output
             terms.append(_matrices("ffn", "shared experts' gate", "D", d, 0, routed_layers, (mlp + "shared_gate.*",)))
     return terms
+
+
+def _dense_ffn_terms(cfg: TransformerConfig, width: int, letter: str, copies: int, prefixes: tuple[str, ...],
+                     named: str) -> list[ParamTerm]:
+    """A dense FFN `width` wide (`letter` in the formulas) in the blocks under `prefixes`: one term per matrix of an
+    MLP, one for a gated FFN's matrices; `named` follows each term's name."""
+    d, b, row = cfg.d_model, int(cfg.bias), cfg.row("ffn")
+    if row.gated:
+        name = f"W_{', W_'.join(row.matrices[:-1])} and W_{row.matrices[-1]} ({row.activation})" + named
+        return [_gated_term(name, d, width, letter, b, copies, prefixes[0], n=len(row.matrices),
+                            where=_at(prefixes, "gate.*", "up.*", "down.*"))]
+    # an MLP: every matrix but the last widens D -> F, the last narrows F -> D
+    *widen, narrow = row.matrices
+    return [*(_matrices("ffn", f"W_{m}" + named, _with_bias(f"D·{letter}", letter, b), d * width, b * width, copies,
+                        _at(prefixes, m + ".*")) for m in widen),
+            _matrices("ffn", f"W_{narrow}" + named, _with_bias(f"{letter}·D", "D", b), width * d, b * d, copies,
+                      _at(prefixes, narrow + ".*"))]
 
 
 def _expert_matrices(row) -> int:

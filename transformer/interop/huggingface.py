@@ -17,6 +17,7 @@ from ..config import TransformerConfig
 from ..layer_plan import parse_nope_layers
 from ..model import Transformer
 from .family import Family, activation as _activation, head_dim, rope_fields, unsupported as _unsupported
+from .hf_gemma4 import DEFAULT_GEMMA4_CLASS, GEMMA4_CLASSES, GEMMA4_FAMILIES, describe_global_kv, describe_per_layer
 from .hf_hybrid import DEFAULT_HYBRID_CLASS, HYBRID_CLASSES, HYBRID_FAMILIES
 from .hf_llama4 import DEFAULT_LLAMA4_CLASS, LLAMA4_CLASSES, LLAMA4_FAMILIES
 from .hf_modern import DEFAULT_MODERN_CLASS, MODERN_CLASSES, MODERN_FAMILIES
@@ -265,6 +266,7 @@ FAMILIES = {
     **MODERN_FAMILIES,
     **HYBRID_FAMILIES,
     **LLAMA4_FAMILIES,
+    **GEMMA4_FAMILIES,
 }
 
 # HF class -> (family, whether it has an output head)
@@ -279,6 +281,7 @@ SUPPORTED_CLASSES = {
     **MODERN_CLASSES,
     **HYBRID_CLASSES,
     **LLAMA4_CLASSES,
+    **GEMMA4_CLASSES,
 }
 
 
@@ -360,6 +363,7 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
     kv = f"{axes.label('kv_heads', cfg.attention_kind)}: {sizes}"
     if cfg.head_dim is not None:
         kv += f", head_dim {cfg.d_head}"
+    kv += describe_global_kv(cfg)
     causal = axes.label("mask", "causal")
     arch = cfg.row("arch")
     mask = (f"{causal} decoder, {axes.label('mask', 'cross')}" if arch.cross
@@ -386,7 +390,7 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
         if cfg.d_rope != cfg.d_head:
             position += f", {cfg.d_rope} of {cfg.d_head} dimensions turn"
         if cfg.row("rope_scaling").rescales:
-            position += f", {axes.label('rope_scaling', cfg.rope_scaling)} scaling x{cfg.rope_factor:g}"
+            position += f", {_rope_change(cfg, cfg.rope_scaling, ' scaling')}"
         nope = sorted(parse_nope_layers(cfg.nope_layers, cfg.n_layers))
         if nope:
             position += f"; {_layers(nope)}: no positions (NoPE)"
@@ -396,6 +400,8 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
         norm += ", scale (1 + w)"
     if cfg.row("qk_norm").normalises:
         norm += f", QK-norm {axes.label('qk_norm', cfg.qk_norm)}"
+    if cfg.value_norm:
+        norm += ", values by their RMS (no weight)"
     if cfg.embed_norm:
         norm += f", plus a {axes.label('norm', 'layernorm')} after the embeddings"
     ffn = axes.label("ffn", cfg.ffn)
@@ -420,7 +426,15 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
             head += f", logits soft-capped at {cfg.logit_softcap:g}"
     described = {"KV heads": kv, "mask": mask, "position": position, "norm": norm, "FFN": ffn, "scores": scores,
                  "block": axes.label("block", "parallel" if cfg.parallel_block else "sequential"), "head": head}
-    return described | describe_state(cfg) | describe_plan(cfg)
+    return described | describe_per_layer(cfg) | describe_state(cfg) | describe_plan(cfg)
+
+
+def _rope_change(cfg: TransformerConfig, scaling: str, word: str = "") -> str:
+    """A RoPE scaling in words: "LLaMA 3 x8" (`word` after the name: "LLaMA 3 scaling x8"), or proportional's share
+    of turning frequencies."""
+    if axes.row("rope_scaling", scaling).turns_fraction:
+        return f"{axes.label('rope_scaling', scaling)}: {cfg.rope_fraction:g} of the frequencies turn"
+    return f"{axes.label('rope_scaling', scaling)}{word} x{cfg.rope_factor:g}"
 
 
 def _placed(cfg: TransformerConfig, key: str) -> str:
@@ -470,7 +484,9 @@ def describe_plan(cfg: TransformerConfig) -> dict[str, str]:
         elif spec.rotates:
             text += f", RoPE theta {spec.rope_theta:g}"
             if axes.row("rope_scaling", spec.rope_scaling).rescales:
-                text += f", {axes.label('rope_scaling', spec.rope_scaling)} x{cfg.rope_factor:g}"
+                text += f", {_rope_change(cfg, spec.rope_scaling)}"
+        if spec.reuses_kv:  # Gemma 4: computes q alone
+            text += f", reads the K and V of layer {spec.kv_from}"
         if len(placements) > 1:  # OLMo hybrid: norms before the sublayers on some layers, after them on others
             text += f", norms {spec.placement.label}"
         groups.setdefault(text, []).append(spec.index)
@@ -496,7 +512,7 @@ def _layers(indices: list[int]) -> str:
 DEFAULT_CLASS = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
                  "mixtral": "MixtralForCausalLM", "bloom": "BloomForCausalLM", "falcon": "FalconForCausalLM",
                  "bert": "BertForMaskedLM", **DEFAULT_MODERN_CLASS, **DEFAULT_HYBRID_CLASS,
-                 **DEFAULT_LLAMA4_CLASS}  # model_type -> class, for a config naming none
+                 **DEFAULT_LLAMA4_CLASS, **DEFAULT_GEMMA4_CLASS}  # model_type -> class, for a config naming none
 
 
 def _transformers():
