@@ -276,6 +276,9 @@ FEATURE_MAP = Axis("Feature map", {
 def _check_not_latent(cfg) -> None:
     if cfg.q_rank is not None:
         raise ValueError(f"q_rank={cfg.q_rank} is part of multi-head latent attention; set kv_rank too, or q_rank=None")
+    if cfg.latent_norm_eps is not None:
+        raise ValueError(f"latent_norm_eps={cfg.latent_norm_eps} is the eps of multi-head latent attention's latent "
+                         "norms; set kv_rank too, or latent_norm_eps=None")
 
 
 def _check_latent(cfg) -> None:
@@ -285,6 +288,9 @@ def _check_latent(cfg) -> None:
                          f"{cfg.n_heads} * {cfg.d_head} = {width}: a latent wider than the keys saves nothing")
     if cfg.q_rank is not None and not 1 <= cfg.q_rank <= width:
         raise ValueError(f"q_rank={cfg.q_rank} must be between 1 and n_heads * head_dim = {width}")
+    if cfg.latent_norm_eps is not None and not cfg.latent_norm_eps > 0:
+        raise ValueError(f"latent_norm_eps={cfg.latent_norm_eps} must be greater than 0: it keeps the latent's norm "
+                         "from dividing by zero (DeepSeek and Kimi Linear: 1e-6), or None for norm_eps")
     if cfg.n_kv_heads != cfg.n_heads:
         raise ValueError(f"multi-head latent attention rebuilds a key and a value for every head from its "
                          f"latent; set n_kv_heads={cfg.n_heads} (= n_heads), not {cfg.n_kv_heads}")
