@@ -2,6 +2,7 @@
 layer is Hugging Face's layer, cached generation is recomputation, and the hooks show the decay channel by channel."""
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -155,3 +156,19 @@ def test_the_parameter_count_is_every_live_tensor(tiny_config):
     live = sum(p.numel() for p in Transformer(cfg).parameters())
     assert param_counts(cfg)["total"] == live
     assert ROW.channel_decay and ROW.sigmoid_gate and not ROW.gated_decay and not ROW.silu_gate
+
+
+def test_the_state_page_steps_through_a_kimi_delta_layer_with_each_rows_own_decay():
+    """The state a token found is diag(α_t) S_{t-1}: found + write = after, row by row, and the figure says so."""
+    from apptest_helpers import assert_clean, open_page
+    from ui.compute import state_measure
+
+    at = assert_clean(open_page("pages/state.py", attention_layers="3:1", n_layers=4, position="rope",
+                                linear_kind="kimi-delta", state_t=3, text="the cat sat on the mat"))
+    assert at.selectbox(key="state_layer").options[0] == "0: Kimi delta attention"
+    figure = next(c for c in at.get("plotly_chart") if c.proto.id.endswith("state_write"))
+    assert "diag(αₜ)·Sₜ₋₁ (αₜ from" in figure.proto.spec
+    states = np.stack([np.ones((3, 2)), np.full((3, 2), 2.0)])  # the page's own arithmetic on a known decay per row
+    head = state_measure.HeadState(np.zeros((2, 3)), np.zeros((2, 3)), np.zeros((2, 2)), states, None, None,
+                          np.array([[1.0, 1.0, 1.0], [0.5, 0.25, 0.0]]), None, None, None)
+    assert (head.before(1) == np.array([[0.5, 0.5], [0.25, 0.25], [0.0, 0.0]])).all()
