@@ -15,7 +15,7 @@ import transformers as tf
 
 from hf_factories import COMMON, V, _hybrid, right_padded_batch, run_both
 from transformer.interop import describe_hf, from_hf
-from transformer.model import KVCache
+from transformer.model import KVCache, Transformer
 
 LOGITS_TOL, PATTERN_TOL = 1e-4, 1e-5
 FALLBACKS = ("chunk_kimi_delta_attention", "recurrent_kimi_delta_attention", "causal_conv1d_fn",
@@ -172,3 +172,20 @@ def test_a_model_of_kimi_delta_layers_only_opens_without_latent_attention():
     ids = torch.randint(1, V, (1, 12), generator=torch.Generator().manual_seed(4))
     with torch.no_grad():
         assert (hf(ids, use_cache=False).logits - ours(ids)).abs().max() <= LOGITS_TOL
+
+
+def test_the_latent_norm_keeps_its_own_eps():
+    """HF builds the latent's RMSNorm with eps 1e-6 whatever rms_norm_eps (1e-5) says: on a latent of small size the
+    difference shows, and latent_norm_eps carries it."""
+    hf = kimi_default_plan()
+    with torch.no_grad():
+        hf.model.layers[4].self_attn.kv_a_proj_with_mqa.weight.mul_(0.003)  # a latent of RMS about 0.005
+    ours = from_hf(hf)
+    assert ours.blocks[4].attn.kv_norm.eps == hf.model.layers[4].self_attn.kv_a_layernorm.variance_epsilon == 1e-6
+    one_eps = Transformer(ours.cfg.replace(latent_norm_eps=None)).eval()
+    one_eps.load_state_dict(ours.state_dict())
+    ids = torch.randint(1, V, (1, 12), generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        expected = hf(ids).logits
+        assert (expected - ours(ids)).abs().max() <= LOGITS_TOL
+        assert (expected - one_eps(ids)).abs().max() > 100 * LOGITS_TOL
