@@ -50,8 +50,8 @@ def kimi_checkpoint_lists():
 FACTORIES = {fn.__name__: fn for fn in (kimi_default_plan, kimi_checkpoint_lists)}
 PLANS = {
     "kimi_default_plan": dict(
-        attention_layers="4:1", linear_kind="kimi-delta", nope_layers="4", linear_value_heads=4, linear_key_head_dim=8, linear_conv_size=4,
-        kv_rank=16, q_rank=None, latent_norm_eps=1e-6, norm_eps=1e-5, n_experts=6, n_expert_groups=2, top_groups=1,
+        attention_layers="4:1", linear_kind="kimi-delta", nope_layers="4", linear_value_heads=4, linear_key_head_dim=8,
+        linear_conv_size=4, kv_rank=16, q_rank=None, latent_norm_eps=1e-6, norm_eps=1e-5, n_experts=6, n_expert_groups=2, top_groups=1,
         first_dense_layers=1, router_norm=True, n_shared_experts=1, bias=False),
     "kimi_checkpoint_lists": dict(
         attention_layers="3:1", linear_kind="kimi-delta", nope_layers="3, 7", linear_value_heads=2,
@@ -133,7 +133,7 @@ def test_describe_hf_names_each_layers_kind():
     assert axes["layers"] == ("layers 0-2, 4-6: linear_attention (Kimi delta attention); "
                               "layers 3, 7: full_attention, no positions (NoPE)")
     assert axes["linear layers"] == ("Kimi delta attention: 2 value heads, each a 16 x 16 state, read by 2 q/k heads; "
-                                     "short convolution of 3 tokens; β up to 1")
+                                     "a decay per key channel (16 per head); short convolution of 3 tokens; β up to 1")
     assert axes["KV heads"].startswith("Multi-head latent attention") or "latent of 16" in axes["KV heads"]
     axes = describe_hf(FACTORIES["kimi_default_plan"]()).axes
     assert axes["layers"] == "layers 0-3: linear_attention (Kimi delta attention); layer 4: full_attention, no " \
@@ -168,7 +168,8 @@ def test_a_model_of_kimi_delta_layers_only_opens_without_latent_attention():
         **_SIZES, num_hidden_layers=2, layer_types=["linear_attention"] * 2, linear_num_heads=4, linear_head_dim=8,
         num_local_experts=4, num_experts_per_tok=2, **COMMON), seed=8)
     ours = from_hf(hf)
-    assert (ours.cfg.attention_layers, ours.cfg.position, ours.cfg.kv_rank) == ("linear_attention,linear_attention", "none", None)
+    assert ours.cfg.attention_layers == "linear_attention,linear_attention"
+    assert (ours.cfg.position, ours.cfg.kv_rank, ours.cfg.latent_norm_eps) == ("none", None, None)
     ids = torch.randint(1, V, (1, 12), generator=torch.Generator().manual_seed(4))
     with torch.no_grad():
         assert (hf(ids, use_cache=False).logits - ours(ids)).abs().max() <= LOGITS_TOL

@@ -213,8 +213,8 @@ class LinearAttention(nn.Module):
     """x -> q, k, v (-> short convolution) -> φ or length 1 -> the state -> RMSNorm (* gate) -> W_o.
 
     What a kind adds is its row's flags (``AXES["attention"]``): a feature map, a fixed, gated or per-channel decay,
-    the delta rule, a short convolution, an output gate (SiLU, or a sigmoid through a bottleneck). Projections have no bias, so a padding token (whose
-    input is zeroed) writes nothing into a state that is still empty.
+    the delta rule, a short convolution, an output gate (SiLU, or a sigmoid through a bottleneck). Projections have
+    no bias, so a padding token (whose input is zeroed) writes nothing into a state that is still empty.
     """
 
     def __init__(self, cfg: TransformerConfig, kind: str):

@@ -77,7 +77,8 @@ def _latent_attention(prefix: str, attn: nn.Module, cfg: TransformerConfig) -> W
         w |= linear(prefix + "q_proj", queries(attn.q_proj.weight), None, cfg.has_qkv_bias)
     else:
         w |= from_linear(prefix + "q_down", attn.q_a_proj, cfg.has_qkv_bias)
-        w |= norm_weights(prefix + "q_down_norm", attn.q_a_layernorm) | {prefix + "q_up.weight": queries(attn.q_b_proj.weight)}
+        w |= norm_weights(prefix + "q_down_norm", attn.q_a_layernorm)
+        w[prefix + "q_up.weight"] = queries(attn.q_b_proj.weight)
     down = attn.kv_a_proj_with_mqa
     latent, shared_key = down.weight.split((rank, d_rope))
     latent_bias, key_bias = down.bias.split((rank, d_rope)) if down.bias is not None else (None, None)
@@ -104,8 +105,10 @@ def _kimi_delta(prefix: str, mixer: nn.Module, cfg: TransformerConfig) -> Weight
 
 
 def _kimi_moe_weights(prefix: str, moe: nn.Module, cfg: TransformerConfig) -> Weights:
-    """The router and its correction bias, the experts (gate_up_proj (E, 2 d_expert, D), gate half first), the shared."""
-    w = linear(prefix + "router", moe.gate.weight, None, cfg.bias) | {prefix + "choice_bias": moe.gate.e_score_correction_bias}
+    """The router and its correction bias, the experts (gate_up_proj (E, 2 d_expert, D), gate half first), the shared
+    experts."""
+    w = linear(prefix + "router", moe.gate.weight, None, cfg.bias)
+    w[prefix + "choice_bias"] = moe.gate.e_score_correction_bias
     gate, up = moe.experts.gate_up_proj.chunk(2, dim=1)  # (E, d_expert, D) each
     for e in range(cfg.n_experts):
         for name, weight in (("gate", gate[e]), ("up", up[e]), ("down", moe.experts.down_proj[e])):

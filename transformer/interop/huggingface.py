@@ -445,6 +445,8 @@ def describe_state(cfg: TransformerConfig) -> dict[str, str]:
     text += (f": {cfg.state_heads} value heads, each a {cfg.state_d_k} x {cfg.state_d_v} state, read by "
              f"{cfg.state_key_heads} q/k heads")
     rows = [axes.row("attention", kind) for kind in kinds]
+    if any(row.channel_decay for row in rows):
+        text += f"; a decay per key channel ({cfg.state_d_k} per head)"
     if any(row.short_conv for row in rows):
         text += f"; short convolution of {cfg.linear_conv_size} tokens"
     if any(row.delta_rule for row in rows):
