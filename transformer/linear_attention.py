@@ -103,11 +103,13 @@ def _decay_within(b: torch.Tensor) -> torch.Tensor:
 def _decayed_products(a: torch.Tensor, k: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Σ_c a_ic k_jc e^{b_ic - b_jc} for j <= i, else 0 (..., C, C), for a, k (..., C, d_k) and b (..., C, 1 or d_k).
     One decay per head factors out of the dot product: a matrix product, then a (C, C) mask. A decay per channel
-    does not: each channel of each pair is decayed apart, as Kimi Linear's chunked form does it."""
-    decay = _decay_within(b)  # (..., C, C, 1 or d_k)
+    does not: each channel of each pair is decayed apart, as Kimi Linear's chunked form does it, a (C, C, d_k) product
+    taken one slice of the dim before C at a time (a chunk, or a head) so that it never holds them all at once."""
     if b.shape[-1] == 1:
-        return (a @ k.transpose(-1, -2)) * decay[..., 0]  # (..., C, C)
-    return (a[..., :, None, :] * k[..., None, :, :] * decay).sum(-1)  # (..., C, C)
+        return (a @ k.transpose(-1, -2)) * _decay_within(b)[..., 0]  # (..., C, C)
+    slices = zip(a.unbind(-3), k.unbind(-3), b.unbind(-3))  # each (..., C, d_k), (..., C, d_k), (..., C, d_k)
+    return torch.stack([(a_s[..., :, None, :] * k_s[..., None, :, :] * _decay_within(b_s)).sum(-1)  # (..., C, C)
+                        for a_s, k_s, b_s in slices], dim=-3)  # (..., C, C)
 
 
 def _chunk_matrices(q, k, b, beta):
