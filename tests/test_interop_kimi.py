@@ -134,7 +134,8 @@ def test_describe_hf_names_each_layers_kind():
                               "layers 3, 7: full_attention, no positions (NoPE)")
     assert axes["linear layers"] == ("Kimi delta attention: 2 value heads, each a 16 x 16 state, read by 2 q/k heads; "
                                      "a decay per key channel (16 per head); short convolution of 3 tokens; β up to 1")
-    assert axes["KV heads"].startswith("Multi-head latent attention") or "latent of 16" in axes["KV heads"]
+    assert "latent of 16" in axes["KV heads"]
+    assert axes["position"] == "none: no layer turns q and k (layers 3, 7 leave RoPE out, the others keep a state)"
     axes = describe_hf(FACTORIES["kimi_default_plan"]()).axes
     assert axes["layers"] == "layers 0-3: linear_attention (Kimi delta attention); layer 4: full_attention, no " \
                              "positions (NoPE)"

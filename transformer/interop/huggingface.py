@@ -393,6 +393,8 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
         nope = sorted(parse_nope_layers(cfg.nope_layers, cfg.n_layers))
         if nope:
             position += f"; {_layers(nope)}: no positions (NoPE)"
+        if not any(spec.rotates for spec in cfg.layer_plan()):  # Kimi Linear: every softmax layer leaves RoPE out
+            position = f"none: no layer turns q and k ({_layers(nope)} leave RoPE out, the others keep a state)"
     placements = list(dict.fromkeys(spec.norm_position for spec in cfg.layer_plan()))
     norm = "; ".join(_placed(cfg, key) for key in placements) + f", eps = {cfg.norm_eps:g}"
     if cfg.norm_plus_one:
