@@ -83,8 +83,8 @@ for _ in when_open(tabs[0]):
     st.subheader(f"Layer {layer} ({row.label}), head {head}: the state after token {t} '{token}'")
     st.latex(row.formulas["hook_state"])
     before, write, after = head_state.before(t), head_state.write(t), head_state.states[t]
-    show_chart(state_write(before, write, after, token, None if head_state.decay is None else
-                           float(head_state.decay[t])), key="state_write")
+    show_chart(state_write(before, write, after, token, None if head_state.decay is None else head_state.decay[t]),
+               key="state_write")
     state_kib = cfg.state_heads * d_k * d_v * 4 / 1024
     st.caption(f"Each head keeps a {d_k} × {d_v} state: {d_k * d_v:,} numbers, and this layer {cfg.state_heads} of "
                f"them ({state_kib:,.1f} KiB in float32) after one token as after a million. Each token adds one "

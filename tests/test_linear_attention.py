@@ -191,14 +191,15 @@ def test_each_kind_records_what_its_row_promises(kind, tiny_model):
     recorded = {name.split(".")[-1] for name in trace.names() if name.startswith("blocks.0.attn.")}
     expected = {"hook_q", "hook_k", "hook_v", "hook_pattern", "hook_z", "hook_read_norm"}
     expected |= {"hook_phi_q", "hook_phi_k"} if row.feature_map or row.delta_rule else set()
-    expected |= {"hook_decay"} if row.decays else set()
+    decay_site = "hook_channel_decay" if row.channel_decay else "hook_decay"  # Kimi's: one per key channel
+    expected |= {decay_site} if row.decays else set()
     expected |= {"hook_beta", "hook_predicted", "hook_correction"} if row.delta_rule else set()
     expected |= {"hook_out_gate"} if row.output_gate else set()
     assert recorded == expected
     event = trace.event("blocks.0.attn.hook_pattern")
     assert "not a softmax" in event.op and "need not sum to 1" in event.op
     if row.decays:
-        decay = trace["blocks.0.attn.hook_decay"]
+        decay = trace[f"blocks.0.attn.{decay_site}"]
         assert ((decay > 0) & (decay <= 1)).all()
 
 

@@ -40,7 +40,9 @@ def test_real_size_parameter_counts_match_published_figures(key, size, kind, pub
 
 
 # published figures known to be rounded or counted another way, and how far off our exact count is
-LOOSE = {("original", "base"): 0.05}  # the paper's "65M"; its dimensions give 63.1M with shared embeddings
+LOOSE = {("original", "base"): 0.05,  # the paper's "65M"; its dimensions give 63.1M with shared embeddings
+         # Kimi Linear's "48B" and "A3B" name the release; its config gives 49.12B (2.3% over) and 3.11B (3.6% over)
+         ("kimi-linear", "48B-A3B"): 0.025, ("kimi-linear", "48B-A3B", "active"): 0.04}
 
 
 @pytest.mark.parametrize("key", list(MODEL_CARDS))
@@ -52,7 +54,8 @@ def test_every_card_is_within_two_percent_of_its_own_published_figures(key):
         assert abs(counted - published) / published < tolerance, f"{key} {size}: {counted:,} vs {published:,.0f}"
     for size, published in card.published_active.items():
         counted = card.counted(size)["active"]
-        assert abs(counted - published) / published < 0.02, f"{key} {size} active: {counted:,} vs {published:,.0f}"
+        tolerance = LOOSE.get((key, size, "active"), 0.02)
+        assert abs(counted - published) / published < tolerance, f"{key} {size} active: {counted:,} vs {published:,.0f}"
 
 
 def test_gpt_oss_counts_active_parameters_without_the_embedding_lookup():
@@ -101,7 +104,7 @@ def test_the_modern_cards_real_dimensions():
 def test_presets_are_the_cards_that_ship_checkpoints():
     assert set(PRESETS) <= set(MODEL_CARDS)
     assert all(PRESETS[key] == MODEL_CARDS[key].config for key in PRESETS)
-    assert set(MODEL_CARDS) - set(PRESETS) == {"llama3", "olmo2", "gemma4"}  # real sizes only, no trained model
+    assert set(MODEL_CARDS) - set(PRESETS) == {"llama3", "olmo2", "gemma4", "kimi-linear", "qwen3-next", "qwen3.5"}  # real sizes only, no trained model
     assert {"qwen3", "deepseek-v3", "gpt-oss", "gemma3"} <= set(PRESETS)  # their English models ship
 
 

@@ -114,6 +114,7 @@ class TransformerConfig:
     sinks: bool = False  # a learned logit per head joins each row's softmax and is dropped (gpt-oss)
     kv_rank: int | None = None  # multi-head latent attention: K and V come from a latent of this width (DeepSeek)
     q_rank: int | None = None  # MLA: q from its own low-rank latent too (None = one full projection)
+    latent_norm_eps: float | None = None  # MLA: its latents' RMSNorm eps; None = norm_eps (Kimi Linear: 1e-6 vs 1e-5)
     norm_plus_one: bool = False  # RMSNorm scales by (1 + w), w starting at 0 (Gemma)
     scale_embeddings: bool = False  # embeddings times sqrt(d_model) (Gemma)
     parallel_norms: int = 1  # a parallel block's norms: 1 shared (Falcon 7B, PaLM) or 2, one per sublayer (GPT-NeoX)

@@ -287,6 +287,12 @@ SITES: dict[str, HookSite] = {
         "(1 keeps everything, 0 forgets it all).",
         FromLayer(r"\alpha_t"),
         reads="each head's fixed γ, or the token's own vector (Gated DeltaNet: x W_a)"),
+    "hook_channel_decay": HookSite(
+        ("B", "H", "T_q", "d_head"), None,
+        "How much of each row of the state each token keeps before it writes (Kimi delta attention): one factor per "
+        "key channel, so some rows hold on to the past while others forget it.",
+        FromLayer(r"\alpha_t \in (0, 1)^{d_k}"),
+        reads="the token's own vector through a d_k-wide bottleneck (x W_f↓ W_f↑)"),
     "hook_beta": HookSite(
         ("B", "H", "T_q"), "delta_beta_max * sigmoid(x W_b)",
         "The delta rule's write strength β_t: how far the state moves from what it predicted toward the new value "
@@ -309,13 +315,13 @@ SITES: dict[str, HookSite] = {
         "Each head's state after each token: the d_head × d_v matrix that holds the whole past and that every "
         "later query reads. Recorded only when asked for by its exact name (T states per head).",
         FromLayer(r"S_t"),
-        reads=(("hook_correction", "hook_v"), ("hook_phi_k", "hook_k"), "hook_decay"),
+        reads=(("hook_correction", "hook_v"), ("hook_phi_k", "hook_k"), ("hook_decay", "hook_channel_decay")),
         on_request=True),
     "hook_out_gate": HookSite(
         ("B", "H", "T_q", "d_v"), "SiLU(x W_z)",
         "The output gate: SiLU of one more projection decides, per number, how much of the normalised read "
         "passes to W_o.",
-        r"g_t = \mathrm{SiLU}(x_t W_z)",
+        FromLayer(r"g_t = \mathrm{SiLU}(x_t W_z)"),  # Kimi delta attention's row words its sigmoid
         reads=("<input>",)),
     "hook_read_norm": HookSite(
         ("B", "H", "T_q", "d_v"), "RMSNorm(z)",

@@ -1,4 +1,4 @@
-"""Attention that keeps a state: linear attention, its decayed form, DeltaNet and Gated DeltaNet.
+"""Attention that keeps a state: linear attention, its decayed form, DeltaNet, Gated DeltaNet and Kimi delta attention.
 
 Softmax attention keeps every past key and value and weighs them all again for each new query. Drop the
 softmax and the weights factor: q_t · Σ_j k_j v_jᵀ, so the past adds up into one d_k × d_v matrix per
@@ -9,6 +9,10 @@ own way (o_t = q_tᵀ S_t reads it, q scaled by 1/sqrt(d_k) as softmax attention
     decayed linear   S_t = γ S_{t-1} + k_t v_tᵀ                          (γ fixed per head: RetNet, lightning)
     DeltaNet         S_t = S_{t-1} + k_t β_t (v_t - S_{t-1}ᵀ k_t)ᵀ        (q and k of length 1)
     Gated DeltaNet   S_t = α_t S_{t-1} + k_t β_t (v_t - α_t S_{t-1}ᵀ k_t)ᵀ  (α_t, β_t from the token; Qwen3-Next)
+    Kimi delta       the same with diag(α_t) S_{t-1}: α_t ∈ (0, 1)^{d_k}, one decay per row of S (Kimi Linear)
+
+A decay (``log_decay``) is given per head, (B, H, T), or per key channel, (B, H, T, d_k); inside, one per head is
+the channel case with a single channel that every row shares, (B, H, T, 1).
 
 Two forms give the same numbers (tests/test_linear_attention.py):
 - ``recurrent_form``: the state, token by token -- the one to read;
@@ -18,7 +22,9 @@ Two forms give the same numbers (tests/test_linear_attention.py):
 works on these layers; it is no softmax, and its rows need not sum to 1.
 
 Hugging Face's PyTorch fallbacks for Qwen3-Next (``torch_recurrent_gated_delta_rule``,
-``torch_chunk_gated_delta_rule``, ``Qwen3NextGatedDeltaNet``) are the reference for Gated DeltaNet.
+``torch_chunk_gated_delta_rule``, ``Qwen3NextGatedDeltaNet``) are the reference for Gated DeltaNet; Kimi Linear's
+(``recurrent_kimi_delta_attention``, ``chunk_kimi_delta_attention``, ``KimiLinearDeltaAttention``) for Kimi delta
+attention.
 """
 from __future__ import annotations
 
@@ -52,16 +58,22 @@ class Pass(NamedTuple):
     states: torch.Tensor | None = None  # (B, H, T, d_k, d_v)
 
 
+def per_channel(log_decay: torch.Tensor) -> torch.Tensor:
+    """log α as (B, H, T, d) with d = d_k (a decay per key channel) or 1 (one per head, shared by every row of S)."""
+    return log_decay[..., None] if log_decay.dim() == 3 else log_decay
+
+
 # --- the recurrent form: the state, token by token ------------------------------------------------------------
 
 def recurrent_form(q, k, v, log_decay, beta, state, keep_states: bool = False) -> Pass:
-    """q, k (B, H, T, d_k); v (B, H, T, d_v); log_decay (B, H, T) = log α_t, or None (no decay);
+    """q, k (B, H, T, d_k); v (B, H, T, d_v); log_decay (B, H, T) or (B, H, T, d_k) = log α_t, or None (no decay);
     beta (B, H, T) for the delta rule, or None (plain addition); state (B, H, d_k, d_v) before the first token."""
+    decay = None if log_decay is None else per_channel(log_decay)  # (B, H, T, 1 or d_k)
     outs, predicted, corrections, states = [], [], [], []
     for t in range(q.shape[2]):
         q_t, k_t, v_t = q[:, :, t], k[:, :, t], v[:, :, t]  # (B, H, d_k), (B, H, d_k), (B, H, d_v)
-        if log_decay is not None:
-            state = state * log_decay[:, :, t, None, None].exp()  # (B, H, d_k, d_v): forget a little first
+        if decay is not None:
+            state = state * decay[:, :, t, :, None].exp()  # (B, H, d_k, d_v): each row forgets a little first
         if beta is None:
             write = v_t  # (B, H, d_v): add the value as it comes
         else:
@@ -81,29 +93,42 @@ def recurrent_form(q, k, v, log_decay, beta, state, keep_states: bool = False) -
 
 def _decay_within(b: torch.Tensor) -> torch.Tensor:
     """D_ij = exp(b_i - b_j) for j <= i, else 0: how much of token j's write is left at token i, for b the running
-    sum of log α along the last dim (B, H, ..., C). Upper entries are masked before exp so they cannot overflow."""
-    gap = b[..., :, None] - b[..., None, :]  # (B, H, ..., C, C)
-    above = torch.ones(gap.shape[-2:], dtype=torch.bool, device=b.device).triu(1)
-    return gap.masked_fill(above, float("-inf")).exp()
+    sum of log α along the dim before last (..., C, d), per channel d. Upper entries are masked before exp so they
+    cannot overflow. (..., C, C, d)"""
+    gap = b[..., :, None, :] - b[..., None, :, :]  # (..., C, C, d)
+    above = torch.ones(gap.shape[-3:-1], dtype=torch.bool, device=b.device).triu(1)
+    return gap.masked_fill(above[..., None], float("-inf")).exp()
+
+
+def _decayed_products(a: torch.Tensor, k: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Σ_c a_ic k_jc e^{b_ic - b_jc} for j <= i, else 0 (..., C, C), for a, k (..., C, d_k) and b (..., C, 1 or d_k).
+    One decay per head factors out of the dot product: a matrix product, then a (C, C) mask. A decay per channel
+    does not: each channel of each pair is decayed apart, as Kimi Linear's chunked form does it, a (C, C, d_k) product
+    taken one slice of the dim before C at a time (a chunk, or a head) so that it never holds them all at once."""
+    if b.shape[-1] == 1:
+        return (a @ k.transpose(-1, -2)) * _decay_within(b)[..., 0]  # (..., C, C)
+    slices = zip(a.unbind(-3), k.unbind(-3), b.unbind(-3))  # each (..., C, d_k), (..., C, d_k), (..., C, d_k)
+    return torch.stack([(a_s[..., :, None, :] * k_s[..., None, :, :] * _decay_within(b_s)).sum(-1)  # (..., C, C)
+                        for a_s, k_s, b_s in slices], dim=-3)  # (..., C, C)
 
 
 def _chunk_matrices(q, k, b, beta):
-    """Inside one chunk (the last two dims: C tokens, d), what token i reads of token j's write (scores), and for
-    the delta rule, k_i · k_j decayed below the diagonal (overlap) and the triangular system (I + diag(β) overlap)
-    whose solution turns every token's value into the correction it stores."""
-    decay = _decay_within(b)  # (..., C, C)
-    scores = (q @ k.transpose(-1, -2)) * decay  # (..., C, C): q_i · k_j, decayed, j <= i
+    """Inside one chunk (q, k (..., C, d_k); b (..., C, 1 or d_k)), what token i reads of token j's write (scores),
+    and for the delta rule, k_i · k_j decayed below the diagonal (overlap) and the triangular system
+    (I + diag(β) overlap) whose solution turns every token's value into the correction it stores."""
+    scores = _decayed_products(q, k, b)  # (..., C, C): q_i · k_j, decayed, j <= i
     if beta is None:
         return scores, None, None
-    overlap = ((k @ k.transpose(-1, -2)) * decay).tril(-1)  # (..., C, C): k_i · k_j decayed, j < i
-    eye = torch.eye(b.shape[-1], dtype=b.dtype, device=b.device)
+    overlap = _decayed_products(k, k, b).tril(-1)  # (..., C, C): k_i · k_j decayed, j < i
+    eye = torch.eye(b.shape[-2], dtype=b.dtype, device=b.device)
     return scores, overlap, eye + beta[..., :, None] * overlap
 
 
 def chunked_form(q, k, v, log_decay, beta, state, size: int, predict: bool = False) -> Pass:
     """The same as ``recurrent_form`` (same arguments), C = `size` tokens at a time.
 
-    Inside a chunk, with b_i = Σ_{s<=i} log α_s from the chunk's start and S_0 the state before it:
+    Inside a chunk, with b_i = Σ_{s<=i} log α_s from the chunk's start and S_0 the state before it (a decay per
+    channel: e^{b_i} is diag(e^{b_i}) on the rows of S, and e^{b_i - b_j} (q_i · k_j) sums channel by channel):
         o_i  = e^{b_i} q_iᵀ S_0 + Σ_{j<=i} e^{b_i - b_j} (q_i · k_j) u_j
         S_C  = e^{b_C} S_0 + Σ_j e^{b_C - b_j} k_j u_jᵀ
     where u_j is what token j writes: v_j for plain addition; for the delta rule the correction
@@ -115,13 +140,14 @@ def chunked_form(q, k, v, log_decay, beta, state, size: int, predict: bool = Fal
     n = -(-T // size)
     pad = n * size - T  # zero tokens at the end: they write nothing and decay nothing
     q, k, v = (F.pad(x, (0, 0, 0, pad)).view(B, H, n, size, -1) for x in (q, k, v))  # (B, H, n, C, d)
-    log_decay = torch.zeros(B, H, T, dtype=q.dtype, device=q.device) if log_decay is None else log_decay
-    b = F.pad(log_decay, (0, pad)).view(B, H, n, size).cumsum(-1)  # (B, H, n, C): log decay since the chunk began
+    log_decay = torch.zeros(B, H, T, 1, dtype=q.dtype, device=q.device) if log_decay is None else log_decay
+    decay = per_channel(log_decay)  # (B, H, T, d): d = 1 or d_k
+    b = F.pad(decay, (0, 0, 0, pad)).view(B, H, n, size, -1).cumsum(-2)  # (B, H, n, C, d): log decay since it began
     beta = None if beta is None else F.pad(beta, (0, pad)).view(B, H, n, size)  # (B, H, n, C)
     scores, overlap, system = _chunk_matrices(q, k, b, beta)  # (B, H, n, C, C) each
-    q_from_start = q * b.exp()[..., None]  # (B, H, n, C, d_k): q_i reading S_0, decayed since the chunk began
-    k_from_start = k * b.exp()[..., None]  # (B, H, n, C, d_k): k_i predicting from S_0
-    k_to_end = k * (b[..., -1:] - b).exp()[..., None]  # (B, H, n, C, d_k): k_j's write, decayed to the chunk's end
+    q_from_start = q * b.exp()  # (B, H, n, C, d_k): q_i reading S_0, decayed since the chunk began
+    k_from_start = k * b.exp()  # (B, H, n, C, d_k): k_i predicting from S_0
+    k_to_end = k * (b[..., -1:, :] - b).exp()  # (B, H, n, C, d_k): k_j's write, decayed to the chunk's end
     if beta is not None:  # what each token writes, split into a part without S_0 and a part times S_0
         u_alone = torch.linalg.solve_triangular(system, beta[..., None] * v, upper=False)  # (B, H, n, C, d_v)
         u_per_s0 = torch.linalg.solve_triangular(system, beta[..., None] * k_from_start, upper=False)  # (B, H, n, C, d_k)
@@ -132,7 +158,7 @@ def chunked_form(q, k, v, log_decay, beta, state, size: int, predict: bool = Fal
         if predict and beta is not None:
             predicted.append(k_from_start[:, :, c] @ state + overlap[:, :, c] @ u)  # (B, H, C, d_v)
             corrections.append(u)
-        state = state * b[:, :, c, -1, None, None].exp() + k_to_end[:, :, c].transpose(-1, -2) @ u  # (B, H, d_k, d_v)
+        state = state * b[:, :, c, -1, :, None].exp() + k_to_end[:, :, c].transpose(-1, -2) @ u  # (B, H, d_k, d_v)
     unchunk = lambda xs: torch.stack(xs, dim=2).view(B, H, n * size, -1)[:, :, :T] if xs else None  # (B, H, T, d)
     return Pass(unchunk(outs), state, unchunk(predicted), unchunk(corrections))
 
@@ -144,8 +170,8 @@ def implied_weights(q, k, log_decay, beta) -> torch.Tensor:
     delta rule the same triangular system, W = scores (I + diag(β) overlap)^{-1} diag(β). Not a softmax:
     a row need not sum to 1, and under the delta rule a weight may be negative (a later key overwrote it).
     """
-    log_decay = torch.zeros(q.shape[:3], dtype=q.dtype, device=q.device) if log_decay is None else log_decay
-    scores, _, system = _chunk_matrices(q, k, log_decay.cumsum(-1), beta)  # (B, H, T, T)
+    log_decay = torch.zeros(*q.shape[:3], 1, dtype=q.dtype, device=q.device) if log_decay is None else log_decay
+    scores, _, system = _chunk_matrices(q, k, per_channel(log_decay).cumsum(-2), beta)  # (B, H, T, T)
     if beta is None:
         return scores
     return torch.linalg.solve_triangular(system, scores, upper=False, left=False) * beta[..., None, :]
@@ -188,9 +214,9 @@ def l2_normalise(x: torch.Tensor) -> torch.Tensor:
 class LinearAttention(nn.Module):
     """x -> q, k, v (-> short convolution) -> φ or length 1 -> the state -> RMSNorm (* gate) -> W_o.
 
-    What a kind adds is its row's flags (``AXES["attention"]``): a feature map, a fixed or a gated decay, the
-    delta rule, a short convolution, an output gate. Projections have no bias, so a padding token (whose
-    input is zeroed) writes nothing into a state that is still empty.
+    What a kind adds is its row's flags (``AXES["attention"]``): a feature map, a fixed, gated or per-channel decay,
+    the delta rule, a short convolution, an output gate (SiLU, or a sigmoid through a bottleneck). Projections have
+    no bias, so a padding token (whose input is zeroed) writes nothing into a state that is still empty.
     """
 
     def __init__(self, cfg: TransformerConfig, kind: str):
@@ -228,10 +254,20 @@ class LinearAttention(nn.Module):
             self.a_proj = nn.Linear(cfg.d_model, self.n_heads, bias=False)
             self.A_log = nn.Parameter(torch.zeros(self.n_heads))
             self.dt_bias = nn.Parameter(torch.zeros(self.n_heads))
-        if row.decays:
+        if row.channel_decay:  # Kimi: α_t per key channel, exp(-e^A_h softplus(x W_f↓ W_f↑ + dt_bias)), A per head
+            self.a_down = nn.Linear(cfg.d_model, self.d_k, bias=False)  # a bottleneck one key head wide
+            self.a_up = nn.Linear(self.d_k, self.n_heads * self.d_k, bias=False)
+            self.A_log = nn.Parameter(torch.zeros(self.n_heads))
+            self.dt_bias = nn.Parameter(torch.zeros(self.n_heads * self.d_k))
+            self.hook_channel_decay = HookPoint("hook_channel_decay", row)
+        elif row.decays:
             self.hook_decay = HookPoint("hook_decay", row)
-        if row.output_gate:
+        if row.sigmoid_gate:  # Kimi: sigmoid(x W_z↓ W_z↑), a bottleneck one value head wide
+            self.z_down = nn.Linear(cfg.d_model, self.d_v, bias=False)
+            self.z_up = nn.Linear(self.d_v, width_v, bias=False)
+        elif row.output_gate:
             self.z_proj = nn.Linear(cfg.d_model, width_v, bias=False)
+        if row.output_gate:
             self.hook_out_gate = HookPoint("hook_out_gate", row)
         self.hook_state = HookPoint("hook_state", row)
         self.hook_pattern = HookPoint("hook_pattern", row)
@@ -244,10 +280,11 @@ class LinearAttention(nn.Module):
         A uniform in (0, 16], softplus(dt_bias) log-uniform in [0.001, 0.1], so α_t = exp(-A dt) begins between
         about 0.2 and 1; the convolution as torch initialises one. ``Transformer`` calls this after its own
         N(0, 0.02) scheme, which fits matrices, not these."""
-        if self.row.gated_decay:
+        if self.row.learned_decay:
             with torch.no_grad():
                 self.A_log.copy_(torch.empty(self.n_heads).uniform_(0, 16).clamp_(min=1e-4).log())
-                dt = torch.exp(torch.rand(self.n_heads) * (math.log(0.1) - math.log(0.001)) + math.log(0.001))
+                steps = self.dt_bias.numel()  # one per head, or one per key channel (Kimi)
+                dt = torch.exp(torch.rand(steps) * (math.log(0.1) - math.log(0.001)) + math.log(0.001))
                 dt = dt.clamp(min=1e-4)
                 self.dt_bias.copy_(dt + torch.log(-torch.expm1(-dt)))  # softplus⁻¹(dt)
         if self.row.short_conv:
@@ -318,7 +355,13 @@ class LinearAttention(nn.Module):
         return q, k, v, seen[..., seen.shape[-1] - (size - 1):]
 
     def log_decay(self, x: torch.Tensor) -> torch.Tensor | None:
-        """log α_t (B, H, T), float32: a fixed γ per head, or each token's own; None for a kind without decay."""
+        """log α_t (B, H, T), float32: a fixed γ per head, or each token's own; (B, H, T, d_k) per key channel (Kimi);
+        None for a kind without decay."""
+        if self.row.channel_decay:
+            step = F.softplus(self.a_up(self.a_down(x)).float() + self.dt_bias.float())  # (B, T, H d_k): dt per channel
+            log_alpha = -self.A_log.float().exp()[:, None, None] * split_heads(step, self.n_heads)  # (B, H, T, d_k)
+            self.hook_channel_decay(log_alpha.exp())
+            return log_alpha
         if self.row.fixed_decay:
             log_alpha = self.log_gamma.float()[None, :, None].expand(x.shape[0], -1, x.shape[1])  # (B, H, T)
         elif self.row.gated_decay:
@@ -334,9 +377,14 @@ class LinearAttention(nn.Module):
         z32 = z.float()
         normed = (z32 * torch.rsqrt(z32.pow(2).mean(-1, keepdim=True) + self.eps) * self.norm_weight.float())
         if self.row.output_gate:
-            gate = self.hook_out_gate(F.silu(split_heads(self.z_proj(x), self.n_heads).float()))  # (B, H, T, d_v)
-            normed = normed * gate
+            normed = normed * self.hook_out_gate(self.out_gate(x))  # (B, H, T, d_v)
         return self.hook_read_norm(normed.to(z.dtype))  # (B, H, T, d_v)
+
+    def out_gate(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, H, T, d_v) float32: SiLU(x W_z) (Gated DeltaNet), or sigmoid(x W_z↓ W_z↑) (Kimi), per read number."""
+        if self.row.sigmoid_gate:
+            return torch.sigmoid(split_heads(self.z_up(self.z_down(x)), self.n_heads).float())  # (B, H, T, d_v)
+        return F.silu(split_heads(self.z_proj(x), self.n_heads).float())  # (B, H, T, d_v)
 
     def check_states_fit(self, B: int, T: int) -> None:
         """Refuse, before computing them, states per token that the trace's cap cannot hold."""
@@ -360,4 +408,5 @@ STATE_MODULES: dict[str, Callable[[TransformerConfig], nn.Module]] = {
     "decayed-linear": functools.partial(LinearAttention, kind="decayed-linear"),
     "deltanet": functools.partial(LinearAttention, kind="deltanet"),
     "gated-deltanet": functools.partial(LinearAttention, kind="gated-deltanet"),
+    "kimi-delta": functools.partial(LinearAttention, kind="kimi-delta"),
 }

@@ -152,6 +152,11 @@ _GPT_OSS_REAL = dict(vocab_size=201088, d_model=2880, n_heads=64, head_dim=64, n
                      top_k=4, sliding_window=128, max_len=131072, rope_theta=150000.0, rope_scaling="yarn",
                      rope_factor=32.0, rope_original_max_len=4096, yarn_truncate=False)
 _DEEPSEEK_YARN_MSCALE = 0.1 * math.log(40) + 1  # DeepSeek-V3 scales the scores, not cos and sin, by YaRN's factor
+# Kimi Linear: Kimi delta attention with latent attention that turns no positions (every full layer in nope_layers
+# keeps its shared key part unrotated), in DeepSeek-V3's blocks; its latent norms keep HF's eps of 1e-6
+_KIMI_LINEAR = dict(_LLAMA, linear_kind="kimi-delta", ffn="moe", router="sigmoid", router_norm=True, routed_scale=2.446,
+                    n_shared_experts=1, first_dense_layers=1, norm_eps=1e-5, latent_norm_eps=1e-6)
+_KIMI_FULL_LAYERS = (3, 7, 11, 15, 19, 23, 26)  # full_attn_layers 4, 8, ..., 24 and 27, counted from 1 there
 
 _RECENT_CARDS = [
     _card("llama3", "LLaMA 3.1", 2024, "decoder · GQA · RoPE (llama3 scaling to 128k) · pre-RMSNorm · SwiGLU",
@@ -244,6 +249,20 @@ _RECENT_CARDS = [
           {"80B-A3B": 80e9}, classroom=dict(ENGLISH_GATED, n_kv_heads=2, head_dim=32, rope_dim=8, ffn="moe",
                                              n_experts=8, top_k=2, d_expert=32, n_shared_experts=1,
                                              shared_expert_gate=True)),
+    # "48B" and "A3B" are the release's rounded names: its config gives 49.12B with both embedding tables (48.75B
+    # with one) and 3.11B multiplied per token (the unembedding, not the embedding's lookup); docs/interop.md
+    _card("kimi-linear", "Kimi Linear", 2025, "decoder · 3 Kimi delta attention : 1 latent attention (no positions) · "
+          "pre-RMSNorm · MoE (256 experts, sigmoid router, top-8 + 1 shared, first layer dense)", _KIMI_LINEAR,
+          {"48B-A3B": dict(vocab_size=163840, d_model=2304, n_heads=32, n_layers=27, head_dim=192, rope_dim=64,
+                           v_head_dim=128, kv_rank=512, d_ff=9216, d_expert=1024, n_experts=256, top_k=8,
+                           max_len=1048576, linear_value_heads=32, linear_key_head_dim=128, linear_value_head_dim=128,
+                           attention_layers=",".join("full_attention" if i in _KIMI_FULL_LAYERS else
+                                                     "linear_attention" for i in range(27)),
+                           nope_layers=", ".join(map(str, _KIMI_FULL_LAYERS)))},
+          {"48B-A3B": 48e9}, {"48B-A3B": 3e9},
+          classroom=dict(ENGLISH_GATED, attention_layers="3:1", nope_layers="3", head_dim=32, rope_dim=8, v_head_dim=32,
+                         kv_rank=64, linear_key_head_dim=32, linear_value_head_dim=32, n_experts=8, top_k=2,
+                         d_expert=32), active_counts="multiplied"),
 ]
 
 # the models of 2024-2026 whose English language model ships (docs/checkpoints.md): presets too

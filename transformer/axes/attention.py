@@ -22,11 +22,23 @@ class AttentionChoice(Choice):
     delta_rule: bool = False  # writes only the correction β_t (v_t - S^T k_t), with q and k scaled to length 1
     short_conv: bool = False  # a causal depthwise convolution over the last few tokens on q, k, v (Qwen3-Next)
     output_gate: bool = False  # the read's RMSNorm is multiplied by SiLU(x W_z) (Qwen3-Next's gated norm)
+    channel_decay: bool = False  # a decay per key channel, not per head, from x through a d_k-wide bottleneck (Kimi)
+    sigmoid_gate: bool = False  # the output gate is sigmoid(x W_z↓ W_z↑) through a d_v-wide bottleneck (Kimi)
 
     @property
     def decays(self) -> bool:
-        """The state shrinks before each write, by a constant or by the token's own α_t."""
-        return self.fixed_decay or self.gated_decay
+        """The state shrinks before each write, by a constant or by the token's own α_t (one per head or per channel)."""
+        return self.fixed_decay or self.gated_decay or self.channel_decay
+
+    @property
+    def learned_decay(self) -> bool:
+        """Its decay comes from the token through A_log and dt_bias (Gated DeltaNet, Kimi delta attention)."""
+        return self.gated_decay or self.channel_decay
+
+    @property
+    def silu_gate(self) -> bool:
+        """Its output gate is SiLU(x W_z), one full projection (Gated DeltaNet), not Kimi's sigmoid bottleneck."""
+        return self.output_gate and not self.sigmoid_gate
 
 
 # the config fields that only some kinds read: field -> (its default, the flag of the rows that read it)
@@ -37,8 +49,8 @@ KIND_FIELDS = {"linear_kind": ("gated-deltanet", "keeps_state"), "linear_chunk_s
                "delta_beta_max": (1.0, "delta_rule"), "linear_norm_position": (None, "keeps_state"),
                "linear_read_norm_eps": (None, "keeps_state")}
 FLAG_WORDS = {"keeps_state": "linear layers (a kind that keeps a state)", "feature_map": "'linear' layers",
-              "short_conv": "layers with a short convolution ('gated-deltanet')",
-              "delta_rule": "delta-rule layers ('deltanet', 'gated-deltanet')"}
+              "short_conv": "layers with a short convolution ('gated-deltanet', 'kimi-delta')",
+              "delta_rule": "delta-rule layers ('deltanet', 'gated-deltanet', 'kimi-delta')"}
 
 # settings that only softmax layers read: field -> (whether this config sets it, the value that leaves it out)
 SOFTMAX_ONLY = {
@@ -206,6 +218,40 @@ ATTENTION = Axis("Attention kind", {
                                   r"\mathrm{tril}_{-1}(\mathrm{diag}(\beta)\, \bar K \bar K^\top \odot D)\right)^{-1}"
                                   r"\mathrm{diag}(\beta),\ D_{ij} = \textstyle\prod_{j<s\le i} \alpha_s",
                   "hook_read_norm": r"\mathrm{RMSNorm}(z_t) \odot \mathrm{SiLU}(x_t W_z)"}),
+    "kimi-delta": AttentionChoice(
+        "Kimi delta attention", "Gated DeltaNet with a decay per key channel: each token sets how fast each of the "
+        "d_k rows of the state fades, instead of one number for the whole state; the output gate is a sigmoid",
+        "Rows of the state can keep old facts while others turn over quickly: finer forgetting at the same size of "
+        "state, which lets three of these layers to one latent-attention layer match full attention.",
+        "Kimi Linear (Moonshot AI, 2025)", keeps_state=True, softmax=False, hf_layer_type="linear_attention",
+        channel_decay=True, delta_rule=True, short_conv=True, output_gate=True, sigmoid_gate=True, check=_check_conv,
+        ops={"hook_q": "SiLU(causal conv(x W_q)), split into heads",
+             "hook_k": "SiLU(causal conv(x W_k)), split into heads",
+             "hook_v": "SiLU(causal conv(x W_v)), split into heads",
+             "hook_phi_q": "q / ||q||_2", "hook_phi_k": "k / ||k||_2",
+             "hook_channel_decay": "exp(-exp(A_log) * softplus(x W_f_down W_f_up + dt_bias)), one per key channel",
+             "hook_predicted": "(diag(alpha_t) S_{t-1})^T k_t",
+             "hook_state": "S_t = diag(alpha_t) S_{t-1} + k_t beta_t (v_t - (diag(alpha_t) S_{t-1})^T k_t)^T",
+             "hook_z": "q_t^T S_t / sqrt(d_head): the read",
+             "hook_pattern": "the chunked form's matrices over the whole text, decayed channel by channel: " + IMPLIED,
+             "hook_out_gate": "sigmoid(x W_z_down W_z_up)",
+             "hook_read_norm": "RMSNorm(z) * sigmoid(x W_z_down W_z_up)"},
+        formulas={"hook_q": r"q_t = \mathrm{SiLU}\!\left(\textstyle\sum_{i<K} w_i \odot (x W_Q)_{t-i}\right)",
+                  "hook_k": r"k_t = \mathrm{SiLU}\!\left(\textstyle\sum_{i<K} w_i \odot (x W_K)_{t-i}\right)",
+                  "hook_v": r"v_t = \mathrm{SiLU}\!\left(\textstyle\sum_{i<K} w_i \odot (x W_V)_{t-i}\right)",
+                  "hook_phi_q": r"\bar q_t = q_t / \lVert q_t \rVert_2",
+                  "hook_phi_k": r"\bar k_t = k_t / \lVert k_t \rVert_2",
+                  "hook_channel_decay": r"\alpha_t = \exp\!\left(-e^{A}\, \mathrm{softplus}(x_t W_{f\downarrow} "
+                                        r"W_{f\uparrow} + b_{dt})\right) \in (0, 1)^{d_k}",
+                  "hook_predicted": r"\hat v_t = (\mathrm{diag}(\alpha_t) S_{t-1})^\top \bar k_t",
+                  "hook_state": r"S_t = \mathrm{diag}(\alpha_t) S_{t-1} + \bar k_t\, \beta_t \left(v_t - \hat v_t"
+                                r"\right)^\top",
+                  "hook_z": r"z_t = " + SQRT_D + r"\, \bar q_t^\top S_t",
+                  "hook_pattern": r"W = " + SQRT_D + r"\, A \left(I + \mathrm{tril}_{-1}(\mathrm{diag}(\beta)\, B)\right)^{-1}"
+                                  r"\mathrm{diag}(\beta),\ A_{ij} = \textstyle\sum_c \bar q_{ic} \bar k_{jc} "
+                                  r"\prod_{j<s\le i} \alpha_{s,c}\ (B: \bar k_i \text{ for } \bar q_i)",
+                  "hook_out_gate": r"g_t = \sigma(x_t W_{z\downarrow} W_{z\uparrow})",
+                  "hook_read_norm": r"\mathrm{RMSNorm}(z_t) \odot \sigma(x_t W_{z\downarrow} W_{z\uparrow})"}),
 }, problem="Softmax attention keeps every past key and value; a state that every token writes into keeps a fixed size "
            "instead.")  # a layer plan's row holds it (``TransformerConfig.layer_plan``)
 
@@ -230,6 +276,9 @@ FEATURE_MAP = Axis("Feature map", {
 def _check_not_latent(cfg) -> None:
     if cfg.q_rank is not None:
         raise ValueError(f"q_rank={cfg.q_rank} is part of multi-head latent attention; set kv_rank too, or q_rank=None")
+    if cfg.latent_norm_eps is not None:
+        raise ValueError(f"latent_norm_eps={cfg.latent_norm_eps} is the eps of multi-head latent attention's latent "
+                         "norms; set kv_rank too, or latent_norm_eps=None")
 
 
 def _check_latent(cfg) -> None:
@@ -239,6 +288,9 @@ def _check_latent(cfg) -> None:
                          f"{cfg.n_heads} * {cfg.d_head} = {width}: a latent wider than the keys saves nothing")
     if cfg.q_rank is not None and not 1 <= cfg.q_rank <= width:
         raise ValueError(f"q_rank={cfg.q_rank} must be between 1 and n_heads * head_dim = {width}")
+    if cfg.latent_norm_eps is not None and not cfg.latent_norm_eps > 0:
+        raise ValueError(f"latent_norm_eps={cfg.latent_norm_eps} must be greater than 0: it keeps the latent's norm "
+                         "from dividing by zero (DeepSeek and Kimi Linear: 1e-6), or None for norm_eps")
     if cfg.n_kv_heads != cfg.n_heads:
         raise ValueError(f"multi-head latent attention rebuilds a key and a value for every head from its "
                          f"latent; set n_kv_heads={cfg.n_heads} (= n_heads), not {cfg.n_kv_heads}")

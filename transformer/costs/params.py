@@ -285,7 +285,8 @@ def _latent_attention_terms(cfg: TransformerConfig, blocks: int, attn: tuple[str
 def _state_terms(cfg: TransformerConfig, layers: list[int]) -> list[ParamTerm]:
     """The layers that keep a state (transformer/linear_attention.py), by their rows' flags: W_q, W_k (H_k·d_k wide),
     W_v (H_s·d_s), W_o; the read's RMSNorm; a short convolution over q, k, v; the delta rule's β; a gated decay's
-    W_a, A and dt; an output gate's W_z. Kinds may differ from layer to layer, so a term per layer and flag."""
+    W_a, A and dt (Kimi's per channel: W_f↓, W_f↑, A per head, dt per channel); an output gate's W_z (Kimi's
+    W_z↓ and W_z↑). Kinds may differ from layer to layer, so a term per layer and flag."""
     d, b = cfg.d_model, int(cfg.bias)
     wk, wv = cfg.state_key_heads * cfg.state_d_k, cfg.state_heads * cfg.state_d_v
     plan = cfg.layer_plan()
@@ -300,7 +301,13 @@ def _state_terms(cfg: TransformerConfig, layers: list[int]) -> list[ParamTerm]:
             ("delta_rule", "W_β (write strength)", "D·H_s", d * cfg.state_heads, ("b_proj",), True),
             ("gated_decay", "W_a (gated decay)", "D·H_s", d * cfg.state_heads, ("a_proj",), True),
             ("gated_decay", "A and dt (gated decay)", "2·H_s", 2 * cfg.state_heads, ("A_log", "dt_bias"), False),
-            ("output_gate", "W_z (output gate)", "D·H_s·d_s", d * wv, ("z_proj",), True)):
+            ("channel_decay", "W_f↓ and W_f↑ (decay per channel)", "D·d_k + d_k·H_s·d_k",
+             d * cfg.state_d_k + cfg.state_d_k * cfg.state_heads * cfg.state_d_k, ("a_down", "a_up"), True),
+            ("channel_decay", "A and dt (decay per channel)", "H_s + H_s·d_k", cfg.state_heads * (1 + cfg.state_d_k),
+             ("A_log", "dt_bias"), False),
+            ("silu_gate", "W_z (output gate)", "D·H_s·d_s", d * wv, ("z_proj",), True),
+            ("sigmoid_gate", "W_z↓ and W_z↑ (output gate)", "D·d_s + d_s·H_s·d_s", d * cfg.state_d_v + cfg.state_d_v * wv,
+             ("z_down", "z_up"), True)):
         held = [spec.index for spec in plan if spec.index in layers
                 and (flag is None or getattr(AXES["attention"].row(spec.kind), flag))]
         if held:

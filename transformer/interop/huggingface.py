@@ -19,6 +19,7 @@ from ..model import Transformer
 from .family import Family, activation as _activation, head_dim, rope_fields, unsupported as _unsupported
 from .hf_gemma4 import DEFAULT_GEMMA4_CLASS, GEMMA4_CLASSES, GEMMA4_FAMILIES, describe_global_kv, describe_per_layer
 from .hf_hybrid import DEFAULT_HYBRID_CLASS, HYBRID_CLASSES, HYBRID_FAMILIES
+from .hf_kimi import DEFAULT_KIMI_CLASS, KIMI_CLASSES, KIMI_FAMILIES
 from .hf_llama4 import DEFAULT_LLAMA4_CLASS, LLAMA4_CLASSES, LLAMA4_FAMILIES
 from .hf_modern import DEFAULT_MODERN_CLASS, MODERN_CLASSES, MODERN_FAMILIES
 from .weights import DTYPE_NAMES, Weights, from_linear, linear, norm_weights, split_interleaved
@@ -267,6 +268,7 @@ FAMILIES = {
     **HYBRID_FAMILIES,
     **LLAMA4_FAMILIES,
     **GEMMA4_FAMILIES,
+    **KIMI_FAMILIES,
 }
 
 # HF class -> (family, whether it has an output head)
@@ -282,6 +284,7 @@ SUPPORTED_CLASSES = {
     **HYBRID_CLASSES,
     **LLAMA4_CLASSES,
     **GEMMA4_CLASSES,
+    **KIMI_CLASSES,
 }
 
 
@@ -394,6 +397,8 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
         nope = sorted(parse_nope_layers(cfg.nope_layers, cfg.n_layers))
         if nope:
             position += f"; {_layers(nope)}: no positions (NoPE)"
+        if not any(spec.rotates for spec in cfg.layer_plan()):  # Kimi Linear: every softmax layer leaves RoPE out
+            position = f"none: no layer turns q and k ({_layers(nope)} leave RoPE out, the others keep a state)"
     placements = list(dict.fromkeys(spec.norm_position for spec in cfg.layer_plan()))
     norm = "; ".join(_placed(cfg, key) for key in placements) + f", eps = {cfg.norm_eps:g}"
     if cfg.norm_plus_one:
@@ -456,6 +461,8 @@ def describe_state(cfg: TransformerConfig) -> dict[str, str]:
     text += (f": {cfg.state_heads} value heads, each a {cfg.state_d_k} x {cfg.state_d_v} state, read by "
              f"{cfg.state_key_heads} q/k heads")
     rows = [axes.row("attention", kind) for kind in kinds]
+    if any(row.channel_decay for row in rows):
+        text += f"; a decay per key channel ({cfg.state_d_k} per head)"
     if any(row.short_conv for row in rows):
         text += f"; short convolution of {cfg.linear_conv_size} tokens"
     if any(row.delta_rule for row in rows):
@@ -512,7 +519,7 @@ def _layers(indices: list[int]) -> str:
 DEFAULT_CLASS = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
                  "mixtral": "MixtralForCausalLM", "bloom": "BloomForCausalLM", "falcon": "FalconForCausalLM",
                  "bert": "BertForMaskedLM", **DEFAULT_MODERN_CLASS, **DEFAULT_HYBRID_CLASS,
-                 **DEFAULT_LLAMA4_CLASS, **DEFAULT_GEMMA4_CLASS}  # model_type -> class, for a config naming none
+                 **DEFAULT_LLAMA4_CLASS, **DEFAULT_GEMMA4_CLASS, **DEFAULT_KIMI_CLASS}  # model_type -> class, for a config naming none
 
 
 def _transformers():

@@ -22,8 +22,8 @@ from transformer.linear_attention import recurrent_form
 from ui.compute.layers import HYBRID, SOFTMAX, state_layers, with_attention_layers
 from ui.compute.model_cache import get_model
 
-SITES = ("hook_q", "hook_k", "hook_v", "hook_phi_q", "hook_phi_k", "hook_decay", "hook_beta", "hook_predicted",
-         "hook_correction", "hook_state", "hook_z", "hook_pattern")
+SITES = ("hook_q", "hook_k", "hook_v", "hook_phi_q", "hook_phi_k", "hook_decay", "hook_channel_decay", "hook_beta",
+         "hook_predicted", "hook_correction", "hook_state", "hook_z", "hook_pattern")
 
 
 def hybrid_of(cfg: TransformerConfig) -> tuple[TransformerConfig, str | None]:
@@ -55,7 +55,7 @@ class HeadState:
     states: np.ndarray  # (T, d_k, d_v): the state after each token
     read: np.ndarray  # (T, d_v): hook_z, q_tᵀ S_t / sqrt(d_k)
     weights: np.ndarray  # (T, T): the implied weights, read = weights @ v
-    decay: np.ndarray | None  # (T,): what the state was multiplied by before each write (kinds that decay)
+    decay: np.ndarray | None  # (T,) or, per key channel (Kimi), (T, d_k): what scaled the state before each write
     beta: np.ndarray | None  # (T,): the delta rule's write strength
     predicted: np.ndarray | None  # (T, d_v): what the state said for k_t before the write (delta rule)
     correction: np.ndarray | None  # (T, d_v): what it stored along k_t instead of v_t (delta rule)
@@ -68,7 +68,7 @@ class HeadState:
     def before(self, t: int) -> np.ndarray:
         """(d_k, d_v): the state token t found, after its decay: S_t minus the token's own write."""
         previous = self.states[t - 1] if t else np.zeros_like(self.states[0])
-        return previous * (1.0 if self.decay is None else self.decay[t])
+        return previous * (1.0 if self.decay is None else np.reshape(self.decay[t], (-1, 1)))  # one row or each
 
     def write(self, t: int) -> np.ndarray:
         """(d_k, d_v): token t's write, k_t times what it wrote."""
@@ -104,9 +104,9 @@ def head_state(config_json: str, seed: int, ids: tuple[int, ...], layer: int, he
     q = got.get("hook_phi_q", got["hook_q"])[key_head]  # no φ (decayed linear): q and k as projected
     k = got.get("hook_phi_k", got["hook_k"])[key_head]
     per_head = lambda site: got[site][head] if site in got else None
+    decay = per_head("hook_decay") if "hook_decay" in got else per_head("hook_channel_decay")  # (T,) or (T, d_k)
     return HeadState(q, k, got["hook_v"][head], got["hook_state"][head], got["hook_z"][head], got["hook_pattern"][head],
-                     per_head("hook_decay"), per_head("hook_beta"), per_head("hook_predicted"),
-                     per_head("hook_correction"))
+                     decay, per_head("hook_beta"), per_head("hook_predicted"), per_head("hook_correction"))
 
 
 # --- an old association overwritten ----------------------------------------------------------------------------

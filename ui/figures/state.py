@@ -20,11 +20,16 @@ def _bound(*arrays: np.ndarray) -> float:
     return max(float(np.abs(a).max()) if a.size else 0.0 for a in arrays) or 1e-12
 
 
-def state_write(before: np.ndarray, write: np.ndarray, after: np.ndarray, token: str, decay: float | None = None
-                ) -> go.Figure:
+def state_write(before: np.ndarray, write: np.ndarray, after: np.ndarray, token: str,
+                decay: float | np.ndarray | None = None) -> go.Figure:
     """S_t = (decay ·) S_{t-1} + k_t uᵀ as three heatmaps of d_k × d_v on one diverging scale: the state the token
-    found, what it wrote, the state it left."""
-    found = "Sₜ₋₁" if decay is None else f"αₜ·Sₜ₋₁ (αₜ = {decay:.3f})"
+    found, what it wrote, the state it left. `decay`: one number, or one per row (Kimi delta attention)."""
+    if decay is None:
+        found = "Sₜ₋₁"
+    elif np.ndim(decay):  # a decay per key channel: each row of the state scaled by its own
+        found = f"diag(αₜ)·Sₜ₋₁ (αₜ from {np.min(decay):.3f} to {np.max(decay):.3f})"
+    else:
+        found = f"αₜ·Sₜ₋₁ (αₜ = {float(decay):.3f})"
     titles = [f"the state it found: {found}", "+ its write kₜ uₜᵀ", f"= Sₜ, after '{token}'"]
     cells, grid = subplot_grid(titles, 3, gap_x=0.05)
     bound = _bound(before, write, after)
