@@ -22,12 +22,14 @@ from .hooks import HookPoint
 from .layer_plan import LayerSpec
 from .linear_attention import STATE_MODULES, StateInputs
 from .norms import make_norm
+from .short_conv import ShortConv
 
 # the module of each attention kind (the rows of AXES["attention"]) for one layer of the plan, (cfg, spec) -> module:
 # softmax attention as the KV-heads kind builds it, with its layer's positions and K/V source; a kind that keeps a
-# state is built alike on every layer
+# state is built alike on every layer, and so is the gated short convolution (LFM2)
 ATTENTION_MODULES = {"softmax": lambda cfg, spec: KV_HEAD_MODULES[cfg.attention_kind](cfg, spec=spec),
-                     **{kind: (lambda cfg, spec, build=build: build(cfg)) for kind, build in STATE_MODULES.items()}}
+                     **{kind: (lambda cfg, spec, build=build: build(cfg)) for kind, build in STATE_MODULES.items()},
+                     "short-conv": lambda cfg, spec: ShortConv(cfg, "short-conv")}
 
 
 def residual(x: torch.Tensor, sublayer, norm_in: nn.Module | None, norm_out: nn.Module | None,

@@ -22,6 +22,9 @@ class AttentionChoice(Choice):
     delta_rule: bool = False  # writes only the correction β_t (v_t - S^T k_t), with q and k scaled to length 1
     short_conv: bool = False  # a causal depthwise convolution over the last few tokens on q, k, v (Qwen3-Next)
     output_gate: bool = False  # the read's RMSNorm is multiplied by SiLU(x W_z) (Qwen3-Next's gated norm)
+    # mixes tokens by a gated short convolution alone (transformer/short_conv.py): no q, k or state matrix, and its
+    # state is the convolution's last inputs (LFM2); the other flags above describe a state matrix and stay off
+    conv_only: bool = False
 
     @property
     def decays(self) -> bool:
@@ -37,7 +40,7 @@ KIND_FIELDS = {"linear_kind": ("gated-deltanet", "keeps_state"), "linear_chunk_s
                "delta_beta_max": (1.0, "delta_rule"), "linear_norm_position": (None, "keeps_state"),
                "linear_read_norm_eps": (None, "keeps_state")}
 FLAG_WORDS = {"keeps_state": "linear layers (a kind that keeps a state)", "feature_map": "'linear' layers",
-              "short_conv": "layers with a short convolution ('gated-deltanet')",
+              "short_conv": "layers with a short convolution ('gated-deltanet', 'short-conv')",
               "delta_rule": "delta-rule layers ('deltanet', 'gated-deltanet')"}
 
 # settings that only softmax layers read: field -> (whether this config sets it, the value that leaves it out)
@@ -120,6 +123,13 @@ def _check_conv(cfg) -> None:
     if cfg.linear_conv_size < 1:
         raise ValueError(f"linear_conv_size={cfg.linear_conv_size} must be at least 1: the short convolution "
                          "reads that many tokens, the current one included (Qwen3-Next: 4)")
+
+
+def _check_short_conv(cfg) -> None:
+    _check_state(cfg)
+    if cfg.linear_conv_size < 1:
+        raise ValueError(f"linear_conv_size={cfg.linear_conv_size} must be at least 1: the short convolution "
+                         "reads that many tokens, the current one included (LFM2: 3)")
 
 
 SQRT_D = r"\tfrac{1}{\sqrt{d}}"
@@ -206,6 +216,12 @@ ATTENTION = Axis("Attention kind", {
                                   r"\mathrm{tril}_{-1}(\mathrm{diag}(\beta)\, \bar K \bar K^\top \odot D)\right)^{-1}"
                                   r"\mathrm{diag}(\beta),\ D_{ij} = \textstyle\prod_{j<s\le i} \alpha_s",
                   "hook_read_norm": r"\mathrm{RMSNorm}(z_t) \odot \mathrm{SiLU}(x_t W_z)"}),
+    "short-conv": AttentionChoice(
+        "gated short convolution", "no attention at all: x is projected to B, C and x̃; each channel of B ⊙ x̃ is "
+        "mixed with its own last few tokens by a causal depthwise convolution, and C gates the result",
+        "Local mixing is cheap and needs no keys: a handful of past inputs per channel is the whole cache, and the "
+        "few softmax layers between these carry the long range.", "LFM2 (Liquid AI, 2025)", keeps_state=True,
+        softmax=False, hf_layer_type="conv", short_conv=True, conv_only=True, check=_check_short_conv),
 }, problem="Softmax attention keeps every past key and value; a state that every token writes into keeps a fixed size "
            "instead.")  # a layer plan's row holds it (``TransformerConfig.layer_plan``)
 
