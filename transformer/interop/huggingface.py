@@ -1,6 +1,7 @@
 """Hugging Face models -> our Transformer: GPT-2, LLaMA (3.1's RoPE too), Mistral, Mixtral, BLOOM, Falcon (its new
 decoder architecture too) and BERT here; the families of 2024-2026 in hf_modern.py, and those whose layers keep a
-state (Qwen3-Next, Qwen3.5, OLMo hybrid) in hf_hybrid.py, and Llama 4's text model (chunked layers) in hf_llama4.py.
+state (Qwen3-Next, Qwen3.5, OLMo hybrid) in hf_hybrid.py, LFM2's short convolutions in hf_lfm2.py, and Llama 4's
+text model (chunked layers) in hf_llama4.py.
 
 Each family is a ``Family``: how its config maps onto the axes, and how its weights are
 renamed to ours. ``transformers`` is imported only to load a path or a cached id.
@@ -18,6 +19,7 @@ from ..layer_plan import parse_nope_layers
 from ..model import Transformer
 from .family import Family, activation as _activation, head_dim, rope_fields, unsupported as _unsupported
 from .hf_hybrid import DEFAULT_HYBRID_CLASS, HYBRID_CLASSES, HYBRID_FAMILIES
+from .hf_lfm2 import DEFAULT_LFM2_CLASS, LFM2_CLASSES, LFM2_FAMILIES
 from .hf_llama4 import DEFAULT_LLAMA4_CLASS, LLAMA4_CLASSES, LLAMA4_FAMILIES
 from .hf_modern import DEFAULT_MODERN_CLASS, MODERN_CLASSES, MODERN_FAMILIES
 from .weights import DTYPE_NAMES, Weights, from_linear, linear, norm_weights, split_interleaved
@@ -264,6 +266,7 @@ FAMILIES = {
         "masked-LM head: dense -> GELU -> LayerNorm -> tied decoder with its own bias; the pooler is not used")),
     **MODERN_FAMILIES,
     **HYBRID_FAMILIES,
+    **LFM2_FAMILIES,
     **LLAMA4_FAMILIES,
 }
 
@@ -278,6 +281,7 @@ SUPPORTED_CLASSES = {
     "BertForMaskedLM": ("bert", True), "BertModel": ("bert", False),
     **MODERN_CLASSES,
     **HYBRID_CLASSES,
+    **LFM2_CLASSES,
     **LLAMA4_CLASSES,
 }
 
@@ -436,8 +440,12 @@ def describe_state(cfg: TransformerConfig) -> dict[str, str]:
     """{"linear layers": ...}: the kind and sizes of the layers that keep a state, where there are any, e.g.
     "Gated DeltaNet: 4 value heads, each a 8 x 12 state, read by 2 q/k heads; short convolution of 4 tokens"."""
     kinds = list(dict.fromkeys(spec.kind for spec in cfg.layer_plan() if spec.row.keeps_state))
+    convolutions = [kind for kind in kinds if axes.row("attention", kind).conv_only]  # no state matrix (LFM2)
+    kinds = [kind for kind in kinds if kind not in convolutions]
+    described = {"convolution layers": f"{axes.label('attention', convolutions[0])}: {cfg.d_model} channels, each "
+                 f"mixing its last {cfg.linear_conv_size} inputs; no attention weights"} if convolutions else {}
     if not kinds:
-        return {}
+        return described
     text = ", ".join(axes.label("attention", kind) for kind in kinds)
     text += (f": {cfg.state_heads} value heads, each a {cfg.state_d_k} x {cfg.state_d_v} state, read by "
              f"{cfg.state_key_heads} q/k heads")
@@ -448,7 +456,7 @@ def describe_state(cfg: TransformerConfig) -> dict[str, str]:
         text += f"; β up to {cfg.delta_beta_max:g}"
     if cfg.read_norm_eps != cfg.norm_eps:
         text += f"; read norm eps = {cfg.read_norm_eps:g}"
-    return {"linear layers": text}
+    return described | {"linear layers": text}
 
 
 def describe_plan(cfg: TransformerConfig) -> dict[str, str]:
@@ -495,7 +503,7 @@ def _layers(indices: list[int]) -> str:
 
 DEFAULT_CLASS = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
                  "mixtral": "MixtralForCausalLM", "bloom": "BloomForCausalLM", "falcon": "FalconForCausalLM",
-                 "bert": "BertForMaskedLM", **DEFAULT_MODERN_CLASS, **DEFAULT_HYBRID_CLASS,
+                 "bert": "BertForMaskedLM", **DEFAULT_MODERN_CLASS, **DEFAULT_HYBRID_CLASS, **DEFAULT_LFM2_CLASS,
                  **DEFAULT_LLAMA4_CLASS}  # model_type -> class, for a config naming none
 
 
