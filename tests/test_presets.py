@@ -27,6 +27,7 @@ PUBLISHED = [
     ("gpt-oss", "120b", "active", 5.13e9),  # counted without the embedding lookup (see ModelCard.active_counts)
     ("gpt-oss", "20b", "total", 20.91e9),
     ("gpt-oss", "20b", "active", 3.61e9),
+    ("lfm2", "1.2B", "total", 1.17034e9),  # Liquid AI's model card: 1,170,340,608
 ]
 
 
@@ -100,7 +101,8 @@ def test_the_modern_cards_real_dimensions():
 def test_presets_are_the_cards_that_ship_checkpoints():
     assert set(PRESETS) <= set(MODEL_CARDS)
     assert all(PRESETS[key] == MODEL_CARDS[key].config for key in PRESETS)
-    assert set(MODEL_CARDS) - set(PRESETS) == {"llama3", "olmo2"}  # cards with real sizes only, no trained model
+    # cards with real sizes only, no trained model
+    assert set(MODEL_CARDS) - set(PRESETS) == {"llama3", "olmo2", "lfm2"}
     assert {"qwen3", "deepseek-v3", "gpt-oss", "gemma3"} <= set(PRESETS)  # their English models ship
 
 

@@ -132,6 +132,10 @@ _GPT_OSS = dict(_LLAMA, ffn="moe", expert_activation="clamped-swiglu", bias=True
 _GPT_OSS_REAL = dict(vocab_size=201088, d_model=2880, n_heads=64, head_dim=64, n_kv_heads=8, d_ff=2880, d_expert=2880,
                      top_k=4, sliding_window=128, max_len=131072, rope_theta=150000.0, rope_scaling="yarn",
                      rope_factor=32.0, rope_original_max_len=4096, yarn_truncate=False)
+# LFM2: gated short convolutions (3 taps) with GQA softmax layers at 2, 5, 8, 10, 12 and 14 of 16; tied embeddings
+_LFM2 = dict(arch="decoder", position="rope", norm="rmsnorm", norm_position="pre", ffn="swiglu", qk_norm="head",
+             rope_theta=1e6, linear_kind="short-conv", linear_conv_size=3)
+_LFM2_LAYERS = ",".join("softmax" if i in (2, 5, 8, 10, 12, 14) else "short-conv" for i in range(16))
 _DEEPSEEK_YARN_MSCALE = 0.1 * math.log(40) + 1  # DeepSeek-V3 scales the scores, not cos and sin, by YaRN's factor
 
 _RECENT_CARDS = [
@@ -190,6 +194,13 @@ _RECENT_CARDS = [
           # the size its English model trained at: each expert as wide as the model, as gpt-oss's 2,880 of 2,880
           classroom=dict(ENGLISH_SIZE, n_kv_heads=2, head_dim=32, sliding_window=64, d_expert=128),
           active_counts="multiplied"),
+    # Liquid AI's model card: 1,170,340,608 parameters; the MLP 8,192 wide (two thirds of block_ff_dim 12,288)
+    _card("lfm2", "LFM2", 2025, "decoder · 10 gated short convolutions : 6 GQA layers · RoPE · QK-norm (per head) · "
+          "pre-RMSNorm · SwiGLU", _LFM2,
+          {"1.2B": dict(vocab_size=65536, d_model=2048, n_heads=32, n_kv_heads=8, n_layers=16, d_ff=8192,
+                        max_len=128000, attention_layers=_LFM2_LAYERS)},
+          {"1.2B": 1.17034e9},
+          classroom=dict(n_layers=4, n_kv_heads=2, attention_layers="short-conv,short-conv,softmax,short-conv")),
 ]
 
 # the models of 2024-2026 whose English language model ships (docs/checkpoints.md): presets too
