@@ -19,7 +19,7 @@ HYBRID_LINK = dict(attention_layers="3:1", n_layers=4, position="rope")
 # falls back to one of those)
 LAYER_KEYS = dict(layer=0, cmp_layer=0, mask_layer=0, perm_layer=0, scale_layer=0, scores_layer=0, ffn_layer=0,
                   state_layer=0)
-STATE_KINDS = [key for key, row in AXES["attention"].choices.items() if row.keeps_state and not row.conv_only]
+STATE_KINDS = [key for key, row in AXES["attention"].choices.items() if row.keeps_state]
 
 
 def charts(at) -> set[str]:

@@ -16,8 +16,9 @@ def softmax_layers(cfg: TransformerConfig) -> list[int]:
 
 
 def state_layers(cfg: TransformerConfig) -> list[int]:
-    """The layers whose kind keeps a state: their hook_pattern holds implied weights, not a softmax."""
-    return [spec.index for spec in cfg.layer_plan() if spec.row.keeps_state]
+    """The layers whose kind keeps a state matrix: their hook_pattern holds implied weights, not a softmax. (A gated
+    short convolution, LFM2's, keeps only its last inputs and has no weights at all: it is not one of them.)"""
+    return [spec.index for spec in cfg.layer_plan() if spec.row.keeps_state and not spec.row.conv_only]
 
 
 def with_attention_layers(cfg: TransformerConfig, layers: str) -> TransformerConfig:
