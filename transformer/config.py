@@ -132,6 +132,7 @@ class TransformerConfig:
     delta_beta_max: float = 1.0  # the delta rule's β = delta_beta_max * sigmoid(x W_b); 2 in OLMo hybrid
     linear_norm_position: NormPosition | None = None  # linear layers' block norms; None = norm_position (OLMo hybrid: pre)
     linear_read_norm_eps: float | None = None  # the linear layers' read norm's eps; None = norm_eps (OLMo hybrid: 1e-5)
+    linear_sigmoid_gate: bool = False  # decayed-linear layers: the normed read times sigmoid(x W_g) (lightning, MiniMax-01)
 
     def __post_init__(self) -> None:
         for field, axis in FIELD_AXES.items():

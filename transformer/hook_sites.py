@@ -293,11 +293,17 @@ SITES: dict[str, HookSite] = {
         "passes to W_o.",
         r"g_t = \mathrm{SiLU}(x_t W_z)",
         reads=("<input>",)),
+    "hook_read_gate": HookSite(
+        ("B", "H", "T_q", "d_v"), "sigmoid(x W_g)",
+        "Lightning attention's output gate (linear_sigmoid_gate): a sigmoid of one more projection decides, per "
+        "number, how much of the normalised read passes to W_o.",
+        r"g_t = \sigma(x_t W_g)",
+        reads=("<input>",)),
     "hook_read_norm": HookSite(
         ("B", "H", "T_q", "d_v"), "RMSNorm(z)",
         "Each head's read at a steady size: a sum over the whole past would otherwise grow with the text.",
         FromLayer(r"\mathrm{RMSNorm}(z_t)"),
-        reads=("hook_z", "hook_out_gate")),
+        reads=("hook_z", "hook_out_gate", "hook_read_gate")),
     # --- the gated short convolution (transformer/short_conv.py): LFM2's layers without attention ---
     "hook_conv_b": HookSite(
         RESID, "x W_B",

@@ -233,6 +233,9 @@ class LinearAttention(nn.Module):
         if row.output_gate:
             self.z_proj = nn.Linear(cfg.d_model, width_v, bias=False)
             self.hook_out_gate = HookPoint("hook_out_gate", row)
+        if row.fixed_decay and cfg.linear_sigmoid_gate:  # lightning attention's gate (MiniMax-01), after the norm
+            self.g_proj = nn.Linear(cfg.d_model, width_v, bias=False)
+            self.hook_read_gate = HookPoint("hook_read_gate", row)
         self.hook_state = HookPoint("hook_state", row)
         self.hook_pattern = HookPoint("hook_pattern", row)
         self.hook_z = HookPoint("hook_z", row)
@@ -330,11 +333,15 @@ class LinearAttention(nn.Module):
         return log_alpha
 
     def read_norm(self, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """Each head's read at a steady size (RMSNorm in float32), times SiLU(x W_z) where the kind gates it."""
+        """Each head's read at a steady size (RMSNorm in float32), times SiLU(x W_z) where the kind gates it, or
+        sigmoid(x W_g) where linear_sigmoid_gate gates a decayed-linear layer."""
         z32 = z.float()
         normed = (z32 * torch.rsqrt(z32.pow(2).mean(-1, keepdim=True) + self.eps) * self.norm_weight.float())
         if self.row.output_gate:
             gate = self.hook_out_gate(F.silu(split_heads(self.z_proj(x), self.n_heads).float()))  # (B, H, T, d_v)
+            normed = normed * gate
+        if hasattr(self, "g_proj"):
+            gate = self.hook_read_gate(torch.sigmoid(split_heads(self.g_proj(x), self.n_heads).float()))  # (B, H, T, d_v)
             normed = normed * gate
         return self.hook_read_norm(normed.to(z.dtype))  # (B, H, T, d_v)
 
