@@ -28,6 +28,8 @@ PUBLISHED = [
     ("gpt-oss", "20b", "total", 20.91e9),
     ("gpt-oss", "20b", "active", 3.61e9),
     ("lfm2", "1.2B", "total", 1.17034e9),  # Liquid AI's model card: 1,170,340,608
+    ("minimax", "Text-01", "total", 456e9),  # the MiniMax-01 report
+    ("minimax", "Text-01", "active", 45.9e9),  # counted without the embedding and the output head
 ]
 
 
@@ -102,7 +104,7 @@ def test_presets_are_the_cards_that_ship_checkpoints():
     assert set(PRESETS) <= set(MODEL_CARDS)
     assert all(PRESETS[key] == MODEL_CARDS[key].config for key in PRESETS)
     # cards with real sizes only, no trained model
-    assert set(MODEL_CARDS) - set(PRESETS) == {"llama3", "olmo2", "lfm2"}
+    assert set(MODEL_CARDS) - set(PRESETS) == {"llama3", "olmo2", "lfm2", "minimax"}
     assert {"qwen3", "deepseek-v3", "gpt-oss", "gemma3"} <= set(PRESETS)  # their English models ship
 
 
