@@ -37,3 +37,8 @@ def test_lfm2_opens_with_its_tokenizer_and_the_playground_draws_its_full_layers_
     head0 = attentions[-1][0, 0].numpy()  # the playground opens on the last layer (full attention), head 0
     assert drawn.shape == head0.shape == (12, 12)
     assert np.allclose(np.nan_to_num(drawn), head0, atol=1e-5)
+    at.selectbox(key="layer").set_value(0).run()  # a conv layer: no weights, said so plainly
+    clean(at)
+    assert any("Layer 0 is a gated short convolution: it has no attention weights to draw" in i.value for i in at.info)
+    at.switch_page("pages/permutation.py").run()  # a model of softmax layers only instead of LFM2's mix
+    clean(at)

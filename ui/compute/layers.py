@@ -33,5 +33,5 @@ def with_attention_layers(cfg: TransformerConfig, layers: str) -> TransformerCon
 
 
 def softmax_twin(cfg: TransformerConfig) -> TransformerConfig:
-    """The same model with a softmax in every layer (cfg itself when it has no linear layer)."""
-    return with_attention_layers(cfg, SOFTMAX) if state_layers(cfg) else cfg
+    """The same model with a softmax in every layer (cfg itself when every layer has one already)."""
+    return cfg if len(softmax_layers(cfg)) == cfg.n_layers else with_attention_layers(cfg, SOFTMAX)
