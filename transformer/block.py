@@ -28,7 +28,8 @@ from .short_conv import ShortConv
 # softmax attention as the KV-heads kind builds it, with its layer's positions and K/V source; a kind that keeps a
 # state is built alike on every layer, and so is the gated short convolution (LFM2)
 ATTENTION_MODULES = {"softmax": lambda cfg, spec: KV_HEAD_MODULES[cfg.attention_kind](cfg, spec=spec),
-                     **{kind: (lambda cfg, spec, build=build: build(cfg)) for kind, build in STATE_MODULES.items()},
+                     **{kind: (lambda cfg, spec, build=build: build(cfg, layer=spec.index))
+                        for kind, build in STATE_MODULES.items()},
                      "short-conv": lambda cfg, spec: ShortConv(cfg, "short-conv")}
 
 

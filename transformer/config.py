@@ -133,6 +133,9 @@ class TransformerConfig:
     linear_norm_position: NormPosition | None = None  # linear layers' block norms; None = norm_position (OLMo hybrid: pre)
     linear_read_norm_eps: float | None = None  # the linear layers' read norm's eps; None = norm_eps (OLMo hybrid: 1e-5)
     linear_sigmoid_gate: bool = False  # decayed-linear layers: the normed read times sigmoid(x W_g) (lightning, MiniMax-01)
+    # decayed-linear layers in MiniMax-01's lightning form: SiLU on q, k, v; q unscaled; head h of layer l decays by
+    # exp(-(2^(-8/H))^(h+1) (1 - l/(L-1))); one RMSNorm over all heads
+    linear_lightning: bool = False
 
     def __post_init__(self) -> None:
         for field, axis in FIELD_AXES.items():

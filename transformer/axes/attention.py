@@ -38,7 +38,8 @@ KIND_FIELDS = {"linear_kind": ("gated-deltanet", "keeps_state"), "linear_chunk_s
                "linear_key_head_dim": (None, "keeps_state"), "linear_value_head_dim": (None, "keeps_state"),
                "linear_feature_map": ("elu+1", "feature_map"), "linear_conv_size": (4, "short_conv"),
                "delta_beta_max": (1.0, "delta_rule"), "linear_norm_position": (None, "keeps_state"),
-               "linear_read_norm_eps": (None, "keeps_state"), "linear_sigmoid_gate": (False, "fixed_decay")}
+               "linear_read_norm_eps": (None, "keeps_state"), "linear_sigmoid_gate": (False, "fixed_decay"),
+               "linear_lightning": (False, "fixed_decay")}
 FLAG_WORDS = {"keeps_state": "linear layers (a kind that keeps a state)", "feature_map": "'linear' layers",
               "short_conv": "layers with a short convolution ('gated-deltanet', 'short-conv')",
               "delta_rule": "delta-rule layers ('deltanet', 'gated-deltanet')",
