@@ -28,7 +28,7 @@ def both(layer: int):
     q, k, v = split_interleaved(hf.qkv_proj.weight, H, D_HEAD)
     ours.load_state_dict({"q_proj.weight": q, "k_proj.weight": k, "v_proj.weight": v,
                           "g_proj.weight": hf.output_gate.weight, "norm_weight": hf.norm.weight,
-                          "o_proj.weight": hf.out_proj.weight, "log_gamma": ours.log_gamma}, strict=True)
+                          "o_proj.weight": hf.out_proj.weight}, strict=True)
     return hf, ours
 
 

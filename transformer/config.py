@@ -210,7 +210,7 @@ class TransformerConfig:
         if self.d_ff < 1:
             raise ValueError(f"d_ff={self.d_ff} must be at least 1")
         placement = self.row("norm_position")
-        if self.parallel_block and (placement.after or placement.on_sum):
+        if self.parallel_block and (placement.after or placement.on_sum or placement.skips_normed):
             raise ValueError(f"parallel_block=True needs norm_position='pre' (now {self.norm_position!r}): "
                              "attention and FFN read normalised copies of one input")
         if self.parallel_norms not in (1, 2):

@@ -291,7 +291,9 @@ def direct_logit_attribution(model: Transformer, input_ids: torch.Tensor, token:
     """
     _check_model(model)
     cfg = model.cfg
-    summed = [block.spec.index for block in model.blocks if block.spec.placement.on_sum]
+    # a norm on the residual sum, or a skip that carries the normed input, renormalises the stream at every block
+    summed = [block.spec.index for block in model.blocks
+              if block.spec.placement.on_sum or block.spec.placement.skips_normed]
     if summed or cfg.head_transform:
         raise ValueError("direct logit attribution needs the residual stream to reach the unembedding through one "
                          "final norm at most (no norm on the residual sum, a plain head); "

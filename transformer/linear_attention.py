@@ -229,9 +229,9 @@ class LinearAttention(nn.Module):
         if self.lightning:  # γ_h = exp(-r^(h+1) (1 - l/(L-1))), r = 2^(-8/H): ALiBi's slopes, milder in deeper layers
             depth = 1 - layer / (cfg.n_layers - 1 + 1e-5) + 1e-5  # HF's epsilons, so the last layer still decays
             slopes = (2.0 ** (-8.0 / self.n_heads)) ** (torch.arange(self.n_heads) + 1.0)  # (H,)
-            self.register_buffer("log_gamma", -slopes * depth)
+            self.register_buffer("log_gamma", -slopes * depth, persistent=False)  # from the config, as RoPE tables are
         elif row.fixed_decay:  # RetNet's γ_h = 1 - 2^(-5-h): the first head forgets fastest
-            self.register_buffer("log_gamma", torch.log(1 - 2.0 ** (-5.0 - torch.arange(self.n_heads))))
+            self.register_buffer("log_gamma", torch.log(1 - 2.0 ** (-5.0 - torch.arange(self.n_heads))), persistent=False)
         if row.gated_decay:  # α_t = exp(-e^A softplus(x W_a + dt_bias)), Mamba-2's discretised decay
             self.a_proj = nn.Linear(cfg.d_model, self.n_heads, bias=False)
             self.A_log = nn.Parameter(torch.zeros(self.n_heads))

@@ -103,7 +103,7 @@ def _check_state(cfg) -> None:
         raise ValueError(f"linear_read_norm_eps={cfg.linear_read_norm_eps} must be greater than 0: it keeps the read "
                          "norm's root away from 0 (OLMo hybrid: 1e-5); or None for norm_eps")
     placement = None if cfg.linear_norm_position is None else NORM_POSITION.row(cfg.linear_norm_position)
-    if cfg.parallel_block and placement is not None and (placement.after or placement.on_sum):
+    if cfg.parallel_block and placement is not None and (placement.after or placement.on_sum or placement.skips_normed):
         raise ValueError(f"parallel_block=True needs linear_norm_position='pre' or None (now "
                          f"{cfg.linear_norm_position!r}): attention and FFN read normalised copies of one input")
     if cfg.state_heads % cfg.state_key_heads:

@@ -1,7 +1,7 @@
 """Hugging Face models -> our Transformer: GPT-2, LLaMA (3.1's RoPE too), Mistral, Mixtral, BLOOM, Falcon (its new
 decoder architecture too) and BERT here; the families of 2024-2026 in hf_modern.py, and those whose layers keep a
-state (Qwen3-Next, Qwen3.5, OLMo hybrid) in hf_hybrid.py, LFM2's short convolutions in hf_lfm2.py, and Llama 4's
-text model (chunked layers) in hf_llama4.py.
+state (Qwen3-Next, Qwen3.5, OLMo hybrid) in hf_hybrid.py, LFM2's short convolutions in hf_lfm2.py, MiniMax-01's
+lightning attention in hf_minimax.py, and Llama 4's text model (chunked layers) in hf_llama4.py.
 
 Each family is a ``Family``: how its config maps onto the axes, and how its weights are
 renamed to ours. ``transformers`` is imported only to load a path or a cached id.
@@ -20,6 +20,7 @@ from ..model import Transformer
 from .family import Family, activation as _activation, head_dim, rope_fields, unsupported as _unsupported
 from .hf_hybrid import DEFAULT_HYBRID_CLASS, HYBRID_CLASSES, HYBRID_FAMILIES
 from .hf_lfm2 import DEFAULT_LFM2_CLASS, LFM2_CLASSES, LFM2_FAMILIES
+from .hf_minimax import DEFAULT_MINIMAX_CLASS, MINIMAX_CLASSES, MINIMAX_FAMILIES
 from .hf_llama4 import DEFAULT_LLAMA4_CLASS, LLAMA4_CLASSES, LLAMA4_FAMILIES
 from .hf_modern import DEFAULT_MODERN_CLASS, MODERN_CLASSES, MODERN_FAMILIES
 from .weights import DTYPE_NAMES, Weights, from_linear, linear, norm_weights, split_interleaved
@@ -267,6 +268,7 @@ FAMILIES = {
     **MODERN_FAMILIES,
     **HYBRID_FAMILIES,
     **LFM2_FAMILIES,
+    **MINIMAX_FAMILIES,
     **LLAMA4_FAMILIES,
 }
 
@@ -282,6 +284,7 @@ SUPPORTED_CLASSES = {
     **MODERN_CLASSES,
     **HYBRID_CLASSES,
     **LFM2_CLASSES,
+    **MINIMAX_CLASSES,
     **LLAMA4_CLASSES,
 }
 
@@ -503,7 +506,7 @@ def _layers(indices: list[int]) -> str:
 
 DEFAULT_CLASS = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
                  "mixtral": "MixtralForCausalLM", "bloom": "BloomForCausalLM", "falcon": "FalconForCausalLM",
-                 "bert": "BertForMaskedLM", **DEFAULT_MODERN_CLASS, **DEFAULT_HYBRID_CLASS, **DEFAULT_LFM2_CLASS,
+                 "bert": "BertForMaskedLM", **DEFAULT_MODERN_CLASS, **DEFAULT_HYBRID_CLASS, **DEFAULT_LFM2_CLASS, **DEFAULT_MINIMAX_CLASS,
                  **DEFAULT_LLAMA4_CLASS}  # model_type -> class, for a config naming none
 
 
