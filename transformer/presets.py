@@ -143,12 +143,12 @@ _GPT_OSS_REAL = dict(vocab_size=201088, d_model=2880, n_heads=64, head_dim=64, n
 _LFM2 = dict(arch="decoder", position="rope", norm="rmsnorm", norm_position="pre", ffn="swiglu", qk_norm="head",
              rope_theta=1e6, linear_kind="short-conv", linear_conv_size=3)
 _LFM2_LAYERS = ",".join("softmax" if i in (2, 5, 8, 10, 12, 14) else "short-conv" for i in range(16))
-# MiniMax-01: seven lightning-attention layers (decayed linear, its read gated by sigmoid(x W_g)) to one GQA softmax
-# layer, and 32 experts in every layer. Its blocks add each sublayer to the sublayer's normed input, scaled by
-# DeepNorm's alpha, which is not built here: the card counts them as pre-norm blocks, which hold the same two norms
-_MINIMAX = dict(arch="decoder", position="rope", norm="rmsnorm", norm_position="pre", ffn="moe", top_k=2,
-                tie_embeddings=False, attention_layers="7:1", linear_kind="decayed-linear", linear_sigmoid_gate=True,
-                rope_theta=1e7)
+# MiniMax-01: seven lightning-attention layers (decayed linear in lightning's form, its read gated by sigmoid(x W_g))
+# to one GQA softmax layer, and 32 experts in every layer; each residual path carries its sublayer's normed input
+# (the released model also scales it by DeepNorm's alpha, 3.56, which is not built: it changes no parameter count)
+_MINIMAX = dict(arch="decoder", position="rope", norm="rmsnorm", norm_position="normed-skip", ffn="moe", top_k=2,
+                tie_embeddings=False, attention_layers="7:1", linear_kind="decayed-linear", linear_lightning=True,
+                linear_sigmoid_gate=True, linear_read_norm_eps=1e-6, rope_theta=1e7)
 _DEEPSEEK_YARN_MSCALE = 0.1 * math.log(40) + 1  # DeepSeek-V3 scales the scores, not cos and sin, by YaRN's factor
 
 _RECENT_CARDS = [
@@ -216,7 +216,7 @@ _RECENT_CARDS = [
           classroom=dict(n_layers=4, n_kv_heads=2, attention_layers="short-conv,short-conv,softmax,short-conv")),
     # MiniMax-01's report: 456B total, 45.9B activated per token, which leaves out the embedding and the output head
     _card("minimax", "MiniMax-01", 2025, "decoder · 7 lightning (decayed linear) : 1 GQA layers · RoPE on half of "
-          "each head · RMSNorm · MoE (32 experts, top-2)", _MINIMAX,
+          "each head · RMSNorm, normed skips · MoE (32 experts, top-2)", _MINIMAX,
           {"Text-01": dict(vocab_size=200064, d_model=6144, n_heads=64, head_dim=128, n_kv_heads=8, n_layers=80,
                            d_ff=9216, n_experts=32, rope_dim=64, max_len=10_240_000)},
           {"Text-01": 456e9}, {"Text-01": 45.9e9},

@@ -248,12 +248,15 @@ def _state_terms(cfg: TransformerConfig, layers: list[int]) -> list[ParamTerm]:
     plan = cfg.layer_plan()
     matrix = lambda flag: lambda row: not row.conv_only and (flag is None or getattr(row, flag))  # noqa: E731
     conv_only = lambda row: row.conv_only  # noqa: E731
+    lightning = lambda row: matrix("fixed_decay")(row) and cfg.linear_lightning  # noqa: E731  (one norm, every head)
     terms = []
     for holds, name, formula, count, parts, weights in (
             (matrix(None), "W_q, W_k and W_v (state)", "2·D·H_k·d_k + D·H_s·d_s", d * (2 * wk + wv),
              ("q_proj", "k_proj", "v_proj"), True),
             (matrix(None), "W_o (state)", _with_bias("H_s·d_s·D", "D", b), wv * d + b * d, ("o_proj",), True),
-            (matrix(None), "read norm (state)", "d_s", cfg.state_d_v, ("norm_weight",), False),
+            (lambda row: matrix(None)(row) and not lightning(row), "read norm (state)", "d_s", cfg.state_d_v,
+             ("norm_weight",), False),
+            (lightning, "read norm over all heads (lightning)", "H_s·d_s", wv, ("norm_weight",), False),
             (matrix("short_conv"), "short convolution on q, k, v", "(2·H_k·d_k + H_s·d_s)·c",
              (2 * wk + wv) * cfg.linear_conv_size, ("conv",), False),
             (matrix("delta_rule"), "W_β (write strength)", "D·H_s", d * cfg.state_heads, ("b_proj",), True),
