@@ -106,7 +106,7 @@ columns[2].selectbox("Query token", range(len(query_labels)), key="query", **KEE
                      format_func=lambda i: f"{i}: {query_labels[i]}")
 write_url()  # "off" is set above, from the switches
 layer, head, query = st.session_state["layer"], st.session_state["head"], st.session_state["query"]
-if view.module == "attn" and plan[layer].row.conv_only:  # LFM2's conv layers: nothing here weighs one token against another
+if view.module == "attn" and plan[layer].row.conv_only:  # LFM2's conv layers weigh no token against another
     st.info(f"Layer {layer} is a {plan[layer].row.label}: it has no attention weights to draw. Each of its "
             f"{cfg.d_model} channels adds up its own last {cfg.linear_conv_size} inputs by fixed weights, gated in and "
             "out by the token (the hooks `attn.hook_conv_*`). Pick a softmax layer to see weights.")

@@ -1,6 +1,7 @@
 """The real-size cards whose layers keep a constant cache beside their full layers' growing keys and values: LFM2
-(gated short convolutions) and MiniMax-01 (lightning attention: decayed linear layers). Their parameters against the published figures, and their cache in bytes at 4k, 128k
-and 1M tokens, apart by kind of layer, worked out by hand and held by the live tensors of the classroom size."""
+(gated short convolutions) and MiniMax-01 (lightning attention: decayed linear layers). Their parameters against the
+published figures, and their cache in bytes at 4k, 128k and 1M tokens, apart by kind of layer, worked out by hand and
+held by the live tensors of the classroom size."""
 import pytest
 import torch
 

@@ -231,7 +231,8 @@ class LinearAttention(nn.Module):
             slopes = (2.0 ** (-8.0 / self.n_heads)) ** (torch.arange(self.n_heads) + 1.0)  # (H,)
             self.register_buffer("log_gamma", -slopes * depth, persistent=False)  # from the config, as RoPE tables are
         elif row.fixed_decay:  # RetNet's γ_h = 1 - 2^(-5-h): the first head forgets fastest
-            self.register_buffer("log_gamma", torch.log(1 - 2.0 ** (-5.0 - torch.arange(self.n_heads))), persistent=False)
+            log_gamma = torch.log(1 - 2.0 ** (-5.0 - torch.arange(self.n_heads)))  # (H,)
+            self.register_buffer("log_gamma", log_gamma, persistent=False)
         if row.gated_decay:  # α_t = exp(-e^A softplus(x W_a + dt_bias)), Mamba-2's discretised decay
             self.a_proj = nn.Linear(cfg.d_model, self.n_heads, bias=False)
             self.A_log = nn.Parameter(torch.zeros(self.n_heads))
@@ -353,8 +354,8 @@ class LinearAttention(nn.Module):
             gate = self.hook_out_gate(F.silu(split_heads(self.z_proj(x), self.n_heads).float()))  # (B, H, T, d_v)
             normed = normed * gate
         if hasattr(self, "g_proj"):
-            gate = self.hook_read_gate(torch.sigmoid(split_heads(self.g_proj(x), self.n_heads).float()))  # (B, H, T, d_v)
-            normed = normed * gate
+            gate = torch.sigmoid(split_heads(self.g_proj(x), self.n_heads).float())  # (B, H, T, d_v)
+            normed = normed * self.hook_read_gate(gate)
         return self.hook_read_norm(normed.to(z.dtype))  # (B, H, T, d_v)
 
     def check_states_fit(self, B: int, T: int) -> None:

@@ -240,9 +240,10 @@ def _latent_attention_terms(cfg: TransformerConfig, blocks: int, attn: tuple[str
 def _state_terms(cfg: TransformerConfig, layers: list[int]) -> list[ParamTerm]:
     """The layers that keep a state, by their rows' flags. A state matrix (transformer/linear_attention.py): W_q, W_k
     (H_k·d_k wide), W_v (H_s·d_s), W_o; the read's RMSNorm; a short convolution over q, k, v; the delta rule's β; a
-    gated decay's W_a, A and dt; an output gate's W_z; a fixed decay's sigmoid gate W_g. A gated short convolution alone (``conv_only``,
-    transformer/short_conv.py): W_B, W_C and W_x in one projection, the depthwise convolution, W_out. Kinds may
-    differ from layer to layer, so a term per layer and flag."""
+    gated decay's W_a, A and dt; an output gate's W_z; a fixed decay's sigmoid gate W_g (and, in lightning's form, one
+    read norm over all heads). A gated short convolution alone (``conv_only``, transformer/short_conv.py): W_B, W_C and
+    W_x in one projection, the depthwise convolution, W_out. Kinds may differ from layer to layer, so a term per layer
+    and flag."""
     d, b = cfg.d_model, int(cfg.bias)
     wk, wv = cfg.state_key_heads * cfg.state_d_k, cfg.state_heads * cfg.state_d_v
     plan = cfg.layer_plan()
@@ -261,7 +262,8 @@ def _state_terms(cfg: TransformerConfig, layers: list[int]) -> list[ParamTerm]:
              (2 * wk + wv) * cfg.linear_conv_size, ("conv",), False),
             (matrix("delta_rule"), "W_β (write strength)", "D·H_s", d * cfg.state_heads, ("b_proj",), True),
             (matrix("gated_decay"), "W_a (gated decay)", "D·H_s", d * cfg.state_heads, ("a_proj",), True),
-            (matrix("gated_decay"), "A and dt (gated decay)", "2·H_s", 2 * cfg.state_heads, ("A_log", "dt_bias"), False),
+            (matrix("gated_decay"), "A and dt (gated decay)", "2·H_s", 2 * cfg.state_heads, ("A_log", "dt_bias"),
+             False),
             (matrix("output_gate"), "W_z (output gate)", "D·H_s·d_s", d * wv, ("z_proj",), True),
             (lambda row: matrix("fixed_decay")(row) and cfg.linear_sigmoid_gate, "W_g (sigmoid read gate)",
              "D·H_s·d_s", d * wv, ("g_proj",), True),

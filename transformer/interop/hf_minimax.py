@@ -88,8 +88,8 @@ MINIMAX_FAMILIES = {
     "minimax": Family("MiniMax-01", _minimax_config, _minimax_weights, (
         "layer_types: 'linear_attention' layers are lightning attention, 'full_attention' GQA softmax "
         "(attention_layers '7:1' for seven linear layers then one full, else the list)",
-        "lightning attention: decayed linear (linear_lightning): qkv_proj split head by head into q, k, v, each through "
-        "SiLU; q unscaled; head h of layer l decays by exp(-(2^(-8/H))^(h+1) (1 - l/(L-1))); one RMSNorm over all "
+        "lightning attention: decayed linear (linear_lightning): qkv_proj split head by head into q, k, v, each "
+        "through SiLU; q unscaled; head h of layer l decays by exp(-(2^(-8/H))^(h+1) (1 - l/(L-1))); one RMSNorm over all "
         "heads at eps 1e-6; its output times sigmoid(x W_g) (output_gate: linear_sigmoid_gate)",
         "blocks: each residual path carries its sublayer's normed input (norm_position 'normed-skip'); DeepNorm's "
         "alpha and beta factors other than 1 are refused",
