@@ -43,6 +43,11 @@ def test_lfm2_opens_with_its_tokenizer_and_the_playground_draws_its_full_layers_
     assert any("Layer 0 is a gated short convolution: it has no attention weights to draw" in i.value for i in at.info)
     at.switch_page("pages/permutation.py").run()  # a model of softmax layers only instead of LFM2's mix
     clean(at)
+    for page in ("pages/scores.py", "pages/masks.py"):  # they offer the softmax layers and name the others
+        at.switch_page(page).run()
+        clean(at)
+        assert any(c.value.startswith("Layers 0, 1, 3 keep a state (or convolve their last few inputs)")
+                   for c in at.caption)
 
 
 def test_minimax_opens_with_its_tokenizer_and_every_page_draws_it(tmp_path):

@@ -21,6 +21,12 @@ def state_layers(cfg: TransformerConfig) -> list[int]:
     return [spec.index for spec in cfg.layer_plan() if spec.row.keeps_state and not spec.row.conv_only]
 
 
+def non_softmax_layers(cfg: TransformerConfig) -> list[int]:
+    """The layers that weigh no keys by a softmax, so have no scores, mask or KV cache: those that keep a state, and
+    gated short convolutions (LFM2), which keep only their last inputs."""
+    return [spec.index for spec in cfg.layer_plan() if not spec.row.softmax]
+
+
 def with_attention_layers(cfg: TransformerConfig, layers: str) -> TransformerConfig:
     """cfg with other attention layers (``attention_layers``); where none of them keeps a state, the settings only
     linear layers read go back to their defaults, as the config refuses them without such a layer. A ValueError
