@@ -85,6 +85,8 @@ def test_the_plan_reads_back_as_layer_types_and_describe_names_each_kind(name):
     assert described.family == "MiniMax-01"
     assert "linear_attention (decayed linear attention)" in described.axes["layers"]
     assert (cfg.norm_position, cfg.linear_lightning, cfg.linear_sigmoid_gate) == ("normed-skip", True, True)
+    assert described.axes["norm"].startswith("RMSNorm, normed skip")
+    assert "lightning's form" in described.axes["linear layers"] and "sigmoid(x W_g)" in described.axes["linear layers"]
     assert cfg.attention_layers == ("3:1" if name == "minimax_3_to_1" else ",".join(hf.config.layer_types))
 
 

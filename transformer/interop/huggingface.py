@@ -434,7 +434,7 @@ def _placed(cfg: TransformerConfig, key: str) -> str:
     """The model's norm at one placement, in words: "pre-RMSNorm", "RMSNorm, after the sublayer"; where the layers'
     placements differ, which layers ("RMSNorm, after the sublayer (layers 3, 7)")."""
     placement, kind = axes.row("norm_position", key), axes.label("norm", cfg.norm)
-    text = f"{kind}, {placement.label}" if placement.after else f"{placement.label}-{kind}"
+    text = f"{kind}, {placement.label}" if placement.after or placement.skips_normed else f"{placement.label}-{kind}"
     layers = [spec.index for spec in cfg.layer_plan() if spec.norm_position == key]
     return text if len(layers) == cfg.n_layers else f"{text} ({_layers(layers)})"
 
@@ -457,6 +457,10 @@ def describe_state(cfg: TransformerConfig) -> dict[str, str]:
         text += f"; short convolution of {cfg.linear_conv_size} tokens"
     if any(row.delta_rule for row in rows):
         text += f"; β up to {cfg.delta_beta_max:g}"
+    if cfg.linear_lightning:
+        text += "; lightning's form (SiLU on q, k, v, q unscaled, decay by depth, one norm over all heads)"
+    if cfg.linear_sigmoid_gate:
+        text += "; read gated by sigmoid(x W_g)"
     if cfg.read_norm_eps != cfg.norm_eps:
         text += f"; read norm eps = {cfg.read_norm_eps:g}"
     return described | {"linear layers": text}
