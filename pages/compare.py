@@ -113,6 +113,12 @@ for _ in when_open(attention_tab):
     col1.selectbox("Layer", range(n_layers), key="cmp_layer", **KEEP)
     col2.selectbox("Head", range(n_heads), key="cmp_head", **KEEP)
     layer, head = st.session_state["cmp_layer"], st.session_state["cmp_head"]
+    convolutions = [name for name, cfg in (("A", cfg_a), ("B", cfg_b)) if cfg.layer_plan()[layer].row.conv_only]
+    if convolutions:  # LFM2's conv layers weigh no token against another
+        st.info(f"Layer {layer} of {' and '.join(convolutions)} is a gated short convolution: it has no attention "
+                "weights to compare. Each channel adds up its own last few inputs by fixed weights; pick another "
+                "layer.")
+        continue
     weights, kinds = {}, {}
     for name, cfg, trace in (("A", cfg_a, trace_a), ("B", cfg_b, trace_b)):
         weights[name] = trace.pattern(layer, attention_stacks(cfg.arch).input)[head]  # (T, T)

@@ -8,7 +8,7 @@ from transformer import MODEL_CARDS, analysis, axes, kv_cache_bytes_per_token, p
 from transformer.costs import kv_cache_bytes
 from transformer.hooks import attention_stacks, hook_name
 from ui.figures.axes import cache_bytes_by_step, kv_cache_growth, kv_sharing
-from ui.compute.layers import softmax_layers, state_layers
+from ui.compute.layers import non_softmax_layers, softmax_layers, state_layers
 from ui.compute.measure import generation_steps
 from ui.app.page import load_page
 from ui.app.charts import show_chart
@@ -73,8 +73,8 @@ for _ in when_open(sharing_tab):
                    "and reads the latent straight from the cache. The same weights, up to float rounding.")
     elif cached:
         if shown:
-            st.caption(f"Layers {', '.join(str(i) for i in state_layers(cfg))} keep a state instead of a cache; the "
-                       f"shapes below are layer {shown}'s, the first softmax layer.")
+            st.caption(f"Layers {', '.join(str(i) for i in non_softmax_layers(cfg))} keep a state (or a convolution's "
+                       f"last inputs) instead of a cache; the shapes below are layer {shown}'s, the first softmax layer.")
         st.markdown(f"On the live model ({axes.label('kv_heads', cfg.attention_kind)}): `hook_q` {named['hook_q']} but "
                     f"`hook_k` {named['hook_k']} and `hook_v` {named['hook_v']} — only G = {cfg.n_kv_heads} heads of K and V "
                     "are computed and cached. Inside attention `repeat_kv` hands each kv head to its group of query heads.")

@@ -10,7 +10,7 @@ from transformer.costs import kv_cache_bytes
 from transformer.hooks import attention_stacks, hook_name
 from ui.figures import modern as modern_figs
 from ui.compute.chapters_measure import pairs_at_length, sparse_attention
-from ui.compute.layers import softmax_layers, state_layers
+from ui.compute.layers import non_softmax_layers, softmax_layers, state_layers
 from ui.compute.measure import cross_attention, encoder_decoder_twin, masked_attention, padded_attention
 from ui.app.page import load_page
 from ui.app.charts import show_chart
@@ -54,8 +54,8 @@ if not masked_layers:
             "**Attention layers** in the sidebar to see masks.")
     st.stop()
 if len(masked_layers) < cfg.n_layers:
-    st.caption(f"Layers {', '.join(str(i) for i in state_layers(cfg))} keep a state and have no mask; the layer "
-               "choice offers the softmax layers.")
+    st.caption(f"Layers {', '.join(str(i) for i in non_softmax_layers(cfg))} keep a state (or convolve their last "
+               "few inputs) and have no mask; the layer choice offers the softmax layers.")
 col1, col2 = st.columns(2)
 keep_valid("mask_layer", masked_layers, masked_layers[0])
 keep_valid("mask_head", range(cfg.n_heads), 0)

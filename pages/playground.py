@@ -55,7 +55,7 @@ url_state("playground", attn=str, layer=int, head=int, query=int, off=str, tempe
 # --- parts switched off: every view on the page follows -------------------------------------------
 routed = cfg.row("ffn").routed
 parts = {f"L{spec.index}H{head}": ("head", spec.index, head) for spec in cfg.layer_plan()
-         for head in range(cfg.state_heads if spec.row.keeps_state else cfg.n_heads)}
+         for head in range(0 if spec.row.conv_only else cfg.state_heads if spec.row.keeps_state else cfg.n_heads)}
 if routed:  # the experts of every routed layer (a model's first dense layers have none)
     parts |= {f"L{layer}E{e}": ("expert", layer, e) for layer in range(cfg.n_layers) if cfg.layer_is_moe(layer)
               for e in range(cfg.n_experts)}
@@ -106,6 +106,11 @@ columns[2].selectbox("Query token", range(len(query_labels)), key="query", **KEE
                      format_func=lambda i: f"{i}: {query_labels[i]}")
 write_url()  # "off" is set above, from the switches
 layer, head, query = st.session_state["layer"], st.session_state["head"], st.session_state["query"]
+if view.module == "attn" and plan[layer].row.conv_only:  # LFM2's conv layers weigh no token against another
+    st.info(f"Layer {layer} is a {plan[layer].row.label}: it has no attention weights to draw. Each of its "
+            f"{cfg.d_model} channels adds up its own last {cfg.linear_conv_size} inputs by fixed weights, gated in and "
+            "out by the token (the hooks `attn.hook_conv_*`). Pick a softmax layer to see weights.")
+    st.stop()
 patterns = trace.arrays[view.hook(layer, "hook_pattern")][0]  # (H, T_q, T_kv)
 # a layer that keeps a state has no scores, mask or softmax: its hook_pattern holds the implied weights
 spec = plan[layer] if view.module == "attn" else None

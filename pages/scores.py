@@ -11,7 +11,7 @@ from transformer import analysis, axes
 from ui.app.page import load_page
 from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, keep_valid, url_state
-from ui.compute.layers import softmax_layers, state_layers
+from ui.compute.layers import non_softmax_layers, softmax_layers
 from ui.figures import modern as figs
 
 MEASURED = Path(__file__).resolve().parent.parent / "assets" / "measurements" / "modern-variants.json"
@@ -45,8 +45,8 @@ if not layers:
             "here to normalise, cap or sink. Choose softmax or hybrid **Attention layers** in the sidebar.")
     st.stop()
 if len(layers) < cfg.n_layers:
-    st.caption(f"Layers {', '.join(str(i) for i in state_layers(cfg))} keep a state and compute no scores; the layer "
-               "choice offers the softmax layers.")
+    st.caption(f"Layers {', '.join(str(i) for i in non_softmax_layers(cfg))} keep a state (or convolve their last "
+               "few inputs) and compute no scores; the layer choice offers the softmax layers.")
 keep_valid("scores_layer", layers, layers[-1])
 st.selectbox("Layer", layers, key="scores_layer", **KEEP)
 layer = int(st.session_state["scores_layer"])

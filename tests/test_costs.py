@@ -55,6 +55,13 @@ MODERN = {
                                                   linear_key_heads=2, linear_value_heads=4, qk_norm="head"),
     "every state kind, sinks, bias": dict(attention_layers="linear,softmax,decayed-linear,deltanet", n_layers=4,
                                           sinks=True, bias=True),
+    "LFM2-like: gated short convolutions, GQA, QK-norm, bias": dict(
+        attention_layers="short-conv,softmax,short-conv,deltanet", n_layers=4, linear_conv_size=3, n_kv_heads=2,
+        qk_norm="head", bias=True),
+    "MiniMax-like: lightning layers with the sigmoid gate, normed skips, MoE": dict(
+        attention_layers="3:1", n_layers=4, linear_kind="decayed-linear", linear_sigmoid_gate=True, ffn="moe",
+        linear_lightning=True, norm_position="normed-skip",
+        n_kv_heads=2),
     "hybrid with MLA": dict(attention_layers="1:1", linear_kind="deltanet", kv_rank=8, head_dim=6, rope_dim=2),
     "Llama 4-like: chunks, NoPE, l2 QK-norm, temperature": dict(
         n_layers=4, attention_chunk=4, chunked_layers="rope", nope_layers="every 4", qk_norm="l2",

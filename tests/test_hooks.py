@@ -302,6 +302,8 @@ DOC_CONFIGS += [dict(parallel_block=True), dict(embed_norm=True, head_transform=
                 dict(arch="encoder", embed_norm=True, head_transform=True),
                 dict(attention_layers="1:1"),  # a layer that keeps a state beside a softmax one
                 dict(attention_layers="1:1", linear_kind="kimi-delta"),  # its decay per key channel
+                dict(attention_layers="1:1", linear_kind="short-conv", linear_conv_size=3),  # LFM2's gated convolution
+                dict(attention_layers="1:1", linear_kind="decayed-linear", linear_sigmoid_gate=True),  # lightning's gate
                 # Llama 4: a NoPE layer's temperature, the L2 norm on the RoPE layer; a layer reading layer 0's K and V
                 dict(n_layers=3, nope_layers="every 2", attn_temperature_scale=0.1, qk_norm="l2",
                      kv_shared_layers="2 from 0"),

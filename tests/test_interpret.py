@@ -275,7 +275,10 @@ def test_attribution_adds_up_to_the_logit(name):
                                     # a hybrid: a state layer's heads write their read, normalised and gated
                                     dict(attention_layers="linear,softmax", linear_value_heads=8,
                                          linear_key_heads=4, linear_kind="gated-deltanet"),
-                                    dict(attention_layers="deltanet,softmax", norm_position="after")])
+                                    dict(attention_layers="deltanet,softmax", norm_position="after"),
+                                    # LFM2: a gated short convolution writes its whole width as one part
+                                    dict(attention_layers="short-conv,softmax", linear_kind="short-conv",
+                                         linear_conv_size=3)])
 def test_attribution_adds_up_with_gates_caps_and_norms_after_the_sublayer(fields):
     """A gated head's write is z times its gate; soft-capped logits split before the cap; a norm on each
     sublayer's output is frozen like the final one; a parallel block's FFN reads its own norm."""

@@ -11,7 +11,7 @@ from transformer.hook_sites import SITES
 from transformer.linear_attention import (FEATURE_MAPS, STATE_MODULES, LinearAttention, StateInputs, chunked_form,
                                           implied_weights, l2_normalise, recurrent_form)
 
-KINDS = [key for key, row in AXES["attention"].choices.items() if row.keeps_state]
+KINDS = [key for key, row in AXES["attention"].choices.items() if row.keeps_state and not row.conv_only]
 
 
 def linear_model(tiny_model, kind, **changes):

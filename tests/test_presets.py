@@ -28,6 +28,9 @@ PUBLISHED = [
     ("gpt-oss", "120b", "active", 5.13e9),  # counted without the embedding lookup (see ModelCard.active_counts)
     ("gpt-oss", "20b", "total", 20.91e9),
     ("gpt-oss", "20b", "active", 3.61e9),
+    ("lfm2", "1.2B", "total", 1.17034e9),  # Liquid AI's model card: 1,170,340,608
+    ("minimax", "Text-01", "total", 456e9),  # the MiniMax-01 report
+    ("minimax", "Text-01", "active", 45.9e9),  # counted without the embedding and the output head
 ]
 
 
@@ -104,7 +107,8 @@ def test_the_modern_cards_real_dimensions():
 def test_presets_are_the_cards_that_ship_checkpoints():
     assert set(PRESETS) <= set(MODEL_CARDS)
     assert all(PRESETS[key] == MODEL_CARDS[key].config for key in PRESETS)
-    assert set(MODEL_CARDS) - set(PRESETS) == {"llama3", "olmo2", "gemma4", "kimi-linear", "qwen3-next", "qwen3.5"}  # real sizes only, no trained model
+    assert set(MODEL_CARDS) - set(PRESETS) == {"llama3", "olmo2", "gemma4", "kimi-linear", "qwen3-next", "qwen3.5", "lfm2",
+                                               "minimax"}  # real sizes only, no trained model
     assert {"qwen3", "deepseek-v3", "gpt-oss", "gemma3"} <= set(PRESETS)  # their English models ship
 
 

@@ -12,7 +12,7 @@ from ui.figures.base import DIVERGING, head_grid, side_by_side
 from ui.figures.state import (cache_against_context, capacity_curves, delta_write, implied_row, overwrite_reads,
                               read_bars, state_write)
 
-STATE_KINDS = [key for key, row in AXES["attention"].choices.items() if row.keeps_state]
+STATE_KINDS = [key for key, row in AXES["attention"].choices.items() if row.keeps_state and not row.conv_only]
 DELTA_KINDS = [key for key in STATE_KINDS if AXES["attention"].row(key).delta_rule]
 
 

@@ -7,6 +7,7 @@ Pre-norm (GPT-2, LLaMA):        x = x + sublayer(norm(x))
 Post-norm (2017, BERT):         x = norm(x + sublayer(x))
 Sandwich (Gemma 2, Gemma 3):    x = x + norm_post(sublayer(norm(x)))
 After the sublayer (OLMo 2):    x = x + norm_post(sublayer(x))
+Normed skip (MiniMax-01):       x = norm(x) + sublayer(norm(x))
 Parallel (Falcon, PaLM, NeoX):  x = x + attn(norm(x)) + ffn(norm(x))   (one norm, or one per sublayer)
 Decoder blocks of an encoder-decoder add cross-attention between the two.
 """
@@ -23,21 +24,26 @@ from .layer_plan import LayerSpec
 from .linear_attention import STATE_MODULES, StateInputs
 from .norms import make_norm
 from .per_layer import PerLayerInput
+from .short_conv import ShortConv
 
 # the module of each attention kind (the rows of AXES["attention"]) for one layer of the plan, (cfg, spec) -> module:
 # softmax attention as the KV-heads kind builds it, with its layer's positions and K/V source; a kind that keeps a
-# state is built alike on every layer
+# state is built alike on every layer, and so is the gated short convolution (LFM2)
 ATTENTION_MODULES = {"softmax": lambda cfg, spec: KV_HEAD_MODULES[cfg.attention_kind](cfg, spec=spec),
-                     **{kind: (lambda cfg, spec, build=build: build(cfg)) for kind, build in STATE_MODULES.items()}}
+                     **{kind: (lambda cfg, spec, build=build: build(cfg, layer=spec.index))
+                        for kind, build in STATE_MODULES.items()},
+                     "short-conv": lambda cfg, spec: ShortConv(cfg, "short-conv")}
 
 
 def residual(x: torch.Tensor, sublayer, norm_in: nn.Module | None, norm_out: nn.Module | None,
-             norm_sum: nn.Module | None, dropout: nn.Module) -> torch.Tensor:
-    """x + sublayer(x), with the norms the placement puts before it, after it, or on the sum."""
-    out = sublayer(norm_in(x) if norm_in is not None else x)  # (B, T, d_model)
+             norm_sum: nn.Module | None, dropout: nn.Module, skips_normed: bool = False) -> torch.Tensor:
+    """x + sublayer(x), with the norms the placement puts before it, after it, or on the sum; `skips_normed`: the
+    residual path carries the normed input instead of x (MiniMax-01)."""
+    normed = norm_in(x) if norm_in is not None else x  # (B, T, d_model)
+    out = sublayer(normed)  # (B, T, d_model)
     if norm_out is not None:
         out = norm_out(out)
-    x = x + dropout(out)
+    x = (normed if skips_normed else x) + dropout(out)
     return norm_sum(x) if norm_sum is not None else x
 
 
@@ -67,7 +73,7 @@ class Block(nn.Module):
             self.ln2 = make_norm(cfg) if wraps else None
             self.ln2_post = make_norm(cfg) if after else None
             self.hook_resid_mid = HookPoint("hook_resid_mid")
-        self.on_sum = placement.on_sum
+        self.on_sum, self.skips_normed = placement.on_sum, placement.skips_normed
         if cross:
             self.cross_attn = Attention(cfg, cross=True)
             self.hook_cross_attn_out = HookPoint("hook_cross_attn_out")
@@ -92,7 +98,7 @@ class Block(nn.Module):
         """The residual step of one sublayer with its norms (``name``: ln1, ln_cross or ln2)."""
         norm, norm_out = getattr(self, name), getattr(self, name + "_post")
         return residual(x, sublayer, None if self.on_sum else norm, norm_out, norm if self.on_sum else None,
-                        self.dropout)
+                        self.dropout, self.skips_normed)
 
     def forward(self, x: torch.Tensor, inputs: AttentionInputs | StateInputs, cross_inputs: AttentionInputs | None = None,
                 memory: torch.Tensor | None = None, cache: dict | None = None,

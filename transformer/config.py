@@ -142,6 +142,10 @@ class TransformerConfig:
     delta_beta_max: float = 1.0  # the delta rule's β = delta_beta_max * sigmoid(x W_b); 2 in OLMo hybrid
     linear_norm_position: NormPosition | None = None  # linear layers' block norms; None = norm_position (OLMo hybrid: pre)
     linear_read_norm_eps: float | None = None  # the linear layers' read norm's eps; None = norm_eps (OLMo hybrid: 1e-5)
+    linear_sigmoid_gate: bool = False  # decayed-linear layers: the normed read times sigmoid(x W_g) (lightning, MiniMax-01)
+    # decayed-linear layers in MiniMax-01's lightning form: SiLU on q, k, v; q unscaled; head h of layer l decays by
+    # exp(-(2^(-8/H))^(h+1) (1 - l/(L-1))); one RMSNorm over all heads
+    linear_lightning: bool = False
 
     def __post_init__(self) -> None:
         for field, axis in FIELD_AXES.items():
@@ -216,7 +220,7 @@ class TransformerConfig:
         if self.d_ff < 1:
             raise ValueError(f"d_ff={self.d_ff} must be at least 1")
         placement = self.row("norm_position")
-        if self.parallel_block and (placement.after or placement.on_sum):
+        if self.parallel_block and (placement.after or placement.on_sum or placement.skips_normed):
             raise ValueError(f"parallel_block=True needs norm_position='pre' (now {self.norm_position!r}): "
                              "attention and FFN read normalised copies of one input")
         if self.parallel_norms not in (1, 2):

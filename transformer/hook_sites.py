@@ -323,11 +323,45 @@ SITES: dict[str, HookSite] = {
         "passes to W_o.",
         FromLayer(r"g_t = \mathrm{SiLU}(x_t W_z)"),  # Kimi delta attention's row words its sigmoid
         reads=("<input>",)),
+    "hook_read_gate": HookSite(
+        ("B", "H", "T_q", "d_v"), "sigmoid(x W_g)",
+        "Lightning attention's output gate (linear_sigmoid_gate): a sigmoid of one more projection decides, per "
+        "number, how much of the normalised read passes to W_o.",
+        r"g_t = \sigma(x_t W_g)",
+        reads=("<input>",)),
     "hook_read_norm": HookSite(
         ("B", "H", "T_q", "d_v"), "RMSNorm(z)",
         "Each head's read at a steady size: a sum over the whole past would otherwise grow with the text.",
         FromLayer(r"\mathrm{RMSNorm}(z_t)"),
-        reads=("hook_z", "hook_out_gate")),
+        reads=("hook_z", "hook_out_gate", "hook_read_gate")),
+    # --- the gated short convolution (transformer/short_conv.py): LFM2's layers without attention ---
+    "hook_conv_b": HookSite(
+        RESID, "x W_B",
+        "The input gate B: one number per channel and token that scales what the token puts into the convolution.",
+        r"b_t = x_t W_B",
+        reads=("<input>",)),
+    "hook_conv_c": HookSite(
+        RESID, "x W_C",
+        "The output gate C: one number per channel and token that scales what the convolution returns to it.",
+        r"c_t = x_t W_C",
+        reads=("<input>",)),
+    "hook_conv_in": HookSite(
+        RESID, "(x W_B) * (x W_x)",
+        "What each token puts into the convolution: its projection x̃ times the input gate. The cache keeps the "
+        "last K - 1 of these per channel, and nothing else.",
+        r"u_t = b_t \odot x_t W_x",
+        reads=("hook_conv_b",)),
+    "hook_conv_out": HookSite(
+        RESID, "sum_i w_i * u_{t-i}, i < K",
+        "The causal depthwise convolution: each channel adds its own last K inputs, each times a learned weight; "
+        "a token K or more steps back does not reach it.",
+        r"h_t = \textstyle\sum_{i<K} w_i \odot u_{t-i}",
+        reads=("hook_conv_in",)),
+    "hook_conv_read": HookSite(
+        RESID, "(x W_C) * conv",
+        "The convolution's output times the output gate, before W_out.",
+        r"y_t = c_t \odot h_t",
+        reads=("hook_conv_c", "hook_conv_out")),
     # --- the FFN (mlp): MLP, SwiGLU, GeGLU, MoE router ---
     "hook_pre": HookSite(
         HIDDEN, "x W_in + b_in",

@@ -291,7 +291,9 @@ def direct_logit_attribution(model: Transformer, input_ids: torch.Tensor, token:
     """
     _check_model(model)
     cfg = model.cfg
-    summed = [block.spec.index for block in model.blocks if block.spec.placement.on_sum]
+    # a norm on the residual sum, or a skip that carries the normed input, renormalises the stream at every block
+    summed = [block.spec.index for block in model.blocks
+              if block.spec.placement.on_sum or block.spec.placement.skips_normed]
     if summed or cfg.head_transform:
         raise ValueError("direct logit attribution needs the residual stream to reach the unembedding through one "
                          "final norm at most (no norm on the residual sum, a plain head); "
@@ -305,8 +307,10 @@ def direct_logit_attribution(model: Transformer, input_ids: torch.Tensor, token:
     L, routed = cfg.n_layers, cfg.row("ffn").routed
     names = [hook_name(0, "hook_resid_pre"), hook_name(L - 1, "hook_resid_post")]
     for layer, block in enumerate(model.blocks):
-        # what W_o reads per head: z (times the output gate), or a state layer's read normalised and gated
-        read = "attn.hook_read_norm" if block.spec.row.keeps_state else "attn.hook_z"
+        # what W_o reads per head: z (times the output gate), a state layer's read normalised and gated, or a gated
+        # short convolution's gated output, which has no heads and writes as one part
+        row = block.spec.row
+        read = "attn.hook_conv_read" if row.conv_only else "attn.hook_read_norm" if row.keeps_state else "attn.hook_z"
         names += [hook_name(layer, read), hook_name(layer, "hook_mlp_out")]
         if _normalises_outputs(block):
             names.append(hook_name(layer, "hook_attn_out"))
@@ -323,7 +327,8 @@ def direct_logit_attribution(model: Transformer, input_ids: torch.Tensor, token:
         normalise, bias = frozen_norm(norm, whole)
         return (lambda parts: project(normalise(parts))), (0.0 if bias is None else float(project(bias)))
 
-    widest = max(block.attn.n_heads for block in model.blocks)  # a hybrid's state layers may have more heads
+    # a hybrid's state layers may have more heads; a short convolution is one part
+    widest = max(1 if block.spec.row.conv_only else block.attn.n_heads for block in model.blocks)
     heads, ffn = torch.zeros(L, widest), torch.zeros(L)
     experts = torch.zeros(L, cfg.n_experts) if routed else None
     for layer, block in enumerate(model.blocks):
@@ -333,7 +338,9 @@ def direct_logit_attribution(model: Transformer, input_ids: torch.Tensor, token:
             constant += bias
             ffn_project, bias = through(block.ln2_post, at(hook_name(layer, "hook_mlp_out")))
             constant += bias
-        if block.spec.row.keeps_state:
+        if block.spec.row.conv_only:
+            z = trace[hook_name(layer, "attn.hook_conv_read")][0, position][None]  # (1, d_model): all of W_o's input
+        elif block.spec.row.keeps_state:
             z = trace[hook_name(layer, "attn.hook_read_norm")][0, :, position]  # (H_s, d_s): W_o's input per head
         else:
             z = trace[hook_name(layer, "attn.hook_z")][0, :, position]  # (H, d_v)

@@ -219,9 +219,12 @@ class LinearAttention(nn.Module):
     no bias, so a padding token (whose input is zeroed) writes nothing into a state that is still empty.
     """
 
-    def __init__(self, cfg: TransformerConfig, kind: str):
+    def __init__(self, cfg: TransformerConfig, kind: str, layer: int = 0):
         super().__init__()
         self.row = row = AXES["attention"].row(kind)
+        # MiniMax-01's form of a fixed decay (``linear_lightning``): SiLU on q, k, v, q unscaled, a decay per head that
+        # falls with the layer's depth, one RMSNorm over all heads
+        self.lightning = row.fixed_decay and cfg.linear_lightning
         self.n_key_heads, self.n_heads = cfg.state_key_heads, cfg.state_heads
         self.d_k, self.d_v = cfg.state_d_k, cfg.state_d_v
         self.chunk_size, self.eps = cfg.linear_chunk_size, cfg.read_norm_eps
@@ -231,7 +234,8 @@ class LinearAttention(nn.Module):
         self.k_proj = nn.Linear(cfg.d_model, width_k, bias=False)
         self.v_proj = nn.Linear(cfg.d_model, width_v, bias=False)
         self.o_proj = nn.Linear(width_v, cfg.d_model, bias=cfg.bias)
-        self.norm_weight = nn.Parameter(torch.ones(self.d_v))  # the read's RMSNorm, shared by the heads
+        # the read's RMSNorm, shared by the heads; lightning's spans every head at once
+        self.norm_weight = nn.Parameter(torch.ones(width_v if self.lightning else self.d_v))
         self.hook_q, self.hook_k, self.hook_v = (HookPoint(site, row) for site in ("hook_q", "hook_k", "hook_v"))
         if row.short_conv:  # depthwise: each channel of q, k, v mixes its own last few tokens
             channels = 2 * width_k + width_v
@@ -248,8 +252,13 @@ class LinearAttention(nn.Module):
             self.hook_beta = HookPoint("hook_beta", row)
             self.hook_predicted = HookPoint("hook_predicted", row)
             self.hook_correction = HookPoint("hook_correction", row)
-        if row.fixed_decay:  # RetNet's γ_h = 1 - 2^(-5-h): the first head forgets fastest
-            self.register_buffer("log_gamma", torch.log(1 - 2.0 ** (-5.0 - torch.arange(self.n_heads))))
+        if self.lightning:  # γ_h = exp(-r^(h+1) (1 - l/(L-1))), r = 2^(-8/H): ALiBi's slopes, milder in deeper layers
+            depth = 1 - layer / (cfg.n_layers - 1 + 1e-5) + 1e-5  # HF's epsilons, so the last layer still decays
+            slopes = (2.0 ** (-8.0 / self.n_heads)) ** (torch.arange(self.n_heads) + 1.0)  # (H,)
+            self.register_buffer("log_gamma", -slopes * depth, persistent=False)  # from the config, as RoPE tables are
+        elif row.fixed_decay:  # RetNet's γ_h = 1 - 2^(-5-h): the first head forgets fastest
+            log_gamma = torch.log(1 - 2.0 ** (-5.0 - torch.arange(self.n_heads)))  # (H,)
+            self.register_buffer("log_gamma", log_gamma, persistent=False)
         if row.gated_decay:  # α_t = exp(-e^A softplus(x W_a + dt_bias)), Mamba-2's discretised decay
             self.a_proj = nn.Linear(cfg.d_model, self.n_heads, bias=False)
             self.A_log = nn.Parameter(torch.zeros(self.n_heads))
@@ -269,6 +278,9 @@ class LinearAttention(nn.Module):
             self.z_proj = nn.Linear(cfg.d_model, width_v, bias=False)
         if row.output_gate:
             self.hook_out_gate = HookPoint("hook_out_gate", row)
+        if row.fixed_decay and cfg.linear_sigmoid_gate:  # lightning attention's gate (MiniMax-01), after the norm
+            self.g_proj = nn.Linear(cfg.d_model, width_v, bias=False)
+            self.hook_read_gate = HookPoint("hook_read_gate", row)
         self.hook_state = HookPoint("hook_state", row)
         self.hook_pattern = HookPoint("hook_pattern", row)
         self.hook_z = HookPoint("hook_z", row)
@@ -304,7 +316,7 @@ class LinearAttention(nn.Module):
         # each q and k head serves H / H_k value heads (Qwen3-Next); the state works in float32, as Hugging Face's
         repeat = self.n_heads // self.n_key_heads
         q, k = (t.repeat_interleave(repeat, dim=1).float() for t in (q, k))  # (B, H, T, d_k)
-        q, v = q / math.sqrt(self.d_k), v.float()
+        q, v = (q if self.lightning else q / math.sqrt(self.d_k)), v.float()  # lightning leaves q unscaled
         B, T = x.shape[:2]
         if state is None:
             state = q.new_zeros(B, self.n_heads, self.d_k, self.d_v)  # (B, H, d_k, d_v): nothing written yet
@@ -336,6 +348,8 @@ class LinearAttention(nn.Module):
             q, k, v, conv_tail = self.convolve(q, k, v, conv_tail)
         else:
             conv_tail = x.new_zeros(x.shape[0], 0, 0)
+        if self.lightning:
+            q, k, v = F.silu(q), F.silu(k), F.silu(v)
         q = self.hook_q(split_heads(q, self.n_key_heads))  # (B, H_k, T, d_k)
         k = self.hook_k(split_heads(k, self.n_key_heads))  # (B, H_k, T, d_k)
         v = self.hook_v(split_heads(v, self.n_heads))  # (B, H, T, d_v)
@@ -373,11 +387,17 @@ class LinearAttention(nn.Module):
         return log_alpha
 
     def read_norm(self, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """Each head's read at a steady size (RMSNorm in float32), times SiLU(x W_z) where the kind gates it."""
-        z32 = z.float()
+        """Each head's read at a steady size (RMSNorm in float32), times SiLU(x W_z) where the kind gates it, or
+        sigmoid(x W_g) where linear_sigmoid_gate gates a decayed-linear layer."""
+        z32 = merge_heads(z.float()) if self.lightning else z.float()  # (B, T, H d_v) lightning, else (B, H, T, d_v)
         normed = (z32 * torch.rsqrt(z32.pow(2).mean(-1, keepdim=True) + self.eps) * self.norm_weight.float())
+        if self.lightning:
+            normed = split_heads(normed, self.n_heads)  # (B, H, T, d_v)
         if self.row.output_gate:
             normed = normed * self.hook_out_gate(self.out_gate(x))  # (B, H, T, d_v)
+        if hasattr(self, "g_proj"):
+            gate = torch.sigmoid(split_heads(self.g_proj(x), self.n_heads).float())  # (B, H, T, d_v)
+            normed = normed * self.hook_read_gate(gate)
         return self.hook_read_norm(normed.to(z.dtype))  # (B, H, T, d_v)
 
     def out_gate(self, x: torch.Tensor) -> torch.Tensor:

@@ -24,6 +24,7 @@ from .layer_plan import LayerSpec
 from .linear_attention import LinearAttention, state_inputs
 from .norms import make_norm
 from .per_layer import PerLayerEmbedding
+from .short_conv import ShortConv
 from .positions import (POSITION_EMBEDDINGS, ROTATIONS, alibi_bias, alibi_slopes, rope_angles, scaled_inv_freq,
                         temperature_scales)
 
@@ -223,7 +224,7 @@ class Transformer(nn.Module):
             elif name.endswith("bias"):
                 nn.init.zeros_(p)
         for module in self.modules():
-            if isinstance(module, LinearAttention):  # its decay and convolution start where their authors start them
+            if isinstance(module, (LinearAttention, ShortConv)):  # decays and convolutions start where their authors start them
                 module.reset_state_parameters()
 
     @property

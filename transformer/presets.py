@@ -13,8 +13,15 @@ from .config import TransformerConfig
 from .costs.params import multiplied_params, param_counts
 
 # how a publisher counted "active parameters": every parameter one token uses, the embedding table included
-# (Mixtral, DeepSeek-V3, Qwen3), or only those it multiplies by, the embedding lookup left out (gpt-oss)
-ACTIVE_COUNTS = {"used": lambda cfg: param_counts(cfg)["active"], "multiplied": multiplied_params}
+# (Mixtral, DeepSeek-V3, Qwen3), only those it multiplies by, the embedding lookup left out (gpt-oss), or neither
+# the embedding nor the output head (MiniMax-01)
+ACTIVE_COUNTS = {"used": lambda cfg: param_counts(cfg)["active"], "multiplied": multiplied_params,
+                 "non-embedding": lambda cfg: _without_embeddings(param_counts(cfg))}
+
+
+def _without_embeddings(counts: dict[str, int]) -> int:
+    """The active parameters less the token embedding and the output head (tied: the one table, once)."""
+    return counts["active"] - counts["embedding"] - counts["head"]
 
 
 @dataclass(frozen=True)
@@ -151,6 +158,16 @@ _GPT_OSS = dict(_LLAMA, ffn="moe", expert_activation="clamped-swiglu", bias=True
 _GPT_OSS_REAL = dict(vocab_size=201088, d_model=2880, n_heads=64, head_dim=64, n_kv_heads=8, d_ff=2880, d_expert=2880,
                      top_k=4, sliding_window=128, max_len=131072, rope_theta=150000.0, rope_scaling="yarn",
                      rope_factor=32.0, rope_original_max_len=4096, yarn_truncate=False)
+# LFM2: gated short convolutions (3 taps) with GQA softmax layers at 2, 5, 8, 10, 12 and 14 of 16; tied embeddings
+_LFM2 = dict(arch="decoder", position="rope", norm="rmsnorm", norm_position="pre", ffn="swiglu", qk_norm="head",
+             rope_theta=1e6, linear_kind="short-conv", linear_conv_size=3)
+_LFM2_LAYERS = ",".join("softmax" if i in (2, 5, 8, 10, 12, 14) else "short-conv" for i in range(16))
+# MiniMax-01: seven lightning-attention layers (decayed linear in lightning's form, its read gated by sigmoid(x W_g))
+# to one GQA softmax layer, and 32 experts in every layer; each residual path carries its sublayer's normed input
+# (the released model also scales it by DeepNorm's alpha, 3.56, which is not built: it changes no parameter count)
+_MINIMAX = dict(arch="decoder", position="rope", norm="rmsnorm", norm_position="normed-skip", ffn="moe", top_k=2,
+                tie_embeddings=False, attention_layers="7:1", linear_kind="decayed-linear", linear_lightning=True,
+                linear_sigmoid_gate=True, linear_read_norm_eps=1e-6, rope_theta=1e7)
 _DEEPSEEK_YARN_MSCALE = 0.1 * math.log(40) + 1  # DeepSeek-V3 scales the scores, not cos and sin, by YaRN's factor
 # Kimi Linear: Kimi delta attention with latent attention that turns no positions (every full layer in nope_layers
 # keeps its shared key part unrotated), in DeepSeek-V3's blocks; its latent norms keep HF's eps of 1e-6
@@ -263,6 +280,20 @@ _RECENT_CARDS = [
           classroom=dict(ENGLISH_GATED, attention_layers="3:1", nope_layers="3", head_dim=32, rope_dim=8, v_head_dim=32,
                          kv_rank=64, linear_key_head_dim=32, linear_value_head_dim=32, n_experts=8, top_k=2,
                          d_expert=32), active_counts="multiplied"),
+    # Liquid AI's model card: 1,170,340,608 parameters; the MLP 8,192 wide (two thirds of block_ff_dim 12,288)
+    _card("lfm2", "LFM2", 2025, "decoder · 10 gated short convolutions : 6 GQA layers · RoPE · QK-norm (per head) · "
+          "pre-RMSNorm · SwiGLU", _LFM2,
+          {"1.2B": dict(vocab_size=65536, d_model=2048, n_heads=32, n_kv_heads=8, n_layers=16, d_ff=8192,
+                        max_len=128000, attention_layers=_LFM2_LAYERS)},
+          {"1.2B": 1.17034e9},
+          classroom=dict(n_layers=4, n_kv_heads=2, attention_layers="short-conv,short-conv,softmax,short-conv")),
+    # MiniMax-01's report: 456B total, 45.9B activated per token, which leaves out the embedding and the output head
+    _card("minimax", "MiniMax-01", 2025, "decoder · 7 lightning (decayed linear) : 1 GQA layers · RoPE on half of "
+          "each head · RMSNorm, normed skips · MoE (32 experts, top-2)", _MINIMAX,
+          {"Text-01": dict(vocab_size=200064, d_model=6144, n_heads=64, head_dim=128, n_kv_heads=8, n_layers=80,
+                           d_ff=9216, n_experts=32, rope_dim=64, max_len=10_240_000)},
+          {"Text-01": 456e9}, {"Text-01": 45.9e9},
+          classroom=dict(n_layers=8, n_kv_heads=2, n_experts=4), active_counts="non-embedding"),
 ]
 
 # the models of 2024-2026 whose English language model ships (docs/checkpoints.md): presets too

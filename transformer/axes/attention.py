@@ -24,6 +24,9 @@ class AttentionChoice(Choice):
     output_gate: bool = False  # the read's RMSNorm is multiplied by SiLU(x W_z) (Qwen3-Next's gated norm)
     channel_decay: bool = False  # a decay per key channel, not per head, from x through a d_k-wide bottleneck (Kimi)
     sigmoid_gate: bool = False  # the output gate is sigmoid(x W_z↓ W_z↑) through a d_v-wide bottleneck (Kimi)
+    # mixes tokens by a gated short convolution alone (transformer/short_conv.py): no q, k or state matrix, and its
+    # state is the convolution's last inputs (LFM2); the other flags above describe a state matrix and stay off
+    conv_only: bool = False
 
     @property
     def decays(self) -> bool:
@@ -47,10 +50,12 @@ KIND_FIELDS = {"linear_kind": ("gated-deltanet", "keeps_state"), "linear_chunk_s
                "linear_key_head_dim": (None, "keeps_state"), "linear_value_head_dim": (None, "keeps_state"),
                "linear_feature_map": ("elu+1", "feature_map"), "linear_conv_size": (4, "short_conv"),
                "delta_beta_max": (1.0, "delta_rule"), "linear_norm_position": (None, "keeps_state"),
-               "linear_read_norm_eps": (None, "keeps_state")}
+               "linear_read_norm_eps": (None, "keeps_state"), "linear_sigmoid_gate": (False, "fixed_decay"),
+               "linear_lightning": (False, "fixed_decay")}
 FLAG_WORDS = {"keeps_state": "linear layers (a kind that keeps a state)", "feature_map": "'linear' layers",
-              "short_conv": "layers with a short convolution ('gated-deltanet', 'kimi-delta')",
-              "delta_rule": "delta-rule layers ('deltanet', 'gated-deltanet', 'kimi-delta')"}
+              "short_conv": "layers with a short convolution ('gated-deltanet', 'kimi-delta', 'short-conv')",
+              "delta_rule": "delta-rule layers ('deltanet', 'gated-deltanet', 'kimi-delta')",
+              "fixed_decay": "layers with a fixed decay ('decayed-linear')"}
 
 # settings that only softmax layers read: field -> (whether this config sets it, the value that leaves it out)
 SOFTMAX_ONLY = {
@@ -110,7 +115,7 @@ def _check_state(cfg) -> None:
         raise ValueError(f"linear_read_norm_eps={cfg.linear_read_norm_eps} must be greater than 0: it keeps the read "
                          "norm's root away from 0 (OLMo hybrid: 1e-5); or None for norm_eps")
     placement = None if cfg.linear_norm_position is None else NORM_POSITION.row(cfg.linear_norm_position)
-    if cfg.parallel_block and placement is not None and (placement.after or placement.on_sum):
+    if cfg.parallel_block and placement is not None and (placement.after or placement.on_sum or placement.skips_normed):
         raise ValueError(f"parallel_block=True needs linear_norm_position='pre' or None (now "
                          f"{cfg.linear_norm_position!r}): attention and FFN read normalised copies of one input")
     if cfg.state_heads % cfg.state_key_heads:
@@ -132,6 +137,13 @@ def _check_conv(cfg) -> None:
     if cfg.linear_conv_size < 1:
         raise ValueError(f"linear_conv_size={cfg.linear_conv_size} must be at least 1: the short convolution "
                          "reads that many tokens, the current one included (Qwen3-Next: 4)")
+
+
+def _check_short_conv(cfg) -> None:
+    _check_state(cfg)
+    if cfg.linear_conv_size < 1:
+        raise ValueError(f"linear_conv_size={cfg.linear_conv_size} must be at least 1: the short convolution "
+                         "reads that many tokens, the current one included (LFM2: 3)")
 
 
 SQRT_D = r"\tfrac{1}{\sqrt{d}}"
@@ -252,6 +264,12 @@ ATTENTION = Axis("Attention kind", {
                                   r"\prod_{j<s\le i} \alpha_{s,c}\ (B: \bar k_i \text{ for } \bar q_i)",
                   "hook_out_gate": r"g_t = \sigma(x_t W_{z\downarrow} W_{z\uparrow})",
                   "hook_read_norm": r"\mathrm{RMSNorm}(z_t) \odot \sigma(x_t W_{z\downarrow} W_{z\uparrow})"}),
+    "short-conv": AttentionChoice(
+        "gated short convolution", "no attention at all: x is projected to B, C and x̃; each channel of B ⊙ x̃ is "
+        "mixed with its own last few tokens by a causal depthwise convolution, and C gates the result",
+        "Local mixing is cheap and needs no keys: a handful of past inputs per channel is the whole cache, and the "
+        "few softmax layers between these carry the long range.", "LFM2 (Liquid AI, 2025)", keeps_state=True,
+        softmax=False, hf_layer_type="conv", short_conv=True, conv_only=True, check=_check_short_conv),
 }, problem="Softmax attention keeps every past key and value; a state that every token writes into keeps a fixed size "
            "instead.")  # a layer plan's row holds it (``TransformerConfig.layer_plan``)
 

@@ -67,6 +67,7 @@ class PlacementChoice(Choice):
     after: bool  # normalises the sublayer's output before the residual add (ln1_post, ln2_post, ln_cross_post)
     on_sum: bool  # normalises the residual sum (post-norm: ln1, ln2, ln_cross)
     final_norm: bool  # a norm after the last block by default (post-norm blocks already end on one)
+    skips_normed: bool = False  # the residual path carries the sublayer's normed input, not the raw stream (MiniMax-01)
 
 
 NORM_POSITION = Axis("Placement", {
@@ -96,6 +97,14 @@ NORM_POSITION = Axis("Placement", {
         before=False, after=True, on_sum=False, final_norm=True,
         formulas={"hook_resid_mid": r"x \leftarrow x + \mathrm{Norm}(\mathrm{Attn}(x))",
                   "hook_resid_post": r"x \leftarrow x + \mathrm{Norm}(\mathrm{FFN}(x))"}),
+    "normed-skip": PlacementChoice(
+        "normed skip", "the norm reads each sublayer's input, and the residual path carries that normed input on, "
+        "not the raw stream", "Every sublayer adds to a stream of steady size, as post-norm's does, while each "
+        "sublayer still reads a normalised input.", "MiniMax-01", before=True, after=False, on_sum=False,
+        final_norm=True, skips_normed=True,
+        formulas={"hook_resid_mid": r"x \leftarrow \mathrm{Norm}(x) + \mathrm{Attn}(\mathrm{Norm}(x))",
+                  "hook_resid_cross": r"x \leftarrow \mathrm{Norm}(x) + \mathrm{CrossAttn}(\mathrm{Norm}(x), m)",
+                  "hook_resid_post": r"x \leftarrow \mathrm{Norm}(x) + \mathrm{FFN}(\mathrm{Norm}(x))"}),
 }, field="norm_position")
 
 

@@ -21,7 +21,10 @@ def _cache_width(cfg: TransformerConfig) -> dict[str, int]:
 
 def _state_width(cfg: TransformerConfig, spec) -> dict[str, int]:
     """Numbers one layer that keeps a state holds, whatever the context: a d_k × d_v state per value head, and with a
-    short convolution the last K − 1 inputs of each of its channels (q, k and v: 2·H_k·d_k + H·d_v of them)."""
+    short convolution the last K − 1 inputs of each of its channels (q, k and v: 2·H_k·d_k + H·d_v of them). A gated
+    short convolution alone (``conv_only``, LFM2) holds no state matrix, only its d_model channels' last K − 1 inputs."""
+    if spec.row.conv_only:
+        return {"states": 0, "conv inputs": cfg.d_model * (cfg.linear_conv_size - 1)}
     channels = 2 * cfg.state_key_heads * cfg.state_d_k + cfg.state_heads * cfg.state_d_v
     return {"states": cfg.state_heads * cfg.state_d_k * cfg.state_d_v,
             "conv inputs": channels * (cfg.linear_conv_size - 1) if spec.row.short_conv else 0}

@@ -115,7 +115,10 @@ def forward_flops(cfg: TransformerConfig, batch: int, seq: int) -> int:
 def state_flops(cfg: TransformerConfig, kind) -> int:
     """Per token, a state-keeping layer's products beyond its projections, as its recurrent form computes them: the
     read q·S (2·H_s·d_k·d_v), the delta rule's guess S^T k (as much again), and a short convolution's taps
-    (2·c per channel). Writing k writeᵀ into S is an elementwise product, which FLOP counts leave out."""
+    (2·c per channel). Writing k writeᵀ into S is an elementwise product, which FLOP counts leave out. A gated short
+    convolution alone (``conv_only``): 2·c per channel of d_model; its gates are elementwise too."""
+    if kind.conv_only:  # the gated short convolution: its taps (its gates are elementwise products)
+        return 2 * cfg.d_model * cfg.linear_conv_size
     read = 2 * cfg.state_heads * cfg.state_d_k * cfg.state_d_v
     channels = 2 * cfg.state_key_heads * cfg.state_d_k + cfg.state_heads * cfg.state_d_v
     return read * (2 if kind.delta_rule else 1) + (2 * channels * cfg.linear_conv_size if kind.short_conv else 0)

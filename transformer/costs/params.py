@@ -283,36 +283,50 @@ def _latent_attention_terms(cfg: TransformerConfig, blocks: int, attn: tuple[str
 
 
 def _state_terms(cfg: TransformerConfig, layers: list[int]) -> list[ParamTerm]:
-    """The layers that keep a state (transformer/linear_attention.py), by their rows' flags: W_q, W_k (H_k·d_k wide),
-    W_v (H_s·d_s), W_o; the read's RMSNorm; a short convolution over q, k, v; the delta rule's β; a gated decay's
-    W_a, A and dt (Kimi's per channel: W_f↓, W_f↑, A per head, dt per channel); an output gate's W_z (Kimi's
-    W_z↓ and W_z↑). Kinds may differ from layer to layer, so a term per layer and flag."""
+    """The layers that keep a state, by their rows' flags. A state matrix (transformer/linear_attention.py): W_q, W_k
+    (H_k·d_k wide), W_v (H_s·d_s), W_o; the read's RMSNorm; a short convolution over q, k, v; the delta rule's β; a
+    gated decay's W_a, A and dt (Kimi's per channel: W_f↓, W_f↑, A per head, dt per channel); an output gate's W_z
+    (Kimi's W_z↓ and W_z↑); a fixed decay's sigmoid gate W_g (and, in lightning's form, one read norm over all heads).
+    A gated short convolution alone (``conv_only``, transformer/short_conv.py): W_B, W_C and W_x in one projection,
+    the depthwise convolution, W_out. Kinds may differ from layer to layer, so a term per layer and flag."""
     d, b = cfg.d_model, int(cfg.bias)
     wk, wv = cfg.state_key_heads * cfg.state_d_k, cfg.state_heads * cfg.state_d_v
     plan = cfg.layer_plan()
+    matrix = lambda flag: lambda row: not row.conv_only and (flag is None or getattr(row, flag))  # noqa: E731
+    conv_only = lambda row: row.conv_only  # noqa: E731
+    lightning = lambda row: matrix("fixed_decay")(row) and cfg.linear_lightning  # noqa: E731  (one norm, every head)
     terms = []
-    for flag, name, formula, count, parts, weights in (
-            (None, "W_q, W_k and W_v (state)", "2·D·H_k·d_k + D·H_s·d_s", d * (2 * wk + wv), ("q_proj", "k_proj", "v_proj"),
-             True),
-            (None, "W_o (state)", _with_bias("H_s·d_s·D", "D", b), wv * d + b * d, ("o_proj",), True),
-            (None, "read norm (state)", "d_s", cfg.state_d_v, ("norm_weight",), False),
-            ("short_conv", "short convolution on q, k, v", "(2·H_k·d_k + H_s·d_s)·c", (2 * wk + wv) * cfg.linear_conv_size,
-             ("conv",), False),
-            ("delta_rule", "W_β (write strength)", "D·H_s", d * cfg.state_heads, ("b_proj",), True),
-            ("gated_decay", "W_a (gated decay)", "D·H_s", d * cfg.state_heads, ("a_proj",), True),
-            ("gated_decay", "A and dt (gated decay)", "2·H_s", 2 * cfg.state_heads, ("A_log", "dt_bias"), False),
-            ("channel_decay", "W_f↓ and W_f↑ (decay per channel)", "D·d_k + d_k·H_s·d_k",
+    for holds, name, formula, count, parts, weights in (
+            (matrix(None), "W_q, W_k and W_v (state)", "2·D·H_k·d_k + D·H_s·d_s", d * (2 * wk + wv),
+             ("q_proj", "k_proj", "v_proj"), True),
+            (matrix(None), "W_o (state)", _with_bias("H_s·d_s·D", "D", b), wv * d + b * d, ("o_proj",), True),
+            (lambda row: matrix(None)(row) and not lightning(row), "read norm (state)", "d_s", cfg.state_d_v,
+             ("norm_weight",), False),
+            (lightning, "read norm over all heads (lightning)", "H_s·d_s", wv, ("norm_weight",), False),
+            (matrix("short_conv"), "short convolution on q, k, v", "(2·H_k·d_k + H_s·d_s)·c",
+             (2 * wk + wv) * cfg.linear_conv_size, ("conv",), False),
+            (matrix("delta_rule"), "W_β (write strength)", "D·H_s", d * cfg.state_heads, ("b_proj",), True),
+            (matrix("gated_decay"), "W_a (gated decay)", "D·H_s", d * cfg.state_heads, ("a_proj",), True),
+            (matrix("gated_decay"), "A and dt (gated decay)", "2·H_s", 2 * cfg.state_heads, ("A_log", "dt_bias"),
+             False),
+            (matrix("channel_decay"), "W_f↓ and W_f↑ (decay per channel)", "D·d_k + d_k·H_s·d_k",
              d * cfg.state_d_k + cfg.state_d_k * cfg.state_heads * cfg.state_d_k, ("a_down", "a_up"), True),
-            ("channel_decay", "A and dt (decay per channel)", "H_s + H_s·d_k", cfg.state_heads * (1 + cfg.state_d_k),
-             ("A_log", "dt_bias"), False),
-            ("silu_gate", "W_z (output gate)", "D·H_s·d_s", d * wv, ("z_proj",), True),
-            ("sigmoid_gate", "W_z↓ and W_z↑ (output gate)", "D·d_s + d_s·H_s·d_s", d * cfg.state_d_v + cfg.state_d_v * wv,
-             ("z_down", "z_up"), True)):
-        held = [spec.index for spec in plan if spec.index in layers
-                and (flag is None or getattr(AXES["attention"].row(spec.kind), flag))]
+            (matrix("channel_decay"), "A and dt (decay per channel)", "H_s + H_s·d_k",
+             cfg.state_heads * (1 + cfg.state_d_k), ("A_log", "dt_bias"), False),
+            (matrix("silu_gate"), "W_z (output gate)", "D·H_s·d_s", d * wv, ("z_proj",), True),
+            (matrix("sigmoid_gate"), "W_z↓ and W_z↑ (output gate)", "D·d_s + d_s·H_s·d_s",
+             d * cfg.state_d_v + cfg.state_d_v * wv, ("z_down", "z_up"), True),
+            (lambda row: matrix("fixed_decay")(row) and cfg.linear_sigmoid_gate, "W_g (sigmoid read gate)",
+             "D·H_s·d_s", d * wv, ("g_proj",), True),
+            (conv_only, "W_B, W_C and W_x (short conv)", _with_bias("3·D·D", "3·D", b), 3 * d * d + 3 * b * d,
+             ("in_proj",), True),
+            (conv_only, "W_out (short conv)", _with_bias("D·D", "D", b), d * d + b * d, ("o_proj",), True),
+            (conv_only, "depthwise convolution (short conv)", "D·c", d * cfg.linear_conv_size, ("conv",), False)):
+        held = [spec.index for spec in plan if spec.index in layers and holds(AXES["attention"].row(spec.kind))]
         if held:
             prefixes = tuple(f"*blocks.{i}.attn." for i in held)
-            matmul = count - b * d if name.startswith("W_o") else count if weights else 0
+            biases = 3 * b * d if parts == ("in_proj",) else b * d if "o_proj" in parts else 0
+            matmul = count - biases if weights else 0
             terms.append(ParamTerm("attention", name, formula, count, len(held),
                                    _at(prefixes, *(part + ("" if part in ("A_log", "dt_bias", "norm_weight") else ".*")
                                                    for part in parts)), matmul_per_copy=matmul))

@@ -1,6 +1,7 @@
 """Hugging Face models -> our Transformer: GPT-2, LLaMA (3.1's RoPE too), Mistral, Mixtral, BLOOM, Falcon (its new
 decoder architecture too) and BERT here; the families of 2024-2026 in hf_modern.py, and those whose layers keep a
-state (Qwen3-Next, Qwen3.5, OLMo hybrid) in hf_hybrid.py, and Llama 4's text model (chunked layers) in hf_llama4.py.
+state (Qwen3-Next, Qwen3.5, OLMo hybrid) in hf_hybrid.py, LFM2's short convolutions in hf_lfm2.py, MiniMax-01's
+lightning attention in hf_minimax.py, and Llama 4's text model (chunked layers) in hf_llama4.py.
 
 Each family is a ``Family``: how its config maps onto the axes, and how its weights are
 renamed to ours. ``transformers`` is imported only to load a path or a cached id.
@@ -20,6 +21,8 @@ from .family import Family, activation as _activation, head_dim, rope_fields, un
 from .hf_gemma4 import DEFAULT_GEMMA4_CLASS, GEMMA4_CLASSES, GEMMA4_FAMILIES, describe_global_kv, describe_per_layer
 from .hf_hybrid import DEFAULT_HYBRID_CLASS, HYBRID_CLASSES, HYBRID_FAMILIES
 from .hf_kimi import DEFAULT_KIMI_CLASS, KIMI_CLASSES, KIMI_FAMILIES
+from .hf_lfm2 import DEFAULT_LFM2_CLASS, LFM2_CLASSES, LFM2_FAMILIES
+from .hf_minimax import DEFAULT_MINIMAX_CLASS, MINIMAX_CLASSES, MINIMAX_FAMILIES
 from .hf_llama4 import DEFAULT_LLAMA4_CLASS, LLAMA4_CLASSES, LLAMA4_FAMILIES
 from .hf_modern import DEFAULT_MODERN_CLASS, MODERN_CLASSES, MODERN_FAMILIES
 from .weights import DTYPE_NAMES, Weights, from_linear, linear, norm_weights, split_interleaved
@@ -266,6 +269,8 @@ FAMILIES = {
         "masked-LM head: dense -> GELU -> LayerNorm -> tied decoder with its own bias; the pooler is not used")),
     **MODERN_FAMILIES,
     **HYBRID_FAMILIES,
+    **LFM2_FAMILIES,
+    **MINIMAX_FAMILIES,
     **LLAMA4_FAMILIES,
     **GEMMA4_FAMILIES,
     **KIMI_FAMILIES,
@@ -282,6 +287,8 @@ SUPPORTED_CLASSES = {
     "BertForMaskedLM": ("bert", True), "BertModel": ("bert", False),
     **MODERN_CLASSES,
     **HYBRID_CLASSES,
+    **LFM2_CLASSES,
+    **MINIMAX_CLASSES,
     **LLAMA4_CLASSES,
     **GEMMA4_CLASSES,
     **KIMI_CLASSES,
@@ -446,7 +453,7 @@ def _placed(cfg: TransformerConfig, key: str) -> str:
     """The model's norm at one placement, in words: "pre-RMSNorm", "RMSNorm, after the sublayer"; where the layers'
     placements differ, which layers ("RMSNorm, after the sublayer (layers 3, 7)")."""
     placement, kind = axes.row("norm_position", key), axes.label("norm", cfg.norm)
-    text = f"{kind}, {placement.label}" if placement.after else f"{placement.label}-{kind}"
+    text = f"{kind}, {placement.label}" if placement.after or placement.skips_normed else f"{placement.label}-{kind}"
     layers = [spec.index for spec in cfg.layer_plan() if spec.norm_position == key]
     return text if len(layers) == cfg.n_layers else f"{text} ({_layers(layers)})"
 
@@ -455,8 +462,12 @@ def describe_state(cfg: TransformerConfig) -> dict[str, str]:
     """{"linear layers": ...}: the kind and sizes of the layers that keep a state, where there are any, e.g.
     "Gated DeltaNet: 4 value heads, each a 8 x 12 state, read by 2 q/k heads; short convolution of 4 tokens"."""
     kinds = list(dict.fromkeys(spec.kind for spec in cfg.layer_plan() if spec.row.keeps_state))
+    convolutions = [kind for kind in kinds if axes.row("attention", kind).conv_only]  # no state matrix (LFM2)
+    kinds = [kind for kind in kinds if kind not in convolutions]
+    described = {"convolution layers": f"{axes.label('attention', convolutions[0])}: {cfg.d_model} channels, each "
+                 f"mixing its last {cfg.linear_conv_size} inputs; no attention weights"} if convolutions else {}
     if not kinds:
-        return {}
+        return described
     text = ", ".join(axes.label("attention", kind) for kind in kinds)
     text += (f": {cfg.state_heads} value heads, each a {cfg.state_d_k} x {cfg.state_d_v} state, read by "
              f"{cfg.state_key_heads} q/k heads")
@@ -467,9 +478,13 @@ def describe_state(cfg: TransformerConfig) -> dict[str, str]:
         text += f"; short convolution of {cfg.linear_conv_size} tokens"
     if any(row.delta_rule for row in rows):
         text += f"; β up to {cfg.delta_beta_max:g}"
+    if cfg.linear_lightning:
+        text += "; lightning's form (SiLU on q, k, v, q unscaled, decay by depth, one norm over all heads)"
+    if cfg.linear_sigmoid_gate:
+        text += "; read gated by sigmoid(x W_g)"
     if cfg.read_norm_eps != cfg.norm_eps:
         text += f"; read norm eps = {cfg.read_norm_eps:g}"
-    return {"linear layers": text}
+    return described | {"linear layers": text}
 
 
 def describe_plan(cfg: TransformerConfig) -> dict[str, str]:
@@ -518,8 +533,9 @@ def _layers(indices: list[int]) -> str:
 
 DEFAULT_CLASS = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
                  "mixtral": "MixtralForCausalLM", "bloom": "BloomForCausalLM", "falcon": "FalconForCausalLM",
-                 "bert": "BertForMaskedLM", **DEFAULT_MODERN_CLASS, **DEFAULT_HYBRID_CLASS,
-                 **DEFAULT_LLAMA4_CLASS, **DEFAULT_GEMMA4_CLASS, **DEFAULT_KIMI_CLASS}  # model_type -> class, for a config naming none
+                 "bert": "BertForMaskedLM", **DEFAULT_MODERN_CLASS, **DEFAULT_HYBRID_CLASS, **DEFAULT_LFM2_CLASS,
+                 **DEFAULT_MINIMAX_CLASS, **DEFAULT_LLAMA4_CLASS, **DEFAULT_GEMMA4_CLASS,
+                 **DEFAULT_KIMI_CLASS}  # model_type -> class, for a config naming none
 
 
 def _transformers():

@@ -16,8 +16,15 @@ def softmax_layers(cfg: TransformerConfig) -> list[int]:
 
 
 def state_layers(cfg: TransformerConfig) -> list[int]:
-    """The layers whose kind keeps a state: their hook_pattern holds implied weights, not a softmax."""
-    return [spec.index for spec in cfg.layer_plan() if spec.row.keeps_state]
+    """The layers whose kind keeps a state matrix: their hook_pattern holds implied weights, not a softmax. (A gated
+    short convolution, LFM2's, keeps only its last inputs and has no weights at all: it is not one of them.)"""
+    return [spec.index for spec in cfg.layer_plan() if spec.row.keeps_state and not spec.row.conv_only]
+
+
+def non_softmax_layers(cfg: TransformerConfig) -> list[int]:
+    """The layers that weigh no keys by a softmax, so have no scores, mask or KV cache: those that keep a state, and
+    gated short convolutions (LFM2), which keep only their last inputs."""
+    return [spec.index for spec in cfg.layer_plan() if not spec.row.softmax]
 
 
 def with_attention_layers(cfg: TransformerConfig, layers: str) -> TransformerConfig:
@@ -32,5 +39,5 @@ def with_attention_layers(cfg: TransformerConfig, layers: str) -> TransformerCon
 
 
 def softmax_twin(cfg: TransformerConfig) -> TransformerConfig:
-    """The same model with a softmax in every layer (cfg itself when it has no linear layer)."""
-    return with_attention_layers(cfg, SOFTMAX) if state_layers(cfg) else cfg
+    """The same model with a softmax in every layer (cfg itself when every layer has one already)."""
+    return cfg if len(softmax_layers(cfg)) == cfg.n_layers else with_attention_layers(cfg, SOFTMAX)

@@ -15,6 +15,7 @@ import torch
 from scipy import stats
 
 from transformer import AXES, TransformerConfig
+from transformer.axes.attention import KIND_FIELDS
 from transformer.costs import kv_cache_bytes
 from transformer.hooks import hook_name
 from transformer.linear_attention import recurrent_form
@@ -34,6 +35,8 @@ def hybrid_of(cfg: TransformerConfig) -> tuple[TransformerConfig, str | None]:
     if state_layers(cfg):
         return cfg, None
     layers = max(cfg.n_layers, 4)
+    if AXES["attention"].row(cfg.linear_kind).conv_only:  # LFM2's convolutions hold no state matrix to show
+        cfg = cfg.replace(linear_kind=KIND_FIELDS["linear_kind"][0])
     try:
         return with_attention_layers(cfg.replace(n_layers=layers), HYBRID), (
             f"The sidebar's model has no linear layer, so this page uses the same model with {HYBRID} layers "

@@ -19,13 +19,14 @@ def placement_formula(placement: str) -> str:
     inner = "sublayer(norm(x))" if row.before else "sublayer(x)"
     if row.after:
         inner = f"norm({inner})"
-    step = f"x + {inner}"
+    step = f"{'norm(x)' if row.skips_normed else 'x'} + {inner}"  # a normed skip carries the normed input
     return f"norm({step})" if row.on_sum else step
 
 
 def norm_placement_dot(placement: str, norm: str) -> str:
     """DOT source of one sublayer with its norms where the placement's row puts them: before the sublayer, on
-    its output before the residual add, or on the residual sum."""
+    its output before the residual add, or on the residual sum; the residual path from the stream, or from the
+    normed input where the placement skips it on (normed skip)."""
     row = axes.AXES["norm_position"].row(placement)
     norm_label = axes.label("norm", norm)
     nodes = {"x": "x (residual stream)", "sublayer": "attention or FFN", "out": "to the next sublayer"}
@@ -46,7 +47,8 @@ def norm_placement_dot(placement: str, norm: str) -> str:
     lines += [f'{name} [fillcolor="#fde725" label="{norm_label}"];' for name in norms]
     lines += [f'{name} [label="{text}"];' for name, text in nodes.items()]
     lines += [f"{a} -> {b};" for a, b in zip(path, path[1:])]
-    lines.append('x -> add [style=dashed label="residual"];')
+    skip = "norm" if row.skips_normed else "x"  # a normed skip (MiniMax-01) carries the normed input to the add
+    lines.append(f'{skip} -> add [style=dashed label="residual"];')
     lines += [f"{a} -> {b};" for a, b in zip(tail, tail[1:])]
     lines.append("}")
     return "\n".join(lines)
