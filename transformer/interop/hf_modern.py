@@ -184,9 +184,10 @@ def _neox_weights(model, cfg: TransformerConfig) -> Weights:
 # --- DeepSeek-V2 and V3: multi-head latent attention and a routed MoE with shared experts -----------------
 
 
-def _deepseek_config(c, hf_class: str, has_head: bool) -> dict:
+def _deepseek_config(c, hf_class: str, has_head: bool, v3: bool | None = None) -> dict:
+    """DeepSeek-V2's or V3's fields (`v3`: None = read off the class name; GLM-5 routes as V3 does)."""
     _silu(hf_class, c.hidden_act)
-    v3 = "V3" in hf_class
+    v3 = "V3" in hf_class if v3 is None else v3
     if c.rms_norm_eps != 1e-6:  # DeepSeek's latent norms use 1e-6 whatever rms_norm_eps says; ours share one eps
         raise unsupported(hf_class, f"rms_norm_eps={c.rms_norm_eps}", "its latent norms always use 1e-6; so must the rest")
     d_q = c.qk_nope_head_dim + c.qk_rope_head_dim

@@ -18,6 +18,7 @@ from ..layer_plan import parse_nope_layers
 from ..model import Transformer
 from .family import Family, activation as _activation, head_dim, rope_fields, unsupported as _unsupported
 from .hf_hybrid import DEFAULT_HYBRID_CLASS, HYBRID_CLASSES, HYBRID_FAMILIES
+from .hf_dsa import DEFAULT_DSA_CLASS, DSA_CLASSES, DSA_FAMILIES
 from .hf_llama4 import DEFAULT_LLAMA4_CLASS, LLAMA4_CLASSES, LLAMA4_FAMILIES
 from .hf_modern import DEFAULT_MODERN_CLASS, MODERN_CLASSES, MODERN_FAMILIES
 from .weights import DTYPE_NAMES, Weights, from_linear, linear, norm_weights, split_interleaved
@@ -265,6 +266,7 @@ FAMILIES = {
     **MODERN_FAMILIES,
     **HYBRID_FAMILIES,
     **LLAMA4_FAMILIES,
+    **DSA_FAMILIES,
 }
 
 # HF class -> (family, whether it has an output head)
@@ -279,6 +281,7 @@ SUPPORTED_CLASSES = {
     **MODERN_CLASSES,
     **HYBRID_CLASSES,
     **LLAMA4_CLASSES,
+    **DSA_CLASSES,
 }
 
 
@@ -496,7 +499,7 @@ def _layers(indices: list[int]) -> str:
 DEFAULT_CLASS = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
                  "mixtral": "MixtralForCausalLM", "bloom": "BloomForCausalLM", "falcon": "FalconForCausalLM",
                  "bert": "BertForMaskedLM", **DEFAULT_MODERN_CLASS, **DEFAULT_HYBRID_CLASS,
-                 **DEFAULT_LLAMA4_CLASS}  # model_type -> class, for a config naming none
+                 **DEFAULT_LLAMA4_CLASS, **DEFAULT_DSA_CLASS}  # model_type -> class, for a config naming none
 
 
 def _transformers():
