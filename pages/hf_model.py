@@ -9,10 +9,11 @@ from ui.app.state import WEIGHTS_KEY, close_weights, use_weights
 
 start_page("Your Hugging Face model", """
 Already have a GPT-2, LLaMA, Mistral, Mixtral, BLOOM, Falcon, BERT, Qwen2, Qwen3, Gemma 2, Gemma 3, Phi-3,
-OLMo 2, OLMo 3, GPT-NeoX, DeepSeek-V2/V3, gpt-oss, SmolLM3, Llama 4 (text, dense), Qwen3-Next, Qwen3.5 (text) or
-OLMo hybrid model on this computer? Open it here: the library reads its config into the five axes and its layer
-plan (Llama 4's chunked layers and its layers without positions; the Gated DeltaNet layers of Qwen3-Next, Qwen3.5
-and OLMo hybrid, which keep a state, between full-attention ones), copies its weights, and runs
+OLMo 2, OLMo 3, GPT-NeoX, DeepSeek-V2/V3, DeepSeek-V3.2, GLM-5, gpt-oss, SmolLM3, Llama 4 (text, dense),
+Qwen3-Next, Qwen3.5 (text) or OLMo hybrid model on this computer? Open it here: the library reads its config into
+the five axes and its layer plan (Llama 4's chunked layers and its layers without positions; the Gated DeltaNet
+layers of Qwen3-Next, Qwen3.5 and OLMo hybrid, which keep a state, between full-attention ones; the lightning
+indexer of DeepSeek-V3.2 and GLM-5, which keeps each query's top-k keys), copies its weights, and runs
 **its own** forward pass — which matches the original to 1e-4 (see docs/interop.md). Every page then
 shows that model. Nothing is downloaded: a directory written by `save_pretrained`, or a model id
 already in the local Hugging Face cache.

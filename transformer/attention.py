@@ -369,12 +369,12 @@ class LatentAttention(Attention):
         self.d_rope, self.d_nope, self.kv_rank = cfg.d_rope, cfg.d_head - cfg.d_rope, cfg.kv_rank
         if cfg.q_rank is not None:  # q from its own latent (DeepSeek-V3)
             self.q_down = nn.Linear(cfg.d_model, cfg.q_rank, bias=cfg.has_qkv_bias)
-            self.q_down_norm = make_norm(cfg, cfg.q_rank, "rmsnorm", hook=False)
+            self.q_down_norm = make_norm(cfg, cfg.q_rank, "rmsnorm", hook=False, eps=cfg.latent_norm_eps)
             self.q_up = nn.Linear(cfg.q_rank, H * cfg.d_head, bias=False)
         else:
             self.q_proj = nn.Linear(cfg.d_model, H * cfg.d_head, bias=cfg.has_qkv_bias)
         self.kv_down = nn.Linear(cfg.d_model, cfg.kv_rank, bias=cfg.has_qkv_bias)
-        self.kv_norm = make_norm(cfg, cfg.kv_rank, "rmsnorm", hook=False)
+        self.kv_norm = make_norm(cfg, cfg.kv_rank, "rmsnorm", hook=False, eps=cfg.latent_norm_eps)
         if self.d_rope:
             self.k_rope = nn.Linear(cfg.d_model, self.d_rope, bias=cfg.has_qkv_bias)
         self.k_up = nn.Linear(cfg.kv_rank, H * self.d_nope, bias=False)

@@ -105,6 +105,7 @@ class TransformerConfig:
     sinks: bool = False  # a learned logit per head joins each row's softmax and is dropped (gpt-oss)
     kv_rank: int | None = None  # multi-head latent attention: K and V come from a latent of this width (DeepSeek)
     q_rank: int | None = None  # MLA: q from its own low-rank latent too (None = one full projection)
+    latent_norm_eps: float | None = None  # MLA's latent norms' eps; None = norm_eps (GLM-5: 1e-6 beside its 1e-5)
     norm_plus_one: bool = False  # RMSNorm scales by (1 + w), w starting at 0 (Gemma)
     scale_embeddings: bool = False  # embeddings times sqrt(d_model) (Gemma)
     parallel_norms: int = 1  # a parallel block's norms: 1 shared (Falcon 7B, PaLM) or 2, one per sublayer (GPT-NeoX)
@@ -195,7 +196,7 @@ class TransformerConfig:
         for row in AXES["mask"].choices.values():  # a mask a field switches on for every softmax layer (index_top_k)
             if row.switch is not None and getattr(self, row.switch) is not None:
                 row.check(self)
-        for field in ("attn_softcap", "logit_softcap", "score_scale", "attn_temperature_scale"):
+        for field in ("attn_softcap", "logit_softcap", "score_scale", "attn_temperature_scale", "latent_norm_eps"):
             value = getattr(self, field)
             if value is not None and not value > 0:
                 raise ValueError(f"{field}={value} must be greater than 0, or None to switch it off")

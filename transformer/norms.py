@@ -62,8 +62,10 @@ class UnitRMS(nn.Module):
 
 NORM_MODULES: dict[str, type[nn.Module]] = {"layernorm": LayerNorm, "rmsnorm": RMSNorm}
 
-def make_norm(cfg, width: int | None = None, kind: str | None = None, hook: bool = True) -> nn.Module:
+def make_norm(cfg, width: int | None = None, kind: str | None = None, hook: bool = True,
+              eps: float | None = None) -> nn.Module:
     """A norm over `width` features (d_model by default) of the config's kind, or of `kind` where a model fixes
-    it whatever its blocks use (QK-norm is always an RMSNorm, BERT's embedding norm a LayerNorm)."""
+    it whatever its blocks use (QK-norm is always an RMSNorm, BERT's embedding norm a LayerNorm); at `eps`, by
+    default the config's norm_eps (MLA's latent norms may keep their own: ``latent_norm_eps``)."""
     kind = cfg.norm if kind is None else kind
-    return NORM_MODULES[kind](width or cfg.d_model, cfg.norm_eps, cfg.norm_plus_one, hook)  # plus_one: an RMSNorm's (Gemma)
+    return NORM_MODULES[kind](width or cfg.d_model, cfg.norm_eps if eps is None else eps, cfg.norm_plus_one, hook)  # plus_one: an RMSNorm's (Gemma)

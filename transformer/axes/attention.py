@@ -235,8 +235,10 @@ FEATURE_MAP = Axis("Feature map", {
 
 
 def _check_not_latent(cfg) -> None:
-    if cfg.q_rank is not None:
-        raise ValueError(f"q_rank={cfg.q_rank} is part of multi-head latent attention; set kv_rank too, or q_rank=None")
+    for field in ("q_rank", "latent_norm_eps"):
+        if getattr(cfg, field) is not None:
+            raise ValueError(f"{field}={getattr(cfg, field)} is part of multi-head latent attention; set kv_rank too, "
+                             f"or {field}=None")
 
 
 def _check_latent(cfg) -> None:

@@ -378,6 +378,11 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
     if chunked:  # Llama 4: "causal, chunked (3 tokens) on layers 0-2"
         where = "every layer" if len(chunked) == cfg.n_layers else _layers(chunked)
         mask += f", {axes.label('mask', 'chunked')} ({cfg.attention_chunk} tokens) on {where}"
+    indexed = [spec.index for spec in cfg.layer_plan() if spec.selects_keys]
+    if indexed:  # DeepSeek-V3.2: "causal, indexer top-k (2048 keys per query; 64 indexer heads of 128) on every layer"
+        where = "every layer" if len(indexed) == cfg.n_layers else _layers(indexed)
+        mask += (f", {axes.label('mask', 'top_k')} ({cfg.index_top_k} keys per query; {cfg.index_heads} indexer "
+                 f"heads of {cfg.index_head_dim}) on {where}")
     position = axes.label("position", cfg.position)
     scheme = cfg.row("position")
     if scheme.table_param_terms:
@@ -397,6 +402,8 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
     norm = "; ".join(_placed(cfg, key) for key in placements) + f", eps = {cfg.norm_eps:g}"
     if cfg.norm_plus_one:
         norm += ", scale (1 + w)"
+    if cfg.latent_norm_eps is not None:
+        norm += f", MLA latent norms eps = {cfg.latent_norm_eps:g}"
     if cfg.row("qk_norm").normalises:
         norm += f", QK-norm {axes.label('qk_norm', cfg.qk_norm)}"
     if cfg.embed_norm:
@@ -466,6 +473,8 @@ def describe_plan(cfg: TransformerConfig) -> dict[str, str]:
         text = spec.hf_layer_type + (f" of {spec.window} keys" if spec.window is not None else "")
         if spec.chunk is not None:
             text += f" in chunks of {spec.chunk} tokens"
+        if spec.selects_keys:
+            text += f" keeping the top {spec.index_top_k} keys"
         if spec.row.keeps_state:
             text += f" ({spec.row.label})"
         if spec.index in nope:
