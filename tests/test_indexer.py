@@ -173,3 +173,20 @@ def test_costs_count_the_indexer_its_keys_and_match_the_built_model_and_its_cach
 def test_bad_settings_name_the_numbers_and_the_fix(changes, words):
     with pytest.raises(ValueError, match=words.replace("(", r"\(").replace(")", r"\)")):
         TransformerConfig(**{**dict(vocab_size=32, d_model=16, n_heads=4, n_layers=2, max_len=32), **changes})
+
+
+# --- the real sizes: DeepSeek-V3.2 and GLM-5 ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("key,size,layers,latent,index_dim", [("deepseek-v3.2", "671B", 61, 512 + 64, 128),
+                                                              ("glm-5", "744B", 78, 512 + 64, 128)])
+def test_the_cards_cache_bytes_at_4k_128k_and_1m_count_the_indexers_keys(key, size, layers, latent, index_dim):
+    from transformer import MODEL_CARDS
+    cfg = MODEL_CARDS[key].real[size]
+    for context in (4096, 131072, 1048576):
+        held = kv_cache_bytes(cfg, context)  # bf16: 2 bytes a number
+        assert held["index keys"] == layers * context * index_dim * 2
+        assert held["total"] == layers * context * (latent + index_dim) * 2
+    # at 128k: DeepSeek-V3.2 10.48 GiB of which 1.91 GiB are the indexer's keys; GLM-5 13.41 GiB, 2.44 GiB
+    at_128k = kv_cache_bytes(cfg, 131072)
+    assert round(at_128k["total"] / 2 ** 30, 2) == {"deepseek-v3.2": 10.48, "glm-5": 13.41}[key]
+    assert round(at_128k["index keys"] / 2 ** 30, 2) == {"deepseek-v3.2": 1.91, "glm-5": 2.44}[key]

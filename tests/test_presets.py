@@ -27,6 +27,10 @@ PUBLISHED = [
     ("gpt-oss", "120b", "active", 5.13e9),  # counted without the embedding lookup (see ModelCard.active_counts)
     ("gpt-oss", "20b", "total", 20.91e9),
     ("gpt-oss", "20b", "active", 3.61e9),
+    ("deepseek-v3.2", "671B", "total", 671e9),  # DeepSeek-V3's model and an indexer in every layer, no MTP module
+    ("deepseek-v3.2", "671B", "active", 37e9),  # counted as what a token multiplies by (ModelCard.active_counts)
+    ("glm-5", "744B", "total", 744e9),
+    ("glm-5", "744B", "active", 40e9),  # counted outside the embedding and the output matrix
 ]
 
 
@@ -100,7 +104,7 @@ def test_the_modern_cards_real_dimensions():
 def test_presets_are_the_cards_that_ship_checkpoints():
     assert set(PRESETS) <= set(MODEL_CARDS)
     assert all(PRESETS[key] == MODEL_CARDS[key].config for key in PRESETS)
-    assert set(MODEL_CARDS) - set(PRESETS) == {"llama3", "olmo2"}  # cards with real sizes only, no trained model
+    assert set(MODEL_CARDS) - set(PRESETS) == {"llama3", "olmo2", "deepseek-v3.2", "glm-5"}  # real sizes only, no trained model
     assert {"qwen3", "deepseek-v3", "gpt-oss", "gemma3"} <= set(PRESETS)  # their English models ship
 
 
