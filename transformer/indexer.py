@@ -65,3 +65,40 @@ class LightningIndexer(nn.Module):
         weights = self.hook_index_weights(self.head_weights(x) * self.n_heads ** -0.5)  # (B, T_q, I)
         scores = self.hook_index_scores(torch.einsum("bqi,biqk->bqk", weights, relu))  # (B, T_q, T_kv)
         return self.hook_index_chosen(masks.top_k(scores, inputs.allowed, self.top_k))  # (B, 1, T_q, T_kv)
+
+
+def kept_by_k(dense: torch.Tensor, values: torch.Tensor, order: torch.Tensor, ks: list[int]) -> dict[str, list[float]]:
+    """What one query keeps when it attends to only the first k keys of `order`, for each k of `ks`.
+
+    dense (H, T_kv): its softmax weights over every key it may see (rows sum to 1, or to 1 minus a sink's share);
+    values (H, T_kv, d_v): each head's values; order (n,): the keys it may see, most wanted first (the indexer's
+    ranking, or any other). Keeping the first k renormalises the weights over them, as softmax over those keys
+    alone does: w_j / (mass kept + the sink's share). Returns {"mass": the dense weight the kept keys hold, mean
+    over heads; "error": |z_k - z| / |z|, z = concat over heads of weights @ values}.
+    """
+    sink_share = 1 - dense.sum(-1, keepdim=True)  # (H, 1): 0 without sinks
+    full = torch.einsum("hk,hkd->hd", dense, values)  # (H, d_v): each head's dense output
+    mass, error = [], []
+    for k in ks:
+        kept = torch.zeros_like(dense[0], dtype=torch.bool)
+        kept[order[:k]] = True  # (T_kv,)
+        held = (dense * kept).sum(-1, keepdim=True)  # (H, 1)
+        sparse = dense * kept / (held + sink_share)  # (H, T_kv): softmax over the kept keys
+        mass.append(float(held.mean()))
+        error.append(float((torch.einsum("hk,hkd->hd", sparse, values) - full).norm() / full.norm()))
+    return {"mass": mass, "error": error}
+
+
+def with_indexer(model, top_k: int, heads: int = 4, head_dim: int | None = None, seed: int = 0):
+    """A copy of `model` whose softmax layers keep their top_k keys: its own indexer where it has one (DeepSeek-V3.2
+    opened from Hugging Face, k changed), else a new one of `heads` heads of `head_dim` (None: 2 d_rope, at least
+    16) with seeded random weights, every other weight shared with `model`."""
+    cfg = model.cfg
+    changes = {"index_top_k": top_k}
+    if not any(spec.selects_keys for spec in cfg.layer_plan()):
+        changes |= {"index_heads": heads, "index_head_dim": head_dim or max(16, 2 * cfg.d_rope)}
+    torch.manual_seed(seed)
+    copy = type(model)(cfg.replace(**changes), device=model.device).eval()
+    missing, unexpected = copy.load_state_dict(model.state_dict(), strict=False)
+    assert not unexpected and all(".indexer." in name for name in missing), (missing, unexpected)
+    return copy
