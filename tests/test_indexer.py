@@ -190,3 +190,14 @@ def test_the_cards_cache_bytes_at_4k_128k_and_1m_count_the_indexers_keys(key, si
     at_128k = kv_cache_bytes(cfg, 131072)
     assert round(at_128k["total"] / 2 ** 30, 2) == {"deepseek-v3.2": 10.48, "glm-5": 13.41}[key]
     assert round(at_128k["index keys"] / 2 ** 30, 2) == {"deepseek-v3.2": 1.91, "glm-5": 2.44}[key]
+
+
+def test_attention_flops_count_k_keys_and_the_indexer_scoring_every_key():
+    from transformer.costs import forward_flops_per_token, keys_seen_by_layer
+    cfg = TransformerConfig(**{**dict(vocab_size=32, d_model=16, n_heads=4, n_layers=2, max_len=64), **INDEXED})
+    dense = cfg.replace(index_top_k=None, index_heads=4, index_head_dim=32)
+    assert keys_seen_by_layer(cfg, 40) == (3, 3) and keys_seen_by_layer(cfg, 2) == (2, 2)
+    attention_saved = 2 * (40 - 3) * 4 * (4 + 4) * 2  # per layer: q·K and weights·V over 37 keys fewer
+    indexer = 2 * 40 * 2 * (8 + 1) * 2  # per layer: 2 heads of 8 score 40 keys, then their weighted sum
+    weights = 2 * (param_counts(cfg)["total"] - param_counts(dense)["total"])  # the indexer's own parameters
+    assert forward_flops_per_token(cfg, 40) - forward_flops_per_token(dense, 40) == weights - attention_saved + indexer
