@@ -18,7 +18,7 @@ from .weights import Weights, norm_weights
 
 
 def _dsa_config(c, hf_class: str, has_head: bool) -> dict:
-    other = sorted(set(c.layer_types) - {"indexed_attention"})
+    other = sorted(set(getattr(c, "layer_types", None) or ["indexed_attention"]) - {"indexed_attention"})
     if other:
         raise unsupported(hf_class, f"layer_types {other}", "every layer of DeepSeek Sparse Attention is "
                           "indexed_attention")
