@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from transformer import Transformer, TransformerConfig, choices, masks
+from transformer.axes.attention import WITHOUT_INDEXER
 from transformer.costs import kv_cache_bytes, kv_cache_bytes_per_token, param_counts
 from transformer.model import KVCache
 
@@ -48,7 +49,7 @@ def test_it_mixes_with_every_axis_and_fused_equals_explicit(axis, value):
     with torch.no_grad():
         fused = logits(model, ids, mask)
         explicit = logits(model.set_fused(False), ids, mask)
-        dense = logits(type(model)(model.cfg.replace(index_top_k=None, index_heads=4, index_head_dim=32),
+        dense = logits(type(model)(model.cfg.replace(**WITHOUT_INDEXER),
                                    device="cpu").eval(), ids, mask)
     torch.testing.assert_close(explicit, fused, atol=1e-5, rtol=0)
     assert dense.shape == fused.shape
@@ -107,7 +108,7 @@ def test_the_dense_weights_and_the_mass_kept_are_recorded_beside_the_sparse_ones
     model = build(VARIANTS["GQA"])
     ids = torch.randint(1, 32, (1, 12), generator=torch.Generator().manual_seed(5))
     _, trace = model.run_with_trace(ids)
-    dense_model = type(model)(model.cfg.replace(index_top_k=None, index_heads=4, index_head_dim=32), device="cpu")
+    dense_model = type(model)(model.cfg.replace(**WITHOUT_INDEXER), device="cpu")
     state = {name: t for name, t in model.state_dict().items() if ".indexer." not in name}
     dense_model.load_state_dict(state)
     _, dense_trace = dense_model.eval().run_with_trace(ids, names="*hook_pattern")
@@ -126,7 +127,7 @@ def test_the_dense_weights_and_the_mass_kept_are_recorded_beside_the_sparse_ones
 
 def test_with_k_at_the_context_length_nothing_is_dropped():
     model = build(dict(INDEXED, index_top_k=32))
-    dense = type(model)(model.cfg.replace(index_top_k=None, index_heads=4, index_head_dim=32), device="cpu").eval()
+    dense = type(model)(model.cfg.replace(**WITHOUT_INDEXER), device="cpu").eval()
     dense.load_state_dict({n: t for n, t in model.state_dict().items() if ".indexer." not in n})
     ids = torch.randint(1, 32, (2, 12), generator=torch.Generator().manual_seed(6))
     with torch.no_grad():
@@ -156,7 +157,7 @@ def test_costs_count_the_indexer_its_keys_and_match_the_built_model_and_its_cach
     assert held["total"] == cache.nbytes
     assert held["index keys"] == cfg.n_layers * 10 * 8 * 4  # one key of d_I per token and layer
     assert kv_cache_bytes_per_token(cfg, 4) * 10 == cache.nbytes
-    without = cfg.replace(index_top_k=None, index_heads=4, index_head_dim=32)
+    without = cfg.replace(**WITHOUT_INDEXER)
     assert kv_cache_bytes(cfg, 10, 4)["total"] - kv_cache_bytes(without, 10, 4)["total"] == held["index keys"]
 
 
@@ -195,7 +196,7 @@ def test_the_cards_cache_bytes_at_4k_128k_and_1m_count_the_indexers_keys(key, si
 def test_attention_flops_count_k_keys_and_the_indexer_scoring_every_key():
     from transformer.costs import forward_flops_per_token, keys_seen_by_layer
     cfg = TransformerConfig(**{**dict(vocab_size=32, d_model=16, n_heads=4, n_layers=2, max_len=64), **INDEXED})
-    dense = cfg.replace(index_top_k=None, index_heads=4, index_head_dim=32)
+    dense = cfg.replace(**WITHOUT_INDEXER)
     assert keys_seen_by_layer(cfg, 40) == (3, 3) and keys_seen_by_layer(cfg, 2) == (2, 2)
     attention_saved = 2 * (40 - 3) * 4 * (4 + 4) * 2  # per layer: q·K and weights·V over 37 keys fewer
     indexer = 2 * 40 * 2 * (8 + 1) * 2  # per layer: 2 heads of 8 score 40 keys, then their weighted sum

@@ -13,6 +13,7 @@ import torch
 import transformers as tf
 
 from hf_factories import COMMON, V, _build, _DS_SIZES, right_padded_batch, run_both
+from transformer.axes.attention import WITHOUT_INDEXER
 from transformer.indexer import LightningIndexer
 from transformer.interop import describe_hf, from_hf
 from transformer.model import KVCache
@@ -95,7 +96,7 @@ def test_the_indexer_and_its_reordered_rows_each_change_the_numbers():
     ids, _ = right_padded_batch()
     with torch.no_grad():
         reference = hf_model(ids).logits
-        dense = type(ours)(ours.cfg.replace(index_top_k=None, index_heads=4, index_head_dim=32), device="cpu").eval()
+        dense = type(ours)(ours.cfg.replace(**WITHOUT_INDEXER), device="cpu").eval()
         dense.load_state_dict({n: t for n, t in ours.state_dict().items() if ".indexer." not in n})
         assert (dense(ids) - reference).abs().max() > 100 * LOGITS_TOL
         indexer = ours.blocks[0].attn.indexer

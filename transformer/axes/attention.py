@@ -38,6 +38,8 @@ KIND_FIELDS = {"linear_kind": ("gated-deltanet", "keeps_state"), "linear_chunk_s
                "linear_read_norm_eps": (None, "keeps_state")}
 # the settings of the lightning indexer, read only where index_top_k turns it on: field -> its default
 INDEX_FIELDS = {"index_heads": 4, "index_head_dim": 32}
+WITHOUT_INDEXER = {"index_top_k": None, **INDEX_FIELDS}  # cfg.replace(**WITHOUT_INDEXER): every key, no indexer
+WITHOUT_LATENT = {"kv_rank": None, "q_rank": None, "latent_norm_eps": None}  # cfg.replace(**...): no MLA
 FLAG_WORDS = {"keeps_state": "linear layers (a kind that keeps a state)", "feature_map": "'linear' layers",
               "short_conv": "layers with a short convolution ('gated-deltanet')",
               "delta_rule": "delta-rule layers ('deltanet', 'gated-deltanet')"}
