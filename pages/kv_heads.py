@@ -5,6 +5,7 @@ import streamlit as st
 
 import torch
 from transformer import MODEL_CARDS, analysis, axes, kv_cache_bytes_per_token, param_counts
+from transformer.axes.attention import WITHOUT_LATENT
 from transformer.costs import kv_cache_bytes
 from transformer.hooks import attention_stacks, hook_name
 from ui.figures.axes import cache_bytes_by_step, kv_cache_growth, kv_sharing
@@ -112,7 +113,7 @@ for _ in when_open(memory_tab):
     divisors = [g for g in range(2, H) if H % g == 0]
     gqa = real.n_kv_heads if 1 < real.n_kv_heads < H else min(divisors, key=lambda g: abs(g - H / 8), default=None)
     # a latent-attention model (MLA) is shown beside the same model with plain K and V heads
-    plain = real.replace(kv_rank=None, q_rank=None) if real.row("kv_heads").latent else real
+    plain = real.replace(**WITHOUT_LATENT) if real.row("kv_heads").latent else real
     variant_cfgs = {f"{axes.label('kv_heads', v.attention_kind)} (G={v.n_kv_heads})": v
                     for v in (plain.replace(n_kv_heads=g) for g in (H, *((gqa,) if gqa else ()), 1))}
     if real.row("kv_heads").latent:

@@ -1,5 +1,5 @@
-"""Masks: none, causal, padding, sliding window, chunked, cross-attention and the sparse patterns (strided,
-block-local, global + local), each next to the weights it produces."""
+"""Masks: none, causal, padding, sliding window, chunked, cross-attention, the sparse patterns (strided,
+block-local, global + local) and the keys a lightning indexer keeps, each next to the weights it produces."""
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -9,6 +9,8 @@ from transformer import AXES, MODEL_CARDS, axes
 from transformer.costs import kv_cache_bytes
 from transformer.hooks import attention_stacks, hook_name
 from ui.figures import modern as modern_figs
+from ui.figures.indexer import dense_beside_chosen, kept_as_k_shrinks
+from ui.compute.indexer import indexer_view
 from ui.compute.chapters_measure import pairs_at_length, sparse_attention
 from ui.compute.layers import non_softmax_layers, softmax_layers, state_layers
 from ui.compute.measure import cross_attention, encoder_decoder_twin, masked_attention, padded_attention
@@ -28,10 +30,12 @@ LONG_TEXT = 4096  # tokens: the saving of a pattern shows at lengths real models
 LOCAL_GLOBAL_CARDS = ("gemma3", "gpt-oss")  # real models whose layers are local and global
 url_state("mask", mask_layer=0, mask_head=0, mask_w=3, mask_chunk=3, mask_text2="a dog ran", mask_global=1,
           mask_tab=str,  # the open tab (lazy_tabs below), so a link can open one
+          mask_query=MAX_SHOWN - 1, mask_k=4,  # the indexer tab's query and its k
           **{key: default for key, _, default in SPARSE_SIZES.values()})
 for key, default in (("mask_w", 3), ("mask_chunk", 3), *((key, default) for key, _, default in SPARSE_SIZES.values())):
     keep_valid(key, range(1, MAX_SIZE + 1), default)
 keep_valid("mask_global", range(0, MAX_SIZE + 1), 1)
+keep_valid("mask_k", range(1, MAX_SIZE + 1), 4)
 st.session_state["mask_text2"] = str(st.session_state["mask_text2"])[:MAX_SHOWN]
 
 ctx = load_page("Masks: who may look at whom", f"""
@@ -91,7 +95,7 @@ def show(additive: np.ndarray, weights: np.ndarray, x_labels, y_labels, title: s
 
 # only the open tab is computed: three of them build a model of their own
 tabs = lazy_tabs(["none", "causal", "padding", "sliding window", "chunked", "cross-attention", "strided",
-                  "block-local", "global + local"], key="mask_tab")
+                  "block-local", "global + local", "indexer top-k"], key="mask_tab")
 for _ in when_open(tabs[0]):
     st.markdown("**No mask** (encoders, BERT): every token sees every other, before and after it.")
     additive, weights = masked_attention(ctx.state.config_json, ctx.state.seed, ids, layer, "none", 1)
@@ -177,7 +181,7 @@ SPARSE_TEXT = {
 }
 n_tokens = len(ids)
 dense_pairs = n_tokens * (n_tokens + 1) // 2 if cfg.row("arch").next_token else n_tokens * n_tokens
-for tab, (pattern, (size_key, size_label, _)) in zip(tabs[6:], SPARSE_SIZES.items()):
+for tab, (pattern, (size_key, size_label, _)) in zip(tabs[6:9], SPARSE_SIZES.items()):
     for _ in when_open(tab):
         st.markdown(SPARSE_TEXT[pattern])
         col1, col2 = st.columns(2)
@@ -210,6 +214,42 @@ for tab, (pattern, (size_key, size_label, _)) in zip(tabs[6:], SPARSE_SIZES.item
         st.caption("SDPA takes the pattern as a dense mask: it still computes every score, then discards the masked "
                    "ones, so it is no faster than dense attention. Only a block-sparse kernel that skips the empty "
                    "tiles saves the time (benchmarks/sparse_masks.py).")
+
+for _ in when_open(tabs[9]):
+    st.markdown("**Indexer top-k** (DeepSeek-V3.2, GLM-5: DeepSeek Sparse Attention): a *lightning indexer* of a few "
+                "narrow heads scores every earlier key, Σ_h w_h·ReLU(q_h·k), and each query attends only to the k keys "
+                "it scores highest. Its heads use ReLU instead of a softmax and share one key per token, so scoring "
+                "everything is cheap; attention itself then pays for k keys per query (DeepSeek: 2,048 of up to "
+                "128k). Which keys did it keep, and what did the dropped ones hold?")
+    col1, col2 = st.columns(2)
+    keep_valid("mask_query", range(len(ids)), len(ids) - 1)
+    col1.selectbox("Query", range(len(ids)), format_func=lambda i: f"{i}: {labels[i]}", key="mask_query", **KEEP)
+    col2.number_input("k (keys kept per query)", min_value=1, max_value=MAX_SIZE, key="mask_k", **KEEP)
+    query, top_k = int(st.session_state["mask_query"]), int(st.session_state["mask_k"])
+    try:
+        view = indexer_view(ctx.state.config_json, ctx.state.seed, ctx.state.weights, ids, layer, query, top_k)
+    except ValueError as exc:  # a model the indexer does not fit (an encoder, a sparse pattern): say why
+        st.error(f"This model cannot take an indexer: {exc}")
+    else:
+        st.caption("The model's own indexer, trained with it." if view.own_indexer else
+                   "The sidebar's model has no indexer, so this one is new and **untrained** (seeded random weights, "
+                   "4 heads): it picks keys by chance, as a fresh one would. DeepSeek trains its indexer to match "
+                   "the dense weights; the best k keys below show what a perfect indexer would keep.")
+        n = query + 1
+        show_chart(cached_figure(dense_beside_chosen, view.dense[head], view.sparse[head], view.scores, view.chosen,
+                                 list(labels[:n]), f"layer {layer}, head {head}, query {query}: "
+                                                   f"{int(view.chosen.sum())} of {n} keys kept"), key="mask_indexer")
+        at = min(top_k, n) - 1  # the chosen k's place in the sweep
+        col1, col2, col3 = st.columns(3)
+        col1.metric("dense weight the indexer's keys hold", f"{view.kept['indexer']['mass'][at]:.1%}",
+                    help="mean over the layer's heads (hook_kept_mass)")
+        col2.metric("the best k keys would hold", f"{view.kept['best k (by the dense weights)']['mass'][at]:.1%}")
+        col3.metric("output error |z_k − z| / |z|", f"{view.kept['indexer']['error'][at]:.3f}",
+                    help="the layer's concatenated heads for this query, with the indexer's keys against all keys")
+        show_chart(cached_figure(kept_as_k_shrinks, view.ks, view.kept, min(top_k, n)), key="mask_indexer_sweep")
+        st.caption("Each k is applied to this layer alone, from the inputs the model gave it: the weights are "
+                   "renormalised over the kept keys, as softmax over them does. A query that sees at most k keys "
+                   "keeps them all.")
 
 
 # --- the layer plan: local and global layers (Gemma 2/3, gpt-oss), layers without positions (Llama 4) ---------

@@ -308,7 +308,9 @@ DOC_CONFIGS += [dict(parallel_block=True), dict(embed_norm=True, head_transform=
                 dict(n_layers=3, nope_layers="every 2", attn_temperature_scale=0.1, qk_norm="l2",
                      kv_shared_layers="2 from 0"),
                 # Gemma 4: per-layer input embeddings, the value norm, K = V, a scalar per block
-                dict(per_layer_dim=4, value_norm=True, k_eq_v=True, layer_scalar=True)]
+                dict(per_layer_dim=4, value_norm=True, k_eq_v=True, layer_scalar=True),
+                # DeepSeek-V3.2's lightning indexer on latent attention: its scores, the chosen keys, the dense weights
+                dict(kv_rank=8, q_rank=8, rope_dim=2, head_dim=6, index_top_k=3, index_heads=2, index_head_dim=4)]
 
 
 def hook_pattern(name: str) -> str:

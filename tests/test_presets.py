@@ -31,6 +31,10 @@ PUBLISHED = [
     ("lfm2", "1.2B", "total", 1.17034e9),  # Liquid AI's model card: 1,170,340,608
     ("minimax", "Text-01", "total", 456e9),  # the MiniMax-01 report
     ("minimax", "Text-01", "active", 45.9e9),  # counted without the embedding and the output head
+    ("deepseek-v3.2", "671B", "total", 671e9),  # DeepSeek-V3's model and an indexer in every layer, no MTP module
+    ("deepseek-v3.2", "671B", "active", 37e9),  # counted as what a token multiplies by (ModelCard.active_counts)
+    ("glm-5", "744B", "total", 744e9),
+    ("glm-5", "744B", "active", 40e9),  # counted outside the embedding and the output matrix
 ]
 
 
@@ -108,7 +112,7 @@ def test_presets_are_the_cards_that_ship_checkpoints():
     assert set(PRESETS) <= set(MODEL_CARDS)
     assert all(PRESETS[key] == MODEL_CARDS[key].config for key in PRESETS)
     assert set(MODEL_CARDS) - set(PRESETS) == {"llama3", "olmo2", "gemma4", "kimi-linear", "qwen3-next", "qwen3.5", "lfm2",
-                                               "minimax"}  # real sizes only, no trained model
+                                               "minimax", "deepseek-v3.2", "glm-5"}  # real sizes only, no trained model
     assert {"qwen3", "deepseek-v3", "gpt-oss", "gemma3"} <= set(PRESETS)  # their English models ship
 
 

@@ -5,12 +5,13 @@ G = n_kv_heads heads, and query head h reads kv head h // (H / G). ``LatentAtten
 (MLA) rebuilds every head's key and value from a small latent. The switches of 2024-2026
 sit around the five lines: QK-norm before RoPE, Llama 4's temperature on q, soft-capping
 and sinks inside them, an output gate after them. A layer built from a row of the plan
-that reuses an earlier layer's K and V (Gemma 4) projects q alone.
+that reuses an earlier layer's K and V (Gemma 4) projects q alone; one whose row selects keys (DeepSeek-V3.2)
+lets its lightning indexer (transformer/indexer.py) cut each query's keys to its top k before the five lines.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
@@ -19,6 +20,7 @@ from torch import nn
 from . import masks
 from .config import TransformerConfig
 from .hooks import HookPoint, name_hook_points, wants_any
+from .indexer import LightningIndexer
 from .layer_plan import LayerSpec
 from .norms import UnitRMS, make_norm
 from .positions import Rotation, apply_partial_rope, apply_rope
@@ -54,6 +56,13 @@ class AttentionInputs:
                    plain_causal=no_bias and t_q == t_kv and bool((allowed == masks.causal(positions, positions)).all()),
                    no_mask=no_bias and bool(allowed.all()),
                    alibi=alibi, fused_bias=mask if no_bias else mask + alibi)
+
+    def keeping(self, chosen: torch.Tensor) -> "AttentionInputs":
+        """These inputs with each query's keys cut to `chosen` (B, 1, T_q, T_kv): a layer's indexer top-k."""
+        allowed = self.allowed & chosen  # (B, 1, T_q, T_kv)
+        mask = masks.to_additive(allowed, self.mask.dtype)
+        return replace(self, allowed=allowed, mask=mask, plain_causal=False, no_mask=False,
+                       fused_bias=mask if self.alibi is None else mask + self.alibi)
 
 
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
@@ -137,12 +146,41 @@ class Attention(nn.Module):
         self.hook_attn_scores = HookPoint("hook_attn_scores", **keys)
         self.hook_pattern = HookPoint("hook_pattern", **keys)
         self.hook_z = HookPoint("hook_z")
+        if spec is not None and spec.selects_keys and not cross:
+            # its queries read DeepSeek's q latent where MLA has one (q_rank), else the block's input
+            self.indexer = LightningIndexer(cfg, spec, query_width=cfg.q_rank or cfg.d_model)
+            self.hook_dense_pattern = HookPoint("hook_dense_pattern")
+            self.hook_kept_mass = HookPoint("hook_kept_mass")
 
     def forward(self, x: torch.Tensor, inputs: AttentionInputs, context: torch.Tensor | None = None,
                 cache: "dict | None" = None) -> torch.Tensor:
         q, k, v = self.project(x, inputs, context, cache)
+        if hasattr(self, "indexer"):
+            inputs = self.select_keys(x, q, k, inputs, cache)
         gate = self.hook_attn_gate(torch.sigmoid(self.gate_proj(x))) if hasattr(self, "gate_proj") else None
         return self.attend(q, k, v, inputs, gate=gate)
+
+    def index_queries(self, x: torch.Tensor) -> torch.Tensor:
+        """What the indexer's queries are projected from: the block's input (MLA: its q latent)."""
+        return x
+
+    def select_keys(self, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor, inputs: AttentionInputs,
+                    cache: "dict | None") -> AttentionInputs:
+        """The inputs cut to the indexer's top-k keys. Asked for, the dense weights it departs from (every key the
+        mask allows) and the share of their mass the chosen keys hold."""
+        chosen = self.indexer(x, self.index_queries(x), inputs, cache)  # (B, 1, T_q, T_kv)
+        if wants_any(self.hook_dense_pattern, self.hook_kept_mass):
+            dense = self.hook_dense_pattern(self.dense_weights(q, k, inputs))  # (B, H, T_q, T_kv)
+            self.hook_kept_mass((dense * chosen).sum(dim=-1))  # (B, H, T_q): 1 = the chosen keys hold it all
+        return inputs.keeping(chosen)
+
+    def dense_weights(self, q: torch.Tensor, k: torch.Tensor, inputs: AttentionInputs) -> torch.Tensor:
+        """softmax weights (B, H, T_q, T_kv) over every key the mask allows, as the layer would without an indexer."""
+        scores = (q * self.scale) @ self.repeat_kv(k).transpose(-2, -1)  # (B, H, T_q, T_kv)
+        if self.softcap is not None:
+            scores = self.softcap * torch.tanh(scores / self.softcap)
+        bias = inputs.mask if inputs.alibi is None else inputs.mask + inputs.alibi  # (B or 1, 1 or H, T_q, T_kv)
+        return self.sink_softmax(scores + bias)[0]
 
     def project(self, x: torch.Tensor, inputs: AttentionInputs, context: torch.Tensor | None,
                 cache: "dict | None") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -252,13 +290,19 @@ class Attention(nn.Module):
 
     def softmax(self, scores: torch.Tensor) -> torch.Tensor:
         """softmax over the keys; with sinks, each head's sink logit joins the row and its share is dropped."""
+        weights, sink_share = self.sink_softmax(scores)
+        if sink_share is not None:
+            self.hook_sink_share(sink_share)  # (B, H, T_q): what the sink took from each row
+        return weights
+
+    def sink_softmax(self, scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The weights (B, H, T_q, T_kv), and with sinks the share (B, H, T_q) each row's sink took (else None)."""
         if not self.has_sinks:
-            return scores.softmax(dim=-1)
+            return scores.softmax(dim=-1), None
         B, H, T_q, _ = scores.shape
         sink = self.sinks.to(scores.dtype).view(1, H, 1, 1).expand(B, H, T_q, 1)  # (B, H, T_q, 1)
         weights = torch.cat((scores, sink), dim=-1).softmax(dim=-1)  # (B, H, T_q, T_kv + 1)
-        self.hook_sink_share(weights[..., -1])  # (B, H, T_q): what the sink took from each row
-        return weights[..., :-1]  # (B, H, T_q, T_kv): rows sum to 1 - the sink's share
+        return weights[..., :-1], weights[..., -1]  # rows sum to 1 - the sink's share
 
     def output(self, z: torch.Tensor, gate: torch.Tensor | None) -> torch.Tensor:
         """concat(heads) @ W_o; gated attention first multiplies it by sigmoid(x W_gate)."""
@@ -358,6 +402,11 @@ class LatentAttention(Attention):
         if hasattr(self, "q_down"):
             return self.q_up(self.q_down_norm(self.q_down(x)))  # (B, T, H * d_head)
         return self.q_proj(x)
+
+    def index_queries(self, x: torch.Tensor) -> torch.Tensor:
+        """DeepSeek-V3.2's indexer reads the q latent, RMSNorm(x W_q_down) (B, T, q_rank), where there is one; made
+        again here, one small product, so that queries() stays one expression."""
+        return self.q_down_norm(self.q_down(x)) if hasattr(self, "q_down") else x
 
     def project(self, x, inputs, context, cache):
         q = self.hook_q(split_heads(self.queries(x), self.n_heads))  # (B, H, T_q, d_head)

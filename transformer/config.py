@@ -129,6 +129,10 @@ class TransformerConfig:
     expert_limit: float = 7.0  # clamped-swiglu: the gate's upper clamp and the up projection's ±clamp (gpt-oss: 7)
     first_dense_layers: int = 0  # the first layers keep a dense SwiGLU of d_ff (DeepSeek-V3: 3)
     shared_expert_gate: bool = False  # the shared experts' output times sigmoid(x W_shared_gate) (Qwen3-Next)
+    # --- keys a lightning indexer chooses (DeepSeek-V3.2, GLM-5: transformer/indexer.py) ---
+    index_top_k: int | None = None  # each query attends only to the k earlier keys the indexer scores highest; None = all
+    index_heads: int = 4  # the indexer's small heads, each scoring every key by ReLU(q·k) (DeepSeek-V3.2: 64)
+    index_head_dim: int = 32  # an indexer head's width, its first d_rope dimensions turned by RoPE (DeepSeek-V3.2: 128)
     # --- attention that keeps a state (transformer/linear_attention.py; Hugging Face: layer_types, linear_*) ---
     attention_layers: str = "softmax"  # each layer's kind: one kind for all, "3:1" (Qwen3.5) or a comma list (layer_plan.py)
     linear_kind: LinearKind = "gated-deltanet"  # the kind of the linear layers "N:M" and "linear_attention" name
@@ -202,7 +206,10 @@ class TransformerConfig:
             if check is not None:
                 check(self)
         self._check_row("qk_norm")
-        for field in ("attn_softcap", "logit_softcap", "score_scale", "attn_temperature_scale"):
+        for row in AXES["mask"].choices.values():  # a mask a field switches on for every softmax layer (index_top_k)
+            if row.switch is not None and getattr(self, row.switch) is not None:
+                row.check(self)
+        for field in ("attn_softcap", "logit_softcap", "score_scale", "attn_temperature_scale", "latent_norm_eps"):
             value = getattr(self, field)
             if value is not None and not value > 0:
                 raise ValueError(f"{field}={value} must be greater than 0, or None to switch it off")

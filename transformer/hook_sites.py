@@ -258,6 +258,45 @@ SITES: dict[str, HookSite] = {
         "The sink's share: a learned logit per head joins each row's softmax and takes this much weight away.",
         r"s_{h,i} = \frac{e^{\sigma_h}}{e^{\sigma_h} + \sum_j e^{S'_{h,ij}}}",
         reads=("hook_attn_scores",)),
+    # --- a lightning indexer (transformer/indexer.py, index_top_k): which keys each query keeps ---
+    "hook_index_q": HookSite(
+        ("B", "I", "T_q", "d_index"), "q_latent W_iq (first d_rope dims turned by RoPE)",
+        "The indexer's queries: I narrow heads per token, made from the attention's q latent (or the input).",
+        r"q^{I}_{t,h} = \mathrm{RoPE}(c^{Q}_t W^{I}_{Q,h})",
+        reads=("<input>", "hook_rope_angles")),
+    "hook_index_k": HookSite(
+        ("B", "1", "T_kv", "d_index"), "LayerNorm(x W_ik) (first d_rope dims turned by RoPE)",
+        "The indexer's keys: one per token for all its heads, cached beside the attention's own.",
+        r"k^{I}_s = \mathrm{RoPE}(\mathrm{LayerNorm}(x_s W^{I}_K))",
+        reads=("<input>", "hook_rope_angles")),
+    "hook_index_weights": HookSite(
+        ("B", "T_q", "I"), "x W_iw / sqrt(I)",
+        "How much each indexer head counts for each query.",
+        r"w_{t,h} = x_t W^{I}_{w,h} / \sqrt{I}",
+        reads=("<input>",)),
+    "hook_index_scores": HookSite(
+        ("B", "T_q", "T_kv"), "sum_h w_h * ReLU(q_h . k / sqrt(d_index))",
+        "The indexer's score of every key for every query, before the mask: ReLU instead of softmax, so it is cheap "
+        "and a head that does not care scores 0.",
+        r"I_{ts} = \textstyle\sum_h w_{t,h}\, \mathrm{ReLU}\!\left(q^{I}_{t,h} \cdot k^{I}_s / \sqrt{d_I}\right)",
+        reads=("hook_index_q", "hook_index_k", "hook_index_weights")),
+    "hook_index_chosen": HookSite(
+        ("B", "1", "T_q", "T_kv"), "top-k of the scores among the keys the mask allows",
+        "The keys each query keeps: the k its indexer scores highest of those it may see (all of them when it may "
+        "see fewer than k). Attention's mask hides every other key.",
+        r"\mathcal{S}_t = \operatorname{top-}k_{\,s \le t}\; I_{ts}",
+        reads=("hook_index_scores",)),
+    "hook_dense_pattern": HookSite(
+        SCORES, "softmax(scores) over every key the mask allows",
+        "The weights this layer would give without its indexer, recorded beside the sparse ones to show what the "
+        "dropped keys would have contributed.",
+        r"W^{dense} = \mathrm{softmax}(S + M)",
+        reads=("hook_rot_q", "hook_k")),
+    "hook_kept_mass": HookSite(
+        ("B", "H", "T_q"), "sum of the dense weights over the chosen keys",
+        "How much of the dense softmax weight the indexer's keys hold: 1 means dropping the rest changes nothing.",
+        r"m_{h,t} = \textstyle\sum_{s \in \mathcal{S}_t} W^{dense}_{h,ts}",
+        reads=("hook_dense_pattern", "hook_index_chosen")),
     "hook_z": HookSite(
         ("B", "H", "T_q", "d_v"), "weights @ V",
         "Line 4: each query's output is the weighted average of the values it attends to. In a layer that keeps "

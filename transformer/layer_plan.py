@@ -202,6 +202,7 @@ class LayerSpec:
     rope_scaling: str  # the RoPE scaling on this layer ("none" on Gemma 3's local layers)
     kv_from: int  # the layer whose K and V it reads: its own, or an earlier layer's of its type (Gemma 4)
     norm_position: str  # where its block's norms sit: a key of AXES["norm_position"] (``placement`` is its row)
+    index_top_k: int | None = None  # its lightning indexer keeps this many keys per query (DeepSeek-V3.2); None = all
 
     @property
     def row(self) -> AttentionChoice:
@@ -215,8 +216,17 @@ class LayerSpec:
 
     @property
     def bound(self) -> str | None:
-        """The row of AXES["mask"] that bounds its keys ("sliding_window", "chunked"), or None: every key."""
-        return "sliding_window" if self.window is not None else "chunked" if self.chunk is not None else None
+        """The row of AXES["mask"] that bounds its keys ("sliding_window", "chunked", "top_k"), or None: every key."""
+        if self.window is not None:
+            return "sliding_window"
+        if self.chunk is not None:
+            return "chunked"
+        return "top_k" if self.selects_keys else None
+
+    @property
+    def selects_keys(self) -> bool:
+        """A lightning indexer picks each query's keys (``index_top_k``): its own module, keys and cache."""
+        return self.index_top_k is not None
 
     @property
     def reuses_kv(self) -> bool:
@@ -278,7 +288,8 @@ def build_plan(cfg) -> tuple[LayerSpec, ...]:
             index=i, kind=kind, window=window, chunk=chunk, rotates=turns,
             rope_theta=(cfg.rope_local_theta if local_base else cfg.rope_theta) if turns else None,
             rope_scaling=("none" if local_base else cfg.rope_scaling) if turns else "none",
-            kv_from=i, norm_position=linear_placement if keeps_state else cfg.norm_position))
+            kv_from=i, norm_position=linear_placement if keeps_state else cfg.norm_position,
+            index_top_k=None if keeps_state else cfg.index_top_k))
     readers = parse_kv_shared_layers(cfg.kv_shared_layers, cfg.n_layers)
     for i, source in readers.items():
         plan[i] = replace(plan[i], kv_from=kv_source(cfg, plan, i, source, readers))

@@ -57,6 +57,21 @@ def local_window(q_pos: torch.Tensor, k_pos: torch.Tensor, window: int, is_causa
     return (q_pos[:, None] - k_pos[None, :]).abs() <= (window - 1) // 2
 
 
+def top_k(scores: torch.Tensor, allowed: torch.Tensor, k: int) -> torch.Tensor:
+    """(B, 1, T_q, T_kv): of the keys each query may see (`allowed`, (B or 1, 1, T_q, T_kv)), the k its `scores`
+    (B, T_q, T_kv) rank highest (DeepSeek-V3.2's indexer); every allowed key where fewer than k are allowed.
+
+    Equal scores are common (a key every indexer head scores below 0 scores exactly 0): among them the earlier key
+    wins. A stable sort makes that rule, so a query picks the same keys in a cached step, where its row ends at
+    itself, as in a whole forward pass, where hidden later keys follow (``topk``'s order among equals depends on
+    the row's length)."""
+    ranked = scores.masked_fill(~allowed[:, 0], float("-inf"))  # (B, T_q, T_kv): a hidden key is never picked first
+    order = ranked.sort(dim=-1, descending=True, stable=True).indices  # (B, T_q, T_kv): ties in key order
+    picked = order[..., :min(k, scores.shape[-1])]  # (B, T_q, k)
+    chosen = torch.zeros_like(ranked, dtype=torch.bool).scatter_(-1, picked, True)  # (B, T_q, T_kv)
+    return chosen[:, None] & allowed  # (B, 1, T_q, T_kv): a pick among hidden keys (a short row) stays hidden
+
+
 # --- sparse patterns ---------------------------------------------------------------
 
 

@@ -174,6 +174,17 @@ _DEEPSEEK_YARN_MSCALE = 0.1 * math.log(40) + 1  # DeepSeek-V3 scales the scores,
 _KIMI_LINEAR = dict(_LLAMA, linear_kind="kimi-delta", ffn="moe", router="sigmoid", router_norm=True, routed_scale=2.446,
                     n_shared_experts=1, first_dense_layers=1, norm_eps=1e-5, latent_norm_eps=1e-6)
 _KIMI_FULL_LAYERS = (3, 7, 11, 15, 19, 23, 26)  # full_attn_layers 4, 8, ..., 24 and 27, counted from 1 there
+_DEEPSEEK_V3_REAL = dict(vocab_size=129280, d_model=7168, n_heads=128, head_dim=192, rope_dim=64, v_head_dim=128,
+                         kv_rank=512, q_rank=1536, n_layers=61, d_ff=18432, d_expert=2048, n_experts=256, top_k=8,
+                         n_expert_groups=8, top_groups=4, first_dense_layers=3, max_len=163840, rope_scaling="yarn",
+                         rope_factor=40.0, rope_original_max_len=4096, yarn_attention_factor=1.0,
+                         score_scale=_DEEPSEEK_YARN_MSCALE ** 2 / math.sqrt(192))
+# DeepSeek's classroom size: a latent of 64 numbers (+ an 8-number rotated key) per token where 4 heads of 32 would
+# cache 256; 8 small experts (a quarter of the width, as V3's 2,048 of 7,168)
+_DEEPSEEK_CLASSROOM = dict(ENGLISH_GATED, head_dim=32, rope_dim=8, v_head_dim=32, kv_rank=64, q_rank=96, n_experts=8,
+                           top_k=2, n_expert_groups=4, top_groups=2, d_expert=32, first_dense_layers=1)
+# DeepSeek Sparse Attention's classroom indexer: 4 heads of 16 keep 32 keys of up to 256 per query
+_DSA_CLASSROOM = dict(index_top_k=32, index_heads=4, index_head_dim=16)
 
 _RECENT_CARDS = [
     _card("llama3", "LLaMA 3.1", 2024, "decoder · GQA · RoPE (llama3 scaling to 128k) · pre-RMSNorm · SwiGLU",
@@ -226,16 +237,27 @@ _RECENT_CARDS = [
     # (the Hugging Face checkpoint's 685B include it)
     _card("deepseek-v3", "DeepSeek-V3", 2024, "decoder · MLA · RoPE (decoupled, YaRN) · pre-RMSNorm · MoE (256 "
           "experts, sigmoid router, top-8 + 1 shared, first 3 layers dense)", _DEEPSEEK_V3,
-          {"671B": dict(vocab_size=129280, d_model=7168, n_heads=128, head_dim=192, rope_dim=64, v_head_dim=128,
-                        kv_rank=512, q_rank=1536, n_layers=61, d_ff=18432, d_expert=2048, n_experts=256, top_k=8,
-                        n_expert_groups=8, top_groups=4, first_dense_layers=3, max_len=163840, rope_scaling="yarn",
-                        rope_factor=40.0, rope_original_max_len=4096, yarn_attention_factor=1.0,
-                        score_scale=_DEEPSEEK_YARN_MSCALE ** 2 / math.sqrt(192))},
-          {"671B": 671e9}, {"671B": 37e9},
-          # the size its English model trained at: a latent of 64 numbers (+ an 8-number rotated key) per token
-          # where 4 heads of 32 would cache 256; 8 small experts (a quarter of the width, as V3's 2,048 of 7,168)
-          classroom=dict(ENGLISH_GATED, head_dim=32, rope_dim=8, v_head_dim=32, kv_rank=64, q_rank=96, n_experts=8,
-                         top_k=2, n_expert_groups=4, top_groups=2, d_expert=32, first_dense_layers=1)),
+          {"671B": _DEEPSEEK_V3_REAL}, {"671B": 671e9}, {"671B": 37e9},
+          classroom=_DEEPSEEK_CLASSROOM),  # the size its English model trained at
+    # DeepSeek-V3's model and a lightning indexer in every layer (64 heads of 128 keep 2,048 keys per query): 0.85B
+    # more parameters, and 128 more cached numbers per token and layer beside MLA's 576. The published 37B active
+    # matches what a token multiplies by (37.5B; with the embedding lookup 38.4B)
+    _card("deepseek-v3.2", "DeepSeek-V3.2", 2025, "decoder · MLA · indexer top-2048 (DeepSeek Sparse Attention) · "
+          "RoPE (decoupled, YaRN) · pre-RMSNorm · MoE (256 experts, sigmoid router, top-8 + 1 shared)", _DEEPSEEK_V3,
+          {"671B": dict(_DEEPSEEK_V3_REAL, index_top_k=2048, index_heads=64, index_head_dim=128)},
+          {"671B": 671e9}, {"671B": 37e9}, classroom=dict(_DEEPSEEK_CLASSROOM, **_DSA_CLASSROOM),
+          active_counts="multiplied"),
+    # GLM-5 (Z.ai): DeepSeek-V3.2's layers at its own sizes, 78 layers, 32 indexer heads; its latent norms keep 1e-6
+    # beside rms_norm_eps 1e-5. 744B as published (743.9B); the published 40B active matches the count outside the
+    # embedding and the output matrix (39.9B; what a token multiplies by, 40.8B, is 2.1% over)
+    _card("glm-5", "GLM-5", 2026, "decoder · MLA · indexer top-2048 (DeepSeek Sparse Attention) · RoPE (decoupled) · "
+          "pre-RMSNorm · MoE (256 experts, sigmoid router, top-8 + 1 shared)", dict(_DEEPSEEK_V3, norm_eps=1e-5),
+          {"744B": dict(vocab_size=154880, d_model=6144, n_heads=64, head_dim=256, rope_dim=64, v_head_dim=256,
+                        kv_rank=512, q_rank=2048, latent_norm_eps=1e-6, n_layers=78, d_ff=12288, d_expert=2048,
+                        n_experts=256, top_k=8, first_dense_layers=3, max_len=202752, index_top_k=2048,
+                        index_heads=32, index_head_dim=128)},
+          {"744B": 744e9}, {"744B": 40e9}, classroom=dict(_DEEPSEEK_CLASSROOM, **_DSA_CLASSROOM),
+          active_counts="non-embedding"),
     # OpenAI's model card counts the active parameters a token multiplies by: the unembedding, not the embedding
     _card("gpt-oss", "gpt-oss", 2025, "decoder · GQA · RoPE (YaRN) · alternating 128-token windows · sinks · "
           "pre-RMSNorm · MoE (clamped SwiGLU experts, top-4) · biases", _GPT_OSS,

@@ -24,6 +24,7 @@ from .config import TransformerConfig
 from .hooks import attention_stacks, hook_name, recording
 from .model import Transformer
 from .axes import AXES
+from .axes.attention import WITHOUT_LATENT
 
 # --- scaling ----------------------------------------------------------------------------
 
@@ -175,7 +176,7 @@ def with_position(cfg: TransformerConfig, position: str, **changes) -> Transform
     latent = cfg.row("kv_heads").latent and changes.get("kv_rank", cfg.kv_rank) is not None
     decoder = AXES["arch"].row(changes.get("arch", cfg.arch)).next_token
     if latent and (not decoder or (scheme.rotates_qk and not decoupled_rope)):
-        changes |= dict(kv_rank=None, q_rank=None)
+        changes |= WITHOUT_LATENT
     return cfg.replace(**changes)
 
 

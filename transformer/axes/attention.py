@@ -52,6 +52,10 @@ KIND_FIELDS = {"linear_kind": ("gated-deltanet", "keeps_state"), "linear_chunk_s
                "delta_beta_max": (1.0, "delta_rule"), "linear_norm_position": (None, "keeps_state"),
                "linear_read_norm_eps": (None, "keeps_state"), "linear_sigmoid_gate": (False, "fixed_decay"),
                "linear_lightning": (False, "fixed_decay")}
+# the settings of the lightning indexer, read only where index_top_k turns it on: field -> its default
+INDEX_FIELDS = {"index_heads": 4, "index_head_dim": 32}
+WITHOUT_INDEXER = {"index_top_k": None, **INDEX_FIELDS}  # cfg.replace(**WITHOUT_INDEXER): every key, no indexer
+WITHOUT_LATENT = {"kv_rank": None, "q_rank": None, "latent_norm_eps": None}  # cfg.replace(**...): no MLA
 FLAG_WORDS = {"keeps_state": "linear layers (a kind that keeps a state)", "feature_map": "'linear' layers",
               "short_conv": "layers with a short convolution ('gated-deltanet', 'kimi-delta', 'short-conv')",
               "delta_rule": "delta-rule layers ('deltanet', 'gated-deltanet', 'kimi-delta')",
@@ -85,6 +89,11 @@ def check_kind_fields(cfg, plan) -> None:
         if value != default and not any(getattr(row, flag) for row in rows):
             raise ValueError(f"{field}={value!r} is a setting of {FLAG_WORDS[flag]}, but attention_layers="
                              f"{cfg.attention_layers!r} has none; choose such layers or set {field}={default!r}")
+    if not any(spec.selects_keys for spec in plan):  # the indexer's settings without an indexer
+        for field, default in INDEX_FIELDS.items():
+            if getattr(cfg, field) != default:
+                raise ValueError(f"{field}={getattr(cfg, field)!r} is a setting of the lightning indexer, which is "
+                                 f"off (index_top_k=None); set index_top_k (DeepSeek-V3.2: 2048) or {field}={default!r}")
     if not any(row.softmax for row in rows):
         for field, (is_set, off) in SOFTMAX_ONLY.items():
             if is_set(cfg):
@@ -292,11 +301,10 @@ FEATURE_MAP = Axis("Feature map", {
 
 
 def _check_not_latent(cfg) -> None:
-    if cfg.q_rank is not None:
-        raise ValueError(f"q_rank={cfg.q_rank} is part of multi-head latent attention; set kv_rank too, or q_rank=None")
-    if cfg.latent_norm_eps is not None:
-        raise ValueError(f"latent_norm_eps={cfg.latent_norm_eps} is the eps of multi-head latent attention's latent "
-                         "norms; set kv_rank too, or latent_norm_eps=None")
+    for field in ("q_rank", "latent_norm_eps"):
+        if getattr(cfg, field) is not None:
+            raise ValueError(f"{field}={getattr(cfg, field)} is part of multi-head latent attention; set kv_rank too, "
+                             f"or {field}=None")
 
 
 def _check_latent(cfg) -> None:
@@ -358,6 +366,34 @@ class MaskChoice(Choice):
     causal: bool = False  # hides every key after the query (transformer/masks.py builds each mask by its key)
     # a layer of the plan that this mask bounds is this type in Hugging Face's ``layer_types`` (``LayerSpec.hf_layer_type``)
     hf_layer_type: str | None = None
+    switch: str | None = None  # the config field that turns it on for every softmax layer (None: the plan decides)
+
+
+
+def _check_indexer(cfg) -> None:
+    """What a lightning indexer (index_top_k) needs from the rest of the config."""
+    k = cfg.index_top_k
+    if not 1 <= k <= cfg.max_len:
+        raise ValueError(f"index_top_k={k} must be from 1 to max_len={cfg.max_len}: a query never has more than "
+                         f"max_len keys to choose from, so k={k} would keep them all; use at most {cfg.max_len} "
+                         "(DeepSeek-V3.2: 2048 of 128k), or None for dense attention")
+    if cfg.index_heads < 1:
+        raise ValueError(f"index_heads={cfg.index_heads} must be at least 1 (DeepSeek-V3.2: 64)")
+    if cfg.index_head_dim < max(1, cfg.d_rope):
+        raise ValueError(f"index_head_dim={cfg.index_head_dim} must be at least 1 and hold the d_rope={cfg.d_rope} "
+                         "dimensions RoPE turns in each indexer head (DeepSeek-V3.2: 128 with 64 turned); widen it or "
+                         "set rope_dim smaller")
+    arch = cfg.row("arch")
+    if not arch.next_token or arch.cross:
+        raise ValueError(f"index_top_k={k} lets each query keep its top {k} earlier keys, as DeepSeek-V3.2's decoder "
+                         f"does; arch={cfg.arch!r} is not a decoder: set arch='decoder', or index_top_k=None")
+    if cfg.row("attention_pattern").sparse:
+        raise ValueError(f"index_top_k={k} chooses each query's keys, and attention_pattern={cfg.attention_pattern!r} "
+                         "chooses them by a fixed pattern: one choice of keys at a time; set "
+                         "attention_pattern='dense', or index_top_k=None")
+    if not any(spec.row.softmax for spec in cfg.layer_plan()):
+        raise ValueError(f"index_top_k={k} chooses keys for softmax layers, but attention_layers="
+                         f"{cfg.attention_layers!r} has none; give the model softmax layers, or set index_top_k=None")
 
 
 MASK = Axis("Mask", {
@@ -377,8 +413,14 @@ MASK = Axis("Mask", {
                           "Bounds the cost like a window, and no chunk ever reads another: the first token of a chunk "
                           "starts afresh, so layers without positions in between carry the long range.",
                           "Llama 4 (chunks of 8192, every fourth layer full)", hf_layer_type="chunked_attention"),
+    "top_k": MaskChoice("indexer top-k", "a lightning indexer scores every earlier key with a few small heads, "
+                        "Σ_h w_h ReLU(q_h·k), and each query attends only to the k keys it scores highest",
+                        "The indexer is cheap (a few narrow heads, no softmax), so attention itself pays for k keys "
+                        "per query instead of the whole text.", "DeepSeek-V3.2, GLM-5 (k = 2048)",
+                        hf_layer_type="indexed_attention", switch="index_top_k", check=_check_indexer),
 }, problem="Decides who may look at whom: a decoder must not see the future, padding must be invisible, a window "
-           "or a chunk bounds the cost of long inputs, cross-attention lets a decoder read the encoder.")
+           "or a chunk bounds the cost of long inputs, an indexer keeps only the keys it scores highest, "
+           "cross-attention lets a decoder read the encoder.")
 
 
 def _check_pattern(cfg) -> None:

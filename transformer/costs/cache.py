@@ -19,6 +19,11 @@ def _cache_width(cfg: TransformerConfig) -> dict[str, int]:
     return {"keys": cfg.n_kv_heads * cfg.d_head, "values": cfg.n_kv_heads * cfg.d_v}
 
 
+def _index_width(cfg: TransformerConfig, spec) -> dict[str, int]:
+    """Numbers a layer's lightning indexer caches per token: its one key of d_I (index_top_k), else none."""
+    return {"index keys": cfg.index_head_dim} if spec.selects_keys else {}
+
+
 def _state_width(cfg: TransformerConfig, spec) -> dict[str, int]:
     """Numbers one layer that keeps a state holds, whatever the context: a d_k × d_v state per value head, and with a
     short convolution the last K − 1 inputs of each of its channels (q, k and v: 2·H_k·d_k + H·d_v of them). A gated
@@ -39,7 +44,9 @@ def kv_cache_bytes(cfg: TransformerConfig, context: int, bytes_per_value: int = 
     serving stack that drops older keys keeps. (This library's own ``KVCache`` keeps every token in every
     layer, and so matches this only for global layers.) A layer that reads an earlier layer's K and V
     (``kv_shared_layers``) holds nothing of its own. Per layer and token: K and V, G·d_h + G·d_v numbers; MLA
-    caches its latent and one rotated key shared by the heads, r_kv + d_r numbers. A layer that keeps a state
+    caches its latent and one rotated key shared by the heads, r_kv + d_r numbers; a layer whose lightning
+    indexer picks its keys (``index_top_k``) caches the indexer's own key too, d_I numbers ("index keys"): the
+    indexer scores every earlier token, so they grow with the text as the rest do. A layer that keeps a state
     (``attention_layers``) holds no keys at all: its H state
     matrices of d_k × d_v, and with a short convolution its last K − 1 inputs, a constant. States are
     counted at `state_bytes_per_value` (None: `bytes_per_value`); this library keeps them in float32 (4)
@@ -47,7 +54,8 @@ def kv_cache_bytes(cfg: TransformerConfig, context: int, bytes_per_value: int = 
     encoder-decoder's cross-attention keys are computed once from the source.
 
     Returns {"total", "global layers", "local layers", "state layers", and by tensor "keys" and "values" (or
-    MLA's "latent" and "rope keys"), plus "states" and "conv inputs" where a layer keeps a state: bytes;
+    MLA's "latent" and "rope keys"), "index keys" with an indexer, "states" and "conv inputs" where a layer
+    keeps a state: bytes;
     "per layer": a tuple of each layer's bytes}.
     """
     if context < 1:
@@ -66,11 +74,15 @@ def kv_cache_bytes(cfg: TransformerConfig, context: int, bytes_per_value: int = 
             kinds.append("state")
             continue
         bound = spec.window if spec.window is not None else spec.chunk  # None: it may see every earlier token
-        tokens = 0 if spec.reuses_kv else context if bound is None else min(context, bound)  # tokens it holds
+        seen = context if bound is None else min(context, bound)  # the tokens a query of it may still see
+        tokens = 0 if spec.reuses_kv else seen  # tokens whose K and V it holds
         layer_width = _cache_width(cfg.layer_config(spec))  # Gemma 4's global layers: their own head sizes
         for tensor, n in layer_width.items():
             held[tensor] += n * bytes_per_value * tokens
-        per_layer.append(tokens * sum(layer_width.values()) * bytes_per_value)
+        index = _index_width(cfg, spec)  # its indexer's own keys, one per token it may choose from
+        for tensor, n in index.items():
+            held[tensor] = held.get(tensor, 0) + n * bytes_per_value * seen
+        per_layer.append((tokens * sum(layer_width.values()) + seen * sum(index.values())) * bytes_per_value)
         kinds.append("global" if bound is None else "local")
     return {"total": sum(per_layer),
             **{f"{kind} layers": sum(b for b, k in zip(per_layer, kinds) if k == kind)
@@ -82,7 +94,8 @@ def kv_cache_bytes_per_token(cfg: TransformerConfig, bytes_per_value: int = 2, c
     """Bytes of KV cache per token (fp16 by default).
 
     context=None: what one more token adds while every layer still holds every token -- K and V of G kv heads
-    in every softmax layer, 2·L·G·d_h (G·d_h + G·d_v when values are narrower), MLA L·(r_kv + d_r); a layer
+    in every softmax layer, 2·L·G·d_h (G·d_h + G·d_v when values are narrower), MLA L·(r_kv + d_r), plus d_I
+    per layer with a lightning indexer; a layer
     that keeps a state, or reads another layer's K and V, adds nothing. That is the growth before any window is
     full, the growth of this library's ``KVCache`` at any length (it keeps local layers' old tokens too), and an
     upper bound; an int.
@@ -93,5 +106,7 @@ def kv_cache_bytes_per_token(cfg: TransformerConfig, bytes_per_value: int = 2, c
     if context is not None:
         return kv_cache_bytes(cfg, context, bytes_per_value)["total"] / context
     # the layers that cache keys and values of their own (an encoder-decoder's: its decoder's)
-    return sum(sum(_cache_width(cfg.layer_config(spec)).values()) for spec in cfg.layer_plan()
-               if not (spec.row.keeps_state or spec.reuses_kv)) * bytes_per_value
+    plan = cfg.layer_plan()
+    index_keys = sum(sum(_index_width(cfg, spec).values()) for spec in plan)  # each indexer's key per token
+    return (sum(sum(_cache_width(cfg.layer_config(spec)).values()) for spec in plan
+                if not (spec.row.keeps_state or spec.reuses_kv)) + index_keys) * bytes_per_value

@@ -28,7 +28,9 @@ def forward_flops_per_token(cfg: TransformerConfig, context: int) -> int:
     q @ K^T, 2 x keys x H x d_h, and weights @ V, 2 x keys x H x d_v. Each layer sees its own keys
     (``keys_seen_by_layer``): a local layer at most its window W, a sparse pattern the keys it allows.
     MLA counts as it trains: each token's latent is expanded to its keys and values once (k_up and v_up
-    are among its parameters), and attention then runs over H heads of d_h and d_v.
+    are among its parameters), and attention then runs over H heads of d_h and d_v. A layer whose lightning
+    indexer picks its keys (``index_top_k``) attends to at most k of them, and its indexer scores every key it
+    may see: 2 x keys x I x (d_I + 1) (ReLU(q·k) per head, then the heads' weighted sum).
     For an encoder-decoder this is one source token through the encoder plus one target
     token through the decoder (its cross-attention reads `context` encoder outputs).
     """
@@ -36,7 +38,9 @@ def forward_flops_per_token(cfg: TransformerConfig, context: int) -> int:
     per_layer = zip(keys_seen_by_layer(cfg, context), _per_key_by_layer(cfg))
     self_attention = len(stacks.self_attention) * sum(keys * per_key for keys, per_key in per_layer)
     cross_keys = len(stacks.cross_attention) * cfg.n_layers * context  # cross-attention has no window
-    return 2 * multiplied_params(cfg) + self_attention + _per_key(cfg) * cross_keys
+    scored = sum(n for n, spec in zip(_keys_allowed(cfg, context), cfg.layer_plan()) if spec.selects_keys)
+    index_flops = 2 * scored * cfg.index_heads * (cfg.index_head_dim + 1)  # the indexers score every key allowed
+    return 2 * multiplied_params(cfg) + self_attention + _per_key(cfg) * cross_keys + index_flops
 
 
 def _per_key(cfg: TransformerConfig) -> int:
@@ -52,7 +56,13 @@ def _per_key_by_layer(cfg: TransformerConfig) -> list[int]:
 def keys_seen_by_layer(cfg: TransformerConfig, context: int) -> tuple[int, ...]:
     """Keys the token at position context - 1 attends to in each layer of a stack: all of them in a global
     layer, at most W in a local one (``cfg.layer_windows()``), and with a sparse pattern the ones its causal
-    form allows (counted from the mask itself)."""
+    form allows (counted from the mask itself); of those, at most k where an indexer keeps its top k."""
+    return tuple(min(n, spec.index_top_k) if spec.selects_keys else n
+                 for n, spec in zip(_keys_allowed(cfg, context), cfg.layer_plan()))
+
+
+def _keys_allowed(cfg: TransformerConfig, context: int) -> tuple[int, ...]:
+    """Keys the mask lets the token at position context - 1 see in each layer, before any indexer chooses."""
     if context < 1:
         raise ValueError(f"context={context} must be at least 1 (a token always sees itself)")
     if cfg.row("attention_pattern").sparse:  # a pattern is the same in every layer

@@ -25,7 +25,8 @@ SYMBOLS = {"V": "vocabulary size", "D": "d_model", "L": "layers", "H": "query he
            "H_k": "a state layer's q and k heads", "H_s": "a state layer's value heads (one state each)",
            "d_k": "a state's rows (its key width)", "d_s": "a state's columns (its value width)",
            "c": "the short convolution's width (tokens)",
-           "p": "per_layer_dim (each layer's own input per token, Gemma 4)"}
+           "p": "per_layer_dim (each layer's own input per token, Gemma 4)",
+           "I": "the lightning indexer's heads (index_heads)", "d_I": "an indexer head's width (index_head_dim)"}
 PARTS = ("embedding", "attention", "ffn", "norms", "head")
 
 
@@ -119,6 +120,9 @@ def param_terms(cfg: TransformerConfig) -> list[ParamTerm]:
         group_terms += _qk_norm_terms(layer_cfg, specs, everywhere and len(groups) == 1, n_stacks,
                                       0 if group else cross_layers, at)  # cross-attention's norms: once
         terms += [replace(term, name=term.name + named) for term in group_terms]
+    selecting = [spec for spec in softmax if spec.selects_keys]
+    if selecting:
+        terms += _indexer_terms(cfg, n_stacks * len(selecting), at(selecting))
     if not everywhere:
         terms += _state_terms(cfg, [spec.index for spec in plan if spec not in softmax])
     if cfg.row("arch").cross:  # the decoder's blocks read the encoder through a second attention
@@ -280,6 +284,18 @@ def _latent_attention_terms(cfg: TransformerConfig, blocks: int, attn: tuple[str
                   r + (cfg.q_rank or 0), blocks, _at(attn, "kv_norm.*", "q_down_norm.*")),
     ]
     return terms + _sink_terms(cfg, blocks, attn)
+
+
+def _indexer_terms(cfg: TransformerConfig, blocks: int, attn: tuple[str, ...]) -> list[ParamTerm]:
+    """A lightning indexer (index_top_k): its queries (from the q latent r_q where MLA has one, else from D), one
+    key and the heads' weights from D, and its key's LayerNorm."""
+    d, heads, width = cfg.d_model, cfg.index_heads, cfg.index_head_dim
+    source, letter = (cfg.q_rank, "r_q") if cfg.q_rank is not None else (d, "D")
+    indexer = _at(attn, "indexer.")
+    return [_matrices("attention", "indexer W_q, W_k and head weights", f"{letter}·I·d_I + D·d_I + D·I",
+                      source * heads * width + d * width + d * heads, 0, blocks,
+                      _at(indexer, "q_proj.*", "k_proj.*", "head_weights.*")),
+            ParamTerm("norms", "indexer key LayerNorm", "2·d_I", 2 * width, blocks, _at(indexer, "k_norm.*"))]
 
 
 def _state_terms(cfg: TransformerConfig, layers: list[int]) -> list[ParamTerm]:

@@ -184,11 +184,10 @@ def _neox_weights(model, cfg: TransformerConfig) -> Weights:
 # --- DeepSeek-V2 and V3: multi-head latent attention and a routed MoE with shared experts -----------------
 
 
-def _deepseek_config(c, hf_class: str, has_head: bool) -> dict:
+def _deepseek_config(c, hf_class: str, has_head: bool, v3: bool | None = None) -> dict:
+    """DeepSeek-V2's or V3's fields (`v3`: None = read off the class name; GLM-5 routes as V3 does)."""
     _silu(hf_class, c.hidden_act)
-    v3 = "V3" in hf_class
-    if c.rms_norm_eps != 1e-6:  # DeepSeek's latent norms use 1e-6 whatever rms_norm_eps says; ours share one eps
-        raise unsupported(hf_class, f"rms_norm_eps={c.rms_norm_eps}", "its latent norms always use 1e-6; so must the rest")
+    v3 = "V3" in hf_class if v3 is None else v3
     d_q = c.qk_nope_head_dim + c.qk_rope_head_dim
     rope = rope_fields(hf_class, c)
     scale = d_q ** -0.5
@@ -198,7 +197,9 @@ def _deepseek_config(c, hf_class: str, has_head: bool) -> dict:
     bias = bool(getattr(c, "attention_bias", False))
     fields = _decoder(c, head_dim=d_q, rope_dim=c.qk_rope_head_dim, v_head_dim=c.v_head_dim, kv_rank=c.kv_lora_rank,
                       q_rank=c.q_lora_rank, score_scale=scale, **rope, norm="rmsnorm", norm_position="pre",
-                      norm_eps=c.rms_norm_eps, d_ff=c.intermediate_size, qkv_bias=bias, bias=bias)
+                      norm_eps=c.rms_norm_eps, d_ff=c.intermediate_size, qkv_bias=bias, bias=bias,
+                      # DeepSeek's latent norms use 1e-6 whatever rms_norm_eps says (GLM-5's is 1e-5)
+                      latent_norm_eps=None if c.rms_norm_eps == 1e-6 else 1e-6)
     fields["n_kv_heads"] = c.num_attention_heads
     n_experts = getattr(c, "n_routed_experts", None)
     if not n_experts:

@@ -23,6 +23,7 @@ from .hf_hybrid import DEFAULT_HYBRID_CLASS, HYBRID_CLASSES, HYBRID_FAMILIES
 from .hf_kimi import DEFAULT_KIMI_CLASS, KIMI_CLASSES, KIMI_FAMILIES
 from .hf_lfm2 import DEFAULT_LFM2_CLASS, LFM2_CLASSES, LFM2_FAMILIES
 from .hf_minimax import DEFAULT_MINIMAX_CLASS, MINIMAX_CLASSES, MINIMAX_FAMILIES
+from .hf_dsa import DEFAULT_DSA_CLASS, DSA_CLASSES, DSA_FAMILIES
 from .hf_llama4 import DEFAULT_LLAMA4_CLASS, LLAMA4_CLASSES, LLAMA4_FAMILIES
 from .hf_modern import DEFAULT_MODERN_CLASS, MODERN_CLASSES, MODERN_FAMILIES
 from .weights import DTYPE_NAMES, Weights, from_linear, linear, norm_weights, split_interleaved
@@ -274,6 +275,7 @@ FAMILIES = {
     **LLAMA4_FAMILIES,
     **GEMMA4_FAMILIES,
     **KIMI_FAMILIES,
+    **DSA_FAMILIES,
 }
 
 # HF class -> (family, whether it has an output head)
@@ -292,6 +294,7 @@ SUPPORTED_CLASSES = {
     **LLAMA4_CLASSES,
     **GEMMA4_CLASSES,
     **KIMI_CLASSES,
+    **DSA_CLASSES,
 }
 
 
@@ -389,6 +392,11 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
     if chunked:  # Llama 4: "causal, chunked (3 tokens) on layers 0-2"
         where = "every layer" if len(chunked) == cfg.n_layers else _layers(chunked)
         mask += f", {axes.label('mask', 'chunked')} ({cfg.attention_chunk} tokens) on {where}"
+    indexed = [spec.index for spec in cfg.layer_plan() if spec.selects_keys]
+    if indexed:  # DeepSeek-V3.2: "causal, indexer top-k (2048 keys per query; 64 indexer heads of 128) on every layer"
+        where = "every layer" if len(indexed) == cfg.n_layers else _layers(indexed)
+        mask += (f", {axes.label('mask', 'top_k')} ({cfg.index_top_k} keys per query; {cfg.index_heads} indexer "
+                 f"heads of {cfg.index_head_dim}) on {where}")
     position = axes.label("position", cfg.position)
     scheme = cfg.row("position")
     if scheme.table_param_terms:
@@ -410,6 +418,8 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
     norm = "; ".join(_placed(cfg, key) for key in placements) + f", eps = {cfg.norm_eps:g}"
     if cfg.norm_plus_one:
         norm += ", scale (1 + w)"
+    if cfg.latent_norm_eps is not None:
+        norm += f", MLA latent norms eps = {cfg.latent_norm_eps:g}"
     if cfg.row("qk_norm").normalises:
         norm += f", QK-norm {axes.label('qk_norm', cfg.qk_norm)}"
     if cfg.value_norm:
@@ -499,6 +509,8 @@ def describe_plan(cfg: TransformerConfig) -> dict[str, str]:
         text = spec.hf_layer_type + (f" of {spec.window} keys" if spec.window is not None else "")
         if spec.chunk is not None:
             text += f" in chunks of {spec.chunk} tokens"
+        if spec.selects_keys:
+            text += f" keeping the top {spec.index_top_k} keys"
         if spec.row.keeps_state:
             text += f" ({spec.row.label})"
         if spec.index in nope:
@@ -535,7 +547,7 @@ DEFAULT_CLASS = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "mistra
                  "mixtral": "MixtralForCausalLM", "bloom": "BloomForCausalLM", "falcon": "FalconForCausalLM",
                  "bert": "BertForMaskedLM", **DEFAULT_MODERN_CLASS, **DEFAULT_HYBRID_CLASS, **DEFAULT_LFM2_CLASS,
                  **DEFAULT_MINIMAX_CLASS, **DEFAULT_LLAMA4_CLASS, **DEFAULT_GEMMA4_CLASS,
-                 **DEFAULT_KIMI_CLASS}  # model_type -> class, for a config naming none
+                 **DEFAULT_KIMI_CLASS, **DEFAULT_DSA_CLASS}  # model_type -> class, for a config naming none
 
 
 def _transformers():

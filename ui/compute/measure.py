@@ -15,6 +15,7 @@ import torch
 
 from transformer import AXES, Transformer, TransformerConfig, analysis, choices
 from transformer.axes import label as axes_label
+from transformer.axes.attention import WITHOUT_INDEXER, WITHOUT_LATENT
 from transformer.hooks import attention_stacks, hook_name
 from transformer.positions import (XPOS_SCALE_BASE, alibi_bias, alibi_slopes, rope_angles, rope_inv_freq,
                                    sinusoidal_table, xpos_decay)
@@ -75,8 +76,9 @@ def padded_attention(config_json: str, seed: int, batch: tuple[tuple[int, ...], 
 def encoder_decoder_twin(cfg: TransformerConfig) -> TransformerConfig:
     """The same axes as an encoder-decoder (a parallel block has no place for cross-attention; multi-head latent
     attention is built for decoders, so the twin's heads get keys and values of their own; a layer that keeps a state
-    cannot read an encoder's text both ways, so the twin's layers are softmax layers)."""
-    return softmax_twin(cfg).replace(arch="encoder-decoder", parallel_block=False, kv_rank=None, q_rank=None)
+    cannot read an encoder's text both ways, so the twin's layers are softmax layers; an indexer keeps a decoder's
+    earlier keys, so the twin attends to every key)."""
+    return softmax_twin(cfg).replace(arch="encoder-decoder", parallel_block=False, **WITHOUT_LATENT, **WITHOUT_INDEXER)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
