@@ -6,7 +6,7 @@
     tokenizer.pieces(ids)                     # each token's text, spaces and lone bytes made visible
 
 Characters are the lab's own: one token per character of a small table, any other character as its
-UTF-8 bytes (``training.language``). Byte-level BPE starts from the 256 bytes and merges the most
+UTF-8 bytes; the table is below. Byte-level BPE starts from the 256 bytes and merges the most
 frequent adjacent pair of the training text again and again; the `tokenizers` package learns and
 applies the merges, and ``merge_steps`` replays them one at a time for the Tokens page.
 
@@ -17,15 +17,59 @@ from __future__ import annotations
 
 import functools
 import json
+import string
 from dataclasses import dataclass
 from pathlib import Path
 
 from .axes import AXES
-from .training import language
 
 TOKENIZER_DIR = Path(__file__).resolve().parent.parent / "assets" / "tokenizers"
 DEFAULT = "characters"  # every checkpoint that names no tokenizer reads characters
-SPECIALS = language.SPECIALS  # <bos> and <mask> are ids 0 and 1 in every tokenizer
+
+# --- the character table: one token per character the English and Python texts use, bytes for the rest --------
+
+SPECIALS = ("<bos>", "<mask>")  # ids 0 and 1 in every tokenizer
+# printable ASCII without the form feeds and vertical tab, then the corpus's own typography
+CHARACTERS = string.printable[:-3].replace("\r", "") + "’‘“”…—–"
+BYTES = tuple(f"<0x{b:02X}>" for b in range(256))
+VOCAB: tuple[str, ...] = (*SPECIALS, *CHARACTERS, *BYTES)
+
+_CHAR_ID = {c: len(SPECIALS) + i for i, c in enumerate(CHARACTERS)}
+_FIRST_BYTE_ID = len(SPECIALS) + len(CHARACTERS)
+
+
+def encode_chars(text: str) -> list[int]:
+    """Token ids for `text`, no framing: a character of the table is one id, any other its UTF-8 bytes."""
+    ids = []
+    for ch in text:
+        if ch in _CHAR_ID:
+            ids.append(_CHAR_ID[ch])
+        else:
+            ids.extend(_FIRST_BYTE_ID + b for b in ch.encode("utf-8"))
+    return ids
+
+
+def decode_text(ids) -> str:
+    """The text back from ids: characters as themselves, byte runs as UTF-8; special tokens are dropped."""
+    ids = ids.tolist() if hasattr(ids, "tolist") else list(ids)  # a tensor or array, or a list
+    out, pending = [], bytearray()
+    for i in map(int, ids):
+        if i >= _FIRST_BYTE_ID:
+            pending.append(i - _FIRST_BYTE_ID)
+            continue
+        if pending:
+            out.append(pending.decode("utf-8", errors="replace"))
+            pending = bytearray()
+        if i >= len(SPECIALS):
+            out.append(VOCAB[i])
+    if pending:
+        out.append(pending.decode("utf-8", errors="replace"))
+    return "".join(out)
+
+
+
+# --- every tokenizer ---------------------------------------------------------------------------------------
+
 BPE_VOCAB_SIZE = 2048  # the shipped BPE: bytes, specials and 1,790 merges
 
 
@@ -59,17 +103,17 @@ class CharacterTokens:
 
     def __init__(self, row=None):
         self.row = row or AXES["tokens"].row(self.name)
-        self.vocab_size = len(language.VOCAB)
+        self.vocab_size = len(VOCAB)
 
     def encode(self, text: str) -> list[int]:
-        return language.encode_chars(text)
+        return encode_chars(text)
 
     def decode(self, ids) -> str:
-        return language.decode_text(ids)
+        return decode_text(ids)
 
     def piece_bytes(self, token_id: int) -> bytes:
         """The UTF-8 bytes one token stands for (none for <bos> and <mask>)."""
-        entry = language.VOCAB[int(token_id)]
+        entry = VOCAB[int(token_id)]
         if int(token_id) < len(SPECIALS):
             return b""
         return bytes([int(entry[3:5], 16)]) if entry.startswith("<0x") and len(entry) == 6 else entry.encode("utf-8")

@@ -1,0 +1,168 @@
+"""Tokenizers (transformer/tokens.py): one per row of AXES["tokens"], exact round trips on any text, BPE's
+merges replayed, checkpoints that name their tokenizer, and bits per character on one scale."""
+import json
+import math
+
+import pytest
+import torch
+
+from transformer import AXES, TransformerConfig, checkpoint, tokens
+from transformer.model import Transformer
+from transformer.training import per_character
+
+HARD_TEXTS = {
+    "emoji with joiners": "Family: 👨‍👩‍👧‍👦, flag 🇺🇦, skin tone 👍🏽.",
+    "arabic": "مرحبا بالعالم، كيف حالك؟",
+    "hebrew": "שלום עולם, מה שלומך?",
+    "control characters": "a\x00b\x07c\x1b[0m\r\n\t\x7f\u200b\ufeffz",
+    "combining marks": "e\u0301 vs é, n\u0303",
+    "ten thousand characters": ("The cat sat on the mat. 🐈 ") * 400,
+    "empty": "",
+    "one space": " ",
+    "leading spaces": "   three spaces first",
+    "lone surrogate-free astral": "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𓀀",
+}
+
+
+@pytest.fixture(scope="module")
+def bpe():
+    return tokens.get_tokenizer("bpe")
+
+
+def test_one_tokenizer_per_row_of_the_table():
+    assert set(tokens.TOKENIZERS) == set(AXES["tokens"].choices)
+    for name, row in AXES["tokens"].choices.items():
+        tokenizer = tokens.get_tokenizer(name)
+        assert tokenizer.name == name and tokenizer.row is row
+        assert (row.file is not None) == row.learned  # a learned tokenizer ships as a file
+
+
+@pytest.mark.parametrize("name", list(AXES["tokens"].choices))
+@pytest.mark.parametrize("label", list(HARD_TEXTS))
+def test_any_text_comes_back_exactly(name, label):
+    tokenizer = tokens.get_tokenizer(name)
+    text = HARD_TEXTS[label]
+    ids = tokenizer.encode(text)
+    assert all(0 <= i < tokenizer.vocab_size for i in ids)
+    assert tokenizer.decode(ids) == text
+    assert len(tokenizer.pieces(ids)) == len(ids)
+    assert sum(per_character.characters_per_token(tokenizer, ids).tolist()) == len(text)
+
+
+def test_bpe_reads_english_in_words_and_other_scripts_in_more_pieces(bpe):
+    sentence = "The cat sat on the mat. The cat sat on the mat."
+    ids = bpe.encode(sentence)
+    assert len(tokens.get_tokenizer("characters").encode(sentence)) == len(sentence) == 47
+    assert len(ids) <= 20  # about one token per word and full stop
+    assert "␣cat" in bpe.pieces(ids)  # a word with the space before it
+    assert 1000 <= bpe.vocab_size <= 4000
+    english, hebrew = "Good morning, how are you today?", "בוקר טוב, מה שלומך היום?"
+    assert len(bpe.encode(hebrew)) / len(hebrew) > 1.5 * len(bpe.encode(english)) / len(english)
+
+
+def test_pieces_show_spaces_and_half_characters_as_bytes(bpe):
+    ids = bpe.encode("a 🐈")
+    pieces = bpe.pieces(ids)
+    assert pieces[0] == "a" and "␣" in "".join(pieces)
+    assert any(piece.startswith("<0x") for piece in pieces)  # the cat's four bytes are not one learned piece
+    assert tokens.visible_text("\n".encode()) == "⏎"
+
+
+def test_the_merges_replayed_one_at_a_time_end_on_the_tokenizers_pieces(bpe):
+    text = "The unhappiest cats sat on 3 mats."
+    start, steps = tokens.merge_steps(bpe, text)
+    assert len(start) == len(text.encode())  # every byte its own piece before the first merge
+    assert steps[-1].pieces == tuple(bpe.pieces(bpe.encode(text)))
+    assert [len(s.pieces) for s in steps] == sorted((len(s.pieces) for s in steps), reverse=True)
+    for before, step in zip([tuple(start), *(s.pieces for s in steps)], steps):
+        assert len(before) - len(step.pieces) == step.count >= 1  # each merge joins `count` pairs
+        assert step.left + step.right in step.pieces
+        assert bpe.merges[step.rank] is not None
+    ranks = [s.rank for s in steps]
+    assert len(set(ranks)) == len(ranks)
+
+
+def test_train_bpe_learns_the_pieces_of_its_text_and_round_trips():
+    text = "\n".join(["the lazy dog sleeps", "the lazy cat sleeps", "a dog and a cat"] * 50)
+    learned = tokens.train_bpe(text, vocab_size=300)
+    assert 258 < learned.get_vocab_size() <= 300  # fewer when the text runs out of pairs to merge
+    assert learned.token_to_id("<bos>") == 0 and learned.token_to_id("<mask>") == 1
+    assert learned.token_to_id("Ġlazy") is not None  # a frequent word became one piece
+    assert learned.decode(learned.encode("zebra ✓").ids) == "zebra ✓"  # unseen text still encodes, by bytes
+
+
+# --- checkpoints name their tokenizer ---------------------------------------------------------
+
+def tiny(vocab_size: int, **changes) -> Transformer:
+    torch.manual_seed(0)
+    return Transformer(TransformerConfig(vocab_size=vocab_size, d_model=32, n_heads=2, n_layers=2, max_len=300,
+                                         **changes), device="cpu").eval()
+
+
+def test_a_checkpoint_names_its_tokenizer_and_load_returns_it(tmp_path, bpe):
+    checkpoint.save(tiny(bpe.vocab_size), tmp_path / "bpe-model", {"task": "language", "tokenizer": bpe.describe()})
+    model, meta = checkpoint.load(tmp_path / "bpe-model")
+    assert meta["tokenizer"] == {"name": "bpe", "file": "bpe-english-2048.json", "vocab_size": bpe.vocab_size}
+    assert model.tokenizer.decode(model.tokenizer.encode("Hello, world")) == "Hello, world"
+    assert model.tokenizer.name == "bpe"
+
+
+def test_characters_stay_the_default_of_every_shipped_language_checkpoint():
+    for entry in checkpoint.shipped():
+        if entry.task == "language":
+            model, meta = checkpoint.load(entry.path)
+            assert meta["tokenizer"]["name"] == "characters", entry.name
+            assert model.tokenizer.vocab_size == model.cfg.vocab_size
+
+
+def test_a_missing_or_mismatched_tokenizer_file_is_a_clear_error(tmp_path, bpe):
+    checkpoint.save(tiny(bpe.vocab_size), tmp_path / "lost", {"task": "language", "tokenizer": {
+        "name": "bpe", "file": "bpe-nowhere.json", "vocab_size": bpe.vocab_size}})
+    with pytest.raises(checkpoint.CheckpointError, match="bpe-nowhere.json.*missing.*train_tokenizer.py"):
+        checkpoint.load(tmp_path / "lost")
+    checkpoint.save(tiny(512), tmp_path / "small", {"task": "language", "tokenizer": bpe.describe()})
+    with pytest.raises(checkpoint.CheckpointError, match="2048 tokens but the model's vocab_size is 512"):
+        checkpoint.load(tmp_path / "small")
+    document = json.loads((tmp_path / "small.json").read_text())
+    document["tokenizer"] = {"name": "wordpiece"}
+    (tmp_path / "small.json").write_text(json.dumps(document))
+    with pytest.raises(checkpoint.CheckpointError, match="tokenizer='wordpiece'.*'bpe'"):
+        checkpoint.load(tmp_path / "small")
+
+
+def test_a_tokenizer_file_beside_the_checkpoint_is_found_first(tmp_path, bpe):
+    learned = tokens.train_bpe("the cat sat on the mat\n" * 20, vocab_size=280)
+    learned.save(str(tmp_path / "mine.json"))
+    size = learned.get_vocab_size()
+    checkpoint.save(tiny(size), tmp_path / "own", {"task": "language", "tokenizer": {"name": "bpe", "file": "mine.json"}})
+    model, meta = checkpoint.load(tmp_path / "own")
+    assert meta["tokenizer"]["vocab_size"] == size and model.tokenizer.path == tmp_path / "mine.json"
+
+
+# --- bits per character -----------------------------------------------------------------------------
+
+def test_bits_per_char_divides_the_total_bits_by_characters_not_tokens(bpe):
+    model = tiny(bpe.vocab_size)
+    text = "The dog barked at the mailman all night long, and the cat slept through it. " * 12
+    ids = torch.tensor(bpe.encode(text))
+    context = 64
+    measured = per_character.bits_per_char(model, bpe, text, context=context)
+    windows = per_character.token_windows(ids, context)  # (N, 1 + context + 1)
+    with torch.no_grad():
+        logp = model(windows[:, :-1]).log_softmax(-1)  # (N, 1 + context, vocab)
+    bits = -logp.gather(-1, windows[:, 1:, None]).sum().item() / math.log(2)
+    predicted = windows[:, 1:]  # (N, 1 + context)
+    characters = len(bpe.decode(predicted.flatten().tolist()))  # the predicted tokens hold whole words here
+    assert measured == pytest.approx(bits / characters, rel=1e-4)
+    per_token = bits / predicted.numel()
+    assert measured < per_token / 2  # a BPE token holds about three characters
+
+
+def test_bits_per_char_of_a_character_model_matches_the_character_measure():
+    from transformer.training import language
+
+    characters = tokens.get_tokenizer("characters")
+    model = tiny(characters.vocab_size)
+    text = "Plain ASCII prose, one token per character, so both measures read the same windows. " * 8
+    assert per_character.bits_per_char(model, characters, text, context=128) == pytest.approx(
+        language.text_bits_per_char(model, text, context=128), rel=1e-4)
