@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from transformer import checkpoint  # noqa: E402
 from transformer.checkpoint_format import RESERVED_KEYS, checkpoint_paths  # noqa: E402
-from transformer.training import language  # noqa: E402
+from transformer.training import language, per_character  # noqa: E402
 from transformer.training.tasks import Language  # noqa: E402
 from transformer.training.train import config_for, describe, train  # noqa: E402
 
@@ -45,6 +45,7 @@ class Recipe:
     context: int | None = None  # language task: crop length after any warm-up (None: the task's own)
     repeat_rate: float | None = None  # language task: share of rows repeating a span after any warm-up (None: the task's)
     corpus: str = "python-docs"  # language task: the text it reads (language.CORPORA)
+    tokens: str = "characters"  # language task: how it reads it (a key of AXES["tokens"]; "bpe": context in tokens)
     variant: str = ""  # a preset with one axis changed, for comparisons: not listed as the preset's checkpoint
     bfloat16: bool = False  # store the weights in bfloat16 (half the file) when held-out bits move by < 0.01
 
@@ -56,6 +57,8 @@ class Recipe:
 # everyday English: the induction warm-up (repeated spans of text in 128-character crops for the first 30%), then
 # 512-character crops with a quarter of the rows repeating a span
 ENGLISH = dict(corpus="english", context=512, batch_size=16, steps=4000, induction_warmup=True, repeat_rate=0.25)
+
+BPE = dict(ENGLISH, context=192, tokens="bpe", variant="bpe", bfloat16=True)
 
 RECIPES = [
     # every family on English text first: the index's first match for a preset is what the app opens.
@@ -83,6 +86,13 @@ RECIPES = [
     # BERT reads masked characters with the encoder's own curriculum: 8-, 16- and 32-character crops, then 64.
     # Post-norm at 4 layers of 128: at lr 3e-3 it stayed on the unigram whatever the curriculum
     Recipe("bert", "language", steps=8000, lr=1e-3, batch_size=32, corpus="english"),
+    # the same families reading byte-level BPE (assets/tokenizers, 2,048 tokens): variants, so the characters stay
+    # each preset's checkpoint. 192 tokens hold about 570 characters, a little more than the character models' 512,
+    # and a held-out sentence of 200 characters written twice (about 140 tokens)
+    Recipe("llama2", "language", lr=3e-3, **BPE),
+    Recipe("mistral", "language", lr=3e-3, **{**BPE, "repeat_rate": 0.35}),
+    Recipe("gpt2", "language", lr=2e-3, **BPE),
+    Recipe("qwen3", "language", lr=3e-3, **BPE),
     Recipe("llama2", "induction", steps=2000),  # at the English size the head forms later: 0.57 after 1,000 steps
     Recipe("mistral", "induction", steps=2000),  # as LLaMA 2's, at the English size
     Recipe("falcon", "induction", steps=2000),  # at the English size: 0.56 after 1,000 steps
@@ -112,7 +122,7 @@ def recipe_task(recipe: Recipe) -> Language | str:
     settings = {name: value for name, value in (("context", recipe.context), ("repeat_rate", recipe.repeat_rate))
                 if value is not None}
     return (Language(induction_warmup=recipe.induction_warmup, docstrings=recipe.docstrings, corpus=recipe.corpus,
-                     **settings) if recipe.task == "language" else recipe.task)
+                     tokens=recipe.tokens, **settings) if recipe.task == "language" else recipe.task)
 
 
 def train_recipe(recipe: Recipe, directory: Path) -> None:
@@ -128,7 +138,7 @@ def train_recipe(recipe: Recipe, directory: Path) -> None:
     path = directory / recipe.name
     store_as = None
     if recipe.bfloat16:
-        meta["storage"], store_as = halved_storage(model, recipe.corpus)
+        meta["storage"], store_as = halved_storage(model, recipe.corpus, task.tokenizer)
     checkpoint.save(model, path, meta, store_as=store_as)
     state.unlink()  # the run is done: training this recipe again starts afresh
     seconds = meta["training"]["seconds"]
@@ -136,11 +146,17 @@ def train_recipe(recipe: Recipe, directory: Path) -> None:
           f"{json.dumps(meta.get('figures', {}))}", flush=True)
 
 
-def halved_storage(model, corpus: str) -> tuple[dict, torch.dtype | None]:
-    """assets/ stays under 60 MB: bfloat16 storage (half the file) only where held-out bits move by < 0.01."""
-    full = language.bits_per_char(model, 256, corpus=corpus)
+def halved_storage(model, corpus: str, tokenizer=None) -> tuple[dict, torch.dtype | None]:
+    """assets/ stays under 60 MB: bfloat16 storage (half the file) only where held-out bits move by < 0.01.
+    A model on learned tokens is measured per character of the same held-out text (``per_character``)."""
+    def bits(measured) -> float:
+        if tokenizer is not None and tokenizer.row.learned:
+            return per_character.bits_per_char(measured, tokenizer, language.held_out_text(corpus))
+        return language.bits_per_char(measured, 256, corpus=corpus)
+
+    full = bits(model)
     halved = copy.deepcopy(model).to(torch.bfloat16).float()
-    stored = language.bits_per_char(halved, 256, corpus=corpus)
+    stored = bits(halved)
     storage = {"dtype": "bfloat16", "held_out_bits_per_char_float32": round(full, 4),
                "held_out_bits_per_char_stored": round(stored, 4)}
     return storage, torch.bfloat16 if abs(stored - full) < 0.01 else None
@@ -151,7 +167,7 @@ def store_halved(recipe: Recipe, directory: Path) -> None:
     path = directory / recipe.name
     model, meta = checkpoint.load(path, device="cpu")
     meta = {k: v for k, v in meta.items() if k not in RESERVED_KEYS}
-    meta["storage"], store_as = halved_storage(model, recipe.corpus)
+    meta["storage"], store_as = halved_storage(model, recipe.corpus, getattr(model, "tokenizer", None))
     if store_as is None:
         print(f"{recipe.name}: held-out bits move by more than 0.01 in bfloat16; kept in float32 {meta['storage']}")
         return

@@ -68,18 +68,17 @@ def test_pieces_show_spaces_and_half_characters_as_bytes(bpe):
     assert tokens.visible_text("\n".encode()) == "⏎"
 
 
-def test_the_merges_replayed_one_at_a_time_end_on_the_tokenizers_pieces(bpe):
+def test_the_merges_replayed_one_at_a_time_end_on_the_tokenizers_tokens(bpe):
     text = "The unhappiest cats sat on 3 mats."
-    start, steps = tokens.merge_steps(bpe, text)
-    assert len(start) == len(text.encode())  # every byte its own piece before the first merge
-    assert steps[-1].pieces == tuple(bpe.pieces(bpe.encode(text)))
-    assert [len(s.pieces) for s in steps] == sorted((len(s.pieces) for s in steps), reverse=True)
-    for before, step in zip([tuple(start), *(s.pieces for s in steps)], steps):
-        assert len(before) - len(step.pieces) == step.count >= 1  # each merge joins `count` pairs
+    steps = tokens.merge_steps(bpe, text)
+    assert len(steps[0].pieces) == len(text.encode()) and steps[0].rank is None  # every byte its own piece
+    assert list(steps[-1].ids) == bpe.encode(text) and list(steps[-1].pieces) == bpe.pieces(bpe.encode(text))
+    for before, step in zip(steps, steps[1:]):
+        assert len(before.pieces) - len(step.pieces) == step.count >= 1  # each merge joins `count` pairs
         assert step.left + step.right in step.pieces
-        assert bpe.merges[step.rank] is not None
-    ranks = [s.rank for s in steps]
-    assert len(set(ranks)) == len(ranks)
+        assert bpe.merges[step.rank]  # a merge the tokenizer learned
+    ranks = [s.rank for s in steps[1:]]
+    assert len(set(ranks)) == len(ranks)  # each learned merge applies once, everywhere it fits
 
 
 def test_train_bpe_learns_the_pieces_of_its_text_and_round_trips():

@@ -204,25 +204,30 @@ def from_description(description: dict | None, vocab_size: int, beside: Path | N
 
 @dataclass(frozen=True)
 class MergeStep:
-    rank: int  # the merge's place in the learned order (0 = learned first, the most frequent pair)
-    left: str  # the pair's two pieces, as visible text
-    right: str
     pieces: tuple[str, ...]  # the whole text's pieces after this merge, as visible text
-    count: int  # how many places in the text it merged
+    ids: tuple[int, ...]  # their ids
+    rank: int | None = None  # the merge's place in the learned order (0 = the most frequent pair); None: no merge yet
+    left: str = ""  # the pair's two pieces, as visible text
+    right: str = ""
+    count: int = 0  # how many places in the text it merged
 
 
-def merge_steps(tokenizer: BPETokens, text: str, limit: int = 200) -> tuple[list[str], list[MergeStep]]:
-    """The text's bytes, then BPE replayed one merge at a time: at each step the learned merge of lowest rank
-    that some adjacent pair of the text still matches, applied wherever it does. Its last step's pieces are
-    ``tokenizer.encode(text)``'s (at most `limit` steps are returned)."""
+def merge_steps(tokenizer: BPETokens, text: str, limit: int = 200) -> list[MergeStep]:
+    """BPE replayed one merge at a time: first the text's bytes, each its own piece; then at each step the learned
+    merge of lowest rank that some adjacent pair of the text still matches, applied wherever it does. The last
+    step's pieces are ``tokenizer.encode(text)``'s (at most `limit` merges are replayed)."""
     ranks = {pair: rank for rank, pair in enumerate(tokenizer.merges)}
-    words = [list(word) for word in tokenizer.words(text)]  # each word a list of byte symbols
+    words = [list(word) for word in tokenizer.words(text)]  # each word a list of pieces in byte symbols
 
-    def shown() -> tuple[str, ...]:
-        return tuple(visible_text(bytes(SYMBOL_BYTES[s] for s in piece)) for word in words for piece in word)
+    def label(piece: str) -> str:
+        return visible_text(bytes(SYMBOL_BYTES[symbol] for symbol in piece))
 
-    start, steps = list(shown()), []
-    while len(steps) < limit:
+    def state(**merge) -> MergeStep:
+        pieces = [piece for word in words for piece in word]
+        return MergeStep(tuple(map(label, pieces)), tuple(tokenizer.vocab[p] for p in pieces), **merge)
+
+    steps = [state()]
+    while len(steps) <= limit:
         found = [ranks[pair] for word in words for pair in zip(word, word[1:]) if pair in ranks]
         if not found:
             break
@@ -239,9 +244,8 @@ def merge_steps(tokenizer: BPETokens, text: str, limit: int = 200) -> tuple[list
                     merged.append(word[i])
                     i += 1
             words[w] = merged
-        label = (lambda piece: visible_text(bytes(SYMBOL_BYTES[s] for s in piece)))
-        steps.append(MergeStep(rank, label(left), label(right), shown(), count))
-    return start, steps
+        steps.append(state(rank=rank, left=label(left), right=label(right), count=count))
+    return steps
 
 
 def train_bpe(text: str, vocab_size: int = BPE_VOCAB_SIZE):

@@ -12,13 +12,22 @@ on held-out windows, the induction head on held-out sentences written twice, eac
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
 
+from ..tokens import get_tokenizer
 from . import english, language
 
 CONTEXT = 256  # tokens per window after <bos>
+
+
+@functools.lru_cache(maxsize=2)
+def train_ids(tokens: str, corpus: str = "english") -> torch.Tensor:
+    """(N,) the corpus's training text in a learned tokenizer's tokens (the English documents one per line)."""
+    text = english.training_text() if corpus == "english" else language.decode_text(language.train_ids(corpus=corpus))
+    return torch.tensor(get_tokenizer(tokens).encode(text), dtype=torch.long)
 
 
 def characters_per_token(tokenizer, ids) -> torch.Tensor:
@@ -58,6 +67,17 @@ def bits_per_char(model, tokenizer, text: str, context: int = CONTEXT, limit: in
                                                   reduction="sum").item() / math.log(2)
         characters += int(chars[batch[:, 1:].cpu()].sum())
     return bits / characters
+
+
+@torch.no_grad()
+def held_out_accuracy(model, tokenizer, corpus: str = "english", limit: int = 64) -> float:
+    """A decoder's top-1 next-token accuracy on held-out windows of CONTEXT tokens."""
+    windows = token_windows(torch.tensor(tokenizer.encode(language.held_out_text(corpus))), CONTEXT, limit)
+    hits = total = 0
+    for batch in windows.to(model.device).split(16):
+        predicted = model(batch[:, :-1]).argmax(-1)  # (B, 1 + context)
+        hits, total = hits + int((predicted == batch[:, 1:]).sum()), total + predicted.numel()
+    return hits / total
 
 
 def repeated_ids(tokenizer, sentence: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

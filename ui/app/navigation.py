@@ -47,6 +47,7 @@ PAGES: tuple[PageEntry, ...] = (
               ("pages/ffn.py", "FFN and MoE", "🧮"),
               ("pages/scores.py", "Scores: QK-norm, caps, sinks", "🎚️")),
     *_section("Why it works",
+              ("pages/tokens.py", "Tokens", "🔤"),
               ("pages/before_attention.py", "Before attention", "⏮️"),
               ("pages/state.py", "The state", "🔁"),
               ("pages/scaling.py", "Why divide by √d", "➗"),
