@@ -165,3 +165,52 @@ def test_bits_per_char_of_a_character_model_matches_the_character_measure():
     text = "Plain ASCII prose, one token per character, so both measures read the same windows. " * 8
     assert per_character.bits_per_char(model, characters, text, context=128) == pytest.approx(
         language.text_bits_per_char(model, text, context=128), rel=1e-4)
+
+
+# --- the language task on BPE, and the recipes that train it ------------------------------------------
+
+def test_the_language_task_reads_bpe_tokens():
+    from transformer.training.tasks import Language
+
+    task = Language(tokens="bpe", context=48)
+    assert len(task.vocab) == task.tokenizer.vocab_size == 2048 and task.vocab[:2] == ["<bos>", "<mask>"]
+    assert task.encode("Hello there")[0] == 0 and task.tokenizer.decode(task.encode("Hello there")) == "Hello there"
+    batch = task.sample(3, seed=0)
+    assert batch.input_ids.shape == (3, 1 + 48) and int(batch.input_ids.max()) < 2048
+    assert (batch.input_ids[:, 1:] >= 256).float().mean() > 0.3  # mostly learned pieces, not bare bytes
+    assert task.at(0.0).tokens == task.for_arch("encoder").tokens == "bpe"
+    with pytest.raises(ValueError, match="tokenizer='wordpiece'.*'characters', 'bpe'"):
+        Language(tokens="wordpiece")
+
+
+def test_a_bpe_model_trains_describes_itself_per_character_and_loads_with_its_tokenizer(tmp_path):
+    from transformer.training.tasks import Language
+    from transformer.training.train import config_for, describe, train
+
+    task = Language(tokens="bpe", context=32)
+    cfg = config_for("llama2", task).replace(d_model=32, n_heads=2, n_kv_heads=2, n_layers=2, d_ff=64)
+    model, history = train(cfg, task, 3, batch_size=4, device="cpu")
+    meta = describe(model, task, history, {"lr": 3e-3})
+    assert meta["tokenizer"] == {"name": "bpe", "file": "bpe-english-2048.json", "vocab_size": 2048}
+    figures = meta["figures"]
+    assert 2.0 < figures["bits_per_char"] < 11 / 2  # about 11 bits per token spread over more than 2 characters
+    assert {"previous_token_head", "induction_head", "random_init"} <= figures.keys()
+    checkpoint.save(model, tmp_path / "tiny-bpe", meta)
+    loaded, loaded_meta = checkpoint.load(tmp_path / "tiny-bpe")
+    assert loaded.tokenizer.name == "bpe" and loaded_meta["figures"] == figures
+
+
+def test_four_bpe_recipes_wait_to_be_trained_the_default_family_among_them():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    from train_checkpoints import RECIPES, recipe_task
+    from transformer.training.train import config_for
+
+    bpe = [r for r in RECIPES if AXES["tokens"].row(r.tokens).learned]
+    assert len({r.preset for r in bpe}) >= 4 and "llama2" in {r.preset for r in bpe}
+    for recipe in bpe:
+        assert recipe.variant and recipe.corpus == "english"  # a variant: characters stay each preset's checkpoint
+        task = recipe_task(recipe)
+        assert task.tokenizer.row.learned and config_for(recipe.preset, task).vocab_size == 2048

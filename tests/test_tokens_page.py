@@ -5,7 +5,7 @@ import pytest
 from transformer import tokens
 from ui.compute import token_counts
 from ui.figures import tokens as figs
-from tests.apptest_helpers import assert_clean, figures_by_title, open_page, values
+from apptest_helpers import assert_clean, figures_by_title, open_page, values
 
 
 def test_token_tiles_draw_each_piece_with_its_id_in_reading_order():
@@ -77,3 +77,19 @@ def test_empty_and_very_long_text_get_a_clear_message():
     assert not at.exception and "empty" in at.error[0].value
     at = assert_clean(open_page("pages/tokens.py", "The cat sat. " * 800))
     assert any("10,400 characters" in w.value for w in at.warning)
+
+
+def test_an_open_hugging_face_model_adds_its_own_tokenizer(tmp_path):
+    from hf_factories import FACTORIES
+    from test_hf_page_modern import save_with_tokenizer
+
+    save_with_tokenizer(FACTORIES["gemma3_pattern"](), tmp_path)
+    text = "the cat sat on the mat and the dog ran to it"
+    at = assert_clean(open_page("pages/tokens.py", text, weights=f"hf:{tmp_path}"))
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics[f"{tmp_path.name} (13 tokens)"] == "12 tokens"  # its word-level vocabulary: one token per word
+    drawn = figures_by_title(at)
+    own = drawn[f"{tmp_path.name} (13 tokens): 12 tokens"]["data"][0]
+    assert own["text"][0][:3] == ["the<br><sub>1</sub>", "cat<br><sub>2</sub>", "sat<br><sub>3</sub>"]
+    assert [bar["name"] for bar in drawn["Tokens per character, one meaning in 12 languages"]["data"]][-1] == \
+        f"{tmp_path.name} (13 tokens)"
