@@ -93,3 +93,15 @@ def test_an_open_hugging_face_model_adds_its_own_tokenizer(tmp_path):
     assert own["text"][0][:3] == ["the<br><sub>1</sub>", "cat<br><sub>2</sub>", "sat<br><sub>3</sub>"]
     assert [bar["name"] for bar in drawn["Tokens per character, one meaning in 12 languages"]["data"]][-1] == \
         f"{tmp_path.name} (13 tokens)"
+
+
+def test_the_readme_says_what_the_page_measures():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    rows = {r.model: r for r in token_counts.vocabulary_shares()}
+    llama, gemma = rows["LLaMA 2 7B"], rows["Gemma 3 27B"]
+    assert f"LLaMA 2 7B's {llama.vocab_size:,} tokens: {llama.share:.1%}" in readme
+    assert f"Gemma 3 27B's {gemma.vocab_size:,}: {gemma.share:.1%}" in readme
+    sentence_tokens = len(tokens.get_tokenizer("bpe").encode(SENTENCE))
+    assert f"(47 tokens for \"{SENTENCE}\"), the lab's byte-level BPE ({sentence_tokens})" in readme
