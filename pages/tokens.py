@@ -55,8 +55,8 @@ for column, split in zip(columns[1:], splits):
 for i, split in enumerate(splits):
     shown = min(MAX_DRAWN, len(split.ids))
     more = f" (the first {shown} drawn)" if shown < len(split.ids) else ""
-    show_chart(figs.token_tiles(split.pieces[:shown], split.ids[:shown], f"{split.name}: {len(split.ids)} tokens{more}"),
-               key=f"tok_tiles_{i}")
+    title = f"{split.name}: {len(split.ids)} tokens{more}"
+    show_chart(figs.token_tiles(split.pieces[:shown], split.ids[:shown], title), key=f"tok_tiles_{i}")
 st.caption("Each tile is one token: its text (␣ a space, ⏎ a new line, <0xF0> one byte of a character that no "
            "piece holds whole) and, below, the id the model reads.")
 

@@ -138,7 +138,7 @@ def train_recipe(recipe: Recipe, directory: Path) -> None:
     path = directory / recipe.name
     store_as = None
     if recipe.bfloat16:
-        meta["storage"], store_as = halved_storage(model, recipe.corpus, task.tokenizer)
+        meta["storage"], store_as = halved_storage(model, recipe.corpus, task.tokenizer, task.context)
     checkpoint.save(model, path, meta, store_as=store_as)
     state.unlink()  # the run is done: training this recipe again starts afresh
     seconds = meta["training"]["seconds"]
@@ -146,12 +146,15 @@ def train_recipe(recipe: Recipe, directory: Path) -> None:
           f"{json.dumps(meta.get('figures', {}))}", flush=True)
 
 
-def halved_storage(model, corpus: str, tokenizer=None) -> tuple[dict, torch.dtype | None]:
+def halved_storage(model, corpus: str, tokenizer=None,
+                   context: int = per_character.CONTEXT) -> tuple[dict, torch.dtype | None]:
     """assets/ stays under 60 MB: bfloat16 storage (half the file) only where held-out bits move by < 0.01.
-    A model on learned tokens is measured per character of the same held-out text (``per_character``)."""
+    A model on learned tokens is measured per character of the same held-out text (``per_character``), in windows
+    no longer than it trained on."""
     def bits(measured) -> float:
         if tokenizer is not None and tokenizer.row.learned:
-            return per_character.bits_per_char(measured, tokenizer, language.held_out_text(corpus))
+            return per_character.bits_per_char(measured, tokenizer, language.held_out_text(corpus),
+                                               min(context, per_character.CONTEXT))
         return language.bits_per_char(measured, 256, corpus=corpus)
 
     full = bits(model)
@@ -167,7 +170,8 @@ def store_halved(recipe: Recipe, directory: Path) -> None:
     path = directory / recipe.name
     model, meta = checkpoint.load(path, device="cpu")
     meta = {k: v for k, v in meta.items() if k not in RESERVED_KEYS}
-    meta["storage"], store_as = halved_storage(model, recipe.corpus, getattr(model, "tokenizer", None))
+    meta["storage"], store_as = halved_storage(model, recipe.corpus, getattr(model, "tokenizer", None),
+                                               recipe.context or per_character.CONTEXT)
     if store_as is None:
         print(f"{recipe.name}: held-out bits move by more than 0.01 in bfloat16; kept in float32 {meta['storage']}")
         return

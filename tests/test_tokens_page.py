@@ -105,3 +105,28 @@ def test_the_readme_says_what_the_page_measures():
     assert f"Gemma 3 27B's {gemma.vocab_size:,}: {gemma.share:.1%}" in readme
     sentence_tokens = len(tokens.get_tokenizer("bpe").encode(SENTENCE))
     assert f"(47 tokens for \"{SENTENCE}\"), the lab's byte-level BPE ({sentence_tokens})" in readme
+
+
+def test_a_bpe_checkpoint_reads_the_text_in_its_own_tokens_on_every_page(tmp_path):
+    """A checkpoint trained on BPE (here a tiny one, untrained) labels its rows with its pieces; one whose tokenizer
+    file is missing says so on the page instead of a traceback."""
+    import torch
+
+    from transformer import TransformerConfig, checkpoint
+    from transformer.model import Transformer
+
+    bpe = tokens.get_tokenizer("bpe")
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig(vocab_size=bpe.vocab_size, d_model=32, n_heads=2, n_layers=2, max_len=256),
+                        device="cpu")
+    checkpoint.save(model, tmp_path / "tiny-bpe", {"task": "language", "tokenizer": bpe.describe()})
+    at = assert_clean(open_page("pages/playground.py", SENTENCE, weights=f"ckpt:{tmp_path / 'tiny-bpe'}"))
+    labelled = [spec for spec in figures_by_title(at).values() if spec["data"] and "x" in spec["data"][0]
+                and any("␣cat" in str(x) for x in spec["data"][0]["x"])]
+    assert labelled  # a heatmap whose keys are BPE pieces
+    assert len(labelled[0]["data"][0]["x"]) == 1 + len(bpe.encode(SENTENCE))  # <bos> and 16 pieces
+
+    checkpoint.save(model, tmp_path / "lost-bpe", {"task": "language", "tokenizer": {**bpe.describe(),
+                                                                                      "file": "gone.json"}})
+    at = open_page("pages/playground.py", SENTENCE, weights=f"ckpt:{tmp_path / 'lost-bpe'}")
+    assert not at.exception and any("gone.json" in e.value and "missing" in e.value for e in at.error)

@@ -85,13 +85,21 @@ def byte_symbols() -> dict[int, str]:
 SYMBOL_BYTES = {symbol: byte for byte, symbol in byte_symbols().items()}
 
 
+def token_text(data: bytes) -> str:
+    """A token's bytes as text: the UTF-8 text they spell, or, where they are not whole UTF-8 characters (half
+    an emoji), each byte as <0xF0>, as the character table names its byte tokens."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "".join(f"<0x{b:02X}>" for b in data)
+
+
 def visible_text(data: bytes) -> str:
-    """Bytes as a label: UTF-8 text with spaces, newlines and tabs made visible; bytes that are not whole
-    UTF-8 characters (half an emoji) as <0xF0>."""
+    """Bytes as a label: ``token_text`` with spaces, newlines, tabs and other unprintable characters made visible."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return "".join(f"<0x{b:02X}>" for b in data)
+        return token_text(data)  # lone bytes, <0xF0>, are visible already
     return "".join({" ": "␣", "\n": "⏎", "\t": "⇥"}.get(ch, ch if ch.isprintable() else f"U+{ord(ch):04X}")
                    for ch in text)
 
@@ -119,7 +127,12 @@ class CharacterTokens:
         return bytes([int(entry[3:5], 16)]) if entry.startswith("<0x") and len(entry) == 6 else entry.encode("utf-8")
 
     def pieces(self, ids) -> list[str]:
+        """Each token's text as a label: spaces and lone bytes made visible (<bos>, <mask> as they are)."""
         return [SPECIALS[i] if i < len(SPECIALS) else visible_text(self.piece_bytes(i)) for i in map(int, ids)]
+
+    def texts(self, ids) -> list[str]:
+        """Each token's text as it is: its vocabulary entry (a space is ' ', a byte token '<0xF0>')."""
+        return [VOCAB[i] for i in map(int, ids)]
 
     def describe(self) -> dict:
         return {"name": self.name, "vocab_size": self.vocab_size}
@@ -157,7 +170,12 @@ class BPETokens:
         return bytes(SYMBOL_BYTES[symbol] for symbol in piece)
 
     def pieces(self, ids) -> list[str]:
+        """Each token's text as a label: spaces and lone bytes made visible (<bos>, <mask> as they are)."""
         return [SPECIALS[i] if i < len(SPECIALS) else visible_text(self.piece_bytes(i)) for i in map(int, ids)]
+
+    def texts(self, ids) -> list[str]:
+        """Each token's text as it is (' cat'), bytes that are no whole character as <0xF0>."""
+        return [SPECIALS[i] if i < len(SPECIALS) else token_text(self.piece_bytes(i)) for i in map(int, ids)]
 
     def describe(self) -> dict:
         return {"name": self.name, "file": self.path.name, "vocab_size": self.vocab_size}
@@ -193,7 +211,8 @@ def from_description(description: dict | None, vocab_size: int, beside: Path | N
         candidates = ([beside / file] if beside else []) + [TOKENIZER_DIR / file]
         path = next((p for p in candidates if p.is_file()), None)
         if path is None:
-            raise ValueError(f"tokenizer file {file!r} is missing (looked in {', '.join(str(p.parent) for p in candidates)}); "
+            looked = ", ".join(str(p.parent) for p in candidates)
+            raise ValueError(f"tokenizer file {file!r} is missing (looked in {looked}); "
                              "copy it there or make it again with scripts/train_tokenizer.py")
     tokenizer = get_tokenizer(name, str(path) if path else None)
     if row.learned and tokenizer.vocab_size != vocab_size:

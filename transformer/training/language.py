@@ -4,11 +4,11 @@ The corpus is the Python documentation's topics that ship inside CPython
 (``pydoc_data.topics``: 79 topics, about 465,000 characters of English prose with
 code in it). Whole topics are held out, so held-out text is text the model never saw.
 
-The character tokenizer (its table in transformer/tokens.py) gives one token per character for the characters that text uses
-(printable ASCII, newline, tab and the typographic quotes and dashes of the corpus),
-and spells every other character as its UTF-8 bytes, one token per byte. No text
-raises: emoji with joiners, Arabic, Hebrew and control characters all become byte
-tokens, and ``decode_text`` gives the exact text back.
+The character tokenizer (its table is in transformer/tokens.py, beside the BPE) gives one token per
+character for the characters that text uses (printable ASCII, newline, tab and the typographic quotes
+and dashes of the corpus), and spells every other character as its UTF-8 bytes, one token per byte.
+No text raises: emoji with joiners, Arabic, Hebrew and control characters all become byte tokens,
+and ``decode_text`` gives the exact text back.
 """
 from __future__ import annotations
 

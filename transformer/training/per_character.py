@@ -20,7 +20,7 @@ import torch
 from ..tokens import get_tokenizer
 from . import english, language
 
-CONTEXT = 256  # tokens per window after <bos>
+CONTEXT = 256  # tokens per window after <bos>, unless the model trained on shorter crops (``measure``'s context)
 
 
 @functools.lru_cache(maxsize=2)
@@ -90,11 +90,11 @@ def repeated_ids(tokenizer, sentence: str) -> tuple[torch.Tensor, torch.Tensor, 
 
 
 @torch.no_grad()
-def head_scores(model, tokenizer, corpus: str = "english", limit: int = 16,
+def head_scores(model, tokenizer, corpus: str = "english", context: int = CONTEXT, limit: int = 16,
                 sentences: int = language.INDUCTION_SAMPLE) -> dict[str, torch.Tensor]:
-    """(L, H) per figure: the mean weight on the token just before (held-out windows of CONTEXT tokens) and
+    """(L, H) per figure: the mean weight on the token just before (held-out windows of `context` tokens) and
     the induction score on held-out sentences written twice (the same tokens twice)."""
-    windows = token_windows(torch.tensor(tokenizer.encode(language.held_out_text(corpus))), CONTEXT, limit)
+    windows = token_windows(torch.tensor(tokenizer.encode(language.held_out_text(corpus))), context, limit)
     patterns = language._patterns(model, windows[:, :-1])  # (L, B, H, T, T)
     previous = patterns.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(1, 3))  # (L, H)
     chosen = language.induction_sentences(model.cfg, corpus, sentences)
@@ -105,17 +105,21 @@ def head_scores(model, tokenizer, corpus: str = "english", limit: int = 16,
     return {"previous_token_head": previous, "induction_head": induction / max(1, len(chosen))}
 
 
-def measure(model, tokenizer, corpus: str = "english") -> dict:
+def measure(model, tokenizer, corpus: str = "english", context: int | None = None) -> dict:
     """The figures a BPE language checkpoint ships with, JSON-ready: bits per character on the held-out text and
-    the outside prose, the best previous-token and induction heads, and the same heads on random-init weights."""
-    figures = {"bits_per_char": round(bits_per_char(model, tokenizer, language.held_out_text(corpus)), 3)}
-    if corpus == "english":
+    the outside prose, the best previous-token and induction heads, and the same heads on random-init weights.
+    Windows hold CONTEXT tokens, or the `context` the model trained on where that is shorter (a learned position
+    table has no trained row past it)."""
+    context = min(context or CONTEXT, CONTEXT)
+    figures = {"bits_per_char": round(bits_per_char(model, tokenizer, language.held_out_text(corpus), context), 3)}
+    if corpus == "english":  # the outside prose is about 700 tokens: windows of 128 read most of it
         figures["bits_per_char_outside_prose"] = round(
-            bits_per_char(model, tokenizer, english.outside_prose(), context=min(CONTEXT, 128)), 3)
-    figures.update({name: language._best(scores) for name, scores in head_scores(model, tokenizer, corpus).items()})
+            bits_per_char(model, tokenizer, english.outside_prose(), context=min(context, 128)), 3)
+    figures.update({name: language._best(scores)
+                    for name, scores in head_scores(model, tokenizer, corpus, context).items()})
     controls: dict[str, list[float]] = {}
     for seed in language.RANDOM_SEEDS:
-        for name, scores in head_scores(language.untrained(model.cfg, seed), tokenizer, corpus).items():
+        for name, scores in head_scores(language.untrained(model.cfg, seed), tokenizer, corpus, context).items():
             controls.setdefault(name, []).append(language._best(scores)["score"])
     figures["random_init"] = {"seeds": list(language.RANDOM_SEEDS),
                               **{name: [min(v), max(v)] for name, v in controls.items()}}

@@ -514,7 +514,7 @@ class Language(Task):
 
     @property
     def vocab(self) -> list[str]:
-        return self.tokenizer.pieces(range(self.tokenizer.vocab_size))
+        return self.tokenizer.texts(range(self.tokenizer.vocab_size))
 
     @property
     def archs(self) -> tuple[str, ...]:

@@ -249,7 +249,8 @@ def describe(model: Transformer, task: str | Task, history: list[dict], settings
                                       f"({len(language.docstrings())} of them, {len(language.train_ids(True))} "
                                       "training characters in all with the topics)")
         meta["tokenizer"] = task.tokenizer.describe()
-        meta["figures"] = (per_character.measure(model, task.tokenizer, task.corpus) if task.tokenizer.row.learned
+        learned = task.tokenizer.row.learned  # a BPE model's figures: per character, windows counted in tokens
+        meta["figures"] = (per_character.measure(model, task.tokenizer, task.corpus, task.context) if learned
                            else language.measure(model, context=task.context, corpus=task.corpus))
     return meta
 

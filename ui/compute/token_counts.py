@@ -2,6 +2,7 @@
 the vocabulary's share of real models' parameters. No Streamlit: plain data for the page and its tests."""
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Callable
@@ -79,9 +80,10 @@ class VocabularyShare:
         return self.vocabulary_params / self.total_params
 
 
-def vocabulary_shares() -> list[VocabularyShare]:
-    """Every real size of every model card, smallest vocabulary first."""
+@functools.lru_cache(maxsize=1)
+def vocabulary_shares() -> tuple[VocabularyShare, ...]:
+    """Every real size of every model card, smallest vocabulary first (counted once: 0.25 s of term arithmetic)."""
     rows = [VocabularyShare(f"{card.name} {size}", cfg.vocab_size, cfg.d_model, _vocabulary_terms(cfg),
                             param_counts(cfg)["total"])
             for card in MODEL_CARDS.values() for size, cfg in card.real.items()]
-    return sorted(rows, key=lambda row: (row.vocab_size, row.total_params))
+    return tuple(sorted(rows, key=lambda row: (row.vocab_size, row.total_params)))

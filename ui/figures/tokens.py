@@ -26,7 +26,8 @@ def token_tiles(pieces: list[str], ids: list[int], title: str = "", per_row: int
     return go.Figure(go.Heatmap(z=shade, text=text, customdata=hover, texttemplate="%{text}", textfont=dict(size=16),
                                 colorscale=[[0.0, "#dbe9f6"], [1.0, "#fde2b8"]], zmin=0, zmax=1, showscale=False,
                                 xgap=3, ygap=3, hovertemplate="%{customdata}<extra></extra>", hoverongaps=False),
-                     dict(title=dict(text=title), height=70 + 56 * rows, margin=dict(l=10, r=10, t=50 if title else 10, b=10),
+                     dict(title=dict(text=title), height=70 + 56 * rows,
+                          margin=dict(l=10, r=10, t=50 if title else 10, b=10),
                           xaxis=dict(visible=False), yaxis=dict(visible=False, autorange="reversed")))
 
 
