@@ -7,7 +7,7 @@ import streamlit as st
 from transformer import tokens
 from ui.app.charts import show_chart
 from ui.app.page import start_page
-from ui.app.page_controls import KEEP, url_state
+from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.compute.token_counts import (MAX_CHARS, MAX_DRAWN, SAMPLES, hf_split, language_costs, our_splits,
                                      vocabulary_shares)
 from ui.compute.tokens import hf_tokenizer
@@ -50,8 +50,8 @@ columns = st.columns(len(splits) + 1)
 columns[0].metric("characters", f"{len(text):,}", f"{len(text.encode('utf-8')):,} UTF-8 bytes", delta_color="off",
                   delta_arrow="off")
 for column, split in zip(columns[1:], splits):
-    column.metric(split.name, f"{len(split.ids):,} tokens", f"{len(text) / len(split.ids):.2f} characters per token",
-                  delta_color="off", delta_arrow="off")
+    per_token = f"{len(text) / len(split.ids):.2f} characters per token" if split.ids else "no token at all"
+    column.metric(split.name, f"{len(split.ids):,} tokens", per_token, delta_color="off", delta_arrow="off")
 for i, split in enumerate(splits):
     shown = min(MAX_DRAWN, len(split.ids))
     more = f" (the first {shown} drawn)" if shown < len(split.ids) else ""
@@ -71,9 +71,11 @@ steps = tokens.merge_steps(bpe, text[:400])
 if len(steps) == 1:
     st.info("No learned merge applies to this text: every byte stays its own token.")
 else:
+    # a shorter text than the one the link or the last rerun kept has fewer merges: show its last
+    keep_valid("tok_step", range(len(steps)), len(steps) - 1)
     st.slider("Merges applied", 0, len(steps) - 1, key="tok_step", **KEEP,
               help="0: every byte its own token; each step applies the learned merge of lowest rank that still fits")
-    step = min(int(st.session_state["tok_step"]), len(steps) - 1)
+    step = int(st.session_state["tok_step"])
     now = steps[step]
     if step:
         st.markdown(f"**Merge {step} of {len(steps) - 1}:** `{now.left}` + `{now.right}` → `{now.left}{now.right}`, "

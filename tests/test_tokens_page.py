@@ -130,3 +130,8 @@ def test_a_bpe_checkpoint_reads_the_text_in_its_own_tokens_on_every_page(tmp_pat
                                                                                       "file": "gone.json"}})
     at = open_page("pages/playground.py", SENTENCE, weights=f"ckpt:{tmp_path / 'lost-bpe'}")
     assert not at.exception and any("gone.json" in e.value and "missing" in e.value for e in at.error)
+
+
+def test_a_step_past_the_texts_last_merge_shows_the_last_one():
+    at = assert_clean(open_page("pages/tokens.py", SENTENCE, tok_step=500))
+    assert at.slider(key="tok_step").value == at.slider(key="tok_step").max == 13

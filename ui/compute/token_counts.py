@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from transformer import MODEL_CARDS, tokens
+from transformer import AXES, MODEL_CARDS, tokens
 from transformer.costs import param_counts, param_terms
 
 MAX_CHARS = 5_000  # longer text is cut here before splitting: a page rerun stays quick
@@ -39,8 +39,6 @@ class Split:
 
 def our_splits(text: str) -> list[Split]:
     """The text split by each row of the "tokens" axis (characters, then the shipped BPE)."""
-    from transformer.axes import AXES
-
     splits = []
     for name, row in AXES["tokens"].choices.items():
         tokenizer = tokens.get_tokenizer(name)
