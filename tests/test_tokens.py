@@ -201,11 +201,7 @@ def test_a_bpe_model_trains_describes_itself_per_character_and_loads_with_its_to
 
 
 def test_four_bpe_recipes_wait_to_be_trained_the_default_family_among_them():
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-    from train_checkpoints import RECIPES, recipe_task
+    from scripts.train_checkpoints import RECIPES, recipe_task
     from transformer.training.train import config_for
 
     bpe = [r for r in RECIPES if AXES["tokens"].row(r.tokens).learned]
