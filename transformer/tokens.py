@@ -67,7 +67,6 @@ def decode_text(ids) -> str:
     return "".join(out)
 
 
-
 # --- every tokenizer ---------------------------------------------------------------------------------------
 
 BPE_VOCAB_SIZE = 2048  # the shipped BPE: bytes, specials and 1,790 merges
@@ -121,10 +120,10 @@ class CharacterTokens:
 
     def piece_bytes(self, token_id: int) -> bytes:
         """The UTF-8 bytes one token stands for (none for <bos> and <mask>)."""
-        entry = VOCAB[int(token_id)]
-        if int(token_id) < len(SPECIALS):
+        token_id = int(token_id)
+        if token_id < len(SPECIALS):
             return b""
-        return bytes([int(entry[3:5], 16)]) if entry.startswith("<0x") and len(entry) == 6 else entry.encode("utf-8")
+        return bytes([token_id - _FIRST_BYTE_ID]) if token_id >= _FIRST_BYTE_ID else VOCAB[token_id].encode("utf-8")
 
     def pieces(self, ids) -> list[str]:
         """Each token's text as a label: spaces and lone bytes made visible (<bos>, <mask> as they are)."""
