@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from transformer import checkpoint  # noqa: E402
 from transformer.checkpoint_format import RESERVED_KEYS, checkpoint_paths  # noqa: E402
-from transformer.training import language  # noqa: E402
+from transformer.training import language, per_character  # noqa: E402
 from transformer.training.tasks import Language  # noqa: E402
 from transformer.training.train import config_for, describe, train  # noqa: E402
 
@@ -45,6 +45,7 @@ class Recipe:
     context: int | None = None  # language task: crop length after any warm-up (None: the task's own)
     repeat_rate: float | None = None  # language task: share of rows repeating a span after any warm-up (None: the task's)
     corpus: str = "python-docs"  # language task: the text it reads (language.CORPORA)
+    tokens: str = "characters"  # language task: how it reads it (a key of AXES["tokens"]; "bpe": context in tokens)
     variant: str = ""  # a preset with one axis changed, for comparisons: not listed as the preset's checkpoint
     bfloat16: bool = False  # store the weights in bfloat16 (half the file) when held-out bits move by < 0.01
 
@@ -60,6 +61,7 @@ ENGLISH = dict(corpus="english", context=512, batch_size=16, steps=4000, inducti
 # every layer Gated DeltaNet: the fields only softmax layers have (positions, kv heads, QK-norm, the output gate) unset
 PURE_GATED_DELTANET = dict(attention_layers="gated-deltanet", position="none", n_kv_heads=None, qk_norm="none",
                            attn_gate=False, rope_dim=None)
+BPE = dict(ENGLISH, context=192, tokens="bpe", variant="bpe", bfloat16=True)
 
 RECIPES = [
     # every family on English text first: the index's first match for a preset is what the app opens.
@@ -93,6 +95,13 @@ RECIPES = [
     # BERT reads masked characters with the encoder's own curriculum: 8-, 16- and 32-character crops, then 64.
     # Post-norm at 4 layers of 128: at lr 3e-3 it stayed on the unigram whatever the curriculum
     Recipe("bert", "language", steps=8000, lr=1e-3, batch_size=32, corpus="english"),
+    # the same families reading byte-level BPE (assets/tokenizers, 2,048 tokens): variants, so the characters stay
+    # each preset's checkpoint. 192 tokens hold about 570 characters, a little more than the character models' 512,
+    # and a held-out sentence of 200 characters written twice (about 140 tokens)
+    Recipe("llama2", "language", lr=3e-3, **BPE),
+    Recipe("mistral", "language", lr=3e-3, **{**BPE, "repeat_rate": 0.35}),
+    Recipe("gpt2", "language", lr=2e-3, **BPE),
+    Recipe("qwen3", "language", lr=3e-3, **BPE),
     Recipe("llama2", "induction", steps=2000),  # at the English size the head forms later: 0.57 after 1,000 steps
     Recipe("mistral", "induction", steps=2000),  # as LLaMA 2's, at the English size
     Recipe("falcon", "induction", steps=2000),  # at the English size: 0.56 after 1,000 steps
@@ -122,7 +131,7 @@ def recipe_task(recipe: Recipe) -> Language | str:
     settings = {name: value for name, value in (("context", recipe.context), ("repeat_rate", recipe.repeat_rate))
                 if value is not None}
     return (Language(induction_warmup=recipe.induction_warmup, docstrings=recipe.docstrings, corpus=recipe.corpus,
-                     **settings) if recipe.task == "language" else recipe.task)
+                     tokens=recipe.tokens, **settings) if recipe.task == "language" else recipe.task)
 
 
 def train_recipe(recipe: Recipe, directory: Path) -> None:
@@ -138,7 +147,7 @@ def train_recipe(recipe: Recipe, directory: Path) -> None:
     path = directory / recipe.name
     store_as = None
     if recipe.bfloat16:
-        meta["storage"], store_as = halved_storage(model, recipe.corpus)
+        meta["storage"], store_as = halved_storage(model, recipe.corpus, task.tokenizer, task.context)
     checkpoint.save(model, path, meta, store_as=store_as)
     state.unlink()  # the run is done: training this recipe again starts afresh
     seconds = meta["training"]["seconds"]
@@ -146,11 +155,20 @@ def train_recipe(recipe: Recipe, directory: Path) -> None:
           f"{json.dumps(meta.get('figures', {}))}", flush=True)
 
 
-def halved_storage(model, corpus: str) -> tuple[dict, torch.dtype | None]:
-    """assets/ stays under 60 MB: bfloat16 storage (half the file) only where held-out bits move by < 0.01."""
-    full = language.bits_per_char(model, 256, corpus=corpus)
+def halved_storage(model, corpus: str, tokenizer=None,
+                   context: int = per_character.CONTEXT) -> tuple[dict, torch.dtype | None]:
+    """assets/ stays under 60 MB: bfloat16 storage (half the file) only where held-out bits move by < 0.01.
+    A model on learned tokens is measured per character of the same held-out text (``per_character``), in windows
+    no longer than it trained on."""
+    def bits(measured) -> float:
+        if tokenizer is not None and tokenizer.row.learned:
+            return per_character.bits_per_char(measured, tokenizer, language.held_out_text(corpus),
+                                               min(context, per_character.CONTEXT))
+        return language.bits_per_char(measured, 256, corpus=corpus)
+
+    full = bits(model)
     halved = copy.deepcopy(model).to(torch.bfloat16).float()
-    stored = language.bits_per_char(halved, 256, corpus=corpus)
+    stored = bits(halved)
     storage = {"dtype": "bfloat16", "held_out_bits_per_char_float32": round(full, 4),
                "held_out_bits_per_char_stored": round(stored, 4)}
     return storage, torch.bfloat16 if abs(stored - full) < 0.01 else None
@@ -161,7 +179,8 @@ def store_halved(recipe: Recipe, directory: Path) -> None:
     path = directory / recipe.name
     model, meta = checkpoint.load(path, device="cpu")
     meta = {k: v for k, v in meta.items() if k not in RESERVED_KEYS}
-    meta["storage"], store_as = halved_storage(model, recipe.corpus)
+    meta["storage"], store_as = halved_storage(model, recipe.corpus, getattr(model, "tokenizer", None),
+                                               recipe.context or per_character.CONTEXT)
     if store_as is None:
         print(f"{recipe.name}: held-out bits move by more than 0.01 in bfloat16; kept in float32 {meta['storage']}")
         return

@@ -2,6 +2,7 @@
 
     save(model, "assets/checkpoints/gpt2-induction", meta)  # -> .safetensors + .json
     model, meta = load("assets/checkpoints/gpt2-induction")
+    model.tokenizer.encode("The cat")                       # a language model's tokenizer (meta["tokenizer"] names it)
     find_checkpoint(PRESETS["llama2"])                      # the shipped weights of that preset, or None
 
 The file format (safetensors + JSON, ``save``, ``read_meta``, ``CheckpointError``) is
@@ -16,8 +17,8 @@ from pathlib import Path
 
 import torch
 
-from . import rnn, vision
-from .checkpoint_format import SHIPPED_DIR, CheckpointError, load_weights, read_document, read_meta, save
+from . import rnn, tokens, vision
+from .checkpoint_format import SHIPPED_DIR, CheckpointError, checkpoint_paths, load_weights, read_document, read_meta, save
 from .config import TransformerConfig
 from .model import Transformer
 
@@ -29,9 +30,29 @@ TASK_SIZED_FIELDS = ("vocab_size", "max_len")
 
 
 def load_transformer(path: str | Path, device: torch.device | str | None = None) -> tuple[Transformer, dict]:
-    """(Transformer of the file's config, in eval mode, meta): a checkpoint that marks no other kind."""
+    """(Transformer of the file's config, in eval mode, meta): a checkpoint that marks no other kind.
+
+    A language model (or any checkpoint whose JSON names a "tokenizer") comes with its tokenizer as
+    ``model.tokenizer`` and its description in meta["tokenizer"]; characters where the JSON names none."""
     document, cfg = read_meta(path)
-    return load_weights(Transformer(cfg, device=device), path), document
+    tokenizer = read_tokenizer(path, document, cfg.vocab_size)
+    model = load_weights(Transformer(cfg, device=device), path)
+    if tokenizer is not None:
+        model.tokenizer = tokenizer
+        document["tokenizer"] = tokenizer.describe()
+    return model, document
+
+
+def read_tokenizer(path: str | Path, document: dict, vocab_size: int):
+    """The tokenizer a checkpoint's JSON names ("tokenizer"), characters for a language model that names none,
+    None for a synthetic task's (its task spells its tokens). A missing or mismatched file is a CheckpointError."""
+    if "tokenizer" not in document and document.get("task") != "language":
+        return None
+    _, json_path = checkpoint_paths(path)
+    try:
+        return tokens.from_description(document.get("tokenizer"), vocab_size, beside=json_path.parent)
+    except ValueError as error:
+        raise CheckpointError(f"{json_path}: {error}") from None
 
 
 # a JSON entry that marks another kind of model -> the loader of that kind

@@ -19,6 +19,7 @@ from .base import Axis, Choice, divisors
 from .ffn import EXPERT_ACTIVATION, FFN, GELU_APPROXIMATE, ROUTER
 from .positions import POSITION, ROPE_SCALING
 from .stack import ARCH, BLOCK, DTYPE, NORM, NORM_POSITION
+from .tokens import TOKENS
 
 AXES: dict[str, Axis] = {
     "arch": ARCH,
@@ -39,6 +40,7 @@ AXES: dict[str, Axis] = {
     "feature_map": FEATURE_MAP,
     "gelu_approximate": GELU_APPROXIMATE,
     "dtype": DTYPE,
+    "tokens": TOKENS,  # no config field: a checkpoint's JSON names its tokenizer (transformer.tokens)
 }
 
 # config field -> its axis: the fields whose value is a key of the table

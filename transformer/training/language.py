@@ -4,61 +4,23 @@ The corpus is the Python documentation's topics that ship inside CPython
 (``pydoc_data.topics``: 79 topics, about 465,000 characters of English prose with
 code in it). Whole topics are held out, so held-out text is text the model never saw.
 
-The tokenizer gives one token per character for the characters that text uses
-(printable ASCII, newline, tab and the typographic quotes and dashes of the corpus),
-and spells every other character as its UTF-8 bytes, one token per byte. No text
-raises: emoji with joiners, Arabic, Hebrew and control characters all become byte
-tokens, and ``decode_text`` gives the exact text back.
+The character tokenizer (its table is in transformer/tokens.py, beside the BPE) gives one token per
+character for the characters that text uses (printable ASCII, newline, tab and the typographic quotes
+and dashes of the corpus), and spells every other character as its UTF-8 bytes, one token per byte.
+No text raises: emoji with joiners, Arabic, Hebrew and control characters all become byte tokens,
+and ``decode_text`` gives the exact text back.
 """
 from __future__ import annotations
 
 import functools
 import math
-import string
 
 import torch
 
 from ..hooks import hook_name
+# the character table lives with the other tokenizers (transformer/tokens.py); its names stay importable here
+from ..tokens import _CHAR_ID, _FIRST_BYTE_ID, BYTES, CHARACTERS, SPECIALS, VOCAB, decode_text, encode_chars  # noqa: F401
 from . import english
-
-SPECIALS = ("<bos>", "<mask>")
-# printable ASCII without the form feeds and vertical tab, then the corpus's own typography
-CHARACTERS = string.printable[:-3].replace("\r", "") + "’‘“”…—–"
-BYTES = tuple(f"<0x{b:02X}>" for b in range(256))
-VOCAB: tuple[str, ...] = (*SPECIALS, *CHARACTERS, *BYTES)
-
-_CHAR_ID = {c: len(SPECIALS) + i for i, c in enumerate(CHARACTERS)}
-_FIRST_BYTE_ID = len(SPECIALS) + len(CHARACTERS)
-
-
-def encode_chars(text: str) -> list[int]:
-    """Token ids for `text`, no framing: a character of the table is one id, any other its UTF-8 bytes."""
-    ids = []
-    for ch in text:
-        if ch in _CHAR_ID:
-            ids.append(_CHAR_ID[ch])
-        else:
-            ids.extend(_FIRST_BYTE_ID + b for b in ch.encode("utf-8"))
-    return ids
-
-
-def decode_text(ids) -> str:
-    """The text back from ids: characters as themselves, byte runs as UTF-8; special tokens are dropped."""
-    ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
-    out, pending = [], bytearray()
-    for i in map(int, ids):
-        if i >= _FIRST_BYTE_ID:
-            pending.append(i - _FIRST_BYTE_ID)
-            continue
-        if pending:
-            out.append(pending.decode("utf-8", errors="replace"))
-            pending = bytearray()
-        if i >= len(SPECIALS):
-            out.append(VOCAB[i])
-    if pending:
-        out.append(pending.decode("utf-8", errors="replace"))
-    return "".join(out)
-
 
 # --- the corpus ---------------------------------------------------------------------
 

@@ -27,7 +27,8 @@ from dataclasses import dataclass, fields
 import torch
 
 from ..axes import AXES
-from . import language
+from ..tokens import get_tokenizer
+from . import language, per_character
 
 LETTERS = string.ascii_lowercase
 DIGITS = string.digits
@@ -467,6 +468,7 @@ class Language(Task):
     mask_rate = 0.15
     docstrings = False  # train on the standard library's docstrings too (2.4x the text; held-out split unchanged)
     corpus = "python-docs"  # the text it reads: a key of language.CORPORA ("english": WordNet's everyday English)
+    tokens = "characters"  # how it reads the text: a key of AXES["tokens"] ("bpe": learned pieces; context in tokens)
     curriculum: tuple[tuple[float, dict], ...] = ()  # (share of training it lasts until, settings), in order
     # after the warm-up, 512-character crops: a held-out sentence of 200 characters written twice is 402 long
     INDUCTION_WARMUP = dict(context=512, repeat_rate=0.5, random_spans=0.0, log_uniform_lengths=True, curriculum=(
@@ -485,6 +487,7 @@ class Language(Task):
                              f"between 0 and 1; the plain recipe uses 0.25, the induction warm-up 0.5")
         if self.corpus not in language.CORPORA:
             raise ValueError(f"corpus={self.corpus!r} is not a corpus; choose one of {', '.join(language.CORPORA)}")
+        self.tokenizer = get_tokenizer(self.tokens)  # an unknown name is the axis's ValueError, listing the rows
         if not isinstance(self.context, int) or self.context < 1:
             raise ValueError(f"context={self.context!r} is the crop length in characters and must be a whole number "
                              f"of at least 1; the plain recipe uses 256, the induction warm-up 512")
@@ -511,7 +514,7 @@ class Language(Task):
 
     @property
     def vocab(self) -> list[str]:
-        return list(language.VOCAB)
+        return self.tokenizer.texts(range(self.tokenizer.vocab_size))
 
     @property
     def archs(self) -> tuple[str, ...]:
@@ -522,23 +525,29 @@ class Language(Task):
             raise ValueError(f"the language task trains decoders (next character) and encoders (masked characters), "
                              f"not arch={arch!r}; pick a decoder or encoder preset")
         return self if self.arch == arch else Language(masked=not AXES["arch"].row(arch).causal, induction_warmup=self.induction_warmup,
-                                                       docstrings=self.docstrings, corpus=self.corpus)
+                                                       docstrings=self.docstrings, corpus=self.corpus, tokens=self.tokens)
 
     def at(self, progress: float) -> "Language":
         for until, settings in self.curriculum:
             if progress < until:
-                return Language(masked=self.masked, **{"docstrings": self.docstrings, "corpus": self.corpus, **settings,
-                                                       "curriculum": ()})
+                return Language(masked=self.masked, **{"docstrings": self.docstrings, "corpus": self.corpus,
+                                                       "tokens": self.tokens, **settings, "curriculum": ()})
         return self
 
     def encode(self, text: str) -> list[int]:
-        """<bos> and one token per character (UTF-8 bytes for characters outside the table); never raises on text."""
+        """<bos> and the text's tokens (characters, UTF-8 bytes outside the table; or BPE pieces); never raises on text."""
         if not text:
             raise ValueError(f"the {self.name} task needs some text; try {self.example_text!r}")
-        return [self.token_id("<bos>"), *language.encode_chars(text)]
+        return [self.token_id("<bos>"), *self.tokenizer.encode(text)]
+
+    def training_ids(self) -> torch.Tensor:
+        """(N,) the training text in this task's tokens."""
+        if self.tokenizer.row.learned:
+            return per_character.train_ids(self.tokens, self.corpus)
+        return language.train_ids(self.docstrings, self.corpus)
 
     def make_batch(self, batch_size, generator):
-        corpus, T = language.train_ids(self.docstrings, self.corpus), self.context
+        corpus, T = self.training_ids(), self.context
         starts = torch.randint(len(corpus) - T - 1, (batch_size,), generator=generator)  # (B,)
         crops = corpus[starts[:, None] + torch.arange(T + 1)]  # (B, T + 1)
         bos = torch.full((batch_size, 1), self.token_id("<bos>"))
@@ -550,7 +559,7 @@ class Language(Task):
             targets = torch.cat((bos, text), dim=1)  # (B, 1 + T)
             loss_mask = torch.cat((no, masked), dim=1)  # (B, 1 + T)
             return Batch(targets=targets, loss_mask=loss_mask, input_ids=targets.masked_fill(loss_mask, self.token_id("<mask>")))
-        typed = torch.tensor(language.encode_chars(self.random_alphabet))
+        typed = torch.tensor([i for ch in self.random_alphabet for i in self.tokenizer.encode(ch)])
         for row in range(batch_size):
             if torch.rand((), generator=generator) < self.repeat_rate:  # one span, again and again
                 L = (_log_uniform if self.log_uniform_lengths else _randint)(*self.repeat_lengths, generator)

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from .. import checkpoint
-from . import language
+from . import language, per_character
 from ..config import TransformerConfig
 from ..ffn import MoE
 from ..model import Transformer, default_device
@@ -213,6 +213,8 @@ def evaluate(model: Transformer, task: str | Task, n_batches: int = 8, batch_siz
     """Accuracy on answer positions over fresh batches (a seed the training loop does not use by default);
     for the language task, on held-out topics (next character, or masked characters for an encoder)."""
     task = get_task(task)
+    if task.name == "language" and task.tokenizer.row.learned:  # next learned token, windows counted in tokens
+        return per_character.held_out_accuracy(model, task.tokenizer, task.corpus)
     if task.name == "language":
         return language.held_out_accuracy(model, corpus=task.corpus)
     data = torch.Generator().manual_seed(seed)
@@ -246,7 +248,10 @@ def describe(model: Transformer, task: str | Task, history: list[dict], settings
             meta["corpus"]["also"] = ("the docstrings of the standard library's public modules, classes and functions "
                                       f"({len(language.docstrings())} of them, {len(language.train_ids(True))} "
                                       "training characters in all with the topics)")
-        meta["figures"] = language.measure(model, context=task.context, corpus=task.corpus)
+        meta["tokenizer"] = task.tokenizer.describe()
+        learned = task.tokenizer.row.learned  # a BPE model's figures: per character, windows counted in tokens
+        meta["figures"] = (per_character.measure(model, task.tokenizer, task.corpus, task.context) if learned
+                           else language.measure(model, context=task.context, corpus=task.corpus))
     return meta
 
 

@@ -47,6 +47,7 @@ PAGES: tuple[PageEntry, ...] = (
               ("pages/ffn.py", "FFN and MoE", ":material/calculate:"),
               ("pages/scores.py", "Scores: QK-norm, caps, sinks", ":material/sliders:")),
     *_section("Why it works",
+              ("pages/tokens.py", "Tokens", ":material/text_fields:"),
               ("pages/before_attention.py", "Before attention", ":material/skip_previous:"),
               ("pages/state.py", "The state", ":material/loop:"),
               ("pages/scaling.py", "Why divide by √d", ":material/function:"),

@@ -4,6 +4,7 @@ trained weights (their task, their score, their measured heads).
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -21,13 +22,15 @@ class WeightsInfo:
     task: str | None = None  # the checkpoint's task: its vocabulary encodes the text
     trained_tokens: int | None = None  # the longest sequence it trained on: past it, a view says so
     heads: str = ""  # what its measured heads do, beside random-init weights (language checkpoints)
+    tokenizer: str = ""  # the JSON of the tokenizer its checkpoint names ("": its task's own tokens)
 
 
 def trained_info(name: str, meta: dict) -> WeightsInfo:
     """The banner of a trained checkpoint, read from its JSON."""
     score = score_text(meta)
     return WeightsInfo("trained", f"{name} ({meta.get('task')} task{', ' + score if score else ''})", meta.get("task"),
-                       trained_length(meta), heads_text(meta))
+                       trained_length(meta), heads_text(meta),
+                       json.dumps(meta["tokenizer"], sort_keys=True) if "tokenizer" in meta else "")
 
 
 class _ShippedModel(NamedTuple):

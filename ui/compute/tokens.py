@@ -1,16 +1,18 @@
 """Text -> the tokens a model reads, and ids -> the labels a page shows.
 
-One token per character for random weights; the task's vocabulary for a trained checkpoint; the model's own
-tokenizer for a Hugging Face model.
+One token per character for random weights; the task's vocabulary for a trained checkpoint, or the learned
+tokenizer (BPE) its JSON names; the model's own tokenizer for a Hugging Face model.
 """
 from __future__ import annotations
 
 import json
 import unicodedata
 from dataclasses import dataclass
+from pathlib import Path
 
 import streamlit as st
 
+from transformer.tokens import from_description
 from transformer.training.tasks import get_task
 from ui.compute.weights import WeightsSource, weights_info
 
@@ -72,6 +74,14 @@ def encode_text(text: str, config_json: str, weights: str = "", max_tokens: int 
     the model's own tokenizer for a Hugging Face model, else one token per character."""
     info = weights_info(config_json, weights)
     vocab_size = json.loads(config_json)["vocab_size"]
+    learned = learned_tokenizer(info.tokenizer, vocab_size, weights)
+    if learned is not None:  # a checkpoint trained on learned pieces reads the text in its own tokens
+        if not text:
+            raise ValueError("The input text is empty: type at least one character.")
+        ids = [0, *learned.encode(unicodedata.normalize("NFC", text))]  # <bos> first, as in training
+        truncated_from = len(ids) if len(ids) > max_tokens else None
+        ids = ids[:max_tokens]
+        return Tokens(ids, learned.pieces(ids), truncated_from)
     if info.task is not None:
         task = get_task(info.task)
         ids = task.encode(unicodedata.normalize("NFC", text))
@@ -93,6 +103,9 @@ def encode_text(text: str, config_json: str, weights: str = "", max_tokens: int 
 def token_labels(ids, config_json: str, weights: str = "") -> list[str]:
     """Labels of model-vocabulary ids, as the input's tokens are labelled."""
     info = weights_info(config_json, weights)
+    learned = learned_tokenizer(info.tokenizer, json.loads(config_json)["vocab_size"], weights)
+    if learned is not None:
+        return learned.pieces(ids)
     if info.task is not None:
         return visible(get_task(info.task).decode(ids))
     if info.kind == "huggingface":
@@ -100,3 +113,15 @@ def token_labels(ids, config_json: str, weights: str = "") -> list[str]:
         if tokenizer is not None:
             return visible(tokenizer.convert_ids_to_tokens(list(ids)), list(ids))
     return [char_label(chr(int(i))) for i in ids]
+
+
+def learned_tokenizer(description: str, vocab_size: int, weights: str = ""):
+    """The learned tokenizer (BPE) a checkpoint's JSON names, or None for one that reads characters or its task's
+    tokens; its file is looked for beside a checkpoint file, then in assets/tokenizers. A missing file or another
+    vocabulary size is the library's ValueError, which the page shows."""
+    if not description:
+        return None
+    source = WeightsSource.parse(weights)
+    beside = Path(source.path).parent if source.kind == "checkpoint" else None
+    tokenizer = from_description(json.loads(description), vocab_size, beside)
+    return tokenizer if tokenizer.row.learned else None
