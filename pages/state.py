@@ -177,15 +177,16 @@ for _ in when_open(tabs[3]):
     st.download_button("Download the table (CSV)", on_click="ignore", file_name="cache_against_state.csv",
                        mime="text/csv", data=lambda: table.to_csv(index=False))
     q = measure.QWEN3_NEXT
-    full, hybrid, linear = totals.values()  # the shapes in SHAPES' order: all GQA, the 3:1 hybrid, all linear
+    full, hybrid, linear = list(totals.values())[:3]  # SHAPES' first three: all GQA, the 3:1 hybrid, all linear
     st.caption(f"From the sizes alone (`transformer.costs.kv_cache_bytes`, checked against the library's own cache): a "
                f"softmax layer holds 2 · G · d_head · T · bytes = 2 · {q.n_kv_heads} · {q.d_head} · T · {n_bytes}; "
                f"a Gated DeltaNet layer holds H · d_k · d_v · bytes = {q.state_heads} · {q.state_d_k} · "
                f"{q.state_d_v} · {n_bytes} for its states, plus its short convolution's last {q.linear_conv_size - 1} "
                f"inputs of 2 · {q.state_key_heads} · {q.state_d_k} + {q.state_heads} · {q.state_d_v} channels, "
                f"whatever T. At {context:,} tokens the hybrid holds {hybrid / full:.1%} of the all-GQA model's bytes, "
-               f"the all-linear model {linear / full:.2%}. Shapes from Qwen3-Next-80B-A3B's published config; one "
-               "sequence, a batch multiplies everything.")
+               f"the all-linear model {linear / full:.2%}. Shapes from Qwen3-Next-80B-A3B's published config, then the "
+               "other state-keeping families' cards as published (their full layers may be latent attention, "
+               "Kimi Linear, or few, LFM2); one sequence, a batch multiplies everything.")
 
 for _ in when_open(tabs[4]):
     st.subheader("Capacity: how many key–value pairs a state recalls")

@@ -19,8 +19,9 @@ from transformer.axes.attention import KIND_FIELDS
 from transformer.costs import kv_cache_bytes
 from transformer.hooks import hook_name
 from transformer.linear_attention import recurrent_form
+from transformer.presets import MODEL_CARDS
 
-from ui.compute.layers import HYBRID, SOFTMAX, state_layers, with_attention_layers
+from ui.compute.layers import HYBRID, SOFTMAX, non_softmax_layers, state_layers, with_attention_layers
 from ui.compute.model_cache import get_model
 
 SITES = ("hook_q", "hook_k", "hook_v", "hook_phi_q", "hook_phi_k", "hook_decay", "hook_channel_decay", "hook_beta",
@@ -224,20 +225,21 @@ def holds_to(result: Capacity, rule: str, measure: str, level: float = 0.9) -> i
 
 # --- memory at real sizes ----------------------------------------------------------------------------------------
 
-# Qwen3-Next-80B-A3B, from its published config.json: 48 layers, full_attention_interval 4 (every fourth layer is
-# softmax attention: 16 q heads, 2 kv heads of head_dim 256), Gated DeltaNet in the others (linear_num_key_heads 16,
-# linear_num_value_heads 32, key and value head dims 128, linear_conv_kernel_dim 4). Only the sizes the cache
-# depends on; the FFN (512 experts) holds nothing of the past.
-QWEN3_NEXT = TransformerConfig(vocab_size=151936, d_model=2048, n_layers=48, n_heads=16, n_kv_heads=2, head_dim=256,
-                               max_len=262144, attention_layers=HYBRID, linear_key_heads=16, linear_value_heads=32,
-                               linear_key_head_dim=128, linear_value_head_dim=128, linear_conv_size=4)
+# Qwen3-Next-80B-A3B from its card (published config.json): every fourth of 48 layers softmax attention (16 q heads,
+# 2 kv heads of head_dim 256), Gated DeltaNet in the others (16 key heads, 32 value heads, both 128 wide, a
+# convolution of 4). The same model with one kind in every layer, then the other state-keeping families as published.
+QWEN3_NEXT = MODEL_CARDS["qwen3-next"].real["80B-A3B"]
 SHAPES = {
     "GQA in all 48 layers (Qwen3-Next's softmax layers everywhere)":
         QWEN3_NEXT.replace(attention_layers=SOFTMAX, linear_key_heads=None, linear_value_heads=None,
                            linear_key_head_dim=None, linear_value_head_dim=None),
     "Qwen3-Next-80B-A3B: 36 Gated DeltaNet + 12 GQA layers (3:1)": QWEN3_NEXT,
     "Gated DeltaNet in all 48 layers (Qwen3-Next's linear layers everywhere)":
-        QWEN3_NEXT.replace(attention_layers=QWEN3_NEXT.linear_kind, position="none", n_kv_heads=None),
+        QWEN3_NEXT.replace(attention_layers=QWEN3_NEXT.linear_kind, position="none", n_kv_heads=None, qk_norm="none",
+                           attn_gate=False, rope_dim=None),
+    **{f"{card.name} {size}: {len(kept)} state + {cfg.n_layers - len(kept)} softmax layers": cfg
+       for card in MODEL_CARDS.values() if card.key != "qwen3-next" for size, cfg in card.real.items()
+       for kept in [non_softmax_layers(cfg)] if 0 < len(kept) < cfg.n_layers},
 }
 CONTEXTS = np.unique(np.logspace(3, 20 * math.log10(2), 41).round().astype(int))  # 1,000 to 2^20 tokens
 MARKED = (1024, 4096, 32768, 131072, 1048576)
