@@ -79,8 +79,7 @@ if running:
         + f". `{document.COMMAND}` goes on where it stopped.")
 absent = [spec.axis for key, spec in COMPARISONS.items() if key not in {c["key"] for c in data["comparisons"]}]
 if absent:
-    st.caption(f"Declared for the next run, not in this file: {', '.join(absent)}. An indexer's top-k against dense "
-               "attention is not declared: the library has no indexer to switch on yet.")
+    st.caption(f"Declared for the next run, not in this file: {', '.join(absent)}.")
 if not finished:
     st.stop()
 

@@ -4,8 +4,8 @@ measured against, and the verdicts the claim predicts for it), and the cost it i
 every comparison (verdict.py); judgement.py applies it to the runs.
 
 The next run's comparisons beyond the lecture's axes: tied vs untied embeddings, full attention vs a 3:1 hybrid
-vs pure Gated DeltaNet, NoPE on every fourth layer vs RoPE everywhere. An indexer's top-k against dense attention
-is not among them: the library has no indexer to switch on yet.
+vs pure Gated DeltaNet, NoPE on every fourth layer vs RoPE everywhere, a lightning indexer's top-k keys against
+every key.
 """
 from __future__ import annotations
 
@@ -159,6 +159,14 @@ def _nope_entries(r: Recipe) -> list[Entry]:
                   predicted={f"{m}x": ("better",) for m in LENGTHS[1:]})]
 
 
+def _indexer_entries(r: Recipe) -> list[Entry]:
+    layers = {"n_layers": r.frontier_layers}
+    quarter = r.context // 4  # k = T/4: each query keeps a quarter of a full crop's keys
+    return [Entry("dense attention", layers),
+            Entry(f"indexer top-{quarter}", {**layers, "index_top_k": quarter, "index_heads": 4, "index_head_dim": 16},
+                  predicted={"1x": AGREES_IF_NO_LOSS})]
+
+
 TIED = ("Every model of this comparison tied its input and output embeddings (the output head reuses the input "
         "embedding matrix). Tied, the deep post-norm models stalled near the unigram level; untied, post-norm may "
         "train, so what is measured here may be the tie's doing as much as post-norm's. The next recipe unties the "
@@ -233,9 +241,16 @@ COMPARISONS: dict[str, Comparison] = {c.key: c for c in (
                "parameters",
                "Contexts of 128k tokens and more, where Llama 4 uses it; here 4× a crop of 128 characters.",
                _nope_entries, lengths=LENGTHS, longer_against="reference"),
+    Comparison("indexer", "Indexer top-k", "Keys chosen",
+               Claim("A lightning indexer that keeps each query's top-k keys attends sparsely at little or no cost in "
+                     "quality.", "DeepSeek-V3.2 technical report (DeepSeek-AI, 2025)", lecture=False),
+               "parameters",
+               "DeepSeek-V3.2 keeps 2,048 of up to 128k keys, trains its indexer to match the dense weights first, "
+               "and saves compute only at long context; here a quarter of a 128-character crop, trained from the "
+               "start with the model.", _indexer_entries),
 )}
 
-NEXT_RUN_ONLY = ("embeddings", "attention-kinds", "nope")  # declared for the next recipe: no run of them is shipped
+NEXT_RUN_ONLY = ("embeddings", "attention-kinds", "nope", "indexer")  # declared for the next recipe: no run of them is shipped
 
 
 def entry_config(recipe: Recipe, entry: Entry) -> TransformerConfig:
