@@ -131,7 +131,7 @@ for _ in when_open(attention_tab):
     if implied:
         st.warning(f"Layer {layer} of {' and '.join(implied)} keeps a state: its map holds the **implied weights**, "
                    "the matrix whose product with V is the layer's read. They are not a softmax: a row need not sum "
-                   "to 1 and a weight may be negative, so A and B share a scale centred on a white 0 here.", icon="⚠️")
+                   "to 1 and a weight may be negative, so A and B share a scale centred on a white 0 here.", icon=":material/warning:")
     if weights["A"].shape != weights["B"].shape:
         st.caption(f"No difference map: A's matrix is {weights['A'].shape} and B's {weights['B'].shape}.")
     if cfg_a.row("arch").cross or cfg_b.row("arch").cross:

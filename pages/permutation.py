@@ -54,7 +54,7 @@ def bump_seed() -> None:
 
 col1, col2, col3 = st.columns([2, 1, 2])
 col1.number_input("Shuffle seed", min_value=0, max_value=99_999, step=1, key="perm_seed", **KEEP)
-col2.button("🔀 Shuffle again", on_click=bump_seed, help="the next seed: a new random order")
+col2.button(":material/shuffle: Shuffle again", on_click=bump_seed, help="the next seed: a new random order")
 col3.selectbox("Precision", list(DTYPES), key="perm_dtype", **KEEP,
                help="float64 shows what float32 rounding hides: the same sums in another order round differently")
 seed, dtype = int(st.session_state["perm_seed"]), st.session_state["perm_dtype"]
@@ -67,7 +67,7 @@ if [ids[i] for i in perm.tolist()] == list(ids):
 st.info(f"Each model here has the sidebar's sizes and axes (d_model = {cfg.d_model}, {cfg.n_heads} heads, "
         f"{cfg.n_layers} layers, {axes.label('norm', cfg.norm)}, {axes.label('ffn', cfg.ffn)}) with its position scheme and mask replaced, and **random weights** "
         f"(seed {ctx.state.seed}, each matrix N(0, 1/fan_in) so the scores are of order 1) — trained weights belong to "
-        "one position scheme only. Equivariance is a property of the architecture, not of the weights.", icon="🎲")
+        "one position scheme only. Equivariance is a property of the architecture, not of the weights.", icon=":material/casino:")
 
 if state_layers(cfg):  # a state is written in order: no linear layer can be bidirectional, or blind to order
     st.info(f"The sidebar's model has linear layers ({', '.join(str(i) for i in state_layers(cfg))}); the models "

@@ -120,7 +120,7 @@ if implied:
     st.warning(f"Layer {layer} is {spec.row.label}: it keeps a state instead of weighing keys by a softmax. Its "
                "views show the **implied weights**, the matrix whose product with V is the layer's read. They are "
                f"not a softmax: a row need not sum to 1 (here the rows sum to {sums.min():.3g} … {sums.max():.3g}) "
-               "and a weight may be negative (blue) or above 1. The State page shows the state itself.", icon="⚠️")
+               "and a weight may be negative (blue) or above 1. The State page shows the state itself.", icon=":material/warning:")
 
 # --- the views, one tab each: a rerun computes and draws only the open tab's ---------------------------
 # (a sidebar change redrew a dozen charts and sampled 40 tokens to show the few on screen)

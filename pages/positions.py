@@ -83,7 +83,7 @@ for _ in when_open(learned_tab):
         table = learned_table(learned_cfg.to_json(), ctx.state.seed)
         st.warning("No trained checkpoint with learned positions is available, so this is the table of the current "
                    "model's configuration with learned positions — **untrained: random numbers**. Training shapes it: "
-                   "nearby rows become similar. Note its hard limit: it has exactly max_len rows.", icon="🎲")
+                   "nearby rows become similar. Note its hard limit: it has exactly max_len rows.", icon=":material/casino:")
     shown = table[:n_positions]
     col1, col2 = st.columns(2)
     show_chart(cached_figure(figs.position_table, shown, f"learned table, first {len(shown)} of {len(table)} rows"),

@@ -106,7 +106,7 @@ for _ in when_open(tabs[1]):
     st.warning(f"**The implied weights are not a softmax.** The read equals these weights times the values, "
                f"Σ_j w_j v_j, but no softmax made them: this row sums to {row_weights.sum():.3g}, not 1, and a weight "
                "may be larger than 1 or below 0 (under the delta rule, where a later, similar key overwrote an "
-               "earlier value). The Attention playground draws them for every head on the same scale.", icon="⚠️")
+               "earlier value). The Attention playground draws them for every head on the same scale.", icon=":material/warning:")
     st.caption(f"Three ways to the same read: q_tᵀ S_t / √d_k from the recorded state and query (largest difference "
                f"from `hook_z`: {gaps[0]:.1e}); the implied weights times V ({gaps[1]:.1e}); and `hook_z` itself. "
                "The query never sees the past tokens, only the state they left.")

@@ -99,11 +99,11 @@ else:
 col2.markdown(f"**Measured here.** {comp['verdict']}")
 status = comp["claim_status"]
 if status == "disagrees":  # a finding, not a fault of the page: a warning, never an error
-    st.warning("**They disagree:** the measurement here contradicts the claim.", icon="⚖️")
+    st.warning("**They disagree:** the measurement here contradicts the claim.", icon=":material/balance:")
 elif status == "not tested at this size":
-    st.info(f"**Not tested at this size:** {comp['claim_why']}.", icon="⚖️")
+    st.info(f"**Not tested at this size:** {comp['claim_why']}.", icon=":material/balance:")
 elif status == "undecided":
-    st.info(f"**Undecided:** {comp['claim_why']}.", icon="⚖️")
+    st.info(f"**Undecided:** {comp['claim_why']}.", icon=":material/balance:")
 if comp.get("seeds_wanted"):
     st.caption(f"Undecided after its seeds: `{document.COMMAND}` going on with this file's recipe gives these more "
                "(up to 5): " + ", ".join(

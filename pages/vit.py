@@ -51,7 +51,7 @@ st.success(f"Trained weights: {cfg.n_layers} encoder blocks, {cfg.n_heads} heads
            f"{sum(p.numel() for p in model.parameters()):,} parameters"
            + (f", trained in {seconds:.0f} CPU seconds on one thread" if isinstance(seconds, (int, float)) else "")
            + f". On the {len(images)} held-out digits it is right {len(images) - len(wrong)} times "
-           f"({1 - len(wrong) / len(images):.1%}).", icon="🎓")
+           f"({1 - len(wrong) / len(images):.1%}).", icon=":material/school:")
 
 
 def jump_to_wrong() -> None:
@@ -86,10 +86,10 @@ c1.caption("Each patch (orange borders) becomes one token, numbered in reading o
            f"A token is the patch's {shape.patch_pixels} pixels through one linear map, plus a learned position.")
 show_chart(figs.class_probabilities(probabilities, label), key="vit_probabilities", where=c2)
 if guess == label:
-    c2.markdown(f"**Prediction {guess}** with probability {probabilities[guess]:.2f} — the true label is {label}. ✅")
+    c2.markdown(f"**Prediction {guess}** with probability {probabilities[guess]:.2f} — the true label is {label}. :material/check_circle:")
 else:
     c2.markdown(f"**Prediction {guess}** with probability {probabilities[guess]:.2f}, but the true label is "
-                f"**{label}** (probability {probabilities[label]:.2f}). ❌")
+                f"**{label}** (probability {probabilities[label]:.2f}). :material/cancel:")
 
 # --- where [CLS] looks -----------------------------------------------------------------------
 st.subheader(f"Where [CLS] looks in layer {layer}")

@@ -36,3 +36,24 @@ def test_the_browser_tab_icon_is_a_material_icon():
     icons = [keyword.value.value for node in ast.walk(app) if isinstance(node, ast.Call)
              for keyword in node.keywords if keyword.arg == "page_icon"]
     assert icons and all(material_name(icon) for icon in icons), icons
+
+
+EMOJI = re.compile("[\U0001F300-\U0001FAFF\u2600-\u26FF\u2705\u274C\u2B50]")  # drawn only by an emoji font
+APP_FILES = sorted([ROOT / "app.py", *(ROOT / "pages").glob("*.py"), *(ROOT / "ui").rglob("*.py")])
+
+
+@pytest.mark.parametrize("path", APP_FILES, ids=lambda path: str(path.relative_to(ROOT)))
+def test_no_alert_banner_or_button_icon_is_an_emoji(path):
+    """The icons of st.success / info / warning / error, page links and buttons, as the navigation's: Material."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    icons = [keyword.value.value for node in ast.walk(tree) if isinstance(node, ast.Call)
+             for keyword in node.keywords if keyword.arg == "icon" and isinstance(keyword.value, ast.Constant)]
+    assert all(material_name(icon) for icon in icons), [icon for icon in icons if not material_name(icon)]
+    labels = [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+              and EMOJI.search(node.value)]
+    allowed = path.name in {"tokens.py", "token_counts.py"}  # the Tokens page splits emoji on purpose
+    assert allowed or not labels, labels
+
+
+def test_the_emoji_check_sees_an_emoji():
+    assert EMOJI.search("🎓 trained") and EMOJI.search("done ✅") and not EMOJI.search("✓ ✗ · — √")

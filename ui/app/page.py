@@ -75,17 +75,17 @@ def past_trained_context(info, n_tokens: int) -> None:
     if info.trained_tokens is not None and n_tokens > info.trained_tokens:
         st.warning(f"This text is {n_tokens} tokens long; the checkpoint trained on sequences of at most "
                    f"{info.trained_tokens} (its start token included). From token {info.trained_tokens + 1} on, the "
-                   "views show the model beyond its trained context.", icon="📏")
+                   "views show the model beyond its trained context.", icon=":material/straighten:")
 
 
 def weights_banner(info, seed: int) -> None:
     """Say plainly whether the weights were trained."""
     if info.kind == "trained":
-        st.success(f"Trained weights: {info.label}.", icon="🎓")
+        st.success(f"Trained weights: {info.label}.", icon=":material/school:")
     elif info.kind == "huggingface":
-        st.success(f"Weights: {info.label}.", icon="🤗")
+        st.success(f"Weights: {info.label}.", icon=":material/hub:")
     else:
         col1, col2 = st.columns([4, 1])
         col1.warning(f"Untrained weights (random, seed {seed}): the patterns show the mechanics, not learned "
-                     "behaviour. No shipped checkpoint has exactly these axes and sizes.", icon="🎲")
-        col2.page_link("pages/train.py", label="Train this variant", icon="🏋️")
+                     "behaviour. No shipped checkpoint has exactly these axes and sizes.", icon=":material/casino:")
+        col2.page_link("pages/train.py", label="Train this variant", icon=":material/fitness_center:")

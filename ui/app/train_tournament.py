@@ -167,7 +167,7 @@ def offer_tournament_task(cfg, task, lr: float, warmup: int):
     recipe = data["recipe"]
     names = "; ".join(f"{c['axis']}: {e['choice']}" for c, e in cells)
     st.info(f"This model is a cell of **Trade-offs, measured** ({names}). Train it here and the page compares your "
-            "run with the tournament's seeds.", icon="🏁")
+            "run with the tournament's seeds.", icon=":material/flag:")
     if recipe["corpus"] == "english" and not english.WORDNET_DIR.exists():
         st.caption(f"The tournament trained on WordNet's English, which needs Debian's wordnet-base on this machine "
                    f"({english.INSTALL_HINT}); this run reads the task's own text, so only the shape compares.")
