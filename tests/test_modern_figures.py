@@ -29,6 +29,8 @@ def test_the_plan_strip_draws_each_layers_row_of_the_plan():
     gemma4 = TransformerConfig(n_layers=4, kv_shared_layers="last 1")  # the last layer reads layer 2's K and V
     assert [c["K/V from"] for c in modern.plan_cells(gemma4.layer_plan(), "RoPE", rotating=True)] == [
         "own", "own", "own", "layer 2"]
+    indexed = TransformerConfig(n_layers=2, index_top_k=16, index_heads=2, index_head_dim=16)  # DeepSeek-V3.2's
+    assert [c["keys"] for c in modern.plan_cells(indexed.layer_plan(), "RoPE", rotating=True)] == ["top-16"] * 2
     alibi = modern.plan_cells(TransformerConfig(position="alibi").layer_plan(), "ALiBi", rotating=False)
     assert [cell["positions"] for cell in alibi] == ["ALiBi", "ALiBi"]  # a bias on every layer's scores
 

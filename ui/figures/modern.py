@@ -19,12 +19,14 @@ PLAN_FACETS = ("attention", "keys", "positions", "K/V from")  # the layer plan's
 
 
 def plan_cells(plan, position_label: str, rotating: bool) -> list[dict[str, str]]:
-    """One layer's words per facet, from the rows of ``cfg.layer_plan()``: its kind, the keys it sees, its
+    """One layer's words per facet, from the rows of ``cfg.layer_plan()``: its kind, the keys it sees (a window, a
+    chunk, the indexer's top k, or all), its
     positions (a rotating scheme, or NoPE on a layer it leaves out; any other scheme acts on every layer) and the
     layer whose K/V it reads."""
     return [{"attention": AXES["attention"].row(spec.kind).label,
              "keys": (f"local {spec.window}" if spec.window is not None
-                      else f"chunk {spec.chunk}" if spec.chunk is not None else "global"),
+                      else f"chunk {spec.chunk}" if spec.chunk is not None
+                      else f"top-{spec.index_top_k}" if spec.selects_keys else "global"),
              "positions": position_label if spec.rotates or not rotating else "NoPE",
              "K/V from": "own" if spec.kv_from == spec.index else f"layer {spec.kv_from}"} for spec in plan]
 
