@@ -94,12 +94,14 @@ SITE_NODES = {
     "hook_embed": "embed", "hook_pos_embed": "pos", "hook_logits": "head",
     "hook_resid_pre": "ln1", "hook_attn_out": "attn", "hook_resid_mid": "attn",
     "hook_cross_attn_out": "cross", "hook_resid_cross": "cross", "hook_mlp_out": "ffn", "hook_resid_post": "ffn",
+    "hook_per_layer_out": "ffn",  # Gemma 4: a layer's own input, gated in after its FFN
 }
 # ... and every site inside a module (q, k, the pattern; a norm's output; the router) by that module's name
 MODULE_NODES = {
     "ln1": "ln1", "attn": "attn", "ln_cross": "cross", "cross_attn": "cross", "ln2": "ln2", "mlp": "ffn",
     "ln1_post": "ln1_post", "ln_cross_post": "ln_cross_post", "ln2_post": "ln2_post",
     "ln_final": "ln_final", "ln_embed": "embed", "head_norm": "head",
+    "per_layer_embed": "embed", "per_layer": "ffn",  # Gemma 4's per-layer inputs: made beside the embedding, used after the FFN
 }
 
 
