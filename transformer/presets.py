@@ -332,8 +332,8 @@ _RECENT_CARDS = [
           {"Text-01": 456e9}, {"Text-01": 45.9e9},
           classroom=dict(n_layers=8, n_kv_heads=2, n_experts=4), active_counts="non-embedding"),
     # Llama 4's text models, from their published config.json: 48 layers, 36 of them chunked. Meta's 109B and 400B
-    # count the whole checkpoint, Scout's vision encoder included (its text model, counted here: 107.8B, 1.1% under);
-    # 17B active counts the embedding lookup (17.17B). Two parts are not built as released, neither changing a
+    # round the whole checkpoint, the vision encoder included (the text models counted here: 107.8B, 1.1% under,
+    # and 400.7B); 17B active counts the embedding lookup (17.17B). Two parts are not built as released, neither changing a
     # count: Llama 4 multiplies a token by its router score before the expert (ours scales the expert's output);
     # Maverick alternates dense and MoE layers (1, 3, 5 ... route), which this library cannot place, so its 24 dense
     # layers come first (first_dense_layers) -- the same parameters in another order. Scout's RoPE stretch to 10M
@@ -348,7 +348,7 @@ _RECENT_CARDS = [
           {"Scout": 109e9, "Maverick": 400e9}, {"Scout": 17e9, "Maverick": 17e9},
           classroom=dict(n_layers=4, n_kv_heads=2, n_experts=4, d_expert=32, attention_chunk=64)),
     # SmolLM3 3B (Hugging Face, 2025): 3.08B as its model page gives it (3.075B with the one embedding table).
-    # Nothing windowed: the NoPE layers (9 of 36) save parameters of no kind and cache as much as the others,
+    # Nothing windowed: the NoPE layers (9 of 36) hold as many parameters and cache as much as the others,
     # 4 kv heads of 128 in every layer: bf16, 0.28 GiB at 4k tokens, 9 GiB at 128k, 72 GiB at 1M (64k its context)
     _card("smollm3", "SmolLM3", 2025, "decoder · GQA · RoPE, NoPE every 4th layer · pre-RMSNorm · SwiGLU · "
           "tied embeddings", _SMOLLM3,
