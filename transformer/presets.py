@@ -333,8 +333,8 @@ _RECENT_CARDS = [
           classroom=dict(n_layers=8, n_kv_heads=2, n_experts=4), active_counts="non-embedding"),
     # Llama 4's text models, from their published config.json: 48 layers, 36 of them chunked. Meta's 109B and 400B
     # round the whole checkpoint, the vision encoder included (the text models counted here: 107.8B, 1.1% under,
-    # and 400.7B); 17B active counts the embedding lookup (17.17B). Two parts are not built as released, neither changing a
-    # count: Llama 4 multiplies a token by its router score before the expert (ours scales the expert's output);
+    # and 400.7B); 17B active counts the embedding lookup (17.17B). Two parts are not built as released, neither
+    # changing a count: Llama 4 multiplies a token by its router score before the expert (ours scales the expert's output);
     # Maverick alternates dense and MoE layers (1, 3, 5 ... route), which this library cannot place, so its 24 dense
     # layers come first (first_dense_layers) -- the same parameters in another order. Scout's RoPE stretch to 10M
     # (llama3 with both frequency factors 1) is left out: this library's llama3 RoPE asks high > low.
