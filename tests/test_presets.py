@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from transformer import MODEL_CARDS, PRESETS, Transformer, default_device, kv_cache_bytes_per_token, param_counts
-from transformer.costs import multiplied_params
+from transformer.costs import kv_cache_bytes, multiplied_params
 
 # published totals (and active parameters per token of the MoE models), from the model papers and cards
 PUBLISHED = [
@@ -35,6 +35,15 @@ PUBLISHED = [
     ("deepseek-v3.2", "671B", "active", 37e9),  # counted as what a token multiplies by (ModelCard.active_counts)
     ("glm-5", "744B", "total", 744e9),
     ("glm-5", "744B", "active", 40e9),  # counted outside the embedding and the output matrix
+    # Meta's Llama 4 release: the whole checkpoint, Scout's vision encoder included (its text model is 1.1% under);
+    # active counts the embedding lookup
+    ("llama4", "Scout", "total", 109e9),
+    ("llama4", "Scout", "active", 17e9),
+    ("llama4", "Maverick", "total", 400e9),
+    ("llama4", "Maverick", "active", 17e9),
+    ("smollm3", "3B", "total", 3.08e9),  # its Hugging Face model page
+    ("olmo3", "7B", "total", 7.3e9),  # their Hugging Face model pages
+    ("olmo3", "32B", "total", 32.2e9),
 ]
 
 
@@ -108,11 +117,82 @@ def test_the_modern_cards_real_dimensions():
     assert [c.n_layers for c in MODEL_CARDS["llama3"].real.values()] == [32, 80, 126]
 
 
+def test_the_2025_cards_lay_out_their_layers_as_published():
+    for size, experts in (("Scout", 16), ("Maverick", 128)):
+        llama4 = MODEL_CARDS["llama4"].real[size]
+        plan = llama4.layer_plan()
+        nope = [spec.index for spec in plan if not spec.rotates]
+        assert nope == list(range(3, 48, 4))  # Hugging Face's no_rope_layers: every fourth layer, counted from 1
+        assert all(spec.chunk == 8192 for spec in plan if spec.rotates)  # the RoPE layers see their own chunk
+        assert all(spec.chunk is None and spec.window is None for spec in plan if not spec.rotates)
+        assert (llama4.n_experts, llama4.top_k, llama4.n_shared_experts, llama4.d_expert) == (experts, 1, 1, 8192)
+    scout, maverick = MODEL_CARDS["llama4"].real.values()
+    assert sum(map(scout.layer_is_moe, range(48))) == 48
+    assert sum(map(maverick.layer_is_moe, range(48))) == 24  # half its layers route, half keep a dense 16,384 FFN
+    counts = param_counts(maverick)
+    dense = 3 * 5120 * 16384  # W_gate, W_up, W_down of one dense layer
+    every_layer_routed = param_counts(maverick.replace(first_dense_layers=0))
+    # a routed layer: 128 experts, 1 shared and a router, where a dense layer has one FFN of 16,384
+    assert every_layer_routed["total"] - counts["total"] == 24 * (129 * 3 * 5120 * 8192 + 5120 * 128 - dense)
+    smol = MODEL_CARDS["smollm3"].real["3B"]
+    assert [spec.index for spec in smol.layer_plan() if not spec.rotates] == list(range(3, 36, 4))
+    assert smol.tie_embeddings and all(spec.window is None for spec in smol.layer_plan())
+    for size, layers in (("7B", 32), ("32B", 64)):
+        olmo = MODEL_CARDS["olmo3"].real[size]
+        windows = olmo.layer_windows()
+        assert windows == tuple(None if i % 4 == 3 else 4096 for i in range(layers))  # 3 sliding : 1 full
+
+
+def gib(held_bytes: int) -> float:
+    """Bytes in GiB, exactly: these caches are whole multiples of 1/64 GiB."""
+    return held_bytes / 2 ** 30
+
+
+CONTEXTS = (4096, 131072, 1 << 20)  # 4k, 128k and 1M tokens
+
+
+def test_llama_4_caches_full_only_on_its_nope_layers():
+    for size in ("Scout", "Maverick"):
+        real = MODEL_CARDS["llama4"].real[size]
+        per_token = 2 * 8 * 128 * 2  # K and V of 8 kv heads of 128, bf16: 4,096 bytes a layer
+        for context in CONTEXTS:
+            held = kv_cache_bytes(real, context)
+            assert held["local layers"] == 36 * min(context, 8192) * per_token  # chunked: one chunk at most
+            assert held["global layers"] == 12 * context * per_token  # NoPE layers: every token
+            unchunked = kv_cache_bytes(real.replace(attention_chunk=None, chunked_layers="all"), context)
+            assert unchunked["total"] == 48 * context * per_token
+            assert (unchunked["total"] > held["total"]) == (context > 8192)  # chunks save once the text passes one
+        assert [gib(kv_cache_bytes(real, t)["total"]) for t in CONTEXTS] == [0.75, 7.125, 49.125]
+
+
+def test_smollm3_nope_layers_cache_as_much_as_the_others():
+    real = MODEL_CARDS["smollm3"].real["3B"]
+    per_token = 2 * 4 * 128 * 2  # K and V of 4 kv heads of 128, bf16
+    for context in CONTEXTS:
+        held = kv_cache_bytes(real, context)
+        assert held["per layer"] == (context * per_token,) * 36 and held["local layers"] == 0
+        assert held["total"] == kv_cache_bytes(real.replace(nope_layers="none"), context)["total"]
+    assert [gib(kv_cache_bytes(real, t)["total"]) for t in CONTEXTS] == [0.28125, 9.0, 72.0]
+
+
+@pytest.mark.parametrize("size,kv_width,layers,expected_gib", [("7B", 32 * 128, 32, [2.0, 17.5, 129.5]),
+                                                      ("32B", 8 * 128, 64, [1.0, 8.75, 64.75])])
+def test_olmo_3_cache_saves_in_its_sliding_layers(size, kv_width, layers, expected_gib):
+    real = MODEL_CARDS["olmo3"].real[size]
+    per_token = 2 * kv_width * 2  # K and V, bf16
+    for context in CONTEXTS:
+        held = kv_cache_bytes(real, context)
+        assert held["local layers"] == layers * 3 // 4 * min(context, 4096) * per_token
+        assert held["global layers"] == layers // 4 * context * per_token
+    assert [gib(kv_cache_bytes(real, t)["total"]) for t in CONTEXTS] == expected_gib
+
+
 def test_presets_are_the_cards_that_ship_checkpoints():
     assert set(PRESETS) <= set(MODEL_CARDS)
     assert all(PRESETS[key] == MODEL_CARDS[key].config for key in PRESETS)
     assert set(MODEL_CARDS) - set(PRESETS) == {"llama3", "olmo2", "gemma4", "kimi-linear", "qwen3-next", "qwen3.5", "lfm2",
-                                               "minimax", "deepseek-v3.2", "glm-5"}  # real sizes only, no trained model
+                                               "minimax", "deepseek-v3.2", "glm-5", "llama4", "smollm3",
+                                               "olmo3"}  # real sizes only, no trained model
     assert {"qwen3", "deepseek-v3", "gpt-oss", "gemma3"} <= set(PRESETS)  # their English models ship
 
 

@@ -186,6 +186,21 @@ _DEEPSEEK_CLASSROOM = dict(ENGLISH_GATED, head_dim=32, rope_dim=8, v_head_dim=32
 # DeepSeek Sparse Attention's classroom indexer: 4 heads of 16 keep 32 keys of up to 256 per query
 _DSA_CLASSROOM = dict(index_top_k=32, index_heads=4, index_head_dim=16)
 
+# Llama 4: every fourth layer leaves RoPE out (and sees every earlier token), the other three see only their own
+# chunk of 8,192 tokens; a token's queries on the NoPE layers warm with its position; q and k L2-normed on the RoPE
+# layers; one routed expert of 16 (Scout) or 128 (Maverick) per token, by a sigmoid score, beside one shared expert
+_LLAMA4 = dict(_LLAMA, ffn="moe", router="sigmoid", router_norm=False, top_k=1, n_shared_experts=1, qk_norm="l2",
+               nope_layers="every 4", chunked_layers="rope", attn_temperature_scale=0.1, rope_theta=500000.0)
+_LLAMA4_REAL = dict(vocab_size=202048, d_model=5120, n_heads=40, n_kv_heads=8, head_dim=128, n_layers=48,
+                    d_ff=16384, d_expert=8192, attention_chunk=8192)
+# SmolLM3: LLaMA's block with GQA, a tied embedding, and every fourth layer without RoPE
+_SMOLLM3 = dict(_LLAMA, tie_embeddings=True, nope_layers="every 4", rope_theta=5e6, norm_eps=1e-6)
+# OLMo 3: OLMo 2's block, three sliding-window layers (4,096) to one full layer; the full layers' RoPE stretched by
+# YaRN (x8 from 8,192 tokens), the sliding layers' plain at the same base
+_OLMO3 = dict(_OLMO2, layer_pattern="3:1", rope_local_theta=500000.0, rope_scaling="yarn", rope_factor=8.0,
+              rope_original_max_len=8192)
+_OLMO3_REAL = dict(vocab_size=100278, sliding_window=4096, max_len=65536)
+
 _RECENT_CARDS = [
     _card("llama3", "LLaMA 3.1", 2024, "decoder · GQA · RoPE (llama3 scaling to 128k) · pre-RMSNorm · SwiGLU",
           _LLAMA3,
@@ -316,6 +331,39 @@ _RECENT_CARDS = [
                            d_ff=9216, n_experts=32, rope_dim=64, max_len=10_240_000)},
           {"Text-01": 456e9}, {"Text-01": 45.9e9},
           classroom=dict(n_layers=8, n_kv_heads=2, n_experts=4), active_counts="non-embedding"),
+    # Llama 4's text models, from their published config.json: 48 layers, 36 of them chunked. Meta's 109B and 400B
+    # round the whole checkpoint, the vision encoder included (the text models counted here: 107.8B, 1.1% under,
+    # and 400.7B); 17B active counts the embedding lookup (17.17B). Two parts are not built as released, neither
+    # changing a count: Llama 4 multiplies a token by its router score before the expert (ours scales the expert's output);
+    # Maverick alternates dense and MoE layers (1, 3, 5 ... route), which this library cannot place, so its 24 dense
+    # layers come first (first_dense_layers) -- the same parameters in another order. Scout's RoPE stretch to 10M
+    # (llama3 with both frequency factors 1) is left out: this library's llama3 RoPE asks high > low.
+    # The cache saves in the chunked layers (36 of 48 hold at most 8,192 tokens); the 12 NoPE layers hold every
+    # token: bf16, 0.75 GiB at 4k tokens, 7.125 GiB at 128k, 49.1 GiB at 1M (48 full layers: 192 GiB)
+    _card("llama4", "Llama 4", 2025, "decoder · GQA · RoPE, chunked (8192), NoPE every 4th layer (full) · L2 QK-norm "
+          "(Scout) · pre-RMSNorm · MoE (top-1 of 16 or 128 + 1 shared)", _LLAMA4,
+          {"Scout": dict(_LLAMA4_REAL, n_experts=16, max_len=10485760),
+           # Maverick's config.json turns q and k's L2 norm off (use_qk_norm false): no parameters either way
+           "Maverick": dict(_LLAMA4_REAL, n_experts=128, first_dense_layers=24, max_len=1048576, qk_norm="none")},
+          {"Scout": 109e9, "Maverick": 400e9}, {"Scout": 17e9, "Maverick": 17e9},
+          classroom=dict(n_layers=4, n_kv_heads=2, n_experts=4, d_expert=32, attention_chunk=64)),
+    # SmolLM3 3B (Hugging Face, 2025): 3.08B as its model page gives it (3.075B with the one embedding table).
+    # Nothing windowed: the NoPE layers (9 of 36) hold as many parameters and cache as much as the others,
+    # 4 kv heads of 128 in every layer: bf16, 0.28 GiB at 4k tokens, 9 GiB at 128k, 72 GiB at 1M (64k its context)
+    _card("smollm3", "SmolLM3", 2025, "decoder · GQA · RoPE, NoPE every 4th layer · pre-RMSNorm · SwiGLU · "
+          "tied embeddings", _SMOLLM3,
+          {"3B": dict(vocab_size=128256, d_model=2048, n_heads=16, n_kv_heads=4, n_layers=36, d_ff=11008,
+                      max_len=65536)},
+          {"3B": 3.08e9}, classroom=dict(n_layers=4, n_kv_heads=2)),
+    # OLMo 3 7B and 32B (Ai2, 2025), 7.3B and 32.2B on their model pages (7.298B and 32.23B counted). The cache
+    # saves in the sliding layers (24 of 32, 48 of 64, each at most 4,096 tokens); the full layers hold every token.
+    # bf16, 7B (32 kv heads): 2 / 17.5 / 129.5 GiB at 4k / 128k / 1M tokens; 32B (8 kv heads): 1 / 8.75 / 64.75 GiB
+    # (65,536 tokens is their context; past it the arithmetic still says where bytes would sit)
+    _card("olmo3", "OLMo 3", 2025, "decoder · MHA (7B) or GQA (32B) · RoPE (YaRN on full layers) · 3 sliding : 1 full "
+          "layers · RMSNorm after each sublayer · QK-norm (full) · SwiGLU", _OLMO3,
+          {"7B": dict(_OLMO3_REAL, d_model=4096, n_heads=32, n_layers=32, d_ff=11008),
+           "32B": dict(_OLMO3_REAL, d_model=5120, n_heads=40, n_kv_heads=8, n_layers=64, d_ff=27648)},
+          {"7B": 7.3e9, "32B": 32.2e9}, classroom=dict(n_layers=4, sliding_window=64)),
 ]
 
 # the models of 2024-2026 whose English language model ships (docs/checkpoints.md): presets too
