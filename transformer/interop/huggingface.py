@@ -1,7 +1,8 @@
 """Hugging Face models -> our Transformer: GPT-2, LLaMA (3.1's RoPE too), Mistral, Mixtral, BLOOM, Falcon (its new
 decoder architecture too) and BERT here; the families of 2024-2026 in hf_modern.py, and those whose layers keep a
 state (Qwen3-Next, Qwen3.5, OLMo hybrid) in hf_hybrid.py, LFM2's short convolutions in hf_lfm2.py, MiniMax-01's
-lightning attention in hf_minimax.py, and Llama 4's text model (chunked layers) in hf_llama4.py.
+lightning attention in hf_minimax.py, Llama 4's text model (chunked layers) in hf_llama4.py, and BERT's relatives
+(RoBERTa, DistilBERT) in hf_bert_family.py.
 
 Each family is a ``Family``: how its config maps onto the axes, and how its weights are
 renamed to ours. ``transformers`` is imported only to load a path or a cached id.
@@ -18,6 +19,7 @@ from ..config import TransformerConfig
 from ..layer_plan import parse_nope_layers
 from ..model import Transformer
 from .family import Family, activation as _activation, head_dim, rope_fields, unsupported as _unsupported
+from .hf_bert_family import BERT_RELATIVE_CLASSES, BERT_RELATIVE_FAMILIES, DEFAULT_BERT_RELATIVE_CLASS
 from .hf_gemma4 import DEFAULT_GEMMA4_CLASS, GEMMA4_CLASSES, GEMMA4_FAMILIES, describe_global_kv, describe_per_layer
 from .hf_hybrid import DEFAULT_HYBRID_CLASS, HYBRID_CLASSES, HYBRID_FAMILIES
 from .hf_kimi import DEFAULT_KIMI_CLASS, KIMI_CLASSES, KIMI_FAMILIES
@@ -268,6 +270,7 @@ FAMILIES = {
         "token type 0's vector is folded into the learned position table (every token gets type 0)",
         "post-LayerNorm blocks, LayerNorm after the embeddings",
         "masked-LM head: dense -> GELU -> LayerNorm -> tied decoder with its own bias; the pooler is not used")),
+    **BERT_RELATIVE_FAMILIES,
     **MODERN_FAMILIES,
     **HYBRID_FAMILIES,
     **LFM2_FAMILIES,
@@ -287,6 +290,7 @@ SUPPORTED_CLASSES = {
     "BloomForCausalLM": ("bloom", True), "BloomModel": ("bloom", False),
     "FalconForCausalLM": ("falcon", True), "FalconModel": ("falcon", False),
     "BertForMaskedLM": ("bert", True), "BertModel": ("bert", False),
+    **BERT_RELATIVE_CLASSES,
     **MODERN_CLASSES,
     **HYBRID_CLASSES,
     **LFM2_CLASSES,
@@ -545,7 +549,8 @@ def _layers(indices: list[int]) -> str:
 
 DEFAULT_CLASS = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
                  "mixtral": "MixtralForCausalLM", "bloom": "BloomForCausalLM", "falcon": "FalconForCausalLM",
-                 "bert": "BertForMaskedLM", **DEFAULT_MODERN_CLASS, **DEFAULT_HYBRID_CLASS, **DEFAULT_LFM2_CLASS,
+                 "bert": "BertForMaskedLM", **DEFAULT_BERT_RELATIVE_CLASS, **DEFAULT_MODERN_CLASS,
+                 **DEFAULT_HYBRID_CLASS, **DEFAULT_LFM2_CLASS,
                  **DEFAULT_MINIMAX_CLASS, **DEFAULT_LLAMA4_CLASS, **DEFAULT_GEMMA4_CLASS,
                  **DEFAULT_KIMI_CLASS, **DEFAULT_DSA_CLASS}  # model_type -> class, for a config naming none
 
