@@ -4,19 +4,29 @@ Each factory is a small random-init model (the masked-LM class; the base class i
 seed) with every 1-D parameter (norm weights and biases, linear biases, the head's bias) moved off its initial value
 by hf_factories' ``_build``. In float32, on a right-padded batch: the MLM logits (the base model's last hidden states)
 within 1e-4 and every layer's attention weights within 1e-5 of HF's eager attention, at the real tokens, from an
-instance and from a directory written by save_pretrained. HF gives a padding token RoBERTa's padding row of the
+instance and from a directory written by save_pretrained; the "Your Hugging Face model" page opens them and the
+playground draws HF's own attention. HF gives a padding token RoBERTa's padding row of the
 position table and us the next position: the padded rows differ and are not compared (their keys are masked alike).
 """
+import json
+from pathlib import Path
+
+import numpy as np
 import pytest
 import torch
 import transformers as tf
+from streamlit.testing.v1 import AppTest
 
+from apptest_helpers import values as decode
 from hf_factories import COMMON, V, _build
+from test_hf_page_modern import WORDS, clean, save_with_tokenizer
 from transformer.interop import describe_hf, from_hf
 from transformer.positions import sinusoidal_table
 
 LOGITS_TOL, PATTERN_TOL = 1e-4, 1e-5
 T = 14
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+TEXT = "the cat sat on the mat and the dog ran to it"
 SIZES = dict(initializer_range=0.2, attn_implementation="eager", bos_token_id=None, eos_token_id=None)
 
 
@@ -190,3 +200,29 @@ def test_a_sinusoidal_table_that_was_changed_is_refused():
     with pytest.raises(ValueError, match=r"sinusoidal_pos_embds=True and a position table 0.5 away.*"
                                          r"sinusoidal_pos_embds=False"):
         from_hf(hf_model)
+
+
+@pytest.mark.parametrize("name,hf_class", [("roberta_relu_two_types_untied", "RobertaForMaskedLM"),
+                                           ("distilbert_sinusoidal_untied", "DistilBertForMaskedLM")])
+def test_the_hugging_face_page_opens_them_and_the_playground_draws_their_attention(tmp_path, name, hf_class):
+    hf = build(name)
+    save_with_tokenizer(hf, tmp_path)
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.run()
+    at.switch_page("pages/hf_model.py").run()
+    at.text_input(key="hf_path").set_value(str(tmp_path)).run()
+    clean(at)
+    assert any(hf_class in h.value for h in at.subheader)
+    next(b for b in at.button if b.label == "Open on every page").click().run()
+    at.sidebar.text_area(key="text").set_value(TEXT).run()
+    at.switch_page("pages/playground.py").run()
+    clean(at)
+    figures = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    drawn = decode(next(f["data"][0]["z"] for f in figures if f["data"] and "z" in f["data"][0]))
+    ids = torch.tensor([[WORDS.index(w) + 1 for w in TEXT.split()]])  # the word-level tokenizer's ids, no padding
+    with torch.no_grad():
+        attentions = hf(ids, output_attentions=True).attentions
+    head0 = attentions[-1][0, 0].numpy()  # the playground opens on the last layer, head 0: every key, both ways
+    assert drawn.shape == head0.shape == (12, 12)
+    assert np.allclose(np.nan_to_num(drawn), head0, atol=PATTERN_TOL)
+    assert (head0[np.triu_indices(12, 1)] > 0).all()  # an encoder: each word also attends to the words after it
