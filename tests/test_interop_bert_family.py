@@ -150,6 +150,7 @@ def test_distilbert_sinusoidal_positions_are_ours_computed():
     stored = hf_model.distilbert.embeddings.position_embeddings.weight
     assert (stored - sinusoidal_table(32, 64)).abs().max() <= 1e-5
     assert from_hf(build("distilbert_learned")).cfg.position == "learned"
+    assert from_hf(hf_model.to(torch.bfloat16)).cfg.dtype == "bfloat16"  # its table rounded, still the formula's
 
 
 def test_describe_hf_says_what_each_model_is():
@@ -179,16 +180,20 @@ def _refused(model_class, config, match: str) -> None:
 def test_settings_that_do_not_map_are_refused_by_name():
     _, roberta = roberta_released_padding()
     _refused(tf.RobertaForMaskedLM, roberta.__class__(**roberta.to_dict() | dict(hidden_act="gelu_new")),
-             r"RobertaForMaskedLM with a masked-LM head with activation 'gelu' and FFN activation 'gelu_new'")
+             r"RobertaForMaskedLM with hidden_act='gelu_new' and a masked-LM head applying 'gelu' is not supported.*"
+             r"set hidden_act='gelu'")
     _refused(tf.RobertaModel, roberta.__class__(**roberta.to_dict() | dict(max_position_embeddings=2)),
              r"RobertaModel with max_position_embeddings=2 and pad_token_id=1 is not supported.*row")
+    _refused(tf.RobertaModel, roberta.__class__(**roberta.to_dict() | dict(pad_token_id=None)),
+             r"RobertaModel with pad_token_id=None is not supported: RoBERTa counts positions from padding_idx \+ 1")
     _refused(tf.RobertaModel, roberta.__class__(**roberta.to_dict() | dict(position_embedding_type="relative_key")),
              r"position_embedding_type='relative_key' is not supported")
     _refused(tf.RobertaModel, roberta.__class__(**roberta.to_dict() | dict(is_decoder=True)),
              r"RobertaModel with is_decoder=True or add_cross_attention=True is not supported")
     _, distil = distilbert_learned()
     _refused(tf.DistilBertForMaskedLM, distil.__class__(**distil.to_dict() | dict(activation="relu")),
-             r"DistilBertForMaskedLM with a masked-LM head with activation 'relu'")
+             r"DistilBertForMaskedLM with activation='relu' and a masked-LM head applying 'relu'.*"
+             r"set activation='gelu'")
     _refused(tf.DistilBertModel, distil.__class__(**distil.to_dict() | dict(activation="silu")),
              r"activation 'silu' is not supported")
 

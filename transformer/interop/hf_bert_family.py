@@ -2,9 +2,9 @@
 
 RoBERTa keeps BERT's layer layout and changes what surrounds it: its learned positions are counted from
 padding_idx + 1 (fairseq's convention: row padding_idx of the table belongs to padding, the first real token reads
-row padding_idx + 1, so 2 for the released checkpoints), it has at most one token type, and its masked-LM head always
-applies exact GELU whatever the FFN's activation. DistilBERT is six of BERT's layers under names of its own, without
-token types, with a fixed LayerNorm eps of 1e-12 and, when ``sinusoidal_pos_embds`` is set, sine/cosine positions.
+row padding_idx + 1, so 2 for the released checkpoints), its released models have one token type, and its masked-LM
+head always applies exact GELU whatever the FFN's activation. DistilBERT is BERT's layers (six in the released model)
+under names of its own, without token types, with a fixed LayerNorm eps of 1e-12 and, when ``sinusoidal_pos_embds`` is set, sine/cosine positions.
 One ``Family`` row each: the config on our axes, and the weights renamed to ours.
 """
 from __future__ import annotations
@@ -17,26 +17,22 @@ from .family import Family, activation, unsupported
 from .weights import Weights, from_linear, norm_weights
 
 DISTILBERT_NORM_EPS = 1e-12  # DistilBERT's LayerNorms fix their eps; its config has no field for it
-SINUSOIDAL_TOL = 1e-5  # how far a stored sine/cosine table may sit from the formula (HF computes it in float64)
+SINUSOIDAL_TOL = 1e-5  # how far a float32 sine/cosine table may sit from ours (HF computes it in float64)
 
 
-def _encoder_fields(hf_class: str, has_head: bool, act: str, head_act: str | None) -> dict:
+def _encoder_fields(hf_class: str, has_head: bool, act_field: str, act: str, head_act: str) -> dict:
     """The axes every BERT relative shares: a post-LayerNorm encoder with biases and a LayerNorm after the
-    embeddings. `head_act`: the masked-LM head's activation, which must be the GELU our head applies."""
+    embeddings. `act_field`: the config's name for the FFN's activation `act`; `head_act`: the masked-LM head's."""
     ffn, approximate = activation(hf_class, act)
     if has_head:
         head_ffn, head_approximate = activation(hf_class, head_act)
+        # ours: dense -> GELU -> LayerNorm, the GELU tanh-approximated exactly when the FFN's is
         if not axes.row("ffn", head_ffn).gelu or head_approximate != approximate:
-            raise unsupported(hf_class, f"a masked-LM head with activation {head_act!r} and FFN activation {act!r}",
-                              "our masked-LM head transform applies the FFN's GELU (exact or tanh alike): "
-                              "use hidden_act 'gelu' (or the model without its head)")
+            raise unsupported(hf_class, f"{act_field}={act!r} and a masked-LM head applying {head_act!r}",
+                              "our masked-LM head applies GELU, tanh-approximated exactly when the FFN's GELU is: "
+                              f"set {act_field}='gelu', or open the model without its head")
     return dict(arch="encoder", norm="layernorm", norm_position="post", ffn=ffn, gelu_approximate=approximate,
                 bias=True, embed_norm=True, head_transform=has_head, head_bias=has_head)
-
-
-def _refuse_decoder(hf_class: str, c) -> None:
-    if getattr(c, "is_decoder", False) or getattr(c, "add_cross_attention", False):
-        raise unsupported(hf_class, "is_decoder=True or add_cross_attention=True", "it is read as an encoder")
 
 
 def _encoder_layer(prefix: str, layer) -> Weights:
@@ -67,13 +63,14 @@ def _roberta_first_position(hf_class: str, c) -> int:
 
 
 def _roberta_config(c, hf_class: str, has_head: bool) -> dict:
-    _refuse_decoder(hf_class, c)
+    if c.is_decoder or c.add_cross_attention:
+        raise unsupported(hf_class, "is_decoder=True or add_cross_attention=True", "RoBERTa is read as an encoder")
     position_type = getattr(c, "position_embedding_type", "absolute")
     if position_type != "absolute":
         raise unsupported(hf_class, f"position_embedding_type={position_type!r}", "only absolute (learned) positions map")
     first = _roberta_first_position(hf_class, c)
     # the head's GELU is fixed (exact), whatever hidden_act says
-    return _encoder_fields(hf_class, has_head, c.hidden_act, "gelu") | dict(
+    return _encoder_fields(hf_class, has_head, "hidden_act", c.hidden_act, "gelu") | dict(
         vocab_size=c.vocab_size, d_model=c.hidden_size, n_heads=c.num_attention_heads, n_layers=c.num_hidden_layers,
         d_ff=c.intermediate_size, max_len=c.max_position_embeddings - first, position="learned", norm_eps=c.layer_norm_eps)
 
@@ -97,7 +94,7 @@ def _roberta_weights(model, cfg) -> Weights:
 
 def _distilbert_config(c, hf_class: str, has_head: bool) -> dict:
     # the MLM head's activation is the FFN's own (config.activation)
-    return _encoder_fields(hf_class, has_head, c.activation, c.activation) | dict(
+    return _encoder_fields(hf_class, has_head, "activation", c.activation, c.activation) | dict(
         vocab_size=c.vocab_size, d_model=c.dim, n_heads=c.n_heads, n_layers=c.n_layers, d_ff=c.hidden_dim,
         max_len=c.max_position_embeddings, position="sinusoidal" if c.sinusoidal_pos_embds else "learned",
         norm_eps=DISTILBERT_NORM_EPS)
@@ -113,7 +110,7 @@ def _distilbert_weights(model, cfg) -> Weights:
     else:  # sine/cosine: ours computes the same table, so the stored one must be the formula's
         formula = sinusoidal_table(cfg.max_len, cfg.d_model).to(table)  # (max_len, D)
         gap = (table - formula).abs().max().item()
-        if gap > SINUSOIDAL_TOL:
+        if gap > max(SINUSOIDAL_TOL, torch.finfo(table.dtype).eps):  # bfloat16 rounds each entry by up to eps / 2
             raise unsupported(type(model).__name__, f"sinusoidal_pos_embds=True and a position table {gap:.2g} away "
                                                     "from the sine/cosine formula",
                               "our sinusoidal positions are computed, not stored: load it with "
@@ -134,16 +131,16 @@ def _distilbert_weights(model, cfg) -> Weights:
 BERT_RELATIVE_FAMILIES = {
     "roberta": Family("RoBERTa", _roberta_config, _roberta_weights, (
         "learned positions start at row padding_idx + 1 (2 for the released models): the table is read from that row "
-        "on, so max_len = max_position_embeddings - padding_idx - 1; the position of a padding token is not used",
-        "token type 0's vector is folded into the position table (RoBERTa has one token type)",
-        "BERT's post-LayerNorm layers; masked-LM head: dense -> exact GELU -> LayerNorm -> tied decoder with its own "
-        "bias")),
+        "on, so max_len = max_position_embeddings - padding_idx - 1; the padding row itself is not read",
+        "token type 0's vector is folded into the position table (the released models have one token type)",
+        "BERT's post-LayerNorm layers; masked-LM head: dense -> exact GELU -> LayerNorm -> decoder with its own bias; "
+        "the pooler is not used")),
     "distilbert": Family("DistilBERT", _distilbert_config, _distilbert_weights, (
         "q_lin, k_lin, v_lin, out_lin become q, k, v, o; ffn.lin1 / lin2 the FFN; sa_layer_norm and "
         "output_layer_norm the post-LayerNorms (eps 1e-12)",
         "no token types; sinusoidal_pos_embds: sine/cosine positions, computed (the stored table is checked), "
         "else a learned table",
-        "masked-LM head: vocab_transform -> activation -> vocab_layer_norm -> vocab_projector (tied, with a bias)")),
+        "masked-LM head: vocab_transform -> activation -> vocab_layer_norm -> vocab_projector with its bias")),
 }
 
 # HF class -> (family, whether it has an output head)
