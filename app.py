@@ -6,7 +6,9 @@ from ui.app.app_entry import inside_app
 from ui.app.navigation import HOME, ROOT, by_section
 from ui.app.server import freeze_long_lived_objects, logged_run, release_freed_memory
 
-st.set_page_config(page_title="Attention Lab", page_icon=":material/search:", layout="wide")
+# the tab icon is a local file: a Material icon there is fetched from Google's font server, which an offline
+# classroom cannot reach
+st.set_page_config(page_title="Attention Lab", page_icon=str(ROOT / "assets" / "icon.png"), layout="wide")
 
 navigation = st.navigation({
     section: [st.Page(ROOT / page.script, title=page.title, icon=page.icon, default=page.script == HOME)

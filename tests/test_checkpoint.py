@@ -188,11 +188,14 @@ def test_find_checkpoint_matches_a_preset_and_nothing_else():
 def test_every_recipe_builds_the_config_its_shipped_file_holds():
     """The recipes read their sizes from the presets' cards: each builds exactly the config of the file it shipped
     (vocabulary and length included), with nothing retrained, and only a variant changes its preset or its tokens.
-    The recipes on learned tokens (BPE) ship no file until they are trained."""
+    A recipe not yet trained is named in NOT_YET_SHIPPED and ships no file."""
+    names = [recipe.name for recipe in train_checkpoints.RECIPES]
+    assert set(train_checkpoints.NOT_YET_SHIPPED) <= set(names)
     for recipe in train_checkpoints.RECIPES:
         learned = AXES["tokens"].row(recipe.tokens).learned
         assert bool(recipe.changes or learned) == bool(recipe.variant), recipe.name
-        if learned and not checkpoint_paths(SHIPPED_DIR / recipe.name)[1].exists():
+        if recipe.name in train_checkpoints.NOT_YET_SHIPPED:
+            assert not checkpoint_paths(SHIPPED_DIR / recipe.name)[1].exists(), f"{recipe.name} ships: unlist it"
             continue
         _, trained = read_meta(SHIPPED_DIR / recipe.name)
         built = config_for(recipe.preset, train_checkpoints.recipe_task(recipe), **recipe.changes)
