@@ -158,11 +158,11 @@ for _ in when_open(tabs[3]):
     col1.selectbox("Precision", list(PRECISIONS), key="state_bytes", **KEEP)
     col2.number_input("Context (tokens)", min_value=1, max_value=1_048_576, step=4096, key="state_ctx", **KEEP)
     n_bytes, context = PRECISIONS[st.session_state["state_bytes"]], int(st.session_state["state_ctx"])
-    curves = measure.cache_by_context(n_bytes)
+    curves = measure.cache_by_context(n_bytes, families=True)
     show_chart(cache_against_context(measure.CONTEXTS, {name: c["total"] for name, c in curves.items()}, context),
                key="state_memory")
     rows, totals = [], {}
-    for name, shape in measure.SHAPES.items():
+    for name, shape in measure.ALL_SHAPES.items():
         held = kv_cache_bytes(shape, context, n_bytes)
         totals[name] = held["total"]
         rows.append({"model": name, "softmax layers": len(softmax_layers(shape)),

@@ -237,20 +237,24 @@ SHAPES = {
     "Gated DeltaNet in all 48 layers (Qwen3-Next's linear layers everywhere)":
         QWEN3_NEXT.replace(attention_layers=QWEN3_NEXT.linear_kind, position="none", n_kv_heads=None, qk_norm="none",
                            attn_gate=False, rope_dim=None),
-    **{f"{card.name} {size}: {len(kept)} state + {cfg.n_layers - len(kept)} softmax layers": cfg
-       for card in MODEL_CARDS.values() if card.key != "qwen3-next" for size, cfg in card.real.items()
-       for kept in [non_softmax_layers(cfg)] if 0 < len(kept) < cfg.n_layers},
 }
+FAMILY_SHAPES = {  # every other card that mixes state-keeping and softmax layers, as published
+    f"{card.name} {size}: {len(kept)} state + {cfg.n_layers - len(kept)} softmax layers": cfg
+    for card in MODEL_CARDS.values() if card.key != "qwen3-next" for size, cfg in card.real.items()
+    for kept in [non_softmax_layers(cfg)] if 0 < len(kept) < cfg.n_layers}
+ALL_SHAPES = {**SHAPES, **FAMILY_SHAPES}
 CONTEXTS = np.unique(np.logspace(3, 20 * math.log10(2), 41).round().astype(int))  # 1,000 to 2^20 tokens
 MARKED = (1024, 4096, 32768, 131072, 1048576)
 
 
 @st.cache_data(show_spinner=False)
-def cache_by_context(bytes_per_value: int, contexts: tuple[int, ...] = tuple(CONTEXTS)) -> dict[str, dict[str, np.ndarray]]:
+def cache_by_context(bytes_per_value: int, contexts: tuple[int, ...] = tuple(CONTEXTS),
+                     families: bool = False) -> dict[str, dict[str, np.ndarray]]:
     """Shape -> {"total", "global layers" (the growing keys and values), "state layers" (the constant states)}:
-    bytes at each context, from ``kv_cache_bytes``."""
+    bytes at each context, from ``kv_cache_bytes``: Qwen3-Next's three shapes, and with `families` the other
+    state-keeping cards too."""
     out = {}
-    for name, cfg in SHAPES.items():
+    for name, cfg in (ALL_SHAPES if families else SHAPES).items():
         held = [kv_cache_bytes(cfg, int(t), bytes_per_value) for t in contexts]
         out[name] = {part: np.array([h[part] for h in held], dtype=float)
                      for part in ("total", "global layers", "state layers")}
