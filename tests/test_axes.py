@@ -11,7 +11,8 @@ from transformer.attention import KV_HEAD_MODULES
 from transformer.axes import FIELD_AXES
 from transformer.checkpoint import load, save
 from transformer.ffn import EXPERTS, FFN_MODULES, GATES, MLP_ACTIVATIONS
-from transformer.model import Transformer
+from transformer.costs import RESERVATIONS
+from transformer.model import CACHE_LAYOUTS, Transformer
 from transformer.norms import NORM_MODULES
 from transformer.positions import POSITION_EMBEDDINGS, ROPE_SCALES
 
@@ -52,6 +53,7 @@ def test_each_module_builds_one_thing_per_row():
     assert {row.dense_kind for row in AXES["expert_activation"].choices.values()} <= set(GATES)
     assert set(EXPERTS) == set(AXES["expert_activation"].choices)
     assert set(KV_HEAD_MODULES) == set(AXES["kv_heads"].choices)
+    assert set(CACHE_LAYOUTS) == set(RESERVATIONS) == set(AXES["kv_cache"].choices)
     positions = masks.torch.arange(6)
     for pattern in keys_where("attention_pattern", lambda r: r.sparse):
         assert masks.sparse(pattern, positions, positions, 2, True, 1).shape == (6, 6)

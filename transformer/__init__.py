@@ -3,10 +3,11 @@ from .axes import AXES
 from .config import TransformerConfig, choices
 from .costs import kv_cache_bytes_per_token, param_counts
 from .hooks import HookPoint, Trace, TraceEvent, recording
-from .model import KVCache, Transformer, default_device
+from .model import CACHE_LAYOUTS, KVCache, Transformer, default_device
+from .paged_cache import PagedKVCache
 from .presets import MODEL_CARDS, PRESETS
 
 __all__ = [
-    "TransformerConfig", "Transformer", "PRESETS", "MODEL_CARDS", "KVCache", "Trace", "TraceEvent",
+    "TransformerConfig", "Transformer", "PRESETS", "MODEL_CARDS", "KVCache", "PagedKVCache", "CACHE_LAYOUTS", "Trace", "TraceEvent",
     "HookPoint", "recording", "choices", "AXES", "default_device", "param_counts", "kv_cache_bytes_per_token",
 ]

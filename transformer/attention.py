@@ -92,6 +92,9 @@ class Attention(nn.Module):
         self.softcap = cfg.attn_softcap
         self.cross = cross  # queries from the decoder, keys and values from the encoder
         self.fused = True  # default fast path; recording switches to the explicit one
+        # the axis along which the cached K and V grow, one per token (a paged cache stores them in blocks by it);
+        # cross-attention keeps the encoder's, computed once, which never grow
+        self.cache_token_dims = None if cross else (2, 2)
         self.layer = spec.index if spec is not None else None  # where later layers find its K and V (``layer_kv``)
         self.kv_from = spec.kv_from if spec is not None and spec.reuses_kv else None  # the layer whose K and V it reads
         makes_kv = projections and self.kv_from is None
@@ -391,6 +394,7 @@ class LatentAttention(Attention):
         self.hook_latent = HookPoint("hook_latent")
         self.hook_k_rope = HookPoint("hook_k_rope")
         del self.hook_rot_k  # the rotated key is hook_k_rope, one for all heads
+        self.cache_token_dims = (1, 2)  # the cached latent (B, T, kv_rank) and rotated key (B, 1, T, d_rope) grow by token
 
     def rotate(self, q, k_rope, inputs):
         turn = inputs.rope

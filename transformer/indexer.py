@@ -37,6 +37,7 @@ class LightningIndexer(nn.Module):
         self.k_proj = nn.Linear(cfg.d_model, self.d_head, bias=False)  # one key per token, shared by the heads
         self.k_norm = nn.LayerNorm(self.d_head, eps=1e-6)  # DeepSeek's indexer keeps its own LayerNorm and eps
         self.head_weights = nn.Linear(cfg.d_model, self.n_heads, bias=False)  # w_{t,h}: each head's say per query
+        self.cache_token_dims = (2, 2)  # its cached keys, (B, 1, T, d_rope) and (B, 1, T, rest), grow by token
         self.hook_index_q = HookPoint("hook_index_q")
         self.hook_index_k = HookPoint("hook_index_k")
         self.hook_index_weights = HookPoint("hook_index_weights")

@@ -23,6 +23,7 @@ from .hooks import DEFAULT_MAX_BYTES, HookPoint, Intervention, NameFilter, Trace
 from .layer_plan import LayerSpec
 from .linear_attention import LinearAttention, state_inputs
 from .norms import make_norm
+from .paged_cache import PagedKVCache
 from .per_layer import PerLayerEmbedding
 from .short_conv import ShortConv
 from .positions import (POSITION_EMBEDDINGS, ROTATIONS, alibi_bias, alibi_slopes, rope_angles, scaled_inv_freq,
@@ -69,6 +70,13 @@ class KVCache:
         """The first tensor of each layer: its keys (B, G, T, d_head), or its state (B, H, d_k, d_v)."""
         return [tuple(first.shape) for first, _ in self.layers.values()]
 
+    def reserve(self, batch: int, new: int, attention_mask: torch.Tensor | None, device: torch.device) -> None:
+        """Nothing to set aside before a pass: each layer concatenates its new keys and values to its past."""
+
+
+# a cache of each layout of AXES["kv_cache"]: the same tokens and logits, the memory laid out otherwise
+CACHE_LAYOUTS: dict[str, type] = {"contiguous": KVCache, "paged": PagedKVCache}
+
 
 class Stack(nn.Module):
     """The encoder or the decoder of an encoder-decoder."""
@@ -110,6 +118,8 @@ def run_stack(owner, tok_emb, attention_mask, position_ids, cache, memory, memor
     slots_k = torch.arange(0, past + T, device=device)  # every key, cached ones first
     if position_ids is None:
         position_ids = slots_q[None]  # (1, T)
+    if cache is not None:  # a paged cache takes its blocks for the new tokens here, once for every layer
+        cache.reserve(B, T, attention_mask, device)
     scheme = cfg.row("position")
     if scheme.bounds_length and int(position_ids.max()) >= cfg.max_len:
         raise ValueError(
@@ -338,12 +348,12 @@ class Transformer(nn.Module):
     def generate(self, input_ids: torch.Tensor, max_new_tokens: int, use_cache: bool = True, *,
                  temperature: float = 0.0, top_k: int | None = None, attention_mask: torch.Tensor | None = None,
                  generator: torch.Generator | None = None, tgt_ids: torch.Tensor | None = None,
-                 start_token_id: int = 0, cache: KVCache | None = None) -> torch.Tensor:
+                 start_token_id: int = 0, cache: KVCache | PagedKVCache | None = None) -> torch.Tensor:
         """Extend the sequence by max_new_tokens: greedy (temperature 0) or sampled (temperature, top_k).
 
         Decoder: returns (B, T + new). Encoder-decoder: input_ids is the source, the target starts
         from tgt_ids (or start_token_id) and (B, T_tgt + new) is returned; the encoder runs once.
-        Pass your own `cache` to inspect it afterwards.
+        Pass your own `cache` to inspect it afterwards; a `PagedKVCache` keeps it in blocks (CACHE_LAYOUTS).
         """
         if not self.cfg.row("arch").causal:
             raise ValueError("an encoder-only model does not generate; use arch='decoder' or 'encoder-decoder'")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from .attention import ATTENTION, ATTENTION_PATTERN, FEATURE_MAP, KV_HEADS, MASK, QK_NORM, SCORES
 from .base import Axis, Choice, divisors
+from .cache import KV_CACHE
 from .ffn import EXPERT_ACTIVATION, FFN, GELU_APPROXIMATE, ROUTER
 from .positions import POSITION, ROPE_SCALING
 from .stack import ARCH, BLOCK, DTYPE, NORM, NORM_POSITION
@@ -41,6 +42,7 @@ AXES: dict[str, Axis] = {
     "gelu_approximate": GELU_APPROXIMATE,
     "dtype": DTYPE,
     "tokens": TOKENS,  # no config field: a checkpoint's JSON names its tokenizer (transformer.tokens)
+    "kv_cache": KV_CACHE,  # no config field: generation picks a layout when it makes the cache (model.CACHE_LAYOUTS)
 }
 
 # config field -> its axis: the fields whose value is a key of the table

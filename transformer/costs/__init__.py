@@ -20,6 +20,8 @@ and the memory of training and of generation. One module per job, each importing
         memory_bytes(cfg, context, batch)         weights, gradients, optimiser state, activations, KV cache
         full_attention_bytes(B, H, T, dtype_bytes, T_kv=None)   the five lines' T x T scores and weights
         tiled_attention_bytes(B, H, T, block_q, block_k, d_head, acc_bytes=4)   flash attention's running state
+    paging.py   what a batch of requests reserves under each KV-cache layout
+        reserved_tokens(layout, lengths, max_length, block_size)   token slots per request: contiguous or paged
 
 Every public name is here too: ``transformer.costs.param_counts`` is ``transformer.costs.params.param_counts``.
 """
@@ -30,6 +32,7 @@ from .flops import (BACKWARD_PER_FORWARD, forward_flops, forward_flops_per_token
                     training_flops, training_flops_per_token)
 from .memory import (ACTIVATION_BYTES_PER_LAYER, ATTENTION_MATRIX_BYTES, TRAINING_BYTES_PER_PARAM,
                      full_attention_bytes, generation_bytes, memory_bytes, tiled_attention_bytes, training_bytes)
+from .paging import RESERVATIONS, reserved_tokens
 from .params import (PARTS, SYMBOLS, ParamTerm, matmul_weights_per_token, multiplied_params, param_counts,
                      param_terms)
 
@@ -40,4 +43,5 @@ __all__ = [
     "training_flops", "forward_flops",
     "TRAINING_BYTES_PER_PARAM", "ACTIVATION_BYTES_PER_LAYER", "ATTENTION_MATRIX_BYTES", "memory_bytes",
     "training_bytes", "generation_bytes", "full_attention_bytes", "tiled_attention_bytes",
+    "RESERVATIONS", "reserved_tokens",
 ]
