@@ -1,16 +1,20 @@
-"""KV heads: MHA, GQA and MQA -- who shares K and V, what the cache costs at real sizes, generation step by step."""
+"""KV heads: MHA, GQA and MQA -- who shares K and V, what the cache costs at real sizes, generation step by step,
+and the cache in pages (vLLM) for a batch of requests."""
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 import torch
-from transformer import MODEL_CARDS, analysis, axes, kv_cache_bytes_per_token, param_counts
+from transformer import AXES, MODEL_CARDS, analysis, axes, kv_cache_bytes_per_token, param_counts
 from transformer.axes.attention import WITHOUT_LATENT
-from transformer.costs import kv_cache_bytes
+from transformer.costs import kv_cache_bytes, reserved_tokens
+from transformer.paged_cache import PagedKVCache
 from transformer.hooks import attention_stacks, hook_name
 from ui.figures.axes import cache_bytes_by_step, kv_cache_growth, kv_sharing
+from ui.figures.paging import block_pool, reserved_slots
 from ui.compute.layers import non_softmax_layers, softmax_layers, state_layers
 from ui.compute.measure import generation_steps
+from ui.compute.paging import paged_generation, parse_lengths
 from ui.app.page import load_page
 from ui.app.charts import show_chart
 from ui.app.tabs import lazy_tabs, when_open
@@ -21,11 +25,13 @@ from ui.compute.stepper import named_shape
 DTYPES = {"fp16 / bf16 (2 bytes)": 2, "fp32 (4 bytes)": 4, "int8 (1 byte)": 1}
 REAL = {f"{key} {size}": (card, size, cfg) for key, card in MODEL_CARDS.items() for size, cfg in card.real.items()}
 url_state("kv", kv_ctx=4096, kv_dtype=next(iter(DTYPES)), kv_model="llama2 70B", kv_steps=6,
+          kv_lengths="12, 5, 9, 2", kv_block=4, kv_new=8, kv_pass=8, kv_reach=64,
           kv_tab=str)  # kv_tab: the open tab (lazy_tabs below)
 keep_valid("kv_ctx", range(1, 1_048_577), 4096)
 keep_valid("kv_dtype", list(DTYPES))
 keep_valid("kv_model", list(REAL), "llama2 70B")
 keep_valid("kv_steps", range(1, 33), 6)
+keep_valid("kv_new", range(1, 33), 8)
 
 ctx = load_page("KV heads: MHA · GQA · MQA", """
 **The problem.** To generate token *t + 1* a decoder needs the keys and values of all *t* tokens before it.
@@ -44,8 +50,9 @@ stack = attention_stacks(cfg.arch).output
 # --- the three views, one tab each: a rerun computes and draws only the open tab's ------------------------------
 # (a sidebar change generated tokens twice over, with and without the cache, and redrew every table, to show the
 # sharing of the first view)
-sharing_tab, memory_tab, generation_tab = lazy_tabs(
-    ["Who reads which K and V", "KV-cache memory at real sizes", "Generation step by step"], key="kv_tab")
+sharing_tab, memory_tab, generation_tab, paged_tab = lazy_tabs(
+    ["Who reads which K and V", "KV-cache memory at real sizes", "Generation step by step", "The cache in pages"],
+    key="kv_tab")
 
 for _ in when_open(sharing_tab):
     st.header("Who reads which K and V")
@@ -163,3 +170,76 @@ for _ in when_open(generation_tab):
         st.caption("Differences of order 1e-7 are float32 rounding: the cached path adds the same numbers in another "
                    "order. The cache here is float32 (4 bytes a value) on the classroom-size model.")
         show_chart(cache_bytes_by_step([s["cache_nbytes"] for s in steps]), key="kv_steps_bytes")
+
+
+def draw_paged_cache() -> None:
+    """The paged cache tab: the block pool filling pass by pass, and what each layout reserves; bad input is an
+    error and nothing more."""
+    st.header("The cache in pages: a block table per request")
+    paged_row = next(row for row in AXES["kv_cache"].choices.values() if row.blocks)
+    st.markdown(f"**{paged_row.label}** ({paged_row.examples}): {paged_row.does}. {paged_row.solves}")
+    if not cfg.row("arch").causal:
+        st.info("An encoder-only model does not generate, so it keeps no cache. Choose **decoder** or "
+                "**encoder-decoder** as the Architecture in the sidebar.")
+        return
+    col1, col2, col3, col4 = st.columns(4)
+    col1.text_input("Prompt lengths of the requests (tokens)", key="kv_lengths", **KEEP)
+    col2.number_input("Block size (tokens per page)", max_value=64, step=1, key="kv_block", **KEEP)
+    col3.number_input("New tokens per request", min_value=1, max_value=32, key="kv_new", **KEEP)
+    col4.number_input("Longest a request may grow (tokens)", min_value=1, max_value=4096, key="kv_reach", **KEEP,
+                      help="what the contiguous layout reserves for every request, whatever its length")
+    block_size, new_tokens = int(st.session_state["kv_block"]), int(st.session_state["kv_new"])
+    try:
+        lengths = parse_lengths(st.session_state["kv_lengths"])
+        PagedKVCache(block_size=block_size)  # a page size below 1 is refused here, by name
+    except ValueError as error:
+        st.error(f"Cannot page this batch: {error}")
+        return
+    run = paged_generation(ctx.state.config_json, ctx.state.seed, tuple(ctx.tokens.ids[:64]), tuple(lengths),
+                           new_tokens, block_size)
+    steps = run["steps"]
+    keep_valid("kv_pass", range(1, len(steps) + 1), len(steps))
+    st.slider("After forward pass", 1, len(steps), key="kv_pass", **KEEP,
+              help="pass 1 reads every prompt at once; each later pass feeds each request the token it just made")
+    step = steps[int(st.session_state["kv_pass"]) - 1]
+    tables, stored = [list(t) for t in step["tables"]], list(step["lengths"])
+    n_blocks = sum(len(t) for t in steps[-1]["tables"])  # the pool as it ends, so blocks still free show as free
+    show_chart(block_pool(tables, stored, block_size, n_blocks,
+                          f"The block pool after pass {st.session_state['kv_pass']}: blocks coloured by request"),
+               key="kv_block_pool")
+    st.dataframe(pd.DataFrame([{"request": r, "tokens stored": n, "block table (physical blocks, in order)":
+                                ", ".join(map(str, t)), "empty slots in its last block": len(t) * block_size - n}
+                               for r, (t, n) in enumerate(zip(tables, stored))]), hide_index=True)
+    if cfg.row("arch").cross:
+        st.caption("An encoder-decoder's requests all start their target from one start token, so their tables grow "
+                   "alike here; the prompt lengths are the sources', which cross-attention keeps whole.")
+    else:
+        st.caption("Padding takes no slot: each request stores only its own tokens. Blocks go out in the order they "
+                   "are asked for, so one request's blocks need not lie side by side; its table keeps their order.")
+    col1, col2 = st.columns(2)
+    col1.metric("Tokens identical, paged vs contiguous", "yes" if run["same_tokens"] else "no")
+    col2.metric("Largest logit difference", f"{run['max_logit_diff']:.1e}")
+
+    st.subheader("Memory reserved: contiguous against paged")
+    reach = int(st.session_state["kv_reach"])
+    try:
+        reserved = {layout: reserved_tokens(layout, stored, reach, block_size) for layout in AXES["kv_cache"].choices}
+    except ValueError as error:
+        st.error(f"Cannot compare the layouts: {error}")
+        return
+    show_chart(reserved_slots(stored, reserved, f"Token slots per request after pass {st.session_state['kv_pass']}"),
+               key="kv_reserved")
+    per_token = kv_cache_bytes_per_token(cfg, cfg.row("dtype").bytes)
+    columns = st.columns(len(reserved))
+    for column, (layout, held) in zip(columns, reserved.items()):
+        wasted = sum(held) - sum(stored)
+        column.metric(f"{AXES['kv_cache'].row(layout).label}: slots reserved but empty",
+                      f"{wasted:,} of {sum(held):,} ({wasted / sum(held):.0%})",
+                      help=f"{wasted * per_token / 1024:.1f} KiB of this model's cache ({per_token:,} bytes a token)")
+    st.caption(f"Contiguous: every request reserves the {reach} tokens it may grow to. Paged: a request holds "
+               f"ceil(length / {block_size}) blocks, so at most {block_size - 1} slots of its last block stay empty. "
+               "Bytes = slots × the model's KV bytes per token.")
+
+
+for _ in when_open(paged_tab):
+    draw_paged_cache()

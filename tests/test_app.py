@@ -32,7 +32,7 @@ LAZY_TABS = {"pages/playground.py": ("play_tab", [GRID_TAB, STAGES_TAB, QUERY_TA
              "pages/stepper.py": ("step_tab", ["This step", "Where it sits in the model", "Shape trace"]),
              "pages/compare.py": ("cmp_tab", ["Attention, side by side", "Cost", "Next-token distributions"]),
              "pages/kv_heads.py": ("kv_tab", ["Who reads which K and V", "KV-cache memory at real sizes",
-                                              "Generation step by step"]),
+                                              "Generation step by step", "The cache in pages"]),
              "pages/norms.py": ("norm_tab", ["Where the norm sits", "Residual and gradient norms with depth",
                                              "LayerNorm vs RMSNorm on one vector"])}
 

@@ -13,7 +13,7 @@ PAGES = ["pages/kv_heads.py", "pages/masks.py", "pages/positions.py", "pages/nor
          "pages/compare.py"]
 # the pages whose views sit in lazy tabs (computed when open), kept in the URL: the tab key and every tab, in order
 TABS = {"pages/kv_heads.py": ("kv_tab", ["Who reads which K and V", "KV-cache memory at real sizes",
-                                         "Generation step by step"]),
+                                         "Generation step by step", "The cache in pages"]),
         "pages/norms.py": ("norm_tab", ["Where the norm sits", "Residual and gradient norms with depth",
                                         "LayerNorm vs RMSNorm on one vector"]),
         "pages/compare.py": ("cmp_tab", ["Attention, side by side", "Cost", "Next-token distributions"])}

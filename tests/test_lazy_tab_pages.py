@@ -216,7 +216,7 @@ def test_compares_figure_draws_each_matrix_as_its_own_heatmap_did():
 # --- KV heads ---------------------------------------------------------------------------------------------------
 
 KV_TABS = {"Who reads which K and V": {"kv_sharing"}, "KV-cache memory at real sizes": {"kv_growth"},
-           "Generation step by step": {"kv_steps_bytes"}}
+           "Generation step by step": {"kv_steps_bytes"}, "The cache in pages": {"kv_block_pool", "kv_reserved"}}
 
 
 def test_kv_heads_opens_on_who_shares_and_the_cache_at_real_sizes_and_generation_are_one_tab_away():
@@ -224,7 +224,7 @@ def test_kv_heads_opens_on_who_shares_and_the_cache_at_real_sizes_and_generation
     assert charts(at) == KV_TABS["Who reads which K and V"]
     assert not at.main.dataframe and not at.main.number_input  # the real sizes and the generation: their tabs
     each_tab(at, "kv_tab", KV_TABS)
-    steps = at.dataframe[0].value  # the generation tab, open last
+    steps = open_tab(at, "kv_tab", "Generation step by step").dataframe[0].value
     assert len(steps) == 6 and max(float(d) for d in steps["max |logits cached − uncached|"]) < 1e-4
     assert len(open_tab(at, "kv_tab", "KV-cache memory at real sizes").dataframe) == 2  # every real model; one's variants
     at.sidebar.selectbox(key="n_kv_heads").set_value(1).run()  # a sidebar change: nothing in this tab depends on it
