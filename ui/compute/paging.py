@@ -36,8 +36,8 @@ def request_batch(ids: tuple[int, ...], lengths: list[int]) -> tuple[torch.Tenso
     """(B, T) ids left-padded to the longest prompt, and the 1/0 mask: request r reads the text from its token 3r on,
     round and round, for its own length, so the requests differ."""
     longest = max(lengths)
-    batch = torch.zeros(len(lengths), longest, dtype=torch.long)
-    mask = torch.zeros(len(lengths), longest, dtype=torch.long)
+    batch = torch.zeros(len(lengths), longest, dtype=torch.long)  # (B, T)
+    mask = torch.zeros(len(lengths), longest, dtype=torch.long)  # (B, T)
     for request, n in enumerate(lengths):
         batch[request, longest - n:] = torch.tensor([ids[(3 * request + i) % len(ids)] for i in range(n)])
         mask[request, longest - n:] = 1
@@ -51,12 +51,12 @@ def paged_generation(config_json: str, seed: int, ids: tuple[int, ...], lengths:
     holds at the end, whether the tokens agree and the largest logit difference."""
     model = get_model(config_json, seed)
     batch, mask = request_batch(ids, list(lengths))
-    batch, mask = batch.to(model.device), mask.to(model.device)
+    batch, mask = batch.to(model.device), mask.to(model.device)  # (B, T) each
     outputs, logits = {}, {}
     caches = {"contiguous": KVCache(), "paged": PagedKVCache(block_size=block_size)}
     for layout, cache in caches.items():
         with recording(names="hook_logits") as recorder:
-            outputs[layout] = model.generate(batch, new_tokens, attention_mask=mask, cache=cache)
+            outputs[layout] = model.generate(batch, new_tokens, attention_mask=mask, cache=cache)  # (B, T + new)
         logits[layout] = torch.stack([e.tensor[:, -1].float() for e in recorder.trace.events])  # (steps, B, vocab)
     paged = caches["paged"]
     return {"steps": [asdict(step) for step in paged.steps],
