@@ -2,7 +2,7 @@
 decoder architecture too) and BERT here; the families of 2024-2026 in hf_modern.py, and those whose layers keep a
 state (Qwen3-Next, Qwen3.5, OLMo hybrid) in hf_hybrid.py, LFM2's short convolutions in hf_lfm2.py, MiniMax-01's
 lightning attention in hf_minimax.py, Llama 4's text model (chunked layers) in hf_llama4.py, and BERT's relatives
-(RoBERTa, DistilBERT) in hf_bert_family.py.
+(RoBERTa, DistilBERT) in hf_bert_family.py, BART in hf_bart.py.
 
 Each family is a ``Family``: how its config maps onto the axes, and how its weights are
 renamed to ours. ``transformers`` is imported only to load a path or a cached id.
@@ -19,6 +19,7 @@ from ..config import TransformerConfig
 from ..layer_plan import parse_nope_layers
 from ..model import Transformer
 from .family import Family, activation as _activation, head_dim, rope_fields, unsupported as _unsupported
+from .hf_bart import BART_CLASSES, BART_FAMILIES, DEFAULT_BART_CLASS
 from .hf_bert_family import BERT_RELATIVE_CLASSES, BERT_RELATIVE_FAMILIES, DEFAULT_BERT_RELATIVE_CLASS
 from .hf_gemma4 import DEFAULT_GEMMA4_CLASS, GEMMA4_CLASSES, GEMMA4_FAMILIES, describe_global_kv, describe_per_layer
 from .hf_hybrid import DEFAULT_HYBRID_CLASS, HYBRID_CLASSES, HYBRID_FAMILIES
@@ -270,7 +271,7 @@ FAMILIES = {
         "token type 0's vector is folded into the learned position table (every token gets type 0)",
         "post-LayerNorm blocks, LayerNorm after the embeddings",
         "masked-LM head: dense -> GELU -> LayerNorm -> tied decoder with its own bias; the pooler is not used")),
-    **BERT_RELATIVE_FAMILIES,
+    **BERT_RELATIVE_FAMILIES, **BART_FAMILIES,
     **MODERN_FAMILIES,
     **HYBRID_FAMILIES,
     **LFM2_FAMILIES,
@@ -290,7 +291,7 @@ SUPPORTED_CLASSES = {
     "BloomForCausalLM": ("bloom", True), "BloomModel": ("bloom", False),
     "FalconForCausalLM": ("falcon", True), "FalconModel": ("falcon", False),
     "BertForMaskedLM": ("bert", True), "BertModel": ("bert", False),
-    **BERT_RELATIVE_CLASSES,
+    **BERT_RELATIVE_CLASSES, **BART_CLASSES,
     **MODERN_CLASSES,
     **HYBRID_CLASSES,
     **LFM2_CLASSES,
@@ -342,7 +343,7 @@ def from_hf(model_or_path, *, device: torch.device | str | None = None) -> Trans
         weights = family.weights(model, cfg)
         head = model.get_output_embeddings() if has_head else None
         weights["unembed.weight"] = weights["embed.weight"] if cfg.tie_embeddings else head.weight
-        if cfg.head_bias:
+        if cfg.head_bias and "unembed.bias" not in weights:  # a family may bring its own (BART's final_logits_bias)
             weights["unembed.bias"] = head.bias
         ours = Transformer(cfg, device=device or source.device)
         ours.load_state_dict(weights, strict=True)  # strict: every weight of ours must have come from the source
@@ -549,7 +550,7 @@ def _layers(indices: list[int]) -> str:
 
 DEFAULT_CLASS = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
                  "mixtral": "MixtralForCausalLM", "bloom": "BloomForCausalLM", "falcon": "FalconForCausalLM",
-                 "bert": "BertForMaskedLM", **DEFAULT_BERT_RELATIVE_CLASS, **DEFAULT_MODERN_CLASS,
+                 "bert": "BertForMaskedLM", **DEFAULT_BERT_RELATIVE_CLASS, **DEFAULT_BART_CLASS, **DEFAULT_MODERN_CLASS,
                  **DEFAULT_HYBRID_CLASS, **DEFAULT_LFM2_CLASS,
                  **DEFAULT_MINIMAX_CLASS, **DEFAULT_LLAMA4_CLASS, **DEFAULT_GEMMA4_CLASS,
                  **DEFAULT_KIMI_CLASS, **DEFAULT_DSA_CLASS}  # model_type -> class, for a config naming none
