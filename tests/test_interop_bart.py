@@ -193,3 +193,12 @@ def test_the_hugging_face_page_opens_bart(tmp_path):
     at.switch_page("pages/playground.py").run()
     clean(at)
     assert at.get("plotly_chart")
+
+
+def test_the_bart_large_card_is_what_bart_large_s_config_opens_as(tmp_path):
+    from transformer import MODEL_CARDS
+
+    config = tf.BartConfig()  # its defaults are bart-large's dimensions
+    config.architectures = ["BartForConditionalGeneration"]
+    config.save_pretrained(tmp_path)
+    assert describe_hf(tmp_path).config == MODEL_CARDS["bart"].real["large"]

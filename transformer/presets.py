@@ -366,10 +366,24 @@ _RECENT_CARDS = [
           {"7B": 7.3e9, "32B": 32.2e9}, classroom=dict(n_layers=4, sliding_window=64)),
 ]
 
+# --- encoder-decoders opened from Hugging Face: cards only, no trained checkpoint -----------------------------------
+# BART (Lewis et al. 2019): BERT's post-LayerNorm blocks with GELU and a LayerNorm after the embeddings, in an
+# encoder and a decoder that share one token embedding, each with its own learned positions; the logits get a bias.
+# bart-large's config.json: 12 + 12 layers of 1,024, 16 heads, FFN 4,096, 1,024 positions (its tables keep two more
+# rows, never read: 4,096 parameters not built), 406M counted as 406.3M
+_BART = dict(arch="encoder-decoder", position="learned", norm="layernorm", norm_position="post", ffn="gelu", bias=True,
+             embed_norm=True, head_bias=True, norm_eps=1e-5)
+
+_SEQ2SEQ_CARDS = [
+    _card("bart", "BART", 2019, "encoder-decoder · MHA · learned (offset 2) · post-LayerNorm (+ embedding norm) · GELU",
+          _BART, {"large": dict(vocab_size=50265, d_model=1024, n_heads=16, n_layers=12, d_ff=4096, max_len=1024)},
+          {"large": 406e6}),
+]
+
 # the models of 2024-2026 whose English language model ships (docs/checkpoints.md): presets too
 TRAINED_RECENT = ("qwen3", "deepseek-v3", "gpt-oss", "gemma3")
 
 # the families that ship trained checkpoints: the app's presets
 PRESETS: dict[str, TransformerConfig] = {c.key: c.config for c in [*_CARDS, *_RECENT_CARDS] if
                                          c in _CARDS or c.key in TRAINED_RECENT}
-MODEL_CARDS: dict[str, ModelCard] = {c.key: c for c in [*_CARDS, *_RECENT_CARDS]}
+MODEL_CARDS: dict[str, ModelCard] = {c.key: c for c in [*_CARDS, *_SEQ2SEQ_CARDS, *_RECENT_CARDS]}
