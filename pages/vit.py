@@ -2,16 +2,17 @@
 import numpy as np
 import streamlit as st
 
-from transformer import vision
+from transformer import axes, vision
 from ui.figures import vision as figs
 from ui.app.export import trace_npz
 from ui.figures.base import heatmap
 from ui.app.page import start_page
 from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, keep_valid, url_state
-from ui.compute.vision_measure import digit_view, held_out, held_out_predictions, vit_model
+from ui.compute.vision_measure import digit_view, held_out, held_out_predictions, stem_gap, vit_model
 
-url_state("vit", carry=True, vit_digit=0, vit_layer=1, vit_head=0)  # carry: the sidebar's values, across a page switch
+STEMS = axes.keys("patch_stem")  # flatten + linear, or a convolution: the rows of the patch-stem axis
+url_state("vit", carry=True, vit_digit=0, vit_layer=1, vit_head=0, vit_stem=STEMS[0])  # carry: the sidebar's values, across a page switch
 
 start_page("The same block on images", """
 **The problem.** Attention reads a sequence of vectors. An image is a grid of pixels — is attention a text-only trick?
@@ -28,10 +29,15 @@ at the blank middle of a 0, at the bar of a 7? Which heads look at the same plac
 habit), which follow the ink? And when the prediction is wrong, what did it look at?
 """)
 
+keep_valid("vit_stem", STEMS, STEMS[0])
+stem = st.radio("Patch stem", STEMS, format_func=lambda key: axes.label("patch_stem", key), horizontal=True,
+                key="vit_stem", **KEEP,
+                help="how a patch's pixels become a token: cut out and flattened through a linear map, or one "
+                     "convolution whose kernel and stride are the patch size. The weights are the same numbers.")
 try:
-    model, meta = vit_model()
+    model, meta = vit_model(stem)
     images, labels = held_out()
-    predicted = held_out_predictions()
+    predicted = held_out_predictions(stem)
 except ImportError as exc:  # scikit-learn is missing
     st.error(f"The digits come with scikit-learn, which is not installed here ({exc}). "
              "Install it with `pip install scikit-learn` (it is in requirements.txt).")
@@ -70,7 +76,7 @@ col4.button("Next digit it gets wrong", on_click=jump_to_wrong, disabled=not len
 index, layer, head = int(st.session_state["vit_digit"]), int(st.session_state["vit_layer"]), int(st.session_state["vit_head"])
 
 try:
-    view = digit_view(index)
+    view = digit_view(index, stem)
 except (ValueError, MemoryError) as exc:
     st.error(str(exc))
     st.stop()
@@ -111,6 +117,24 @@ show_chart(heatmap(weights[head], tokens, tokens, f"layer {layer}, head {head}: 
                    zmax=1, height=520), key="vit_head_matrix")
 st.caption("Row 0 is [CLS] (the panel above); the other rows are patches looking at each other, as words do in a "
            "sentence. No mask: every token sees every other, in both directions.")
+
+# --- the patch stem: two ways to write one map ------------------------------------------------------
+st.subheader("The patch stem: flattening + a linear map, or a convolution")
+p, d = shape.patch_size, cfg.d_model
+gap, disagree = stem_gap()
+st.markdown(f"""
+The linear stem cuts out each {p} × {p} patch, flattens its pixels row by row into {shape.patch_pixels} numbers and
+multiplies by a {d} × {shape.patch_pixels} matrix. A convolution with {d} kernels of {p} × {p}, **stride {p}**, slides
+over the image one whole patch at a time: each output position reads exactly one patch, and its kernel *is* a row of
+that matrix laid out as a {p} × {p} picture. Same numbers, same tokens. Over the {len(images)} held-out digits the two
+stems' logits differ by at most **{gap:.1e}**, and {disagree} digits are classified differently.
+""")
+show_chart(figs.stem_kernels(model.kernels().cpu().numpy(),
+                             title=f"the {d} kernels of {p}×{p} (= the linear map's {d} rows)"), key="vit_kernels")
+st.caption(f"Each tile is one feature of the token: red pixels of a patch push it up, blue ones down. Now the stem "
+           f"is **{axes.label('patch_stem', stem)}** ({axes.row('patch_stem', stem).does}); switch it above and every "
+           "figure of this page stays the same. A stride smaller than the kernel would let patches overlap — "
+           "something only the convolution can say.")
 
 st.download_button("Download this digit's figures (.npz)", on_click="ignore", mime="application/octet-stream",
                    file_name=f"vit_digit{index}.npz",

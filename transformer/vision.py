@@ -2,7 +2,8 @@
 
 An image is cut into square patches, read row by row like the words of a sentence. Each
 patch's pixels go through one linear map (the patch embedding: the image's "token
-embedding"), a learned [CLS] vector goes in front, and the library's own encoder takes
+embedding"; the ``stem`` of ``VisionShape`` computes it by flattening each patch, or as one
+convolution whose kernel and stride are the patch size: the same map), a learned [CLS] vector goes in front, and the library's own encoder takes
 the sequence as ``inputs_embeds``: learned positions, the same blocks, the same hook names
 (``blocks.0.attn.hook_pattern`` ...). The class is read from the [CLS] position, so the
 [CLS] row of the attention weights shows which patches the model looked at.
@@ -30,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import checkpoint_format
+from . import axes, checkpoint_format
 from .checkpoint_format import CheckpointError, checkpoint_paths, read_meta
 from .config import TransformerConfig
 from .hooks import Trace
@@ -76,6 +77,36 @@ def patch_grid(values: torch.Tensor, image_size: int, patch_size: int) -> torch.
     return values.reshape(*values.shape[:-1], rows, rows)
 
 
+# --- the patch stems: one per row of the "patch_stem" axis (transformer/axes/vision.py) ----------------
+
+
+class LinearStem(nn.Linear):
+    """Cut the image into patches, flatten each row by row, one linear map: weight (d_model, p*p)."""
+
+    def __init__(self, patch_size: int, d_model: int, device=None):
+        super().__init__(patch_size * patch_size, d_model, device=device)
+        self.patch_size = patch_size
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        patches = patchify(images, self.patch_size)  # (B, N, p*p)
+        return super().forward(patches)  # (B, N, d_model)
+
+
+class ConvStem(nn.Conv2d):
+    """One convolution over the image, kernel = stride = p, so each output position reads exactly one patch:
+    weight (d_model, 1, p, p), the linear stem's rows laid out as p x p kernels."""
+
+    def __init__(self, patch_size: int, d_model: int, device=None):
+        super().__init__(1, d_model, kernel_size=patch_size, stride=patch_size, device=device)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        features = super().forward(images[:, None])  # (B, d_model, rows, cols): one channel in, one vector per patch
+        return features.flatten(2).transpose(1, 2)  # (B, N, d_model), in reading order as patchify's
+
+
+PATCH_STEMS = {"linear": LinearStem, "conv": ConvStem}  # stem -> its module, (patch_size, d_model, device)
+
+
 # --- the model --------------------------------------------------------------------------
 
 
@@ -84,11 +115,13 @@ class VisionShape:
     """What the encoder's config does not say: how an image becomes tokens."""
     image_size: int = IMAGE_SIZE
     patch_size: int = 2  # 2x2 patches: 16 tokens, a 4x4 map of where [CLS] looks
+    stem: str = "linear"  # a row of the "patch_stem" axis: flatten + linear, or a convolution (the same map)
 
     def __post_init__(self) -> None:
         if self.patch_size < 1 or self.image_size % self.patch_size:
             raise ValueError(f"patch_size={self.patch_size} must divide image_size={self.image_size}; "
                              f"pick one of {[p for p in range(1, self.image_size + 1) if self.image_size % p == 0]}")
+        axes.AXES["patch_stem"].row(self.stem, "stem")  # an unknown stem names itself and lists the rows
 
     @property
     def n_patches(self) -> int:
@@ -125,7 +158,7 @@ class VisionTransformer(nn.Module):
         self.cfg, self.shape = cfg, shape
         self.encoder = Transformer(cfg, device=device)
         device = self.encoder.device
-        self.patch_embed = nn.Linear(shape.patch_pixels, cfg.d_model, device=device)  # a patch's pixels -> one token
+        self.patch_embed = PATCH_STEMS[shape.stem](shape.patch_size, cfg.d_model, device=device)  # patches -> tokens
         self.cls_token = nn.Parameter(torch.randn(cfg.d_model, device=device) * 0.02)  # (d_model,)
 
     @property
@@ -137,8 +170,7 @@ class VisionTransformer(nn.Module):
         side = self.shape.image_size
         if images.dim() != 3 or tuple(images.shape[1:]) != (side, side) or images.shape[0] == 0:
             raise ValueError(f"images must be a (batch, {side}, {side}) tensor, got shape {tuple(images.shape)}")
-        patches = patchify(images.to(self.device, torch.float32), self.shape.patch_size)  # (B, N, p*p)
-        tokens = self.patch_embed(patches)  # (B, N, d_model)
+        tokens = self.patch_embed(images.to(self.device, torch.float32))  # (B, N, d_model)
         cls = self.cls_token.expand(images.shape[0], 1, -1)  # (B, 1, d_model)
         return torch.cat((cls, tokens), dim=1)  # (B, 1 + N, d_model)
 
@@ -152,6 +184,22 @@ class VisionTransformer(nn.Module):
             tokens = self.embed_image(images)  # (B, 1 + N, d_model)
         logits, trace = self.encoder.run_with_trace(inputs_embeds=tokens, **kwargs)
         return logits[:, CLS], trace
+
+    def kernels(self) -> torch.Tensor:
+        """(d_model, p, p): what each feature of the patch embedding weighs each pixel of a patch by, either stem."""
+        p = self.shape.patch_size
+        return self.patch_embed.weight.detach().reshape(self.cfg.d_model, p, p)  # (d_model, p, p)
+
+
+def with_stem(model: VisionTransformer, stem: str) -> VisionTransformer:
+    """The same model with the other stem: the linear map's rows become the convolution's p x p kernels (or back),
+    every other weight copied. Both compute the same tokens, so the logits agree up to float rounding."""
+    shape = dataclasses.replace(model.shape, stem=stem)
+    other = VisionTransformer(model.cfg, shape, device=model.device)
+    weights = model.state_dict()
+    weights["patch_embed.weight"] = weights["patch_embed.weight"].reshape(other.patch_embed.weight.shape)
+    other.load_state_dict(weights)
+    return other.eval()
 
 
 # --- the data ---------------------------------------------------------------------------
@@ -188,6 +236,7 @@ class TrainSettings:
     lr: float = 5e-3  # the peak of a one-cycle schedule: 10% warm-up, then a cosine down to almost 0
     weight_decay: float = 0.3
     patch_size: int = 2
+    stem: str = "linear"  # a row of the "patch_stem" axis
     d_model: int = 32
     n_heads: int = 4
     n_layers: int = 2
@@ -211,7 +260,7 @@ def train_vit(settings: TrainSettings = TrainSettings(), split: DigitSplit | Non
     """
     split = split or digits_split()
     device = torch.device(device)
-    shape = VisionShape(patch_size=settings.patch_size)
+    shape = VisionShape(patch_size=settings.patch_size, stem=settings.stem)
     cfg = encoder_config(shape, d_model=settings.d_model, n_heads=settings.n_heads, n_layers=settings.n_layers,
                          d_ff=settings.d_ff, dropout=settings.dropout, position=settings.position)
     n_train = len(split.train_images)
@@ -283,10 +332,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=TrainSettings.seed)
     parser.add_argument("--epochs", type=int, default=TrainSettings.epochs)
     parser.add_argument("--patch-size", type=int, default=TrainSettings.patch_size)
+    parser.add_argument("--stem", default=TrainSettings.stem, choices=axes.keys("patch_stem"),
+                        help="how patches become tokens: flatten + linear, or a convolution (the same map)")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)  # the figures in docs/checkpoints.md are for one thread
-    settings = TrainSettings(seed=args.seed, epochs=args.epochs, patch_size=args.patch_size)
+    settings = TrainSettings(seed=args.seed, epochs=args.epochs, patch_size=args.patch_size, stem=args.stem)
     model, report = train_vit(settings, log=None if args.quiet else print)
     save(model, args.out, report)
     print(json.dumps({k: report[k] for k in ("test_accuracy", "train_accuracy", "train_seconds", "train_cpu_seconds",

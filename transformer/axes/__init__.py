@@ -21,6 +21,7 @@ from .ffn import EXPERT_ACTIVATION, FFN, GELU_APPROXIMATE, ROUTER
 from .positions import POSITION, ROPE_SCALING
 from .stack import ARCH, BLOCK, DTYPE, NORM, NORM_POSITION
 from .tokens import TOKENS
+from .vision import PATCH_STEM
 
 AXES: dict[str, Axis] = {
     "arch": ARCH,
@@ -43,6 +44,7 @@ AXES: dict[str, Axis] = {
     "dtype": DTYPE,
     "tokens": TOKENS,  # no config field: a checkpoint's JSON names its tokenizer (transformer.tokens)
     "kv_cache": KV_CACHE,  # no config field: generation picks a layout when it makes the cache (model.CACHE_LAYOUTS)
+    "patch_stem": PATCH_STEM,  # no config field: a ViT checkpoint's JSON names it (transformer.vision.VisionShape)
 }
 
 # config field -> its axis: the fields whose value is a key of the table

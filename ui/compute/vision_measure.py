@@ -1,4 +1,5 @@
-"""The vision page's cached work: the shipped digits ViT, the held-out digits, one digit's recorded forward pass."""
+"""The vision page's cached work: the shipped digits ViT (with either patch stem), the held-out digits, one digit's
+recorded forward pass, and how far the two stems' logits are apart."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,9 +11,11 @@ from transformer.hooks import hook_name
 
 
 @st.cache_resource(show_spinner="Loading the digits ViT…")
-def vit_model() -> tuple[vision.VisionTransformer, dict]:
-    """(model, meta) of assets/checkpoints/vit-digits; CheckpointError (a ValueError) when it cannot be read."""
-    return vision.load(vision.SHIPPED_PATH, device="cpu")
+def vit_model(stem: str = "linear") -> tuple[vision.VisionTransformer, dict]:
+    """(model, meta) of assets/checkpoints/vit-digits with the patch stem `stem` (its weights carried over where the
+    checkpoint has the other one); CheckpointError (a ValueError) when it cannot be read."""
+    model, meta = vision.load(vision.SHIPPED_PATH, device="cpu")
+    return (model if model.shape.stem == stem else vision.with_stem(model, stem)), meta
 
 
 @st.cache_resource(show_spinner="Loading the digits…")
@@ -23,18 +26,29 @@ def held_out() -> tuple[np.ndarray, np.ndarray]:
 
 
 @st.cache_data(show_spinner="Classifying the held-out digits…")
-def held_out_predictions() -> np.ndarray:
-    """(N,) the class the model predicts for every held-out digit."""
-    model, _ = vit_model()
+def held_out_logits(stem: str = "linear") -> np.ndarray:
+    """(N, n_classes) the model's logits for every held-out digit, through the patch stem `stem`."""
+    model, _ = vit_model(stem)
     images, _ = held_out()
     with torch.no_grad():
-        return model(torch.from_numpy(images)).argmax(-1).numpy()
+        return model(torch.from_numpy(images)).numpy()
+
+
+def held_out_predictions(stem: str = "linear") -> np.ndarray:
+    """(N,) the class the model predicts for every held-out digit."""
+    return held_out_logits(stem).argmax(-1)
+
+
+def stem_gap() -> tuple[float, int]:
+    """(largest |logit difference|, digits classified differently) between the two stems over the held-out digits."""
+    linear, conv = held_out_logits("linear"), held_out_logits("conv")  # (N, n_classes) each
+    return float(np.abs(linear - conv).max()), int((linear.argmax(-1) != conv.argmax(-1)).sum())
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def digit_view(index: int) -> dict[str, np.ndarray]:
+def digit_view(index: int, stem: str = "linear") -> dict[str, np.ndarray]:
     """One held-out digit through the model: its image, patches, class probabilities and every layer's weights."""
-    model, _ = vit_model()
+    model, _ = vit_model(stem)
     images, labels = held_out()
     image = torch.from_numpy(images[index:index + 1])  # (1, 8, 8)
     logits, trace = model.run_with_trace(image, names="blocks.*.attn.hook_pattern")  # (1, n_classes)

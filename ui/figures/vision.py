@@ -1,4 +1,5 @@
-"""Figure builders for the vision page: a digit cut into patches, where [CLS] looks, the class probabilities.
+"""Figure builders for the vision page: a digit cut into patches, where [CLS] looks, the class probabilities, and
+the patch stem's kernels.
 
 numpy in, plotly Figure out. The digit is drawn dark on white; attention uses Viridis as on
 every other page, with the digit's outline drawn over it so the two line up; the bars use
@@ -115,3 +116,28 @@ def class_probabilities(probabilities: np.ndarray, true_label: int | None = None
     fig.update_yaxes(range=[0, 1.15])
     fig.update_xaxes(type="category")
     return fig
+
+
+def stem_kernels(kernels: np.ndarray, columns: int = 8, title: str = "") -> go.Figure:
+    """(d_model, p, p) kernels, one p x p tile per feature, `columns` to a row with a blank pixel between tiles.
+
+    The same numbers are the linear stem's rows and the convolution's kernels; diverging colours centred on 0:
+    which pixels of a patch push a feature up, which push it down.
+    """
+    kernels = np.asarray(kernels, dtype=float)
+    count, p, _ = kernels.shape
+    rows = math.ceil(count / columns)
+    tiled = np.full((rows * (p + 1) - 1, columns * (p + 1) - 1), np.nan)  # NaN: the gaps between tiles
+    feature = np.full(tiled.shape, -1)  # which feature each pixel of the picture belongs to, for the hover
+    for i, kernel in enumerate(kernels):
+        top, left = divmod(i, columns)
+        tile = np.s_[top * (p + 1):top * (p + 1) + p, left * (p + 1):left * (p + 1) + p]
+        tiled[tile], feature[tile] = kernel, i
+    bound = float(np.nanmax(np.abs(tiled))) or 1.0
+    heat = go.Heatmap(z=tiled, customdata=feature, colorscale="RdBu", zmid=0, zmin=-bound, zmax=bound,
+                      hovertemplate="feature %{customdata}<br>weight %{z:.3f}<extra></extra>",
+                      colorbar=dict(title="weight"))
+    plain = dict(showticklabels=False, showgrid=False, zeroline=False)
+    return go.Figure([heat], dict(title=dict(text=title or f"{count} kernels of {p}×{p}"), font=FONT,
+                                  height=120 + 60 * rows, margin=dict(l=10, r=10, t=50, b=10), xaxis=plain,
+                                  yaxis=dict(plain, autorange="reversed", scaleanchor="x"), plot_bgcolor="#ffffff"))
