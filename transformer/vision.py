@@ -2,10 +2,10 @@
 
 An image is cut into square patches, read row by row like the words of a sentence. Each
 patch's pixels go through one linear map (the patch embedding: the image's "token
-embedding"; the ``stem`` of ``VisionShape`` computes it by flattening each patch, or as one
-convolution whose kernel and stride are the patch size: the same map), a learned [CLS] vector goes in front, and the library's own encoder takes
-the sequence as ``inputs_embeds``: learned positions, the same blocks, the same hook names
-(``blocks.0.attn.hook_pattern`` ...). The class is read from the [CLS] position, so the
+embedding"; ``VisionShape.stem`` computes it by flattening each patch, or as one convolution
+whose kernel and stride are the patch size: the same map), a learned [CLS] vector goes in
+front, and the library's own encoder takes the sequence as ``inputs_embeds``: learned
+positions, the same blocks, the same hook names (``blocks.0.attn.hook_pattern`` ...). The class is read from the [CLS] position, so the
 [CLS] row of the attention weights shows which patches the model looked at.
 
     model, meta = load()                                  # the shipped one: assets/checkpoints/vit-digits
@@ -197,6 +197,7 @@ def with_stem(model: VisionTransformer, stem: str) -> VisionTransformer:
     shape = dataclasses.replace(model.shape, stem=stem)
     other = VisionTransformer(model.cfg, shape, device=model.device)
     weights = model.state_dict()
+    # (d_model, p*p) <-> (d_model, 1, p, p): patchify flattens a patch row by row, as the reshape reads a kernel
     weights["patch_embed.weight"] = weights["patch_embed.weight"].reshape(other.patch_embed.weight.shape)
     other.load_state_dict(weights)
     return other.eval()
