@@ -86,3 +86,17 @@ def test_the_vit_page_offers_the_stem_and_shows_the_kernels_and_the_equivalence(
     kernels = next(json.loads(chart.proto.spec) for chart in at.get("plotly_chart")
                    if "kernels of" in json.loads(chart.proto.spec)["layout"]["title"]["text"])
     assert values(kernels["data"][0]["z"]).shape == (4 * 3 - 1, 8 * 3 - 1)  # 32 kernels of 2x2, 8 to a row
+
+
+def test_with_one_seed_both_stems_start_from_the_same_weights():
+    # nn.Linear(p*p, d) and nn.Conv2d(1, d, p) draw their weights alike (fan_in p*p), so a seeded recipe trained
+    # through either stem starts from one model
+    cfg = vision.encoder_config(VisionShape())
+    built = {}
+    for stem in PATCH_STEMS:
+        torch.manual_seed(0)
+        built[stem] = vision.VisionTransformer(cfg, VisionShape(stem=stem), device="cpu")
+    linear, conv = built["linear"].state_dict(), built["conv"].state_dict()
+    assert linear.keys() == conv.keys()
+    for name, tensor in conv.items():
+        assert torch.equal(tensor.reshape(linear[name].shape), linear[name]), name
