@@ -111,31 +111,37 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor, inputs: AttentionInputs | StateInputs, cross_inputs: AttentionInputs | None = None,
                 memory: torch.Tensor | None = None, cache: dict | None = None,
-                per_layer_input: torch.Tensor | None = None) -> torch.Tensor:
-        """`per_layer_input` (B, T, per_layer_dim): this layer's own embedding of the tokens (Gemma 4), else None."""
+                per_layer_input: torch.Tensor | None = None, token_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """`per_layer_input` (B, T, per_layer_dim): this layer's own embedding of the tokens (Gemma 4), else None;
+        `token_ids` (B, T) for a MoE that routes by them (hash_layers)."""
         if self.attn_hyper is not None:
-            return self.forward_streams(x, inputs, cache)
+            return self.forward_streams(x, inputs, cache, token_ids)
         x = self.hook_resid_pre(x)  # (B, T, d_model)
         if self.parallel:
             h = self.ln1(x)
             attn = self.hook_attn_out(self.attn(h, inputs, cache=cache))
-            mlp = self.hook_mlp_out(self.mlp(self.ln2(x) if self.ln2 is not None else h))
+            mlp = self.hook_mlp_out(self.ffn(self.ln2(x) if self.ln2 is not None else h, token_ids))
             return self.hook_resid_post(self.finish(x + self.dropout(attn) + self.dropout(mlp), per_layer_input))
         x = self.hook_resid_mid(self.around("ln1", x, lambda h: self.hook_attn_out(self.attn(h, inputs, cache=cache))))
         if self.has_cross:
             x = self.hook_resid_cross(self.around(
                 "ln_cross", x, lambda h: self.hook_cross_attn_out(self.cross_attn(h, cross_inputs, memory, cache))))
-        x = self.around("ln2", x, lambda h: self.hook_mlp_out(self.mlp(h)))  # (B, T, d_model)
+        x = self.around("ln2", x, lambda h: self.hook_mlp_out(self.ffn(h, token_ids)))  # (B, T, d_model)
         return self.hook_resid_post(self.finish(x, per_layer_input))
 
-    def forward_streams(self, streams: torch.Tensor, inputs: AttentionInputs, cache: dict | None) -> torch.Tensor:
+    def ffn(self, h: torch.Tensor, token_ids: torch.Tensor | None) -> torch.Tensor:
+        """The FFN sublayer; a MoE layer that routes by token id (``hash_layers``) reads the ids too."""
+        return self.mlp(h, token_ids) if getattr(self.mlp, "hashes", False) else self.mlp(h)
+
+    def forward_streams(self, streams: torch.Tensor, inputs: AttentionInputs, cache: dict | None,
+                        token_ids: torch.Tensor | None = None) -> torch.Tensor:
         """The block on hyper_streams residual streams (B, T, n, d_model): each pre-norm sublayer reads a weighted
         sum of them, and its output and the streams, mixed by a doubly stochastic matrix, become the new streams."""
         read, post, comb = self.attn_hyper(streams)  # (B, T, d_model), (B, T, n), (B, T, n, n)
         out = self.hook_attn_out(self.attn(self.ln1(read), inputs, cache=cache))  # (B, T, d_model)
         streams = mix(streams, self.dropout(out), post, comb)  # (B, T, n, d_model)
         read, post, comb = self.mlp_hyper(streams)
-        out = self.hook_mlp_out(self.mlp(self.ln2(read)))  # (B, T, d_model)
+        out = self.hook_mlp_out(self.ffn(self.ln2(read), token_ids))  # (B, T, d_model)
         return mix(streams, self.dropout(out), post, comb)  # (B, T, n, d_model)
 
     def finish(self, x: torch.Tensor, per_layer_input: torch.Tensor | None) -> torch.Tensor:

@@ -129,6 +129,7 @@ class TransformerConfig:
     expert_limit: float = 7.0  # clamped-swiglu: the gate's upper clamp and the up projection's ±clamp (gpt-oss: 7)
     first_dense_layers: int = 0  # the first layers keep a dense SwiGLU of d_ff (DeepSeek-V3: 3)
     shared_expert_gate: bool = False  # the shared experts' output times sigmoid(x W_shared_gate) (Qwen3-Next)
+    hash_layers: int = 0  # the first MoE layers choose experts by a fixed table of token ids (DeepSeek-V4: 3)
     # --- keys a lightning indexer chooses (DeepSeek-V3.2, GLM-5: transformer/indexer.py) ---
     index_top_k: int | None = None  # each query attends only to the k earlier keys the indexer scores highest; None = all
     index_heads: int = 4  # the indexer's small heads, each scoring every key by ReLU(q·k) (DeepSeek-V3.2: 64)

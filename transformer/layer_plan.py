@@ -276,6 +276,8 @@ class LayerSpec:
     @property
     def hf_layer_type(self) -> str:
         """Its name in a Hugging Face config's ``layer_types``."""
+        if self.compress_rate:  # DeepSeek-V4's names: blocks an indexer chooses, or every finished block
+            return "compressed_sparse_attention" if self.indexes_blocks else "heavily_compressed_attention"
         bound = self.bound
         return self.row.hf_layer_type if bound is None else AXES["mask"].row(bound).hf_layer_type
 

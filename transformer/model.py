@@ -164,7 +164,7 @@ def run_stack(owner, tok_emb, attention_mask, position_ids, cache, memory, memor
         x = widen(x, cfg.hyper_streams)  # (B, T, n, d_model): hyper-connections' streams, alike at first
     for i, block in enumerate(owner.blocks):
         own = per_layer[:, :, i] if per_layer is not None else None  # (B, T, per_layer_dim)
-        x = block(x, inputs[block.spec.inputs_key], cross_inputs, memory, cache, own)  # (B, T, d_model)
+        x = block(x, inputs[block.spec.inputs_key], cross_inputs, memory, cache, own, ids)  # (B, T, d_model)
     if cfg.hyper_streams > 1:
         x = owner.hyper_head(x)  # (B, T, d_model)
     if cache is not None:
