@@ -99,7 +99,7 @@ def test_rope_order_moves_hf_pairs_to_our_halves():
 
 
 @pytest.mark.parametrize("changes,named", [
-    (dict(scoring_func="softmax"), "scoring_func='softmax'"),
+    (dict(n_shared_experts=2), "n_shared_experts=2"),
     (dict(mlp_layer_types=["moe", "hash_moe", "moe", "moe"]), "mlp_layer_types"),
     (dict(hc_mult=1), "hc_mult=1"),
     (dict(rope_parameters={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32}),
