@@ -310,7 +310,11 @@ DOC_CONFIGS += [dict(parallel_block=True), dict(embed_norm=True, head_transform=
                 # Gemma 4: per-layer input embeddings, the value norm, K = V, a scalar per block
                 dict(per_layer_dim=4, value_norm=True, k_eq_v=True, layer_scalar=True),
                 # DeepSeek-V3.2's lightning indexer on latent attention: its scores, the chosen keys, the dense weights
-                dict(kv_rank=8, q_rank=8, rope_dim=2, head_dim=6, index_top_k=3, index_heads=2, index_head_dim=4)]
+                dict(kv_rank=8, q_rank=8, rope_dim=2, head_dim=6, index_top_k=3, index_heads=2, index_head_dim=4),
+                # DeepSeek-V4: a window beside pooled blocks, an indexer choosing blocks, hyper-connections
+                dict(n_kv_heads=1, q_rank=8, rope_dim=2, head_dim=6, sliding_window=4, sinks=True, hyper_streams=2,
+                     compress_layers="pooled 4, indexed 2", index_top_k=2, index_heads=2, index_head_dim=4,
+                     o_groups=2, o_rank=4)]
 
 
 def hook_pattern(name: str) -> str:

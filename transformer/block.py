@@ -17,9 +17,11 @@ import torch
 from torch import nn
 
 from .attention import KV_HEAD_MODULES, Attention, AttentionInputs
+from .compressed_attention import CompressedAttention
 from .config import TransformerConfig
 from .ffn import make_ffn
 from .hooks import HookPoint
+from .hyper_connections import HyperConnection, mix
 from .layer_plan import LayerSpec
 from .linear_attention import STATE_MODULES, StateInputs
 from .norms import make_norm
@@ -57,7 +59,9 @@ class Block(nn.Module):
         self.has_cross = cross
         self.spec = spec  # its attention kind, window, positions, the layer whose K/V it reads, its norms' placement
         self.layer_cfg = cfg.layer_config(spec)  # its own sizes (Gemma 4's global layers), which its inputs share
-        self.attn = ATTENTION_MODULES[spec.kind](self.layer_cfg, spec)
+        # DeepSeek-V4's layers (compress_layers) all take its attention: a window beside pooled blocks
+        self.attn = (CompressedAttention(self.layer_cfg, spec) if spec.compresses else
+                     ATTENTION_MODULES[spec.kind](self.layer_cfg, spec))
         # The norms, declared where they are used: ln1 around attention, ln_cross around cross-attention, ln2
         # around the FFN, each on the sublayer's input (pre, sandwich) or on the sum (post); ln*_post on its output.
         if self.parallel:  # one norm both sublayers read, or one each (GPT-NeoX)
@@ -72,7 +76,8 @@ class Block(nn.Module):
                 self.ln_cross_post = make_norm(cfg) if after else None
             self.ln2 = make_norm(cfg) if wraps else None
             self.ln2_post = make_norm(cfg) if after else None
-            self.hook_resid_mid = HookPoint("hook_resid_mid")
+            if cfg.hyper_streams == 1:  # several streams have no one residual to record: hook_hyper_* instead
+                self.hook_resid_mid = HookPoint("hook_resid_mid")
         self.on_sum, self.skips_normed = placement.on_sum, placement.skips_normed
         if cross:
             self.cross_attn = Attention(cfg, cross=True)
@@ -85,10 +90,14 @@ class Block(nn.Module):
             self.hook_per_layer_out = HookPoint("hook_per_layer_out")
         self.layer_scalar = nn.Parameter(torch.ones(1)) if cfg.layer_scalar else None  # (1,)
         self.dropout = nn.Dropout(cfg.dropout)
-        self.hook_resid_pre = HookPoint("hook_resid_pre")
+        # hyper-connections: the residual is hyper_streams streams, mixed around each sublayer (DeepSeek-V4)
+        self.attn_hyper = HyperConnection(cfg) if cfg.hyper_streams > 1 else None
+        self.mlp_hyper = HyperConnection(cfg) if cfg.hyper_streams > 1 else None
+        if cfg.hyper_streams == 1:
+            self.hook_resid_pre = HookPoint("hook_resid_pre")
+            self.hook_resid_post = HookPoint("hook_resid_post")
         self.hook_attn_out = HookPoint("hook_attn_out")
         self.hook_mlp_out = HookPoint("hook_mlp_out")
-        self.hook_resid_post = HookPoint("hook_resid_post")
 
     @property
     def window(self) -> int | None:
@@ -102,20 +111,38 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor, inputs: AttentionInputs | StateInputs, cross_inputs: AttentionInputs | None = None,
                 memory: torch.Tensor | None = None, cache: dict | None = None,
-                per_layer_input: torch.Tensor | None = None) -> torch.Tensor:
-        """`per_layer_input` (B, T, per_layer_dim): this layer's own embedding of the tokens (Gemma 4), else None."""
+                per_layer_input: torch.Tensor | None = None, token_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """`per_layer_input` (B, T, per_layer_dim): this layer's own embedding of the tokens (Gemma 4), else None;
+        `token_ids` (B, T) for a MoE that routes by them (hash_layers)."""
+        if self.attn_hyper is not None:
+            return self.forward_streams(x, inputs, cache, token_ids)
         x = self.hook_resid_pre(x)  # (B, T, d_model)
         if self.parallel:
             h = self.ln1(x)
             attn = self.hook_attn_out(self.attn(h, inputs, cache=cache))
-            mlp = self.hook_mlp_out(self.mlp(self.ln2(x) if self.ln2 is not None else h))
+            mlp = self.hook_mlp_out(self.ffn(self.ln2(x) if self.ln2 is not None else h, token_ids))
             return self.hook_resid_post(self.finish(x + self.dropout(attn) + self.dropout(mlp), per_layer_input))
         x = self.hook_resid_mid(self.around("ln1", x, lambda h: self.hook_attn_out(self.attn(h, inputs, cache=cache))))
         if self.has_cross:
             x = self.hook_resid_cross(self.around(
                 "ln_cross", x, lambda h: self.hook_cross_attn_out(self.cross_attn(h, cross_inputs, memory, cache))))
-        x = self.around("ln2", x, lambda h: self.hook_mlp_out(self.mlp(h)))  # (B, T, d_model)
+        x = self.around("ln2", x, lambda h: self.hook_mlp_out(self.ffn(h, token_ids)))  # (B, T, d_model)
         return self.hook_resid_post(self.finish(x, per_layer_input))
+
+    def ffn(self, h: torch.Tensor, token_ids: torch.Tensor | None) -> torch.Tensor:
+        """The FFN sublayer; a MoE layer that routes by token id (``hash_layers``) reads the ids too."""
+        return self.mlp(h, token_ids) if getattr(self.mlp, "hashes", False) else self.mlp(h)
+
+    def forward_streams(self, streams: torch.Tensor, inputs: AttentionInputs, cache: dict | None,
+                        token_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """The block on hyper_streams residual streams (B, T, n, d_model): each pre-norm sublayer reads a weighted
+        sum of them, and its output and the streams, mixed by a doubly stochastic matrix, become the new streams."""
+        read, post, comb = self.attn_hyper(streams)  # (B, T, d_model), (B, T, n), (B, T, n, n)
+        out = self.hook_attn_out(self.attn(self.ln1(read), inputs, cache=cache))  # (B, T, d_model)
+        streams = mix(streams, self.dropout(out), post, comb)  # (B, T, n, d_model)
+        read, post, comb = self.mlp_hyper(streams)
+        out = self.hook_mlp_out(self.ffn(self.ln2(read), token_ids))  # (B, T, d_model)
+        return mix(streams, self.dropout(out), post, comb)  # (B, T, n, d_model)
 
     def finish(self, x: torch.Tensor, per_layer_input: torch.Tensor | None) -> torch.Tensor:
         """Gemma 4's last steps: its per-layer input through the gate onto the stream, then the stream times the

@@ -129,10 +129,22 @@ class TransformerConfig:
     expert_limit: float = 7.0  # clamped-swiglu: the gate's upper clamp and the up projection's ±clamp (gpt-oss: 7)
     first_dense_layers: int = 0  # the first layers keep a dense SwiGLU of d_ff (DeepSeek-V3: 3)
     shared_expert_gate: bool = False  # the shared experts' output times sigmoid(x W_shared_gate) (Qwen3-Next)
+    hash_layers: int = 0  # the first MoE layers choose experts by a fixed table of token ids (DeepSeek-V4: 3)
     # --- keys a lightning indexer chooses (DeepSeek-V3.2, GLM-5: transformer/indexer.py) ---
     index_top_k: int | None = None  # each query attends only to the k earlier keys the indexer scores highest; None = all
     index_heads: int = 4  # the indexer's small heads, each scoring every key by ReLU(q·k) (DeepSeek-V3.2: 64)
     index_head_dim: int = 32  # an indexer head's width, its first d_rope dimensions turned by RoPE (DeepSeek-V3.2: 128)
+    # DeepSeek-V4's attention (transformer/compressed_attention.py) on every layer: "none", or one entry per layer,
+    # "window", "indexed N" (blocks of N pooled keys, index_top_k chosen) or "pooled N" (see layer_plan.py)
+    compress_layers: str = "none"
+    compress_rope_theta: float | None = None  # the RoPE base of the layers that pool blocks; None = rope_theta (160000)
+    o_groups: int | None = None  # DeepSeek-V4: heads in this many groups, each projected to o_rank first (8)
+    o_rank: int | None = None  # the width each group of heads is projected to before W_o (DeepSeek-V4: 1024)
+    # hyper-connections (transformer/hyper_connections.py): the residual widened into this many streams, mixed before
+    # and after each sublayer by doubly stochastic matrices (DeepSeek-V4: 4); 1 = the ordinary residual
+    hyper_streams: int = 1
+    hyper_sinkhorn_iters: int = 20  # the Sinkhorn iterations that make each mixing matrix doubly stochastic
+    hyper_eps: float = 1e-6  # the floor added to the mixing weights and to the Sinkhorn sums
     # --- attention that keeps a state (transformer/linear_attention.py; Hugging Face: layer_types, linear_*) ---
     attention_layers: str = "softmax"  # each layer's kind: one kind for all, "3:1" (Qwen3.5) or a comma list (layer_plan.py)
     linear_kind: LinearKind = "gated-deltanet"  # the kind of the linear layers "N:M" and "linear_attention" name

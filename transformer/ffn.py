@@ -95,10 +95,30 @@ class ClampedSwiGLU(GatedFFN):
         return self.down((up + 1) * gate * torch.sigmoid(gate * self.alpha))  # (N, d_model)
 
 
+class LimitedSwiGLU(GatedFFN):
+    """DeepSeek-V4's expert: SiLU(gate clamped above at the limit) * (up clamped to ±limit), the limit 10."""
+
+    def __init__(self, cfg: "TransformerConfig", d_ff: int | None = None, hooks: bool = False):
+        super().__init__(cfg, d_ff, hooks=hooks)
+        self.limit = cfg.expert_limit
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate = self.gate(x).clamp(max=self.limit)  # (N, d_expert)
+        return self.down(F.silu(gate) * self.up(x).clamp(-self.limit, self.limit))  # (N, d_model)
+
+
 EXPERTS: dict[str, Callable[["TransformerConfig", int], nn.Module]] = {
     "swiglu": lambda cfg, width: GatedFFN(cfg, width, hooks=False, kind="swiglu"),
     "geglu": lambda cfg, width: GatedFFN(cfg, width, hooks=False, kind="geglu"),
     "clamped-swiglu": lambda cfg, width: ClampedSwiGLU(cfg, width, hooks=False),
+    "limited-swiglu": lambda cfg, width: LimitedSwiGLU(cfg, width, hooks=False),
+}
+
+# each router's scores from its logits (float32), by its row of AXES["router"]
+ROUTER_SCORES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "softmax": lambda logits: logits.softmax(dim=-1),
+    "sigmoid": torch.sigmoid,
+    "sqrt-softplus": lambda logits: F.softplus(logits).sqrt(),
 }
 
 
@@ -117,12 +137,15 @@ class MoE(nn.Module):
         super().__init__()
         self.n_experts, self.top_k = cfg.n_experts, cfg.top_k
         self.sigmoid = cfg.row("router").sigmoid
+        self.score = ROUTER_SCORES[cfg.router]
         self.renormalise, self.routed_scale = cfg.router_norm, cfg.routed_scale
         self.n_groups, self.top_groups = cfg.n_expert_groups, cfg.top_groups
         width = cfg.d_expert or cfg.d_ff
         self.router = nn.Linear(cfg.d_model, cfg.n_experts, bias=cfg.bias)
         if self.sigmoid:
             self.register_buffer("choice_bias", torch.zeros(cfg.n_experts))  # (E,) shifts the choice, not the weights
+        if layer < cfg.hash_layers:  # DeepSeek-V4's first layers: each token id's experts fixed by a table
+            self.register_buffer("expert_table", torch.zeros(cfg.vocab_size, cfg.top_k, dtype=torch.long))
         self.experts = nn.ModuleList(EXPERTS[cfg.expert_activation](cfg, width) for _ in range(cfg.n_experts))
         if cfg.n_shared_experts:
             self.shared = EXPERTS[cfg.expert_activation](cfg, cfg.n_shared_experts * width)
@@ -147,12 +170,23 @@ class MoE(nn.Module):
             choice = grouped.masked_fill(~keep[..., None], 0.0).flatten(-2)  # (B, T, E)
         return choice.topk(self.top_k, dim=-1).indices
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    @property
+    def hashes(self) -> bool:
+        """It chooses by token id (``expert_table``), so it needs the ids beside x."""
+        return hasattr(self, "expert_table")
+
+    def forward(self, x: torch.Tensor, token_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """x (B, T, D); `token_ids` (B, T) where the layer chooses by its table (``hash_layers``)."""
         B, T, D = x.shape
         logits = self.hook_router_logits(self.router(x))  # (B, T, E)
-        probs = logits.float().sigmoid() if self.sigmoid else logits.float().softmax(dim=-1)
-        probs = self.hook_router_probs(probs)  # (B, T, E)
-        top_i = self.hook_expert_indices(self.choose(probs))  # (B, T, k)
+        probs = self.hook_router_probs(self.score(logits.float()))  # (B, T, E)
+        if self.hashes:
+            if token_ids is None:
+                raise ValueError("hash_layers route each token id by a fixed table: pass input_ids (inputs_embeds "
+                                 "are no token ids)")
+            top_i = self.hook_expert_indices(self.expert_table[token_ids])  # (B, T, k)
+        else:
+            top_i = self.hook_expert_indices(self.choose(probs))  # (B, T, k)
         top_p = probs.gather(-1, top_i)  # (B, T, k)
         if self.renormalise:
             top_p = top_p / (top_p.sum(-1, keepdim=True) + (1e-20 if self.sigmoid else 0.0))

@@ -286,6 +286,43 @@ SITES: dict[str, HookSite] = {
         "see fewer than k). Attention's mask hides every other key.",
         r"\mathcal{S}_t = \operatorname{top-}k_{\,s \le t}\; I_{ts}",
         reads=("hook_index_scores",)),
+    # --- DeepSeek-V4's attention (transformer/compressed_attention.py, compress_layers) ---
+    "hook_window": HookSite(
+        ("B", "1", "T_q", "T_kv"), "the sliding window's keys",
+        "The sliding branch: the keys of the last `window` tokens each query sees, beside the pooled blocks.",
+        r"\mathcal{W}_t = \{s : t - W < s \le t\}"),
+    "hook_compressed_k": HookSite(
+        ("B", "1", "n_blocks", "d_head"), "RMSNorm(sum_t softmax(gates) * x W_pool), turned by RoPE",
+        "One key per finished block of `rate` tokens: the block's tokens pooled by learned softmax gates, per channel. "
+        "It serves as key and value.",
+        r"c_i = \mathrm{RoPE}\big(\mathrm{RMSNorm}(\textstyle\sum_{t \in i} \mathrm{softmax}_t(x_t W_g + B_t) \odot x_t W_p)\big)",
+        reads=("<input>",)),
+    "hook_block_scores": HookSite(
+        ("B", "T_q", "n_blocks"), "sum_h w_h * ReLU(q_h . k_block / sqrt(d_index)), unfinished blocks -inf",
+        "The block indexer's score of every finished block for every query.",
+        r"I_{ti} = \textstyle\sum_h w_{t,h}\, \mathrm{ReLU}(q^{I}_{t,h} \cdot c^{I}_i / \sqrt{d_I})",
+        reads=("<input>",)),
+    "hook_blocks_chosen": HookSite(
+        ("B", "1", "T_q", "n_blocks"), "top-k of the block scores among the finished blocks",
+        "The blocks each query keeps: the index_top_k its indexer scores highest of those that have ended.",
+        r"\mathcal{S}_t = \operatorname{top-}k_{\,i}\; I_{ti}",
+        reads=("hook_block_scores",)),
+    # --- hyper-connections (transformer/hyper_connections.py, hyper_streams) ---
+    "hook_hyper_pre": HookSite(
+        ("B", "T", "n"), "sigmoid(a W_pre x + b) + eps",
+        "How much of each residual stream the sublayer (or, after the last block, the head) reads.",
+        r"\mathrm{pre} = \sigma(\alpha\, W_{pre} \hat{x} + b) + \varepsilon",
+        reads=("<input>",)),
+    "hook_hyper_post": HookSite(
+        ("B", "T", "n"), "2 sigmoid(a W_post x + b)",
+        "How much of the sublayer's output each residual stream receives.",
+        r"\mathrm{post} = 2\,\sigma(\alpha\, W_{post} \hat{x} + b)",
+        reads=("<input>",)),
+    "hook_hyper_comb": HookSite(
+        ("B", "T", "n", "n"), "Sinkhorn(softmax(a W_comb x + b) + eps)",
+        "How the streams pass on to each other: a doubly stochastic matrix (rows and columns sum to 1).",
+        r"S'_k = \mathrm{post}_k\, f(\cdot) + \textstyle\sum_j C_{jk} S_j",
+        reads=("<input>",)),
     "hook_dense_pattern": HookSite(
         SCORES, "softmax(scores) over every key the mask allows",
         "The weights this layer would give without its indexer, recorded beside the sparse ones to show what the "

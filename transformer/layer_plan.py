@@ -14,7 +14,8 @@ Written as strings so a URL can carry them:
 - ``nope_layers``: which layers leave RoPE out: "none", "every N" (the N-th, 2N-th ... layer, as
   Llama 4 and SmolLM3 with N = 4), or a comma list of layer indices ("3, 7");
 - ``chunked_layers``: which layers ``attention_chunk`` cuts into chunks (see ``parse_chunked_layers``);
-- ``kv_shared_layers``: which layers reuse an earlier layer's K and V (see ``parse_kv_shared_layers``).
+- ``kv_shared_layers``: which layers reuse an earlier layer's K and V (see ``parse_kv_shared_layers``);
+- ``compress_layers``: which layers add pooled blocks of keys beside their window (see ``parse_compress_layers``).
 """
 from __future__ import annotations
 
@@ -156,6 +157,36 @@ def parse_chunked_layers(text: str, chunk: int | None, turning: list[bool]) -> f
     return parse_layer_list("chunked_layers", text, len(turning), "'all', 'rope' (the layers RoPE turns)")
 
 
+COMPRESS_FORMS = {"window": False, "indexed": True, "pooled": False}  # entry word -> an indexer chooses its blocks
+
+
+def parse_compress_layers(text: str, n_layers: int) -> tuple[tuple[int, bool], ...] | None:
+    """Each layer's (compression rate, whether an indexer chooses its blocks), or None for "none".
+
+    A comma list with one entry per layer: "window" (the sliding window alone), "indexed N" (blocks of N tokens,
+    each query keeping the index_top_k its indexer scores highest: DeepSeek-V4's rate 4) or "pooled N" (blocks of
+    N, every finished one seen: its rate 128).
+    """
+    entries = [e.strip().lower() for e in str(text).split(",")]
+    if entries == ["none"]:
+        return None
+    if len(entries) != n_layers:
+        raise ValueError(f"compress_layers={text!r} names {len(entries)} layers but n_layers={n_layers}; give one "
+                         "entry per layer ('window', 'indexed 4' or 'pooled 128'), or 'none'")
+    layers = []
+    for entry in entries:
+        word, _, rate = entry.partition(" ")
+        rate = rate.strip()
+        if word not in COMPRESS_FORMS or (word == "window") != (rate == "") or (rate and not rate.isdigit()):
+            raise ValueError(f"compress_layers={text!r} does not parse: {entry!r} is not 'window', 'indexed N' or "
+                             "'pooled N' with N a whole number (DeepSeek-V4: 'indexed 4', 'pooled 128')")
+        if rate and int(rate) < 1:
+            raise ValueError(f"compress_layers={text!r}: {entry!r} pools blocks of {rate} tokens; a block holds at "
+                             "least 1 token (DeepSeek-V4: 4 and 128)")
+        layers.append((int(rate or 0), COMPRESS_FORMS[word]))
+    return tuple(layers)
+
+
 def parse_kv_shared_layers(text: str, n_layers: int) -> dict[int, int | None]:
     """The layers that reuse an earlier layer's K and V, each with the layer it reads (None: the last earlier layer of
     its own type that makes its own, which ``build_plan`` finds): "none"; "last N", the last N layers, as Gemma 4's
@@ -203,6 +234,10 @@ class LayerSpec:
     kv_from: int  # the layer whose K and V it reads: its own, or an earlier layer's of its type (Gemma 4)
     norm_position: str  # where its block's norms sit: a key of AXES["norm_position"] (``placement`` is its row)
     index_top_k: int | None = None  # its lightning indexer keeps this many keys per query (DeepSeek-V3.2); None = all
+    # DeepSeek-V4 (transformer/compressed_attention.py): its keys are pooled in blocks of this many tokens beside its
+    # window; 0 = the window alone (still DeepSeek-V4's attention); None = ordinary attention
+    compress_rate: int | None = None
+    indexes_blocks: bool = False  # an indexer keeps index_top_k of those blocks per query (DeepSeek-V4's rate 4)
 
     @property
     def row(self) -> AttentionChoice:
@@ -229,6 +264,11 @@ class LayerSpec:
         return self.index_top_k is not None
 
     @property
+    def compresses(self) -> bool:
+        """DeepSeek-V4's attention builds it: a window of keys, and pooled blocks where compress_rate > 0."""
+        return self.compress_rate is not None
+
+    @property
     def reuses_kv(self) -> bool:
         """It computes q alone and attends over an earlier layer's K and V (``kv_from``), which the cache holds once."""
         return self.kv_from != self.index
@@ -236,6 +276,8 @@ class LayerSpec:
     @property
     def hf_layer_type(self) -> str:
         """Its name in a Hugging Face config's ``layer_types``."""
+        if self.compress_rate:  # DeepSeek-V4's names: blocks an indexer chooses, or every finished block
+            return "compressed_sparse_attention" if self.indexes_blocks else "heavily_compressed_attention"
         bound = self.bound
         return self.row.hf_layer_type if bound is None else AXES["mask"].row(bound).hf_layer_type
 
@@ -266,6 +308,8 @@ def build_plan(cfg) -> tuple[LayerSpec, ...]:
                for i, kind in enumerate(kinds)]
     chunked = parse_chunked_layers(cfg.chunked_layers, cfg.attention_chunk, turning)
     linear_placement = cfg.norm_position if cfg.linear_norm_position is None else cfg.linear_norm_position
+    check_deepseek_v4(cfg)
+    compressed = parse_compress_layers(cfg.compress_layers, cfg.n_layers)
     plan = []
     for i, (kind, window, turns) in enumerate(zip(kinds, windows, turning)):
         chunk = cfg.attention_chunk if i in chunked else None
@@ -290,11 +334,83 @@ def build_plan(cfg) -> tuple[LayerSpec, ...]:
             rope_scaling=("none" if local_base else cfg.rope_scaling) if turns else "none",
             kv_from=i, norm_position=linear_placement if keeps_state else cfg.norm_position,
             index_top_k=None if keeps_state else cfg.index_top_k))
+        if compressed is not None:
+            plan[i] = compressed_spec(cfg, plan[i], *compressed[i])
+    if compressed is not None and cfg.index_top_k is not None and not any(indexed for _, indexed in compressed):
+        raise ValueError(f"index_top_k={cfg.index_top_k} is how many blocks an 'indexed' layer keeps, but "
+                         f"compress_layers={cfg.compress_layers!r} has none; make a layer 'indexed 4' or set "
+                         "index_top_k=None")
     readers = parse_kv_shared_layers(cfg.kv_shared_layers, cfg.n_layers)
     for i, source in readers.items():
         plan[i] = replace(plan[i], kv_from=kv_source(cfg, plan, i, source, readers))
     check_kind_fields(cfg, plan)
     return tuple(plan)
+
+
+def compressed_spec(cfg, spec: LayerSpec, rate: int, indexed: bool) -> LayerSpec:
+    """A layer of DeepSeek-V4: its window, its blocks' rate (0: none), an indexer only where it chooses blocks, and
+    the compressed layers' own RoPE base (compress_rope_theta)."""
+    if spec.row.keeps_state or spec.window is None:
+        why = (f"layer {spec.index} is {spec.kind}" if spec.row.keeps_state else
+               f"layer {spec.index} has no window (sliding_window={cfg.sliding_window}, "
+               f"layer_pattern={cfg.layer_pattern!r})")
+        raise ValueError(f"compress_layers={cfg.compress_layers!r} gives every layer DeepSeek-V4's attention, a "
+                         f"sliding window beside pooled blocks, but {why}; set sliding_window (DeepSeek-V4: 128) "
+                         "with softmax layers, or compress_layers='none'")
+    if rate and spec.window % rate:
+        raise ValueError(f"compress_layers={cfg.compress_layers!r}: layer {spec.index} pools blocks of {rate} "
+                         f"tokens, which does not divide its window of {spec.window}; a block must end where a "
+                         f"window can start: choose a rate among {[d for d in range(1, spec.window + 1) if spec.window % d == 0]} "
+                         f"or a window that is a multiple of {rate}")
+    if indexed and cfg.index_top_k is None:
+        raise ValueError(f"compress_layers={cfg.compress_layers!r}: layer {spec.index} is 'indexed', but "
+                         "index_top_k=None keeps no count of blocks; set index_top_k (DeepSeek-V4: 512) or make it "
+                         "'pooled'")
+    theta = cfg.compress_rope_theta if rate and cfg.compress_rope_theta is not None else spec.rope_theta
+    return replace(spec, compress_rate=rate, indexes_blocks=indexed, index_top_k=cfg.index_top_k if indexed else None,
+                   rope_theta=theta if spec.rotates else None)
+
+
+def check_deepseek_v4(cfg) -> None:
+    """What DeepSeek-V4's attention (compress_layers) and hyper-connections (hyper_streams) need from the rest."""
+    if cfg.hyper_streams < 1:
+        raise ValueError(f"hyper_streams={cfg.hyper_streams} must be at least 1: the residual is this many streams "
+                         "(1 = the ordinary residual, DeepSeek-V4: 4)")
+    if cfg.hyper_sinkhorn_iters < 1 or not cfg.hyper_eps > 0:
+        raise ValueError(f"hyper_sinkhorn_iters={cfg.hyper_sinkhorn_iters} must be at least 1 and hyper_eps="
+                         f"{cfg.hyper_eps} above 0 (DeepSeek-V4: 20 and 1e-6)")
+    placement = cfg.row("norm_position")
+    if cfg.hyper_streams > 1 and (cfg.row("block").parallel or cfg.row("arch").cross or placement.after
+                                  or placement.on_sum or placement.skips_normed):
+        raise ValueError(f"hyper_streams={cfg.hyper_streams} mixes the streams around each sublayer of a pre-norm "
+                         f"block, as DeepSeek-V4 does; norm_position={cfg.norm_position!r}, parallel_block="
+                         f"{cfg.parallel_block} and arch={cfg.arch!r} need norm_position='pre', parallel_block=False "
+                         "and a decoder or encoder; or set hyper_streams=1")
+    for field in ("o_groups", "o_rank"):
+        if getattr(cfg, field) is not None and getattr(cfg, field) < 1:
+            raise ValueError(f"{field}={getattr(cfg, field)} must be at least 1, or None")
+    if (cfg.o_groups is None) != (cfg.o_rank is None):
+        raise ValueError(f"o_groups={cfg.o_groups} and o_rank={cfg.o_rank} go together: the heads in o_groups groups, "
+                         "each projected to o_rank numbers (DeepSeek-V4: 8 and 1024); set both or neither")
+    compressed = cfg.compress_layers.strip().lower() != "none"
+    if not compressed:
+        for field, off in (("compress_rope_theta", None), ("o_groups", None)):
+            if getattr(cfg, field) != off:
+                raise ValueError(f"{field}={getattr(cfg, field)} is a setting of DeepSeek-V4's attention, which is "
+                                 f"off (compress_layers='none'); set compress_layers or {field}={off}")
+        return
+    if cfg.o_groups is not None and cfg.n_heads % cfg.o_groups:
+        raise ValueError(f"o_groups={cfg.o_groups} does not divide n_heads={cfg.n_heads}; pick o_groups among "
+                         f"{[d for d in range(1, cfg.n_heads + 1) if cfg.n_heads % d == 0]}")
+    needs = {"q_rank": (cfg.q_rank is not None, "its queries come from a latent: set q_rank (DeepSeek-V4: 1024)"),
+             "n_kv_heads": (cfg.n_kv_heads == 1, "one head is both its key and its value: set n_kv_heads=1"),
+             "kv_rank": (not cfg.row("kv_heads").latent, "its K = V head is no MLA latent: set kv_rank=None"),
+             "arch": (cfg.row("arch").next_token, "its blocks end where a query may look: set arch='decoder'"),
+             "position": (cfg.row("position").rotates_qk, "it turns q, k and the blocks: set position='rope'")}
+    for field, (met, fix) in needs.items():
+        if not met:
+            raise ValueError(f"compress_layers={cfg.compress_layers!r} is DeepSeek-V4's attention, but "
+                             f"{field}={getattr(cfg, field)!r}; {fix}")
 
 
 def _turn(spec: LayerSpec) -> str:

@@ -20,6 +20,7 @@ from .block import Block
 from .config import TransformerConfig
 from .ffn import MoE
 from .hooks import DEFAULT_MAX_BYTES, HookPoint, Intervention, NameFilter, Trace, name_hook_points, recording
+from .hyper_connections import HyperHead, widen
 from .layer_plan import LayerSpec
 from .linear_attention import LinearAttention, state_inputs
 from .norms import make_norm
@@ -103,6 +104,8 @@ def build_stack(owner: nn.Module, cfg: TransformerConfig, causal: bool, cross: b
     if cfg.per_layer_dim is not None:  # Gemma 4: every layer's own embedding of the tokens (transformer/per_layer.py)
         owner.per_layer_embed = PerLayerEmbedding(cfg)
     owner.blocks = nn.ModuleList(Block(cfg, spec, cross=cross) for spec in cfg.layer_plan())
+    if cfg.hyper_streams > 1:  # the blocks keep several residual streams; one vector per token leaves them
+        owner.hyper_head = HyperHead(cfg)
     if cfg.has_final_norm:  # by default unless the blocks end on a norm (post-norm)
         owner.ln_final = make_norm(cfg)
 
@@ -157,9 +160,13 @@ def run_stack(owner, tok_emb, attention_mask, position_ids, cache, memory, memor
         allowed = masks.cross(memory_mask, T, memory.shape[1], device)
         mask = masks.to_additive(allowed, x.dtype)
         cross_inputs = AttentionInputs(allowed, mask, plain_causal=False, no_mask=memory_mask is None, fused_bias=mask)
+    if cfg.hyper_streams > 1:
+        x = widen(x, cfg.hyper_streams)  # (B, T, n, d_model): hyper-connections' streams, alike at first
     for i, block in enumerate(owner.blocks):
         own = per_layer[:, :, i] if per_layer is not None else None  # (B, T, per_layer_dim)
-        x = block(x, inputs[block.spec.inputs_key], cross_inputs, memory, cache, own)  # (B, T, d_model)
+        x = block(x, inputs[block.spec.inputs_key], cross_inputs, memory, cache, own, ids)  # (B, T, d_model)
+    if cfg.hyper_streams > 1:
+        x = owner.hyper_head(x)  # (B, T, d_model)
     if cache is not None:
         cache.position_ids, cache.length = k_position_ids, past + T
     if cfg.has_final_norm:

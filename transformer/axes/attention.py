@@ -301,7 +301,8 @@ FEATURE_MAP = Axis("Feature map", {
 
 
 def _check_not_latent(cfg) -> None:
-    for field in ("q_rank", "latent_norm_eps"):
+    v4 = cfg.compress_layers.strip().lower() != "none"  # DeepSeek-V4's queries come from a q latent without MLA
+    for field in ("latent_norm_eps",) if v4 else ("q_rank", "latent_norm_eps"):
         if getattr(cfg, field) is not None:
             raise ValueError(f"{field}={getattr(cfg, field)} is part of multi-head latent attention; set kv_rank too, "
                              f"or {field}=None")

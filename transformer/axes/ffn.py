@@ -25,6 +25,12 @@ def _check_experts(cfg) -> None:
                          f"{per_group}; raise top_groups or lower top_k")
     if not 0 <= cfg.first_dense_layers <= cfg.n_layers:
         raise ValueError(f"first_dense_layers={cfg.first_dense_layers} must be between 0 and n_layers={cfg.n_layers}")
+    if not 0 <= cfg.hash_layers <= cfg.n_layers:
+        raise ValueError(f"hash_layers={cfg.hash_layers} must be between 0 and n_layers={cfg.n_layers} (DeepSeek-V4: "
+                         "3, its first layers route each token id by a fixed table)")
+    if cfg.hash_layers and cfg.n_expert_groups > 1:
+        raise ValueError(f"hash_layers={cfg.hash_layers} chooses experts by a table, not by groups; set "
+                         "n_expert_groups=1 or hash_layers=0")
     if cfg.shared_expert_gate and not cfg.n_shared_experts:
         raise ValueError("shared_expert_gate=True gates the shared experts' output, but n_shared_experts=0; "
                          "set n_shared_experts to at least 1 or shared_expert_gate=False")
@@ -32,7 +38,7 @@ def _check_experts(cfg) -> None:
 
 # the mixture-of-experts fields and their values in a dense model
 MOE_ONLY = {"n_shared_experts": 0, "first_dense_layers": 0, "router": "softmax", "n_expert_groups": 1,
-            "expert_activation": "swiglu", "d_expert": None, "shared_expert_gate": False}
+            "expert_activation": "swiglu", "d_expert": None, "shared_expert_gate": False, "hash_layers": 0}
 
 
 def _check_dense(cfg) -> None:
@@ -101,7 +107,9 @@ FFN = Axis("FFN", {
 
 @dataclass(frozen=True, kw_only=True)
 class RouterChoice(Choice):
-    sigmoid: bool  # a sigmoid per expert (and a bias for choosing), else one softmax over the experts
+    # a score per expert, each on its own (a sigmoid, or DeepSeek-V4's sqrt(softplus)), and a bias for choosing;
+    # else one softmax over the experts
+    sigmoid: bool
 
 
 ROUTER = Axis("Router", {
@@ -110,6 +118,9 @@ ROUTER = Axis("Router", {
     "sigmoid": RouterChoice("sigmoid", "a sigmoid per expert; a bias used only for choosing keeps the load even",
                             "Balances experts without an auxiliary loss term (DeepSeek-V3's report).", "DeepSeek-V3",
                             sigmoid=True),
+    "sqrt-softplus": RouterChoice("sqrt-softplus", "sqrt(softplus) per expert; a bias used only for choosing",
+                                  "A score per expert that grows like the square root of its logit, not saturating "
+                                  "at 1 as a sigmoid does.", "DeepSeek-V4", sigmoid=True),
 }, field="router")
 
 
@@ -125,6 +136,9 @@ EXPERT_ACTIVATION = Axis("Expert activation", {
     "clamped-swiglu": ExpertChoice("clamped SwiGLU", "the gate clamped from above at 7, up to ±7, then (up + 1)·gate·σ(1.702·gate)",
                                    "Bounded activations, which gpt-oss uses to keep its low-precision experts stable.", "gpt-oss",
                                    dense_kind="swiglu"),
+    "limited-swiglu": ExpertChoice("limited SwiGLU", "SiLU of the gate clamped from above, times up clamped to ±limit",
+                                   "SwiGLU with both inputs bounded by expert_limit (DeepSeek-V4: 10), shared experts "
+                                   "too.", "DeepSeek-V4", dense_kind="swiglu"),
 }, field="expert_activation")
 
 

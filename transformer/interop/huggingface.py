@@ -27,6 +27,7 @@ from .hf_kimi import DEFAULT_KIMI_CLASS, KIMI_CLASSES, KIMI_FAMILIES
 from .hf_lfm2 import DEFAULT_LFM2_CLASS, LFM2_CLASSES, LFM2_FAMILIES
 from .hf_minimax import DEFAULT_MINIMAX_CLASS, MINIMAX_CLASSES, MINIMAX_FAMILIES
 from .hf_dsa import DEFAULT_DSA_CLASS, DSA_CLASSES, DSA_FAMILIES
+from .hf_deepseek_v4 import DEFAULT_V4_CLASS, V4_CLASSES, V4_FAMILIES
 from .hf_llama4 import DEFAULT_LLAMA4_CLASS, LLAMA4_CLASSES, LLAMA4_FAMILIES
 from .hf_modern import DEFAULT_MODERN_CLASS, MODERN_CLASSES, MODERN_FAMILIES
 from .weights import DTYPE_NAMES, Weights, from_linear, linear, norm_weights, split_interleaved
@@ -280,6 +281,7 @@ FAMILIES = {
     **GEMMA4_FAMILIES,
     **KIMI_FAMILIES,
     **DSA_FAMILIES,
+    **V4_FAMILIES,
 }
 
 # HF class -> (family, whether it has an output head)
@@ -300,6 +302,7 @@ SUPPORTED_CLASSES = {
     **GEMMA4_CLASSES,
     **KIMI_CLASSES,
     **DSA_CLASSES,
+    **V4_CLASSES,
 }
 
 
@@ -400,7 +403,8 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
     indexed = [spec.index for spec in cfg.layer_plan() if spec.selects_keys]
     if indexed:  # DeepSeek-V3.2: "causal, indexer top-k (2048 keys per query; 64 indexer heads of 128) on every layer"
         where = "every layer" if len(indexed) == cfg.n_layers else _layers(indexed)
-        mask += (f", {axes.label('mask', 'top_k')} ({cfg.index_top_k} keys per query; {cfg.index_heads} indexer "
+        unit = "blocks" if any(spec.compresses for spec in cfg.layer_plan()) else "keys"  # DeepSeek-V4 picks blocks
+        mask += (f", {axes.label('mask', 'top_k')} ({cfg.index_top_k} {unit} per query; {cfg.index_heads} indexer "
                  f"heads of {cfg.index_head_dim}) on {where}")
     position = axes.label("position", cfg.position)
     scheme = cfg.row("position")
@@ -452,7 +456,9 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
         if cfg.logit_softcap is not None:
             head += f", logits soft-capped at {cfg.logit_softcap:g}"
     described = {"KV heads": kv, "mask": mask, "position": position, "norm": norm, "FFN": ffn, "scores": scores,
-                 "block": axes.label("block", "parallel" if cfg.parallel_block else "sequential"), "head": head}
+                 "block": axes.label("block", "parallel" if cfg.parallel_block else "sequential")
+                 + (f", {cfg.hyper_streams} hyper-connected residual streams" if cfg.hyper_streams > 1 else ""),
+                 "head": head}
     return described | describe_per_layer(cfg) | describe_state(cfg) | describe_plan(cfg)
 
 
@@ -514,8 +520,10 @@ def describe_plan(cfg: TransformerConfig) -> dict[str, str]:
         text = spec.hf_layer_type + (f" of {spec.window} keys" if spec.window is not None else "")
         if spec.chunk is not None:
             text += f" in chunks of {spec.chunk} tokens"
+        if spec.compress_rate:  # DeepSeek-V4: pooled blocks beside the window
+            text += f" and blocks of {spec.compress_rate}"
         if spec.selects_keys:
-            text += f" keeping the top {spec.index_top_k} keys"
+            text += f" keeping the top {spec.index_top_k} {'blocks' if spec.compresses else 'keys'}"
         if spec.row.keeps_state:
             text += f" ({spec.row.label})"
         if spec.index in nope:
@@ -553,7 +561,7 @@ DEFAULT_CLASS = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "mistra
                  "bert": "BertForMaskedLM", **DEFAULT_BERT_RELATIVE_CLASS, **DEFAULT_BART_CLASS, **DEFAULT_MODERN_CLASS,
                  **DEFAULT_HYBRID_CLASS, **DEFAULT_LFM2_CLASS,
                  **DEFAULT_MINIMAX_CLASS, **DEFAULT_LLAMA4_CLASS, **DEFAULT_GEMMA4_CLASS,
-                 **DEFAULT_KIMI_CLASS, **DEFAULT_DSA_CLASS}  # model_type -> class, for a config naming none
+                 **DEFAULT_KIMI_CLASS, **DEFAULT_DSA_CLASS, **DEFAULT_V4_CLASS}  # model_type -> class, for a config naming none
 
 
 def _transformers():
