@@ -61,6 +61,16 @@ def test_near_distances_have_a_bucket_each_and_far_ones_share_the_last():
     assert both.tolist() == [3, 16 + 3, 15, 31]
 
 
+@pytest.mark.parametrize("bidirectional", [True, False], ids=["encoder", "decoder"])
+def test_every_setting_of_one_or_more_reads_a_row_of_the_table(bidirectional):
+    distance = torch.arange(-200, 201)  # (401,)
+    for n_buckets in range(1, 10):
+        for max_distance in range(1, 12):  # small ones too, where no logarithmic bucket fits
+            buckets = relative_buckets(distance, n_buckets, max_distance, bidirectional)
+            assert 0 <= int(buckets.min()) and int(buckets.max()) < n_buckets, (n_buckets, max_distance)
+            assert (buckets[distance == 0] == 0).all()  # the query itself: bucket 0
+
+
 @pytest.mark.parametrize("field", ["relative_buckets", "relative_max_distance"])
 def test_a_bucket_setting_below_one_is_refused_with_the_fix(field):
     with pytest.raises(ValueError, match=rf"{field}=0 must be at least 1.*set {field} to"):

@@ -2,14 +2,15 @@
 
 Sinusoidal and learned positions are added to the embeddings once, at the bottom.
 RoPE rotates q and k inside every attention layer; ALiBi adds a distance penalty
-to every layer's scores, and T5 a learned bias per bucket of distance, one table per stack. "none" leaves order to the mask alone. A layer without
-positions in a RoPE model (Llama 4) may still scale its queries by a temperature
-that grows with the position (``temperature_scales``).
+to every layer's scores, and T5 a learned bias per bucket of distance (one table per
+stack). "none" leaves order to the mask alone. A layer without positions in a RoPE
+model (Llama 4) may still scale its queries by a temperature that grows with the
+position (``temperature_scales``).
 
 What each scheme and each RoPE scaling does is its row in the table of choices
 (transformer/axes/positions.py); this file builds them: the tables added to the embeddings
 (``POSITION_EMBEDDINGS``), RoPE's rotation and the frequencies of each scaling (``ROPE_SCALES``),
-ALiBi's bias.
+ALiBi's bias, T5's buckets (``SCORE_BIASES``: the schemes that bias the scores).
 """
 from __future__ import annotations
 
@@ -269,11 +270,13 @@ def relative_buckets(distance: torch.Tensor, n_buckets: int, max_distance: int, 
     else:
         far = (-distance).clamp(min=0)  # how far back the key is
     exact = n_buckets // 2  # distances 0 .. exact - 1 have a bucket each
-    # log(far / exact) / log(max_distance / exact) runs from 0 at `exact` to 1 at max_distance
-    span = math.log(max_distance / exact) if exact > 0 and max_distance > exact else 0.0
-    ratio = (far.float() / max(exact, 1)).clamp(min=1.0).log() / span if span > 0 else torch.full_like(far, 1e9).float()
-    logarithmic = exact + (ratio * (n_buckets - exact)).long()  # (same shape as distance)
-    logarithmic = logarithmic.clamp(max=max(n_buckets - 1, 0))
+    last = max(n_buckets - 1, 0)
+    if exact == 0 or max_distance <= exact:  # no room for logarithmic buckets: every longer distance reads the last
+        logarithmic = torch.full_like(far, last)
+    else:
+        # log(far / exact) / log(max_distance / exact) runs from 0 at `exact` to 1 at max_distance
+        ratio = (far.float() / exact).clamp(min=1.0).log() / math.log(max_distance / exact)  # (same shape as distance)
+        logarithmic = (exact + (ratio * (n_buckets - exact)).long()).clamp(max=last)
     return offset + torch.where(far < exact, far, logarithmic)
 
 
