@@ -22,13 +22,15 @@ from ui.app.tabs import lazy_tabs, when_open
 from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.compute.layers import softmax_layers, softmax_twin
 
-url_state("pos", pos_n=48, pos_p=3, pos_train=16, pos_run=24, t5_buckets=32, t5_max_distance=128, t5_stack="encoder", rope_scale_factor=4.0, rope_scale_model="llama2-language",
+url_state("pos", pos_n=48, pos_p=3, pos_train=16, pos_run=24, t5_buckets=32, t5_max_distance=128, t5_stack="encoder",
+          rope_scale_factor=4.0, rope_scale_model="llama2-language",
           pos_tab=str)  # pos_tab: the open tab (lazy_tabs below), so a link can open one
 keep_valid("pos_n", range(8, 257), 48)
 keep_valid("pos_train", range(2, 129), 16)
 keep_valid("pos_run", range(1, 257), 24)
 keep_valid("pos_p", range(st.session_state["pos_n"]), 0)
-keep_valid("t5_stack", ["encoder", "decoder"], "encoder")
+T5_STACKS = {"encoder": True, "decoder": False}  # T5's stacks: whether their buckets are split by sign
+keep_valid("t5_stack", list(T5_STACKS), "encoder")
 MODERN_MEASURED = Path(__file__).resolve().parent.parent / "assets" / "measurements" / "modern-variants.json"
 
 ctx = load_page("Positions: where is each token?", """
@@ -200,11 +202,10 @@ for _ in when_open(t5_tab):
     col1.number_input("Buckets (relative_buckets)", min_value=0, max_value=128, key="t5_buckets", **KEEP)
     col2.number_input("Maximum distance (relative_max_distance)", min_value=0, max_value=1024, key="t5_max_distance",
                       **KEEP)
-    col3.radio("Stack", ["encoder", "decoder"], key="t5_stack", horizontal=True, **KEEP)
-    encoder = st.session_state["t5_stack"] == "encoder"
+    col3.radio("Stack", list(T5_STACKS), key="t5_stack", horizontal=True, **KEEP)
     try:
         drawn = t5_buckets(cfg.n_heads, int(st.session_state["t5_buckets"]), int(st.session_state["t5_max_distance"]),
-                           encoder, n_positions, ctx.state.seed)
+                           T5_STACKS[st.session_state["t5_stack"]], n_positions, ctx.state.seed)
     except ValueError as e:
         st.error(str(e))
     else:

@@ -98,9 +98,9 @@ def test_one_table_per_stack_is_added_to_every_layer_and_recorded():
         assert torch.equal(first[0], table[buckets].permute(2, 0, 1))
         for i in range(2):  # the bias is what the scores gain, besides the mask
             b = f"{stack}.blocks.{i}.attn."
-            added = trace[b + "hook_attn_scores"] - trace[b + "hook_raw_scores"] - trace[b + "hook_mask"]
-            assert torch.allclose(added[trace[b + "hook_mask"].expand_as(added) == 0], first.expand_as(added)[
-                trace[b + "hook_mask"].expand_as(added) == 0], atol=1e-5)
+            added = trace[b + "hook_attn_scores"] - trace[b + "hook_raw_scores"]  # (B, H, T_q, T_kv)
+            allowed = (trace[b + "hook_mask"] == 0).expand_as(added)  # where the mask adds nothing
+            assert torch.allclose(added[allowed], first.expand_as(added)[allowed], atol=1e-5)
 
 
 @pytest.mark.parametrize("arch", ["encoder-decoder", "decoder", "encoder"])
