@@ -172,7 +172,7 @@ for _ in when_open(stages_tab):
     st.code(five_lines(), language="python", wrap_lines=True)
     st.caption("The library's own lines (`Attention.explicit_attention`). Each heatmap below is a tensor they "
                "produced, recorded at a hook point: `hook_raw_scores` (line 1), `hook_mask` and, with ALiBi, "
-               "`hook_alibi_bias` (added in line 2), `hook_attn_scores` (line 2's result) and `hook_pattern` (line 3).")
+               "`hook_alibi_bias` (T5: `hook_rel_bias`, added in line 2), `hook_attn_scores` (line 2's result) and `hook_pattern` (line 3).")
     with st.expander("The whole method, `Attention.explicit_attention`"):
         st.code(source_of(Attention.explicit_attention), language="python")
     stages = head_stages(trace.arrays, view, layer, head)
@@ -274,6 +274,7 @@ for _ in when_open(position_tab):
     with detail_col:
         st.subheader("Position")
         alibi_name, rope_name = view.hook(layer, "hook_alibi_bias"), view.hook(layer, "hook_rope_angles")
+        learned_bias_name = view.hook(layer, "hook_rel_bias")
         if rope_name in trace.arrays:
             show_chart(rope_figure(trace.arrays[rope_name][0], query_labels), key="rope")
             part = (f" (here the first {cfg.d_rope} of each head's {cfg.d_head} dimensions; the rest pass unturned)"
@@ -284,6 +285,10 @@ for _ in when_open(position_tab):
             st.caption(f"{axes.label('position', cfg.position)} adds −m_h·|i−j| to the scores: see the bias panel in "
                        f"One head, stage by stage. Each head has its own slope; head {head}'s is "
                        f"m = {float(alibi_slopes(cfg.n_heads)[head]):.4f}.")
+        elif learned_bias_name in trace.arrays:
+            st.caption(f"{axes.label('position', cfg.position)} adds a learned number per head and bucket of distance "
+                       "to the scores (see the bias panel in One head, stage by stage): one table per stack, the same "
+                       "bias in every layer; the Positions page draws it against distance.")
         elif implied:
             st.caption(f"Layer {layer} is {spec.row.label}: it turns no q and k, as its state holds no keys to turn; "
                        "it knows order from the order in which the tokens write into its state.")

@@ -1,4 +1,5 @@
-"""Positions: sinusoidal, learned, RoPE, xPos and ALiBi -- what each adds, and what happens past the trained length."""
+"""Positions: sinusoidal, learned, RoPE, xPos, ALiBi and T5's buckets -- what each adds, and what happens past the
+trained length."""
 import json
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from transformer.probes import with_position
 from ui.figures import axes as figs
 from ui.figures import modern as modern_figs
 from ui.compute.measure import (alibi, beyond_trained_length, cosine_similarity, learned_checkpoint, learned_table,
-                                length_extrapolation, rope_geometry, rotary_decay, sinusoidal)
+                                length_extrapolation, rope_geometry, rotary_decay, sinusoidal, t5_buckets)
 from ui.app.page import load_page
 from ui.app.charts import show_chart
 from ui.app.figure_cache import cached_figure
@@ -21,12 +22,15 @@ from ui.app.tabs import lazy_tabs, when_open
 from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.compute.layers import softmax_layers, softmax_twin
 
-url_state("pos", pos_n=48, pos_p=3, pos_train=16, pos_run=24, rope_scale_factor=4.0, rope_scale_model="llama2-language",
+url_state("pos", pos_n=48, pos_p=3, pos_train=16, pos_run=24, t5_buckets=32, t5_max_distance=128, t5_stack="encoder",
+          rope_scale_factor=4.0, rope_scale_model="llama2-language",
           pos_tab=str)  # pos_tab: the open tab (lazy_tabs below), so a link can open one
 keep_valid("pos_n", range(8, 257), 48)
 keep_valid("pos_train", range(2, 129), 16)
 keep_valid("pos_run", range(1, 257), 24)
 keep_valid("pos_p", range(st.session_state["pos_n"]), 0)
+T5_STACKS = {"encoder": True, "decoder": False}  # T5's stacks: whether their buckets are split by sign
+keep_valid("t5_stack", list(T5_STACKS), "encoder")
 MODERN_MEASURED = Path(__file__).resolve().parent.parent / "assets" / "measurements" / "modern-variants.json"
 
 ctx = load_page("Positions: where is each token?", """
@@ -36,7 +40,8 @@ the same. Without help, "the cat sat on the mat" and "the mat sat on the cat" lo
 **The ideas.** *Add* a position vector to each token's embedding (sinusoidal: fixed waves; learned: a trained table),
 *rotate* q and k by an angle that grows with position (RoPE: the score then depends on the distance m − n only;
 xPos: the turn also decays with distance), or
-*penalise* distance straight in the scores (ALiBi: nothing to learn, and a bias defined at any length). The lecture
+*penalise* distance straight in the scores (ALiBi: nothing to learn, and a bias defined at any length; T5: a learned
+bias per head for each bucket of distances, the buckets logarithmic). The lecture
 says RoPE has "excellent extrapolation to longer sequences" and ALiBi "generalizes very well to longer sequences than
 seen during training"; the length test below and [Trade-offs, measured](tradeoffs) show what this lab's models did.
 
@@ -56,8 +61,8 @@ st.slider("Positions shown", min_value=8, max_value=256, key="pos_n", **KEEP)
 n_positions = int(st.session_state["pos_n"])
 
 # only the open tab is computed: ALiBi's builds five models past their trained length
-sin_tab, learned_tab, rope_tab, xpos_tab, alibi_tab = lazy_tabs(
-    [axes.label("position", p) for p in ("sinusoidal", "learned", "rope", "xpos", "alibi")], key="pos_tab")
+sin_tab, learned_tab, rope_tab, xpos_tab, alibi_tab, t5_tab = lazy_tabs(
+    [axes.label("position", p) for p in ("sinusoidal", "learned", "rope", "xpos", "alibi", "t5")], key="pos_tab")
 
 for _ in when_open(sin_tab):
     st.markdown("PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(p / 10000^(2i/d)): each pair of dimensions is a "
@@ -186,6 +191,32 @@ for _ in when_open(alibi_tab):
     show_chart(cached_figure(figs.grid_heatmap, weights[0], list(range(run)), list(range(run)),
                                  f"ALiBi, head 0 of the last layer, {run} tokens (trained length {trained})",
                                  "key position", "query position", zmin=0), key="alibi_long")
+
+for _ in when_open(t5_tab):
+    st.markdown("T5 adds a learned number to head h's score for each *bucket* of distance j − i, like ALiBi but "
+                "learned, one table per stack shared by all its layers. Half a direction's buckets hold one distance "
+                "each; the rest cover longer and longer spans (logarithmic) up to the maximum distance, and every "
+                "distance past it shares the last bucket. An encoder's buckets are split by sign (keys before and "
+                "after the query); a decoder's look back only.")
+    col1, col2, col3 = st.columns(3)
+    col1.number_input("Buckets (relative_buckets)", min_value=0, max_value=128, key="t5_buckets", **KEEP)
+    col2.number_input("Maximum distance (relative_max_distance)", min_value=0, max_value=1024, key="t5_max_distance",
+                      **KEEP)
+    col3.radio("Stack", list(T5_STACKS), key="t5_stack", horizontal=True, **KEEP)
+    try:
+        drawn = t5_buckets(cfg.n_heads, int(st.session_state["t5_buckets"]), int(st.session_state["t5_max_distance"]),
+                           T5_STACKS[st.session_state["t5_stack"]], n_positions, ctx.state.seed)
+    except ValueError as e:
+        st.error(str(e))
+    else:
+        show_chart(cached_figure(figs.relative_bias, drawn["distances"], drawn["buckets"], drawn["bias"]),
+                   key="t5_bias")
+        sharing = int((drawn["buckets"] == drawn["last_bucket"]).sum())
+        st.caption(f"The table here is untrained (N(0, 1) numbers, seed {ctx.state.seed}): training moves the heights, "
+                   f"never the steps. The last bucket ({drawn['last_bucket']}) starts at distance "
+                   f"{drawn['last_from']}; {sharing} of the {len(drawn['distances'])} distances shown read it, and so "
+                   f"does every longer one. {axes.label('position', 'alibi')}'s penalty, by contrast, keeps growing "
+                   "with every step.")
 
 # --- trained models read text longer than any they saw ---------------------------------------------------
 st.subheader("Reading text two and four times longer than trained on")

@@ -109,7 +109,8 @@ def test_every_sidebar_axis_option_runs(page):
                 drawn = charts_in_tabs(at, POSITION_TAB, STAGES_TAB)  # the stages' tab stays open for the next run
                 assert_clean(at)
                 position = AXES["position"].row(state["position"])
-                assert ("stage_hook_alibi_bias" in drawn) == position.score_bias
+                bias_drawn = any(stage in drawn for stage in ("stage_hook_alibi_bias", "stage_hook_rel_bias"))
+                assert bias_drawn == position.score_bias
                 assert ("rope" in drawn) == position.rotates_qk  # RoPE and xPos turn q and k
                 assert ("routing" in drawn) == AXES["ffn"].row(state["ffn"]).routed
                 kinds = at.selectbox(key="attn").options if encoder_decoder else []

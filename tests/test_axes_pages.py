@@ -166,7 +166,8 @@ def test_positions_controls():
     at.number_input(key="pos_train").set_value(8).run()
     at.number_input(key="pos_run").set_value(20).run()
     outcome = at.dataframe[0].value.set_index("position")["runs"].to_dict()
-    assert outcome == {"none": "yes", "sinusoidal": "no", "learned": "no", "rope": "yes", "xpos": "yes", "alibi": "yes"}
+    assert outcome == {"none": "yes", "sinusoidal": "no", "learned": "no", "rope": "yes", "xpos": "yes", "alibi": "yes",
+                       "t5": "yes"}
 
 
 def test_the_xpos_tab_draws_rope_and_xpos_scores_by_distance_and_each_pairs_decay():

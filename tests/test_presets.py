@@ -45,6 +45,8 @@ PUBLISHED = [
     ("olmo3", "7B", "total", 7.3e9),  # their Hugging Face model pages
     ("olmo3", "32B", "total", 32.2e9),
     ("bart", "large", "total", 406e6),  # its Hugging Face model page (bart-large)
+    ("t5", "base", "total", 220e6),  # the T5 paper: about 220 million
+    ("t5", "11B", "total", 11.3e9),  # the released 11B checkpoint
 ]
 
 
@@ -193,7 +195,7 @@ def test_presets_are_the_cards_that_ship_checkpoints():
     assert all(PRESETS[key] == MODEL_CARDS[key].config for key in PRESETS)
     assert set(MODEL_CARDS) - set(PRESETS) == {"llama3", "olmo2", "gemma4", "kimi-linear", "qwen3-next", "qwen3.5", "lfm2",
                                                "minimax", "deepseek-v3.2", "glm-5", "llama4", "smollm3",
-                                               "olmo3", "bart"}  # real sizes only, no trained model
+                                               "olmo3", "bart", "t5"}  # real sizes only, no trained model
     assert {"qwen3", "deepseek-v3", "gpt-oss", "gemma3"} <= set(PRESETS)  # their English models ship
 
 

@@ -140,6 +140,8 @@ class Attention(nn.Module):
             if self.kv_from is None:
                 self.hook_rot_k = HookPoint("hook_rot_k")
             self.hook_alibi_bias = HookPoint("hook_alibi_bias")
+            if cfg.row("position").learned_bias:  # T5's learned bias, the stack's one table read by bucket
+                self.hook_rel_bias = HookPoint("hook_rel_bias")
             if cfg.attn_temperature_scale is not None and spec is not None and not spec.rotates:  # a NoPE layer
                 self.hook_q_temperature = HookPoint("hook_q_temperature")
         self.hook_raw_scores = HookPoint("hook_raw_scores", **keys)
@@ -255,7 +257,7 @@ class Attention(nn.Module):
         fused = self.fused if fused is None else fused
         explicit = not fused or self.softcap is not None or wants_any(
             self.hook_raw_scores, self.hook_mask, self.hook_attn_scores, self.hook_pattern,
-            *(() if self.cross else (self.hook_alibi_bias,)), *((self.hook_sink_share,) if self.has_sinks else ()))
+            *(() if self.cross else (self.bias_hook,)), *((self.hook_sink_share,) if self.has_sinks else ()))
         if explicit:
             return self.explicit_attention(q, k, v, inputs, gate)
         return self.fused_attention(q, k, v, inputs, gate)
@@ -264,12 +266,17 @@ class Attention(nn.Module):
     def has_sinks(self) -> bool:
         return hasattr(self, "sinks")
 
+    @property
+    def bias_hook(self) -> HookPoint:
+        """Where the scores' position bias is recorded: T5's learned one, else ALiBi's."""
+        return getattr(self, "hook_rel_bias", self.hook_alibi_bias)
+
     def position_bias(self, inputs: AttentionInputs) -> torch.Tensor:
-        """The additive mask, plus ALiBi's distance penalty when it is used."""
+        """The additive mask, plus the position bias (ALiBi's distance penalty, T5's learned buckets) when used."""
         mask = self.hook_mask(inputs.mask)  # (B or 1, 1, T_q, T_kv)
         if inputs.alibi is None:
             return mask
-        alibi = self.hook_alibi_bias(inputs.alibi)  # (B or 1, H, T_q, T_kv)
+        alibi = self.bias_hook(inputs.alibi)  # (B or 1, H, T_q, T_kv)
         if mask is inputs.mask and alibi is inputs.alibi and inputs.fused_bias is not None:
             return inputs.fused_bias  # the same sum, made once per forward pass for every layer
         return mask + alibi

@@ -110,6 +110,9 @@ class TransformerConfig:
     qk_norm: QKNorm = "none"  # an RMSNorm on q and k: per head (Qwen3, Gemma 3) or over the projection (OLMo 2)
     attn_softcap: float | None = None  # scores -> c * tanh(scores / c) before the mask (Gemma 2)
     logit_softcap: float | None = None  # the same on the final logits (Gemma 2)
+    relative_buckets: int = 32  # position="t5": learned bias rows per head (an encoder splits them by sign)
+    relative_max_distance: int = 128  # position="t5": distances from here on share the last bucket
+    head_input_scale: float | None = None  # the last hidden state times this before the head (T5 tied: d_model**-0.5)
     score_scale: float | None = None  # multiplies q.k; None = 1 / sqrt(head_dim) (Gemma: query_pre_attn_scalar^-0.5)
     sinks: bool = False  # a learned logit per head joins each row's softmax and is dropped (gpt-oss)
     kv_rank: int | None = None  # multi-head latent attention: K and V come from a latent of this width (DeepSeek)
@@ -221,7 +224,8 @@ class TransformerConfig:
         for row in AXES["mask"].choices.values():  # a mask a field switches on for every softmax layer (index_top_k)
             if row.switch is not None and getattr(self, row.switch) is not None:
                 row.check(self)
-        for field in ("attn_softcap", "logit_softcap", "score_scale", "attn_temperature_scale", "latent_norm_eps"):
+        for field in ("attn_softcap", "logit_softcap", "score_scale", "head_input_scale", "attn_temperature_scale",
+                      "latent_norm_eps"):
             value = getattr(self, field)
             if value is not None and not value > 0:
                 raise ValueError(f"{field}={value} must be greater than 0, or None to switch it off")

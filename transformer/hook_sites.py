@@ -241,11 +241,16 @@ SITES: dict[str, HookSite] = {
         "ALiBi: a penalty growing with distance, its slope different for each head.",
         r"A_{h,ij} = -m_h\,|i - j|",
         reads="the positions and each head's slope"),
+    "hook_rel_bias": HookSite(
+        SCORES, "B[h, bucket(j - i)]",
+        "T5: a learned bias per head and bucket of distance, one table per stack shared by its layers.",
+        r"B_{h,ij} = b_{h,\,\mathrm{bucket}(j - i)}",
+        reads="the positions and the stack's learned table"),
     "hook_attn_scores": HookSite(
         SCORES, "scores + mask + position bias",
         "Line 2: the scores softmax sees, with the mask (and any position bias) added.",
         FromRows(("position",), r"S' = S + M"),
-        reads=(("hook_capped_scores", "hook_raw_scores"), "hook_mask", "hook_alibi_bias")),
+        reads=(("hook_capped_scores", "hook_raw_scores"), "hook_mask", ("hook_rel_bias", "hook_alibi_bias"))),
     "hook_pattern": HookSite(
         SCORES, "softmax(scores)",
         "Line 3: softmax turns each query's scores into weights that sum to 1. In a layer that keeps a state "

@@ -27,8 +27,8 @@ from .norms import make_norm
 from .paged_cache import PagedKVCache
 from .per_layer import PerLayerEmbedding
 from .short_conv import ShortConv
-from .positions import (POSITION_EMBEDDINGS, ROTATIONS, alibi_bias, alibi_slopes, rope_angles, scaled_inv_freq,
-                        temperature_scales)
+from .positions import (POSITION_EMBEDDINGS, ROTATIONS, SCORE_BIASES, RelativePositionBias, rope_angles,
+                        scaled_inv_freq, temperature_scales)
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
@@ -98,6 +98,8 @@ def build_stack(owner: nn.Module, cfg: TransformerConfig, causal: bool, cross: b
     if scheme.adds_embedding:
         owner.pos = POSITION_EMBEDDINGS[cfg.position](cfg.max_len, cfg.d_model)
         owner.hook_pos_embed = HookPoint("hook_pos_embed", scheme)
+    if scheme.learned_bias:  # T5: one table per stack, its buckets split by sign where keys follow the query too
+        owner.rel_bias = RelativePositionBias(cfg, bidirectional=not causal)
     if cfg.embed_norm:  # BERT and BLOOM: a LayerNorm whatever the blocks use
         owner.ln_embed = make_norm(cfg, kind="layernorm")
     owner.embed_dropout = nn.Dropout(cfg.dropout)
@@ -153,7 +155,8 @@ def run_stack(owner, tok_emb, attention_mask, position_ids, cache, memory, memor
     kinds = {block.spec.inputs_key: block for block in reversed(owner.blocks)}  # one layer of each kind
     inputs = {key: state_inputs(attention_mask, T) if block.spec.row.keeps_state else
               self_attention_inputs(block.layer_cfg, block.spec, owner.causal, slots_q, slots_k, position_ids,
-                                    k_position_ids, attention_mask, x.dtype, past, layer_kv)
+                                    k_position_ids, attention_mask, x.dtype, past, layer_kv,
+                                    getattr(owner, "rel_bias", None))
               for key, block in kinds.items()}
     cross_inputs = None
     if memory is not None:
@@ -180,9 +183,10 @@ def _embedding_scale(cfg: TransformerConfig, dtype: torch.dtype) -> torch.Tensor
 
 
 def self_attention_inputs(cfg, spec: LayerSpec, causal, slots_q, slots_k, position_ids, k_position_ids, attention_mask,
-                          dtype, past, layer_kv: dict | None = None):
-    """Mask, RoPE tables, ALiBi bias and q's temperature for the layers of the plan that share this one's: built once
-    per forward. `layer_kv` is the pass's one place for K and V that later layers reuse (None: no layer does)."""
+                          dtype, past, layer_kv: dict | None = None, learned_bias: nn.Module | None = None):
+    """Mask, RoPE tables, the scores' position bias (ALiBi, T5) and q's temperature for the layers of the plan that
+    share this one's: built once per forward. `layer_kv` is the pass's one place for K and V that later layers reuse
+    (None: no layer does); `learned_bias` the stack's table of T5 biases (None without one)."""
     allowed = masks.self_attention(slots_q, slots_k, is_causal=causal, window=spec.window, chunk=spec.chunk,
                                    attention_mask=attention_mask, pattern=cfg.attention_pattern,
                                    pattern_size=cfg.pattern_size, n_global=cfg.n_global)  # (B or 1, 1, T_q, T_kv)
@@ -199,9 +203,8 @@ def self_attention_inputs(cfg, spec: LayerSpec, causal, slots_q, slots_k, positi
     elif cfg.attn_temperature_scale is not None:  # Llama 4: a NoPE layer sharpens q with its position instead
         q_scale = temperature_scales(position_ids, cfg.attn_temperature_scale, cfg.attn_temperature_floor)
     fused_bias = mask
-    if scheme.score_bias:
-        slopes = alibi_slopes(cfg.n_heads).to(slots_q.device)
-        alibi = alibi_bias(slopes, position_ids, k_position_ids).to(dtype)  # (B or 1, H, T_q, T_kv)
+    if scheme.score_bias:  # ALiBi's fixed slopes or T5's learned buckets, for the new queries against every key
+        alibi = SCORE_BIASES[cfg.position](cfg, learned_bias, position_ids, k_position_ids).to(dtype)  # (B|1, H, T_q, T_kv)
         fused_bias = mask + alibi
     return AttentionInputs(allowed, mask, plain_causal=simple and causal and past == 0,
                            no_mask=simple and not causal, rope=rope, alibi=alibi, fused_bias=fused_bias,
@@ -296,6 +299,8 @@ class Transformer(nn.Module):
         return self.hook_logits(self.head(h))
 
     def head(self, h: torch.Tensor) -> torch.Tensor:
+        if self.cfg.head_input_scale is not None:  # T5 with a tied head: the embedding's scale undone, d_model**-0.5
+            h = h * self.cfg.head_input_scale  # (B, T, d_model)
         if self.cfg.head_transform:
             h = self.head_norm(F.gelu(self.head_dense(h), approximate=self.cfg.gelu_approximate))
         logits = self.unembed(h)  # (B, T, vocab)

@@ -2,14 +2,15 @@
 
 Sinusoidal and learned positions are added to the embeddings once, at the bottom.
 RoPE rotates q and k inside every attention layer; ALiBi adds a distance penalty
-to every layer's scores. "none" leaves order to the mask alone. A layer without
-positions in a RoPE model (Llama 4) may still scale its queries by a temperature
-that grows with the position (``temperature_scales``).
+to every layer's scores, and T5 a learned bias per bucket of distance (one table per
+stack). "none" leaves order to the mask alone. A layer without positions in a RoPE
+model (Llama 4) may still scale its queries by a temperature that grows with the
+position (``temperature_scales``).
 
 What each scheme and each RoPE scaling does is its row in the table of choices
 (transformer/axes/positions.py); this file builds them: the tables added to the embeddings
 (``POSITION_EMBEDDINGS``), RoPE's rotation and the frequencies of each scaling (``ROPE_SCALES``),
-ALiBi's bias.
+ALiBi's bias, T5's buckets (``SCORE_BIASES``: the schemes that bias the scores).
 """
 from __future__ import annotations
 
@@ -249,6 +250,65 @@ def alibi_bias(slopes: torch.Tensor, q_pos: torch.Tensor, k_pos: torch.Tensor) -
     """
     distance = (q_pos[:, :, None] - k_pos[:, None, :]).abs().float()  # (B, T_q, T_kv)
     return -slopes[None, :, None, None] * distance[:, None]  # (B, H, T_q, T_kv)
+
+
+# --- T5's relative position buckets -----------------------------------------------------
+
+def relative_buckets(distance: torch.Tensor, n_buckets: int, max_distance: int, bidirectional: bool) -> torch.Tensor:
+    """The bucket of each signed distance key - query (any shape, ints): T5's relative position buckets.
+
+    Half of a direction's buckets hold one distance each (0, 1, 2 ...); the other half split the distances up to
+    max_distance logarithmically, and every distance past it shares the last bucket. Bidirectional (an encoder):
+    the upper half of the buckets is for keys after the query. Causal (a decoder): only keys before the query (or
+    the query itself) get a bucket of their own; a later key, which the mask hides anyway, reads bucket 0.
+    """
+    offset = torch.zeros_like(distance)
+    if bidirectional:
+        n_buckets //= 2
+        offset = (distance > 0).long() * n_buckets  # keys after the query read the upper half
+        far = distance.abs()
+    else:
+        far = (-distance).clamp(min=0)  # how far back the key is
+    exact = n_buckets // 2  # distances 0 .. exact - 1 have a bucket each
+    last = max(n_buckets - 1, 0)
+    if exact == 0 or max_distance <= exact:  # no room for logarithmic buckets: every longer distance reads the last
+        logarithmic = torch.full_like(far, last)
+    else:
+        # log(far / exact) / log(max_distance / exact) runs from 0 at `exact` to 1 at max_distance
+        ratio = (far.float() / exact).clamp(min=1.0).log() / math.log(max_distance / exact)  # (same shape as distance)
+        logarithmic = (exact + (ratio * (n_buckets - exact)).long()).clamp(max=last)
+    return offset + torch.where(far < exact, far, logarithmic)
+
+
+class RelativePositionBias(nn.Module):
+    """T5's bias: one learned number per head and bucket, (B or 1, H, T_q, T_kv) for the given positions.
+
+    One table per stack, built once per forward pass and added to the scores of every layer of that stack.
+    """
+
+    def __init__(self, cfg: "TransformerConfig", bidirectional: bool):
+        super().__init__()
+        self.n_buckets, self.max_distance, self.bidirectional = (cfg.relative_buckets, cfg.relative_max_distance,
+                                                                 bidirectional)
+        self.table = nn.Embedding(cfg.relative_buckets, cfg.n_heads)  # (buckets, H)
+
+    def forward(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor:
+        distance = k_pos[:, None, :] - q_pos[:, :, None]  # (B or 1, T_q, T_kv): key position - query position
+        buckets = relative_buckets(distance, self.n_buckets, self.max_distance, self.bidirectional)  # (B, T_q, T_kv)
+        return self.table(buckets).permute(0, 3, 1, 2)  # (B or 1, H, T_q, T_kv)
+
+
+def _alibi_scores_bias(cfg, learned, q_pos, k_pos) -> torch.Tensor:
+    return alibi_bias(alibi_slopes(cfg.n_heads).to(q_pos.device), q_pos, k_pos)  # (B or 1, H, T_q, T_kv)
+
+
+def _t5_scores_bias(cfg, learned, q_pos, k_pos) -> torch.Tensor:
+    return learned(q_pos, k_pos)  # (B or 1, H, T_q, T_kv)
+
+
+# the schemes that add a bias to the scores (``PositionChoice.score_bias``):
+# (config, the stack's learned table or None, query positions (B or 1, T_q), key positions) -> (B or 1, H, T_q, T_kv)
+SCORE_BIASES: dict[str, Callable[..., torch.Tensor]] = {"alibi": _alibi_scores_bias, "t5": _t5_scores_bias}
 
 
 # --- Llama 4's temperature on the layers without positions ---------------------------------

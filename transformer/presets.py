@@ -77,6 +77,11 @@ _PALM = dict(arch="decoder", position="rope", norm="layernorm", norm_position="p
 _FALCON = dict(arch="decoder", position="rope", norm="layernorm", norm_position="pre", ffn="gelu", parallel_block=True)
 _BLOOM = dict(arch="decoder", position="alibi", norm="layernorm", norm_position="pre", ffn="gelu", gelu_approximate="tanh",
               bias=True, embed_norm=True)
+# T5: pre-RMSNorm without biases, scores not divided by sqrt(d_head), learned relative position buckets (32 up to
+# distance 128, one table per stack); v1.0's ReLU FFN and tied head (rescaled by d_model**-0.5 before it)
+_T5 = dict(arch="encoder-decoder", position="t5", norm="rmsnorm", norm_position="pre", ffn="relu", score_scale=1.0,
+           norm_eps=1e-6, head_input_scale=None)
+_T5_REAL = dict(vocab_size=32128, max_len=512, relative_buckets=32, relative_max_distance=128)
 
 _CARDS = [
     _card("original", "Original Transformer", 2017, "encoder-decoder · MHA · sinusoidal · post-LayerNorm · ReLU", _ORIGINAL,
@@ -378,6 +383,14 @@ _SEQ2SEQ_CARDS = [
     _card("bart", "BART", 2019, "encoder-decoder · MHA · learned (offset 2) · post-LayerNorm (+ embedding norm) · GELU",
           _BART, {"large": dict(vocab_size=50265, d_model=1024, n_heads=16, n_layers=12, d_ff=4096, max_len=1024)},
           {"large": 406e6}),
+    # the T5 paper's "base" (about 220M) and "11B" (its released checkpoint holds 11.3B: 128 heads of 128 in a
+    # d_model of 1,024, an FFN 65,536 wide)
+    _card("t5", "T5", 2019, "encoder-decoder · MHA · relative position buckets (learned) · pre-RMSNorm · ReLU · "
+          "no biases, scores unscaled", _T5,
+          {"base": dict(_T5_REAL, d_model=768, n_heads=12, n_layers=12, d_ff=3072, head_input_scale=768 ** -0.5),
+           "11B": dict(_T5_REAL, d_model=1024, n_heads=128, head_dim=128, n_layers=24, d_ff=65536,
+                       head_input_scale=1024 ** -0.5)},
+          {"base": 220e6, "11B": 11.3e9}, classroom=dict(head_input_scale=64 ** -0.5)),
 ]
 
 # the models of 2024-2026 whose English language model ships (docs/checkpoints.md): presets too

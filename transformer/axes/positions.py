@@ -34,11 +34,21 @@ def _check_no_rotation(cfg) -> None:
         raise ValueError(f"rope_local_theta={cfg.rope_local_theta} needs position='rope', not {cfg.position!r}")
 
 
+def _check_buckets(cfg) -> None:
+    """T5's bias is read from relative_buckets rows, the last shared by every distance past relative_max_distance."""
+    _check_no_rotation(cfg)
+    for field, example in (("relative_buckets", 32), ("relative_max_distance", 128)):
+        if getattr(cfg, field) < 1:
+            raise ValueError(f"{field}={getattr(cfg, field)} must be at least 1 (T5: {example}); "
+                             f"set {field} to {example} or another positive number")
+
+
 @dataclass(frozen=True, kw_only=True)
 class PositionChoice(Choice):
     adds_embedding: bool = False  # vectors added to the embeddings at the bottom (transformer/positions.py builds them)
     rotates_qk: bool = False  # rotates q and k in every attention layer (RoPE)
-    score_bias: bool = False  # adds a bias to every layer's scores (ALiBi)
+    score_bias: bool = False  # adds a bias to every layer's scores (ALiBi, T5)
+    learned_bias: bool = False  # that bias is a trained table per stack, read by distance bucket (T5)
     hooks: tuple[str, ...] = ()  # the hook sites it fires
     table_param_terms: bool = False  # its table holds max_len x d_model trained parameters
 
@@ -81,8 +91,16 @@ POSITION = Axis("Position", {
         "sequences than seen during training\" (measured here: Trade-offs).", "BLOOM",
         score_bias=True, hooks=("attn.hook_alibi_bias",), check=_check_no_rotation,
         formulas={"hook_attn_scores": r"S' = S + M + A"}),
+    "t5": PositionChoice(
+        "T5 buckets", "a learned bias per head and distance bucket, added to the scores: exact buckets for near "
+        "distances, logarithmic ones for far, the last one shared by everything past the maximum distance",
+        "Lets each head learn how much distance matters, with a handful of numbers shared by every layer; an "
+        "encoder tells keys before the query from keys after it, a decoder sees only the past.", "T5 (2019)",
+        score_bias=True, learned_bias=True, hooks=("attn.hook_rel_bias",), check=_check_buckets,
+        formulas={"hook_attn_scores": r"S' = S + M + B_{h,\,\mathrm{bucket}(j - i)}"}),
 }, problem="Attention is blind to order. Add position vectors (sinusoidal, learned), rotate q and k by position "
-           "(RoPE: scores depend on distance only), or penalise distance directly (ALiBi). The lecture says RoPE and ALiBi "
+           "(RoPE: scores depend on distance only), or penalise distance directly (ALiBi; T5 learns its penalty per "
+           "bucket of distance). The lecture says RoPE and ALiBi "
            "read longer texts than they trained on; the Trade-offs page measures it.", field="position")
 
 

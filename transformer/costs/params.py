@@ -22,6 +22,7 @@ SYMBOLS = {"V": "vocabulary size", "D": "d_model", "L": "layers", "H": "query he
            "r_q": "q_rank (MLA: the latent q is rebuilt from)",
            "d_r": "d_rope (MLA: the rotated part of each key, shared by all heads)",
            "P": "max_len (positions in the learned table)",
+           "R": "relative_buckets (T5: learned bias rows per head)",
            "H_k": "a state layer's q and k heads", "H_s": "a state layer's value heads (one state each)",
            "d_k": "a state's rows (its key width)", "d_s": "a state's columns (its value width)",
            "c": "the short convolution's width (tokens)",
@@ -94,6 +95,9 @@ def param_terms(cfg: TransformerConfig) -> list[ParamTerm]:
     if cfg.row("position").table_param_terms:
         terms.append(ParamTerm("embedding", "position table", "P·D", cfg.max_len * d, n_stacks,
                                ("*pos.table.weight",)))
+    if cfg.row("position").learned_bias:  # T5: one bias per bucket and head, looked up, in each stack
+        terms.append(ParamTerm("embedding", "relative position bias", "R·H", cfg.relative_buckets * cfg.n_heads,
+                               n_stacks, ("*rel_bias.table.weight",)))
     if cfg.embed_norm:  # always a LayerNorm (BERT, BLOOM)
         terms.append(ParamTerm("norms", "embedding LayerNorm", "2·D", 2 * d, n_stacks, ("*ln_embed.*",)))
     # the layer plan decides who holds what: a hybrid's softmax layers the attention terms, its state-keeping

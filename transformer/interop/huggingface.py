@@ -2,7 +2,7 @@
 decoder architecture too) and BERT here; the families of 2024-2026 in hf_modern.py, and those whose layers keep a
 state (Qwen3-Next, Qwen3.5, OLMo hybrid) in hf_hybrid.py, LFM2's short convolutions in hf_lfm2.py, MiniMax-01's
 lightning attention in hf_minimax.py, Llama 4's text model (chunked layers) in hf_llama4.py, and BERT's relatives
-(RoBERTa, DistilBERT) in hf_bert_family.py, BART in hf_bart.py.
+(RoBERTa, DistilBERT) in hf_bert_family.py, BART in hf_bart.py, T5 in hf_t5.py.
 
 Each family is a ``Family``: how its config maps onto the axes, and how its weights are
 renamed to ours. ``transformers`` is imported only to load a path or a cached id.
@@ -30,6 +30,7 @@ from .hf_dsa import DEFAULT_DSA_CLASS, DSA_CLASSES, DSA_FAMILIES
 from .hf_deepseek_v4 import DEFAULT_V4_CLASS, V4_CLASSES, V4_FAMILIES
 from .hf_llama4 import DEFAULT_LLAMA4_CLASS, LLAMA4_CLASSES, LLAMA4_FAMILIES
 from .hf_modern import DEFAULT_MODERN_CLASS, MODERN_CLASSES, MODERN_FAMILIES
+from .hf_t5 import DEFAULT_T5_CLASS, T5_CLASSES, T5_FAMILIES, bucket_words
 from .weights import DTYPE_NAMES, Weights, from_linear, linear, norm_weights, split_interleaved
 
 
@@ -282,6 +283,7 @@ FAMILIES = {
     **KIMI_FAMILIES,
     **DSA_FAMILIES,
     **V4_FAMILIES,
+    **T5_FAMILIES,
 }
 
 # HF class -> (family, whether it has an output head)
@@ -303,6 +305,7 @@ SUPPORTED_CLASSES = {
     **KIMI_CLASSES,
     **DSA_CLASSES,
     **V4_CLASSES,
+    **T5_CLASSES,
 }
 
 
@@ -406,7 +409,7 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
         unit = "blocks" if any(spec.compresses for spec in cfg.layer_plan()) else "keys"  # DeepSeek-V4 picks blocks
         mask += (f", {axes.label('mask', 'top_k')} ({cfg.index_top_k} {unit} per query; {cfg.index_heads} indexer "
                  f"heads of {cfg.index_head_dim}) on {where}")
-    position = axes.label("position", cfg.position)
+    position = axes.label("position", cfg.position) + bucket_words(cfg)
     scheme = cfg.row("position")
     if scheme.table_param_terms:
         position += f" table of {cfg.max_len} positions"
@@ -561,7 +564,7 @@ DEFAULT_CLASS = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "mistra
                  "bert": "BertForMaskedLM", **DEFAULT_BERT_RELATIVE_CLASS, **DEFAULT_BART_CLASS, **DEFAULT_MODERN_CLASS,
                  **DEFAULT_HYBRID_CLASS, **DEFAULT_LFM2_CLASS,
                  **DEFAULT_MINIMAX_CLASS, **DEFAULT_LLAMA4_CLASS, **DEFAULT_GEMMA4_CLASS,
-                 **DEFAULT_KIMI_CLASS, **DEFAULT_DSA_CLASS, **DEFAULT_V4_CLASS}  # model_type -> class, for a config naming none
+                 **DEFAULT_KIMI_CLASS, **DEFAULT_DSA_CLASS, **DEFAULT_V4_CLASS, **DEFAULT_T5_CLASS}  # model_type -> class, for a config naming none
 
 
 def _transformers():

@@ -75,14 +75,15 @@ def live_qkv(config_json: str, seed: int, ids: tuple[int, ...], labels: tuple[st
     """(q, k, v) of one query head and the kv head it reads, (T, d_head) each, from the cached trace.
 
     q and k are what the model's scores are made of (after QK-norm and RoPE, see ``live_qk_names``). The last
-    value is the head's ALiBi slope when the model's position scheme biases the scores, else None.
+    value is the head's ALiBi slope when the model's position scheme biases the scores by one, else None.
     """
     cfg = TransformerConfig.from_json(config_json)
     trace = get_trace(config_json, seed, ids, labels, weights)
     q, k = (trace.arrays[name][0] for name in live_qk_names(cfg, layer))  # (heads, T, d_head)
     v = trace.arrays[hook_name(layer, "attn.hook_v", attention_stacks(cfg.arch).input)][0]
     kv_head = head // cfg.group_size
-    slope = float(alibi_slopes(cfg.n_heads)[head]) if cfg.row("position").score_bias else None
+    scheme = cfg.row("position")  # a fixed slope (ALiBi) is tiled here; T5's learned table is not
+    slope = float(alibi_slopes(cfg.n_heads)[head]) if scheme.score_bias and not scheme.learned_bias else None
     return q[head], k[kv_head], v[kv_head], slope
 
 

@@ -17,8 +17,8 @@ from transformer import AXES, Transformer, TransformerConfig, analysis, choices
 from transformer.axes import label as axes_label
 from transformer.axes.attention import WITHOUT_INDEXER, WITHOUT_LATENT
 from transformer.hooks import attention_stacks, hook_name
-from transformer.positions import (XPOS_SCALE_BASE, alibi_bias, alibi_slopes, rope_angles, rope_inv_freq,
-                                   sinusoidal_table, xpos_decay)
+from transformer.positions import (XPOS_SCALE_BASE, RelativePositionBias, alibi_bias, alibi_slopes, relative_buckets,
+                                   rope_angles, rope_inv_freq, sinusoidal_table, xpos_decay)
 from transformer.probes import with_position
 
 from ui.compute.layers import softmax_twin
@@ -134,6 +134,28 @@ def alibi(n_heads: int, t: int) -> tuple[np.ndarray, np.ndarray]:
     slopes = alibi_slopes(n_heads)
     positions = torch.arange(t)[None]
     return slopes.numpy(), alibi_bias(slopes, positions, positions)[0].numpy()
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def t5_buckets(n_heads: int, n_buckets: int, max_distance: int, bidirectional: bool, span: int,
+               seed: int) -> dict[str, np.ndarray]:
+    """T5's buckets for the distances -span .. span (decoder: -span .. 0) and an untrained table's bias per head:
+    {"distances" (D,), "buckets" (D,), "bias" (H, D), "last_bucket", "last_from"}: the bucket every far distance
+    reads, and the first distance (in size) that reads it. Invalid settings raise the config's ValueError."""
+    cfg = TransformerConfig(position="t5", n_heads=n_heads, d_model=16 * n_heads, relative_buckets=n_buckets,
+                            relative_max_distance=max_distance)
+    torch.manual_seed(seed)
+    table = RelativePositionBias(cfg, bidirectional)  # N(0, 1) numbers: what training would move
+    distances = torch.arange(-span, span + 1 if bidirectional else 1)  # (D,) key position - query position
+    with torch.no_grad():
+        bias = table(torch.zeros(1, 1, dtype=torch.long), distances[None])[0, :, 0]  # (H, D): the query sits at 0
+    buckets = relative_buckets(distances, n_buckets, max_distance, bidirectional)  # (D,)
+    sign = 1 if bidirectional else -1  # a decoder's keys lie behind the query
+    sizes = torch.arange(0, max_distance + 2)  # the last bucket starts by max_distance at the latest
+    by_size = relative_buckets(sign * sizes, n_buckets, max_distance, bidirectional)  # (max_distance + 2,)
+    last = int(by_size[-1])
+    return dict(distances=distances.numpy(), buckets=buckets.numpy(), bias=bias.numpy(), last_bucket=last,
+                last_from=int(sizes[by_size == last][0]))
 
 
 def beyond_trained_length(config_json: str, seed: int, ids: tuple[int, ...], trained: int) -> dict[str, dict]:

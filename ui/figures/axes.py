@@ -257,6 +257,29 @@ def alibi_biases(bias: np.ndarray, max_heads: int = 8) -> go.Figure:
     return fig
 
 
+def bucket_edges(distances: np.ndarray, buckets: np.ndarray) -> np.ndarray:
+    """The distances where a new bucket starts: each one differs from the bucket of the distance before it."""
+    return distances[1:][np.diff(buckets) != 0]
+
+
+def relative_bias(distances: np.ndarray, buckets: np.ndarray, bias: np.ndarray, max_heads: int = 8) -> go.Figure:
+    """T5's learned bias against distance (key − query), one line per head, each bucket's first distance marked.
+
+    distances (D,), buckets (D,) the bucket of each, bias (H, D) = table[bucket, h]: flat wherever distances share a
+    bucket, so the plateaus widen logarithmically with distance, and everything past the maximum distance is one.
+    """
+    fig = go.Figure()
+    for edge in bucket_edges(distances, buckets):
+        fig.add_vline(x=float(edge) - 0.5, line=dict(color=MASKED_GREY, width=1, dash="dot"))
+    for h in range(min(bias.shape[0], max_heads)):
+        fig.add_trace(go.Scatter(x=distances, y=bias[h], mode="lines", name=f"head {h}", line_shape="hv",
+                                 line=dict(color=OKABE_ITO[h % len(OKABE_ITO)], width=2),
+                                 customdata=buckets,
+                                 hovertemplate=f"head {h}<br>distance %{{x}}: bucket %{{customdata}}, "
+                                               "bias %{y:.3g}<extra></extra>"))
+    return layout(fig, "T5: learned bias per head against distance (dotted: where a new bucket starts)", 360,
+                  "distance j − i (key position − query position)", "bias added to the score")
+
 
 def length_extrapolation(rows: list[dict]) -> go.Figure:
     """Held-out bits per character against input length (a multiple of the trained context), one line per

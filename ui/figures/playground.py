@@ -83,6 +83,7 @@ STAGES = {
     "hook_capped_scores": (f"{axes.label('scores', 'softcap')}  c·tanh(scores/c)", "signed"),
     "hook_mask": ("mask (yellow = may attend)", "mask"),
     "hook_alibi_bias": (f"{axes.label('position', 'alibi')} bias  −m_h·|i−j|", "signed"),
+    "hook_rel_bias": (f"{axes.label('position', 't5')} bias  b_h[bucket(j−i)]", "signed"),
     "hook_attn_scores": ("what softmax sees  (+ mask, bias)", "signed"),
     "hook_pattern": ("weights  softmax(scores)", "weights"),
 }

@@ -17,7 +17,7 @@ from ui.lessons.steps.step import Step, letter
 STEPS: list[Step] = [
     before_attention.one_vector,
     attention.soft_lookup, attention.five_lines_and_scaling, attention.masks, attention.multi_head,
-    positions.no_positions, positions.four_schemes,
+    positions.no_positions, positions.four_schemes, positions.relative_position_buckets,
     block.residual_and_norms, block.ffn,
     memory.kv_cache, memory.flash,
     fixed_state.state_size, fixed_state.delta_rule, fixed_state.capacity, fixed_state.memory_128k,

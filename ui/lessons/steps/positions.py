@@ -1,4 +1,4 @@
-"""Where tokens are: attention alone sees a set, and four ways to tell it positions."""
+"""Where tokens are: attention alone sees a set, four ways to tell it positions, and T5's buckets of distance."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,9 +6,9 @@ import torch
 
 from transformer import AXES, probes
 from transformer.hooks import hook_name
-from ui.compute.measure import rope_geometry
+from ui.compute.measure import rope_geometry, t5_buckets
 from ui.compute.probe_measure import permutation_results
-from ui.figures.axes import rope_scores
+from ui.figures.axes import relative_bias, rope_scores
 from ui.figures.probe import equivariance_bars
 from ui.lessons.live import Live
 from ui.lessons.steps.lesson_model import LESSON_SEED, MAX_SHOWN, lesson_model
@@ -79,3 +79,36 @@ def four_schemes() -> Live:
         figure=rope_scores(geo["scores"], "RoPE(q, m) · RoPE(k, n), the live model's q and k (layer 0, head 0)"),
         query={"pos_n": str(ROPE_POSITIONS)},
         caption="Constant along every diagonal: absolute position is gone, relative position remains.")
+
+
+T5_BUCKETS, T5_MAX_DISTANCE, T5_SHOWN = 32, 128, 255  # T5's own settings; distances 0 .. 255 back
+
+
+@lesson_step(
+    "relative-buckets", "T5: a learned bias per bucket of distance",
+    text="T5 adds a learned number to each head's scores, like ALiBi but trained, and not one number per distance: "
+         "distances are grouped into **buckets**. Near distances get a bucket each; farther ones share buckets that "
+         "widen logarithmically, and every distance from the maximum on shares the last one. One table per stack "
+         "serves all its layers.",
+    question="How many distances share a T5 decoder's last bucket?", kind="choice",
+    try_this="On the Positions page, T5 tab: lower the maximum distance and watch the last plateau start sooner; "
+             "switch to the encoder to see keys after the query get buckets of their own.",
+    page="positions", query={"pos_tab": "T5 buckets", "t5_stack": "decoder"})
+def relative_position_buckets() -> Live:
+    drawn = t5_buckets(4, T5_BUCKETS, T5_MAX_DISTANCE, False, T5_SHOWN, LESSON_SEED)
+    sharing = int((drawn["buckets"] == drawn["last_bucket"]).sum())
+    exact = T5_BUCKETS // 2
+    candidates = sorted({1, exact, T5_SHOWN + 1 - T5_MAX_DISTANCE, sharing})  # 1, 16, 128 and the computed count
+    return Live(
+        question=(f"A T5 decoder has {T5_BUCKETS} buckets and a maximum distance of {T5_MAX_DISTANCE}. Of the keys "
+                  f"0 to {T5_SHOWN} positions behind a query, how many read the last bucket's bias?"),
+        choices=[str(n) for n in candidates], answer=candidates.index(sharing),
+        source="transformer.positions.relative_buckets",
+        why=(f"Distances 0 to {exact - 1} have a bucket each; the other {T5_BUCKETS - exact} buckets split the "
+             f"distances up to {T5_MAX_DISTANCE} by their logarithm, so the last one starts already at "
+             f"{drawn['last_from']}, and from there every key reads it: {sharing} of the {T5_SHOWN + 1}, and any "
+             "farther key too. Beyond that the model cannot tell far from farther."),
+        figure=relative_bias(drawn["distances"], drawn["buckets"], drawn["bias"]),
+        query={"t5_buckets": str(T5_BUCKETS), "t5_max_distance": str(T5_MAX_DISTANCE), "pos_n": str(T5_SHOWN + 1)},
+        caption="The bias per head of an untrained table (training moves the heights, never the steps); dotted "
+                "lines mark where a new bucket starts.")
