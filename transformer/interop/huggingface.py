@@ -274,16 +274,8 @@ FAMILIES = {
         "post-LayerNorm blocks, LayerNorm after the embeddings",
         "masked-LM head: dense -> GELU -> LayerNorm -> tied decoder with its own bias; the pooler is not used")),
     **BERT_RELATIVE_FAMILIES, **BART_FAMILIES,
-    **MODERN_FAMILIES,
-    **HYBRID_FAMILIES,
-    **LFM2_FAMILIES,
-    **MINIMAX_FAMILIES,
-    **LLAMA4_FAMILIES,
-    **GEMMA4_FAMILIES,
-    **KIMI_FAMILIES,
-    **DSA_FAMILIES,
-    **V4_FAMILIES,
-    **T5_FAMILIES,
+    **MODERN_FAMILIES, **HYBRID_FAMILIES, **LFM2_FAMILIES, **MINIMAX_FAMILIES, **LLAMA4_FAMILIES, **GEMMA4_FAMILIES,
+    **KIMI_FAMILIES, **DSA_FAMILIES, **V4_FAMILIES, **T5_FAMILIES,
 }
 
 # HF class -> (family, whether it has an output head)
@@ -296,16 +288,8 @@ SUPPORTED_CLASSES = {
     "FalconForCausalLM": ("falcon", True), "FalconModel": ("falcon", False),
     "BertForMaskedLM": ("bert", True), "BertModel": ("bert", False),
     **BERT_RELATIVE_CLASSES, **BART_CLASSES,
-    **MODERN_CLASSES,
-    **HYBRID_CLASSES,
-    **LFM2_CLASSES,
-    **MINIMAX_CLASSES,
-    **LLAMA4_CLASSES,
-    **GEMMA4_CLASSES,
-    **KIMI_CLASSES,
-    **DSA_CLASSES,
-    **V4_CLASSES,
-    **T5_CLASSES,
+    **MODERN_CLASSES, **HYBRID_CLASSES, **LFM2_CLASSES, **MINIMAX_CLASSES, **LLAMA4_CLASSES, **GEMMA4_CLASSES,
+    **KIMI_CLASSES, **DSA_CLASSES, **V4_CLASSES, **T5_CLASSES,
 }
 
 
