@@ -135,3 +135,14 @@ def test_a_tile_larger_than_sram_and_t_below_one_get_messages_and_the_page_keeps
     at.number_input(key="flash_io_T").set_value(256).run()
     assert_clean(at)
     assert metric(at, "explicit ÷ FA2 order").endswith("×")
+
+
+def test_the_traffic_lesson_answer_is_the_ratio_of_the_closed_forms():
+    from ui.lessons.steps import STEPS, memory
+    assert STEPS[STEPS.index(memory.flash) + 1] is memory.flash_traffic  # right after the tiles
+    live = memory.flash_traffic.build()
+    explicit = sum(explicit_bytes(4096, 4096, 64, 2).values())
+    tiled = sum(fa2_bytes(4096, 4096, 64, 128, 128, 2).values())
+    assert live.choices[live.answer] == "About 4×" and 3.8 < explicit / tiled < 4.1
+    assert f"{explicit / tiled:.2f}× more" in live.why and "32 MiB each" in live.why
+    assert memory.flash_traffic.link(live).startswith("flash?flash_io_T=4096")
