@@ -136,3 +136,17 @@ def test_a_tile_larger_than_sram_is_refused_naming_both_sizes():
         check_tiles_fit(0, 8, 64, 2, SRAM_BYTES_A100)
     with pytest.raises(ValueError, match="element_bytes=0"):
         HBMTraffic(0)
+
+
+def test_the_loop_order_benchmark_times_both_orders_and_reports_their_counted_bytes(capsys):
+    from benchmarks import flash_loop_order
+    results = flash_loop_order.main(["--smoke"])
+    by_method = {row["method"]: row for row in results}
+    assert set(by_method) == {"FA1 order", "FA2 order", "sdpa"}
+    assert all(row["seconds"] > 0 and row["max_diff"] < 1e-5 for row in results)
+    t, d_head, block = flash_loop_order.SMOKE_LENGTHS[0], 64, 128
+    heads = flash_loop_order.B * flash_loop_order.H
+    assert by_method["FA1 order"]["mib_moved"] * 2 ** 20 == heads * sum(fa1_bytes(t, t, d_head, block, block, 2).values())
+    assert by_method["FA2 order"]["mib_moved"] * 2 ** 20 == heads * sum(fa2_bytes(t, t, d_head, block, block, 2).values())
+    assert by_method["sdpa"]["mib_moved"] is None
+    assert "FA1 order" in capsys.readouterr().out
