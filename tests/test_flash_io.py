@@ -150,3 +150,14 @@ def test_the_loop_order_benchmark_times_both_orders_and_reports_their_counted_by
     assert by_method["FA2 order"]["mib_moved"] * 2 ** 20 == heads * sum(fa2_bytes(t, t, d_head, block, block, 2).values())
     assert by_method["sdpa"]["mib_moved"] is None
     assert "FA1 order" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("loop", [fa1_attention, fa2_attention])
+def test_both_loops_refuse_tiles_larger_than_the_counters_sram_before_loading_anything(loop):
+    q, k, v = qkv(64, 64)
+    traffic = HBMTraffic(2, sram_bytes=SRAM_BYTES_A100)
+    with pytest.raises(ValueError, match=r"tiles of 256 × 256 with d_head = 64 need 428,032 bytes .* 196,608 bytes"):
+        loop(q, k, v, traffic, block_q=256, block_k=256)
+    assert traffic.total_bytes == 0
+    loop(q, k, v, traffic, block_q=128, block_k=128)  # 148,480 bytes: fits
+    assert traffic.total_bytes > 0

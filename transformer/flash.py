@@ -159,6 +159,8 @@ class TiledAttention(nn.Module):
         # every load of a Q, K or V block from HBM and every store of an output block is reported to `traffic`
         load = traffic.read if traffic is not None else _uncounted
         store = traffic.write if traffic is not None else _uncounted
+        if traffic is not None:
+            traffic.check_tiles(self.block_q, self.block_k, q.shape[-1])  # a kernel sizes its SRAM by its blocks
         B, H, t_q, d_head = q.shape
         t_kv = k.shape[2]
         group = H // k.shape[1]  # query heads per kv head

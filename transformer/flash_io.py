@@ -10,7 +10,8 @@
                own TiledAttention (transformer.flash), counted through its ``traffic`` argument.
 
 Every function takes an hbm.HBMTraffic and reports each matrix or tile it loads and stores; the closed forms
-below are what the tests compare those counts with, never what the counts are made of.
+below are what the tests compare those counts with, never what the counts are made of. Given a traffic with an
+SRAM size, the two tiled loops refuse (ValueError) blocks whose step does not fit before loading anything.
 
 API (q (B, H, T_q, d_head); k, v (B, G, T_kv, d_head), as transformer.flash)::
 
@@ -71,6 +72,7 @@ def fa1_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, traffic: HB
     """
     traffic = traffic if traffic is not None else HBMTraffic()
     B, H, t_q, d_head = q.shape
+    traffic.check_tiles(block_q, block_k, d_head)  # a kernel sizes its SRAM by its blocks
     t_kv = k.shape[2]
     group = H // k.shape[1]  # query heads per kv head
     scale = 1.0 / math.sqrt(d_head)

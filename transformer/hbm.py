@@ -9,7 +9,10 @@ formula; transformer.flash_io holds the closed forms the tests compare them with
 
 API::
 
-    traffic = HBMTraffic(element_bytes=2)      # bytes of one element of Q, K, V, S, P, O in HBM (2: fp16/bf16)
+    traffic = HBMTraffic(element_bytes=2, sram_bytes=SRAM_BYTES_A100)
+        element_bytes  bytes of one element of Q, K, V, S, P, O in HBM (2: fp16/bf16)
+        sram_bytes     the SRAM a tile step must fit in; None: no limit. The tiled loops call
+                       traffic.check_tiles(block_q, block_k, d_head) before their first load.
     tensor = traffic.read("Q", tensor)          # counts tensor.numel() × element_bytes read; returns tensor
     tensor = traffic.write("O", tensor)         # the same for a store
     traffic.read("m, l", m, element_bytes=4)    # the softmax statistics are kept in float32
@@ -38,6 +41,7 @@ class HBMTraffic:
     """Bytes read from and written to HBM, by matrix name, as the code that runs reports them."""
 
     element_bytes: int = 2  # bytes per element of the matrices in HBM: 2 for fp16/bf16, 4 for fp32
+    sram_bytes: int | None = None  # on-chip SRAM a tile step must fit in (check_tiles); None: no limit
     reads: Counter = field(default_factory=Counter)
     writes: Counter = field(default_factory=Counter)
 
@@ -45,6 +49,11 @@ class HBMTraffic:
         if self.element_bytes < 1:
             raise ValueError(f"element_bytes={self.element_bytes}: an element takes at least 1 byte "
                              "(2 for fp16/bf16, 4 for fp32)")
+
+    def check_tiles(self, block_q: int, block_k: int, d_head: int) -> None:
+        """Refuse tiles whose step does not fit in this SRAM (ValueError naming both sizes)."""
+        if self.sram_bytes is not None:
+            check_tiles_fit(block_q, block_k, d_head, self.element_bytes, self.sram_bytes)
 
     def read(self, name: str, tensor: torch.Tensor, element_bytes: int | None = None) -> torch.Tensor:
         """Count a load of `tensor` from HBM into SRAM and hand it back unchanged."""

@@ -175,7 +175,7 @@ def hbm_counts(t: int, d_head: int, block_q: int, block_k: int, element_bytes: i
     counts, closed, outputs = {}, {}, {}
     with torch.no_grad():
         for method, (run, formula) in IO_METHODS.items():
-            traffic = HBMTraffic(element_bytes)
+            traffic = HBMTraffic(element_bytes, sram_bytes)
             outputs[method] = run(q, k, v, traffic, block_q, block_k)  # (1, 1, T, d_head)
             counts[method] = {"reads": dict(traffic.reads), "writes": dict(traffic.writes)}
             closed[method] = formula(t, d_head, block_q, block_k, element_bytes)
