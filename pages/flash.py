@@ -8,7 +8,11 @@ from transformer.costs import full_attention_bytes, tiled_attention_bytes
 from transformer.flash import TiledAttention
 from ui.figures.flash import (GIB, MIB, memory_formula, measured_curves, rescale_and_output, result_comparison,
                               running_stats, tile_grid, tile_matrices)
-from ui.compute.flash_measure import MASKS, MAX_T, check_settings, live_qkv, measure, random_qkv, tiled_run
+from ui.compute.flash_measure import (MASKS, MAX_IO_T, MAX_T, check_settings, hbm_counts, live_qkv, measure,
+                                      random_qkv, tiled_run)
+from transformer.flash_io import SRAM_KEPT
+from transformer.hbm import SRAM_BYTES_A100, tile_sram_bytes
+from ui.figures.flash_io import hbm_traffic, sram_budget
 from ui.app.page import start_page
 from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, carry_over, keep_valid, url_state, write_url
@@ -22,7 +26,10 @@ REAL = {f"{key} {size}": (card, cfg) for key, card in MODEL_CARDS.items() for si
 REAL_BLOCK = 128  # tile side of the flash kernels for the real-size arithmetic and the measurements
 MEASURE_UP_TO = [512, 1024, 2048]  # the tiled Python loop takes seconds at 2048 on a busy CPU
 DEFAULTS = {"flash_src": "random", "flash_T": 32, "flash_layer": 0, "flash_head": 0, "flash_bq": 8, "flash_bk": 8,
-            "flash_mask": "causal", "flash_w": 8, "flash_pad": 4, "flash_step": 0, "flash_model": "llama2 7B"}
+            "flash_mask": "causal", "flash_w": 8, "flash_pad": 4, "flash_step": 0, "flash_model": "llama2 7B",
+            "flash_io_T": 1024, "flash_io_d": 64, "flash_io_bq": 128, "flash_io_bk": 128, "flash_io_bytes": 2,
+            "flash_io_sram": SRAM_BYTES_A100 // 1024}
+ELEMENT_BYTES = {2: "2 (fp16 / bf16)", 4: "4 (fp32)"}  # bytes per element of Q, K, V, S, P and O in HBM
 url_state("flash", carry=True, **DEFAULTS)  # carry: the sidebar's values, across a page switch
 MEASURING = {"flash_mem_max": 1024, "flash_time_max": 1024}  # the measured ranges: kept across pages, not in the URL
 carry_over(MEASURING)
@@ -31,7 +38,9 @@ for key, default in MEASURING.items():
 keep_valid("flash_src", list(SOURCES))
 keep_valid("flash_mask", list(MASKS))
 keep_valid("flash_model", list(REAL), DEFAULTS["flash_model"])
-for key in ("flash_T", "flash_bq", "flash_bk", "flash_w", "flash_pad"):
+keep_valid("flash_io_bytes", list(ELEMENT_BYTES))
+for key in ("flash_T", "flash_bq", "flash_bk", "flash_w", "flash_pad", "flash_io_T", "flash_io_d", "flash_io_bq",
+            "flash_io_bk", "flash_io_sram"):
     if not isinstance(st.session_state[key], int):
         st.session_state[key] = DEFAULTS[key]
 write_url()  # the values just corrected
@@ -209,6 +218,69 @@ else:
                "mask. Differences of order 1e-7 are float32 rounding: the tiled run adds the same terms in another "
                "order. The output is complete once the last step has run; each row's final value is its query block's "
                "last partial output.")
+
+st.header("Bytes moved: HBM against SRAM")
+st.markdown("""
+A GPU keeps Q, K, V and everything the five lines write in **HBM**, its large memory (tens of GiB), far from the
+arithmetic. Each streaming multiprocessor has a small on-chip **SRAM** — the FlashAttention paper gives 192 KB per
+SM on an A100 — fast, but only a few tiles big. Every matrix must travel from HBM into SRAM to be used and back to be
+kept. Below, the three versions run on random q, k, v (one head) with a counter that each of them increments when it
+loads or stores a full matrix or a tile: the bytes are counted by the code that runs, not by a formula. The lecture's
+tutorial (`001`) says flash attention is "2-4x faster on A100 due to far fewer HBM reads/writes": a claim about a
+GPU this page does not measure; the counts show where it comes from.
+""")
+columns = iter(st.columns(6))
+next(columns).number_input("T (tokens)", key="flash_io_T", step=256, help=f"1 to {MAX_IO_T:,}", **KEEP)
+next(columns).number_input("d_head", key="flash_io_d", step=16, **KEEP)
+next(columns).number_input("block_q", key="flash_io_bq", step=16, **KEEP)
+next(columns).number_input("block_k", key="flash_io_bk", step=16, **KEEP)
+next(columns).selectbox("Bytes per element", list(ELEMENT_BYTES), key="flash_io_bytes", format_func=ELEMENT_BYTES.get,
+                        **KEEP)
+next(columns).number_input("SRAM (KiB)", key="flash_io_sram", step=16, **KEEP)
+io = {name: int(st.session_state[f"flash_io_{key}"]) for name, key in
+      (("t", "T"), ("d_head", "d"), ("block_q", "bq"), ("block_k", "bk"), ("element_bytes", "bytes"))}
+sram_bytes = int(st.session_state["flash_io_sram"]) * 1024
+try:
+    moved = hbm_counts(**io, sram_bytes=sram_bytes, seed=state.seed)
+except ValueError as exc:
+    st.error(f"{exc}. The sections around this one still work.")
+else:
+    show_chart(sram_budget(tile_sram_bytes(io["block_q"], io["block_k"], io["d_head"], io["element_bytes"]), sram_bytes,
+                           f"What one tile step holds in SRAM: tiles of {io['block_q']} × {io['block_k']}"),
+               key="flash_io_sram_chart")
+    show_chart(hbm_traffic(moved["counts"], f"Bytes moved to and from HBM at T = {io['t']:,}, d_head = "
+                                            f"{io['d_head']} (one head)"), key="flash_io_traffic")
+    totals = {method: sum(sum(counted[way].values()) for way in ("reads", "writes"))
+              for method, counted in moved["counts"].items()}
+    columns = st.columns(len(totals) + 1)
+    for column, (method, total) in zip(columns, totals.items()):
+        column.metric(f"{method}: bytes moved", f"{total / MIB:,.2f} MiB")
+    columns[-1].metric("explicit ÷ FA2 order", f"{totals['explicit'] / totals['FA2 order']:,.1f}×")
+    st.dataframe(pd.DataFrame([{
+        "version": method, "keeps in SRAM across its inner loop": SRAM_KEPT[method],
+        "read (counted)": sum(counted["reads"].values()), "read (closed form)": moved["closed"][method]["reads"],
+        "written (counted)": sum(counted["writes"].values()), "written (closed form)": moved["closed"][method]["writes"],
+        "max |out − explicit|": moved["max_diff"].get(method, 0.0)} for method, counted in moved["counts"].items()]),
+        hide_index=True)
+    st.caption("Explicit: Q, K, V read once; S and P (T × T) each written and read back; O written. FA1 order (outer "
+               "over K/V blocks): K and V read once, but Q, O, m and l read and written once per key block. FA2 order "
+               "(outer over Q blocks, the library's TiledAttention): Q read once, K and V once per query block, O "
+               "written once. m and l are float32. The outputs are the same to float rounding.")
+
+st.subheader("FlashAttention 1, 2 and 3")
+st.markdown("""
+- **FlashAttention 1** (Dao et al., 2022): the tiling and online softmax above, written as one fused GPU kernel.
+  Its outer loop runs over K/V blocks, so the partial output and m, l of every query block go to HBM and come back
+  once per key block (the *FA1 order* above). The tutorial calls it the "First IO-aware Attention formalization".
+- **FlashAttention 2** (Dao, 2023): the loops swapped — outer over Q blocks, inner over K/V — so a query block's
+  output stays in SRAM until it is finished (the *FA2 order*, and the loop this library runs); the work is also
+  split across the GPU's warps and thread blocks along the sequence. The tutorial: "Outer loop over Q, inner loop
+  over K/V (better parallelism) … Roughly 2x additional speedup".
+- **FlashAttention 3** (Shah et al., 2024): written for the H100 — asynchronous copies from HBM overlapping the
+  matrix multiplications, warps specialised as producers (loading tiles) and consumers (computing), and FP8
+  arithmetic. The tutorial: "Another 1.5-2x speedup". None of it changes the bytes counted above; it hides the time
+  spent moving them.
+""")
 
 st.header("Memory: O(T²) against O(T)")
 st.selectbox("Real model (one layer, one sequence)", list(REAL), key="flash_model", **KEEP,

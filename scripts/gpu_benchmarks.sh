@@ -2,7 +2,7 @@
 # On a machine with a GPU, every measurement that needs one, each step under a time limit of its own so that
 # one failure or a slow step loses nothing else:
 #   the benchmark rows at the CPU's sizes and at a GPU's (--large), training steps of the English recipe,
-#   flash attention's tiled path against SDPA, scripts/cuda_check.py and the library tests there.
+#   flash attention's tiled path against SDPA, its two loop orders, scripts/cuda_check.py and the library tests there.
 #
 #     scripts/gpu_benchmarks.sh OUT_DIR
 #
@@ -28,6 +28,7 @@ for group in 1,2,3 1b,2b,3b 4 8 9 6,7 5; do
 done
 step 90 "English training steps on the GPU" python3 -m benchmarks.train_step --device cuda --out /tmp/gpu-results/train_step.json
 step 90 "flash attention: explicit, SDPA and tiled" python3 -m benchmarks.flash_memory --lengths 1024 2048 4096 8192 16384
+step 120 "flash attention: FlashAttention 1's loop order against 2's" python3 -m benchmarks.flash_loop_order --lengths 1024 2048 4096 8192
 for group in 1b,2b,3b 1,2,3 8 9 4 6,7; do
   step 120 "rows $group, a GPU's sizes" python3 -m benchmarks.run --device cuda --large --only "$group" --out "/tmp/gpu-results/large-$group.json"
 done

@@ -90,7 +90,7 @@ def font_sizes(spec: dict) -> list[float]:
 
 
 def test_the_steps_are_data_and_the_lecture_in_order():
-    assert len(STEPS) == N_STEPS == 28
+    assert len(STEPS) == N_STEPS == 29
     assert len({s.slug for s in STEPS}) == N_STEPS
     assert [s.slug for s in STEPS][:3] == ["before-attention", "soft-lookup", "five-lines"]
     for step in STEPS:
@@ -156,20 +156,25 @@ def test_the_soft_lookup_answer_is_the_trained_heads_argmax():
         assert "clearest previous-token head" in live.caption and looked == query - 1
 
 
+def by_slug(slug: str):
+    return next(step for step in STEPS if step.slug == slug)
+
+
 def test_the_kv_cache_answer_is_the_presets_arithmetic():
     real = MODEL_CARDS["llama2"].real["70B"]
-    live = STEPS[10].build()
+    live = by_slug("kv-cache").build()
     assert kv_cache_bytes_per_token(real) * 4096 == 2 * 80 * 8 * 128 * 2 * 4096
     assert live.choices[live.answer] == binary_size(kv_cache_bytes_per_token(real) * 4096) == "1.25 GiB"
 
 
 def test_the_flash_and_moe_answers_are_computed():
     skipped = sum(t.skipped for t in tile_plan(32, 32, 8, 8, is_causal=True))
-    live = STEPS[11].build()
+    live = by_slug("flash").build()
     assert live.choices[live.answer].startswith(f"{skipped} of 16")
     counts = param_counts(MODEL_CARDS["mixtral"].real["8x7B"])
     assert 0.2 < counts["active"] / counts["total"] < 0.35
-    assert STEPS[9].build().choices[STEPS[9].build().answer] == "About 1/4"
+    moe = by_slug("ffn").build()
+    assert moe.choices[moe.answer] == "About 1/4"
 
 
 def test_the_images_step_links_to_the_vision_page_only_when_it_exists(monkeypatch):

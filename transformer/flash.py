@@ -21,7 +21,7 @@ positions alone, before any data is read, so they are skipped, not computed.
 API (everything a page needs; shapes use B batch, H query heads, G kv heads)::
 
     out, tiles = tiled_attention(q, k, v, bias=None, *, allowed=None, is_causal=False,
-                                 window=None, alibi_slopes=None, block_q=64, block_k=64)
+                                 window=None, alibi_slopes=None, block_q=64, block_k=64, traffic=None)
         q (B, H, T_q, d_head); k, v (B, G, T_kv, d_head); query head h reads kv head h // (H / G).
         bias     float, broadcastable to (B, H, T_q, T_kv): added to the scores
                  (a positions.alibi_bias, or an additive mask from masks.to_additive).
@@ -33,6 +33,10 @@ API (everything a page needs; shapes use B batch, H query heads, G kv heads)::
         Positions follow the library's KV cache: keys sit at 0..T_kv-1, queries at the last
         T_q of them (T_kv - T_q .. T_kv - 1).
         out (B, H, T_q, d_head) in q's dtype; tiles: list[Tile] in the order they were visited.
+        traffic  an hbm.HBMTraffic that counts what this loop order (FlashAttention 2's: outer over
+                 query blocks) moves: each Q block read once, the K and V blocks of every computed
+                 tile read once per query block, each output block written once. Skipped tiles
+                 move nothing; a bias or allowed mask is not counted.
 
     tile_plan(T_q, T_kv, block_q, block_k, *, is_causal=False, window=None) -> list[Tile]
         Which tiles are computed and which skipped, without any data (draw it as a grid).
@@ -83,6 +87,7 @@ import torch
 from torch import nn
 
 from . import masks
+from .hbm import HBMTraffic
 from .hooks import DEFAULT_MAX_BYTES, HookPoint, Trace, name_hook_points, recording
 from .positions import alibi_bias
 
@@ -148,8 +153,14 @@ class TiledAttention(nn.Module):
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None = None, *,
                 allowed: torch.Tensor | None = None, is_causal: bool = False, window: int | None = None,
-                alibi_slopes: torch.Tensor | None = None) -> tuple[torch.Tensor, list[Tile]]:
+                alibi_slopes: torch.Tensor | None = None,
+                traffic: HBMTraffic | None = None) -> tuple[torch.Tensor, list[Tile]]:
         _check_inputs(q, k, v, bias, allowed, window, alibi_slopes)
+        # every load of a Q, K or V block from HBM and every store of an output block is reported to `traffic`
+        load = traffic.read if traffic is not None else _uncounted
+        store = traffic.write if traffic is not None else _uncounted
+        if traffic is not None:
+            traffic.check_tiles(self.block_q, self.block_k, q.shape[-1])  # a kernel sizes its SRAM by its blocks
         B, H, t_q, d_head = q.shape
         t_kv = k.shape[2]
         group = H // k.shape[1]  # query heads per kv head
@@ -167,7 +178,7 @@ class TiledAttention(nn.Module):
         for _, row_tiles in itertools.groupby(tiles, key=lambda tile: tile.q_block):
             row_tiles = list(row_tiles)
             rows = slice(row_tiles[0].q_start, row_tiles[0].q_stop)
-            q_i = q[:, :, rows].float()  # (B, H, rows, d_head)
+            q_i = load("Q", q[:, :, rows]).float()  # (B, H, rows, d_head): once per query block, kept in SRAM
             n_rows = q_i.shape[2]
             m = torch.full((B, H, n_rows), float("-inf"), device=q.device)  # max of nothing yet
             l = torch.zeros(B, H, n_rows, device=q.device)  # (B, H, rows)
@@ -179,8 +190,8 @@ class TiledAttention(nn.Module):
                     continue
                 cols = slice(tile.k_start, tile.k_stop)
                 # each query head reads its group's kv head; repeating one tile costs block_k rows only
-                k_j = k[:, :, cols].float().repeat_interleave(group, dim=1)  # (B, H, cols, d_head)
-                v_j = v[:, :, cols].float().repeat_interleave(group, dim=1)  # (B, H, cols, d_head)
+                k_j = load("K", k[:, :, cols]).float().repeat_interleave(group, dim=1)  # (B, H, cols, d_head)
+                v_j = load("V", v[:, :, cols]).float().repeat_interleave(group, dim=1)  # (B, H, cols, d_head)
                 scores = q_i @ k_j.transpose(-2, -1) * scale  # (B, H, rows, cols)
                 if bias is not None:
                     scores = scores + bias[:, :, rows, cols].float()
@@ -199,21 +210,23 @@ class TiledAttention(nn.Module):
                 m = m_new
             # l >= 1 once a tile is computed (its maximum adds exp(0)); it is 0 only if all were skipped
             sees_nothing = (m <= MASKED)[..., None]  # (B, H, rows, 1): only masked scores, or none at all
-            out[:, :, rows] = torch.where(sees_nothing, v_mean, acc / l.clamp(min=1.0)[..., None]).to(q.dtype)
+            # the output block leaves SRAM once, finished: acc, m and l never go to HBM
+            out[:, :, rows] = store("O", torch.where(sees_nothing, v_mean, acc / l.clamp(min=1.0)[..., None])
+                                    ).to(q.dtype)  # (B, H, rows, d_head)
         return self.hook_out(out), tiles
 
 
 def tiled_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None = None, *,
                     allowed: torch.Tensor | None = None, is_causal: bool = False, window: int | None = None,
-                    alibi_slopes: torch.Tensor | None = None, block_q: int = 64,
-                    block_k: int = 64) -> tuple[torch.Tensor, list[Tile]]:
+                    alibi_slopes: torch.Tensor | None = None, block_q: int = 64, block_k: int = 64,
+                    traffic: HBMTraffic | None = None) -> tuple[torch.Tensor, list[Tile]]:
     """softmax(Q K^T / sqrt(d_head) + bias, masked) @ V, one tile at a time. Returns (out, tiles).
 
     out (B, H, T_q, d_head); tiles lists every tile visited, skipped ones marked. Arguments
     are described in the module docstring.
     """
     return TiledAttention(block_q, block_k)(q, k, v, bias, allowed=allowed, is_causal=is_causal,
-                                            window=window, alibi_slopes=alibi_slopes)
+                                            window=window, alibi_slopes=alibi_slopes, traffic=traffic)
 
 
 # --- step records for a page -----------------------------------------------------------
@@ -278,6 +291,11 @@ def steps_from_trace(trace: Trace, prefix: str = "") -> list[dict]:
 
 
 # --- validation ---------------------------------------------------------------------------
+
+def _uncounted(name: str, tensor: torch.Tensor) -> torch.Tensor:
+    """A load or store when no HBMTraffic is counting: the tensor as it is."""
+    return tensor
+
 
 def _check_blocks(block_q: int, block_k: int) -> None:
     if block_q < 1 or block_k < 1:

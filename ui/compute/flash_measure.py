@@ -21,6 +21,8 @@ import torch
 from transformer import TransformerConfig, masks
 from transformer.attention import AttentionInputs, attend
 from transformer.flash import query_key_positions, tile_plan, trace_tiled_attention
+from transformer.flash_io import explicit_attention_counted, explicit_bytes, fa1_attention, fa1_bytes, fa2_attention, fa2_bytes
+from transformer.hbm import HBMTraffic, check_tiles_fit
 from transformer.hooks import attention_stacks, hook_name
 from transformer.positions import alibi_bias, alibi_slopes
 from transformer.probes import live_qk_names
@@ -130,6 +132,57 @@ def tiled_run(q: np.ndarray, k: np.ndarray, v: np.ndarray, slope: float | None, 
     return dict(steps=steps, out=out.numpy(), reference=reference.numpy(), allowed=allowed[0, 0].numpy(),
                 tiles=tile_plan(t, t, block_q, block_k, is_causal=args["is_causal"], window=args["window"]),
                 max_abs_diff=float((out - reference).abs().max()))
+
+
+# --- bytes moved between HBM and SRAM, counted as the code runs -------------------------------------------------
+
+MAX_IO_T = 4096  # the explicit five lines hold T × T floats; the tiled loops are Python, one tile per iteration
+MAX_IO_TILES = 4096  # tiles per loop order: a few seconds on one busy core
+# loop order -> (the function that runs it with a counter, its closed form per head)
+IO_METHODS = {
+    "explicit": (lambda q, k, v, traffic, bq, bk: explicit_attention_counted(q, k, v, traffic),
+                 lambda t, d, bq, bk, eb: explicit_bytes(t, t, d, eb)),
+    "FA1 order": (lambda q, k, v, traffic, bq, bk: fa1_attention(q, k, v, traffic, block_q=bq, block_k=bk),
+                  lambda t, d, bq, bk, eb: fa1_bytes(t, t, d, bq, bk, eb)),
+    "FA2 order": (lambda q, k, v, traffic, bq, bk: fa2_attention(q, k, v, traffic, block_q=bq, block_k=bk),
+                  lambda t, d, bq, bk, eb: fa2_bytes(t, t, d, bq, bk, eb)),
+}
+
+
+def check_io_settings(t: int, d_head: int, block_q: int, block_k: int, element_bytes: int, sram_bytes: int) -> None:
+    """Raise ValueError, naming the numbers and the fix, for an HBM count the page cannot run."""
+    if not 1 <= t <= MAX_IO_T:
+        raise ValueError(f"T={t} tokens: choose T between 1 and {MAX_IO_T:,} (the explicit version holds T × T).")
+    if not 1 <= d_head <= 256:
+        raise ValueError(f"d_head={d_head}: choose 1 to 256.")
+    check_tiles_fit(block_q, block_k, d_head, element_bytes, sram_bytes)
+    n_tiles = -(-t // block_q) * -(-t // block_k)
+    if n_tiles > MAX_IO_TILES:
+        raise ValueError(f"tiles of {block_q} × {block_k} cut T={t} into {n_tiles:,} tiles; the loops here run one "
+                         f"tile per Python iteration, so keep it to {MAX_IO_TILES:,}: use larger blocks or a smaller T.")
+
+
+@st.cache_data(max_entries=16, show_spinner="Running the three versions with a counter on every load and store…")
+def hbm_counts(t: int, d_head: int, block_q: int, block_k: int, element_bytes: int, sram_bytes: int,
+               seed: int = 0) -> dict:
+    """Bytes each version moves for one head on random q, k, v, counted by the code that runs it.
+
+    Returns counts {method: {"reads": {matrix: bytes}, "writes": {...}}}, closed {method: {"reads", "writes"}}
+    (the formulas, for comparison), and max_diff {"FA1 order", "FA2 order"}: the largest |out - explicit|.
+    """
+    check_io_settings(t, d_head, block_q, block_k, element_bytes, sram_bytes)
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(1, 1, t, d_head, generator=g) for _ in range(3))  # (1, 1, T, d_head) each
+    counts, closed, outputs = {}, {}, {}
+    with torch.no_grad():
+        for method, (run, formula) in IO_METHODS.items():
+            traffic = HBMTraffic(element_bytes, sram_bytes)
+            outputs[method] = run(q, k, v, traffic, block_q, block_k)  # (1, 1, T, d_head)
+            counts[method] = {"reads": dict(traffic.reads), "writes": dict(traffic.writes)}
+            closed[method] = formula(t, d_head, block_q, block_k, element_bytes)
+    max_diff = {method: float((outputs[method] - outputs["explicit"]).abs().max()) for method in IO_METHODS
+                if method != "explicit"}
+    return dict(counts=counts, closed=closed, max_diff=max_diff)
 
 
 # --- measurements on this machine ----------------------------------------------------------------

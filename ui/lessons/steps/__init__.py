@@ -19,7 +19,7 @@ STEPS: list[Step] = [
     attention.soft_lookup, attention.five_lines_and_scaling, attention.masks, attention.multi_head,
     positions.no_positions, positions.four_schemes, positions.relative_position_buckets,
     block.residual_and_norms, block.ffn,
-    memory.kv_cache, memory.flash,
+    memory.kv_cache, memory.flash, memory.flash_traffic,
     fixed_state.state_size, fixed_state.delta_rule, fixed_state.capacity, fixed_state.memory_128k,
     images.patches_as_tokens,
     real_models.what_they_chose,
