@@ -45,6 +45,11 @@ layer = st.session_state["ffn_layer"]
 routed_layer = cfg.layer_is_moe(layer)  # a routed model's first dense layers keep a dense gated FFN
 
 
+def _routed_words(cfg) -> str:
+    """The layers that route, listed: the first ones may stay dense (DeepSeek), or every other one (Llama 4 Maverick)."""
+    return ", ".join(str(i) for i in range(cfg.n_layers) if cfg.layer_is_moe(i))
+
+
 def mlp(site: str) -> str:
     return hook_name(layer, f"mlp.{site}", stack)
 
@@ -57,8 +62,8 @@ elif kind.gated:  # a gate: SwiGLU, GeGLU, or the dense layer of a routed model
     gate, product = arrays[mlp("hook_gate")][0], arrays[mlp("hook_post")][0]  # (T, d_ff)
     gate_op = events[mlp("hook_gate")]["op"]  # the library's words for this layer's gate, e.g. "SiLU(x W_gate)"
     if kind.routed:
-        st.caption(f"Layer {layer} is one of the first {cfg.first_dense_layers} dense layers of this mixture of "
-                   "experts: a gated FFN every token passes through.")
+        st.caption(f"Layer {layer} is one of the dense layers of this mixture of experts (layers "
+                   f"{_routed_words(cfg)} route): a gated FFN every token passes through.")
     col1, col2 = st.columns(2)
     show_chart(units_heatmap(gate, labels, f"gate: {gate_op}"), key="ffn_gate", where=col1)
     show_chart(units_heatmap(product, labels, "gate ⊙ up: what reaches W_down"), key="ffn_product", where=col2)
@@ -82,8 +87,8 @@ else:
 
 st.header("Mixture of experts")
 if kind.routed and not routed_layer:
-    st.info(f"Layer {layer} is dense (the first {cfg.first_dense_layers} layers of this model keep a gated FFN): "
-            f"choose a layer from {cfg.first_dense_layers} on to see its router.")
+    st.info(f"Layer {layer} is dense (this model keeps a gated FFN there): choose one of layers "
+            f"{_routed_words(cfg)} to see its router.")
 elif kind.routed:
     probs = arrays[mlp("hook_router_probs")][0]  # (T, E)
     chosen = arrays[mlp("hook_expert_indices")][0]  # (T, k)

@@ -260,10 +260,14 @@ st.markdown("Since 2024 many long-context models mix the two: **local** layers s
             "growing once it holds W tokens; the global layers keep the long-range path. Choose the pattern in the "
             "sidebar (**Local / global layers**, with the window W). The strip below is the model's layer plan: "
             "each layer's kind, the keys it sees, its positions (Llama 4 and SmolLM3 leave RoPE out of every "
-            "fourth layer: **Layers without positions** in the sidebar) and whose keys and values it reads.")
+            "fourth layer: **Layers without positions** in the sidebar), whose keys and values it reads (Gemma 4's "
+            "last layers reuse an earlier layer's) and whether its FFN routes to experts (Llama 4 Maverick: every "
+            "second layer).")
 windows = cfg.layer_windows()
 rotating = cfg.row("position").rotates_qk
-plan = modern_figs.plan_cells(cfg.layer_plan(), axes.label("position", cfg.position), rotating)
+dense_ffn = cfg.row("expert_activation").dense_kind if cfg.row("ffn").routed else cfg.ffn  # a dense layer's FFN
+plan = modern_figs.plan_cells(cfg.layer_plan(), axes.label("position", cfg.position), rotating,
+                              axes.label("ffn", dense_ffn))
 show_chart(cached_figure(modern_figs.plan_strip, plan, rotating), key="mask_layer_strip")
 if any(w is not None for w in windows) and any(w is None for w in windows):
     kinds = {"a local layer": next(i for i, w in enumerate(windows) if w is not None),

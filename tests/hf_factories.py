@@ -470,8 +470,17 @@ def llama4_moe():
         attention_chunk_size=4, **COMMON), seed=2)
 
 
-# Llama 4's text model, tested apart (tests/test_interop_llama4.py); its MoE variant is refused
-LLAMA4_FACTORIES = {fn.__name__: fn for fn in (llama4_dense, llama4_listed_llama3_rope, llama4_moe)}
+def llama4_interleaved_moe():
+    # Maverick's layout: every second layer an MoE (interleave_moe_layer_step=2), the others dense and twice as wide;
+    # top-2 of 4 experts, so two sigmoid weights each scale the token for their own expert; attention biases
+    return _build(tf.Llama4ForCausalLM, tf.Llama4TextConfig(
+        **_LLAMA4_SIZES, num_key_value_heads=1, num_hidden_layers=4, num_local_experts=4, num_experts_per_tok=2,
+        interleave_moe_layer_step=2, attention_chunk_size=5, attention_bias=True, **COMMON), seed=3)
+
+
+# Llama 4's text model, tested apart (tests/test_interop_llama4.py)
+LLAMA4_FACTORIES = {fn.__name__: fn for fn in (llama4_dense, llama4_listed_llama3_rope, llama4_moe,
+                                               llama4_interleaved_moe)}
 
 
 # families whose layers mix kinds: HF's attentions hold the full-attention layers only, so they are tested apart

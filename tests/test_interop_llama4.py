@@ -5,7 +5,9 @@ on interleaved pairs (q's and k's rows reordered on loading).
 Each factory (hf_factories.LLAMA4_FACTORIES) is a small random-init model with every 1-D parameter (norm weights,
 biases) moved off its initial value. In float32, on a right-padded batch: logits within 1e-4 and every layer's
 attention weights within 1e-5 of HF's eager attention; greedy generation with our cache gives HF's tokens without
-a cache, past several chunks, and every step's logits within 1e-4 of HF's forward over the whole text. The MoE variant is refused by name.
+a cache, past several chunks, and every step's logits within 1e-4 of HF's forward over the whole text. The MoE
+variants (every layer routed as Scout, every second as Maverick) open too: the router's sigmoid weight scales the
+token before its expert, and the fused experts are split and transposed.
 """
 import pytest
 import torch
@@ -15,7 +17,7 @@ from transformer.interop import describe_hf, from_hf
 from transformer.model import KVCache
 
 LOGITS_TOL, PATTERN_TOL = 1e-4, 1e-5
-OPENED = ["llama4_dense", "llama4_listed_llama3_rope"]
+OPENED = ["llama4_dense", "llama4_listed_llama3_rope", "llama4_moe", "llama4_interleaved_moe"]
 
 # what each config becomes: HF's layer_types and no_rope_layers copied onto chunked_layers and nope_layers
 PLANS = {
@@ -26,6 +28,12 @@ PLANS = {
                                       qk_norm="none", attn_temperature_scale=0.3, attn_temperature_floor=3.0,
                                       n_kv_heads=1, d_head=16, d_ff=96, rope_theta=10000.0, rope_scaling="llama3",
                                       bias=True, tie_embeddings=True),
+    "llama4_moe": dict(ffn="moe", n_experts=4, top_k=1, d_expert=48, d_ff=96, n_shared_experts=1, router="sigmoid",
+                       router_norm=False, router_scales_input=True, moe_layers="all", nope_layers="every 4",
+                       chunked_layers="rope", bias=False),
+    "llama4_interleaved_moe": dict(ffn="moe", n_experts=4, top_k=2, d_expert=48, d_ff=96, n_shared_experts=1,
+                                   router="sigmoid", router_norm=False, router_scales_input=True,
+                                   moe_layers="every 2", first_dense_layers=0, bias=True),
 }
 
 
@@ -117,11 +125,36 @@ def test_describe_hf_names_the_chunked_and_the_nope_layers():
     assert describe_hf(LLAMA4_FACTORIES["llama4_dense"]()).family == "Llama 4"
 
 
-def test_the_moe_variant_is_refused_by_name_before_any_weight_is_read():
-    hf_model = LLAMA4_FACTORIES["llama4_moe"]()
-    for call in (from_hf, describe_hf):
-        with pytest.raises(ValueError, match=r"moe_layers=\[0, 1, 2, 3\] is not supported: .*expert\(s·x\)"):
-            call(hf_model)
+@pytest.mark.parametrize("name", ["llama4_moe", "llama4_interleaved_moe"])
+def test_the_routed_layers_are_hugging_faces_and_weighing_the_input_is_what_matches(name):
+    """HF's moe_layers are ours; with the weight on the expert's output instead of its input the logits leave the
+    tolerance, and so they do with one expert's gate and up halves swapped."""
+    hf_model = LLAMA4_FACTORIES[name]()
+    ours = from_hf(hf_model)
+    assert [i for i in range(ours.cfg.n_layers) if ours.cfg.layer_is_moe(i)] == hf_model.config.moe_layers
+    for layer, block in enumerate(ours.blocks):  # a routed layer holds experts, a dense one the wider SwiGLU
+        assert hasattr(block.mlp, "experts") == (layer in hf_model.config.moe_layers)
+    ids, _ = right_padded_batch()
+    with torch.no_grad():
+        reference = hf_model(ids).logits
+        assert (ours(ids) - reference).abs().max() <= LOGITS_TOL
+        after = type(ours)(ours.cfg.replace(router_scales_input=False), device="cpu").eval()
+        after.load_state_dict(ours.state_dict())
+        assert (after(ids) - reference).abs().max() > 100 * LOGITS_TOL
+        routed = next(block.mlp for block in ours.blocks if hasattr(block.mlp, "experts"))
+        expert = routed.experts[0]
+        gate = expert.gate.weight.clone()  # (F_e, D)
+        expert.gate.weight.copy_(expert.up.weight)  # gate_up_proj's halves taken the wrong way round
+        expert.up.weight.copy_(gate)
+        assert (ours(ids) - reference).abs().max() > 100 * LOGITS_TOL
+
+
+def test_describe_hf_names_the_routed_layers_and_where_the_weight_goes():
+    ffn = describe_hf(LLAMA4_FACTORIES["llama4_interleaved_moe"]()).axes["FFN"]
+    assert ffn == ("MoE: 4 SwiGLU experts, top-2, sigmoid router, 1 shared, routed on layers 1, 3 (the others "
+                   "dense), the weight scaling each expert's input")
+    assert describe_hf(LLAMA4_FACTORIES["llama4_moe"]()).axes["FFN"] == (
+        "MoE: 4 SwiGLU experts, top-1, sigmoid router, 1 shared, the weight scaling each expert's input")
 
 
 def test_a_model_without_a_layer_that_turns_has_no_positions_and_refuses_a_temperature_it_cannot_place():

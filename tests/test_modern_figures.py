@@ -35,6 +35,23 @@ def test_the_plan_strip_draws_each_layers_row_of_the_plan():
     assert [cell["positions"] for cell in alibi] == ["ALiBi", "ALiBi"]  # a bias on every layer's scores
 
 
+def test_the_plan_strip_says_each_layers_rope_base_and_whether_its_ffn_routes():
+    gemma3 = TransformerConfig(n_layers=4, layer_pattern="alternate", sliding_window=4, rope_theta=1e6,
+                               rope_local_theta=1e4)
+    cells = modern.plan_cells(gemma3.layer_plan(), "RoPE", rotating=True, dense_ffn="SwiGLU")
+    assert [c["positions"] for c in cells] == ["RoPE 10,000", "RoPE 1,000,000"] * 2  # local layers turn slower
+    assert [c["FFN"] for c in cells] == ["SwiGLU"] * 4
+    maverick = TransformerConfig(n_layers=4, ffn="moe", n_experts=4, top_k=1, moe_layers="every 2",
+                                 nope_layers="1", kv_shared_layers="last 1")
+    fig = modern.plan_strip(modern.plan_cells(maverick.layer_plan(), "RoPE", rotating=True, dense_ffn="SwiGLU"),
+                            rotating=True)
+    bars = {bar.name: list(bar.text) for bar in fig.data}
+    assert list(bars) == list(modern.PLAN_FACETS)  # one row per facet, none left out
+    assert bars["FFN"] == ["SwiGLU", "experts", "SwiGLU", "experts"]  # dense and routed layers alternate
+    assert bars["positions"] == ["RoPE", "NoPE", "RoPE", "RoPE"]  # one base: no number to tell layers apart
+    assert bars["K/V from"] == ["own", "own", "own", "layer 2"]
+
+
 def test_rope_wavelengths_under_each_scaling_follow_its_rule():
     cfg = TransformerConfig(head_dim=32)
     waves = rope_wavelengths(cfg, factor=4.0, original=512)

@@ -89,3 +89,35 @@ def test_an_expert_whose_logit_is_minus_infinity_is_never_chosen(tiny_model):
     assert not torch.allclose(logits, baseline), "dropping the busiest expert must change the output"
     # the other layer is not touched by the intervention itself
     assert (dropped["blocks.1.mlp.hook_router_probs"] > 0).all()
+
+
+def test_weighing_the_input_feeds_each_chosen_expert_the_scaled_token(tiny_model):
+    """router_scales_input (Llama 4): the layer's output is shared(x) + sum over the chosen e of expert_e(g_e·x),
+    rebuilt here from the recorded choice and weights, and it differs from weighing the output."""
+    model, ids, _, trace = routed(tiny_model, top_k=2, router="sigmoid", router_norm=False, n_shared_experts=1,
+                                 router_scales_input=True)
+    layer = moe_layers(trace)[0]
+    moe = model.get_submodule(layer)
+    x = torch.randn(5, model.cfg.d_model, generator=torch.Generator().manual_seed(1))  # (N, D)
+    with torch.no_grad():
+        out = moe(x[None])[0]  # (N, D)
+        chosen = moe.choose(torch.sigmoid(moe.router(x))[None])[0]  # (N, k)
+        weights = torch.sigmoid(moe.router(x)).gather(-1, chosen)  # (N, k): no renormalising
+        expected = moe.shared(x) + torch.stack([
+            sum(moe.experts[e](x[t] * w) for e, w in zip(chosen[t].tolist(), weights[t])) for t in range(len(x))])
+        assert torch.allclose(out, expected, atol=1e-7)
+        moe.scales_input = False
+        assert (moe(x[None])[0] - out).abs().max() > 0.05 * out.abs().max()  # SwiGLU is not linear in its input
+
+
+def test_moe_layers_places_the_routed_layers_and_bad_lists_say_the_fix(tiny_model):
+    model, _, _, trace = routed(tiny_model, n_layers=4, moe_layers="every 2")
+    routers = sorted(name for name in trace.names() if name.endswith("hook_router_logits"))
+    assert routers == ["blocks.1.mlp.hook_router_logits", "blocks.3.mlp.hook_router_logits"]  # the routed layers
+    assert [hasattr(block.mlp, "experts") for block in model.blocks] == [False, True, False, True]
+    with pytest.raises(ValueError, match=r"moe_layers='5' names layer 5, but n_layers=4 numbers them 0 to 3"):
+        model.cfg.replace(moe_layers="5")
+    with pytest.raises(ValueError, match=r"first_dense_layers=2 leaves none of the n_layers=4 layers routed"):
+        model.cfg.replace(moe_layers="0, 1", first_dense_layers=2)
+    with pytest.raises(ValueError, match=r"moe_layers='every 2' is a mixture-of-experts setting, but ffn='swiglu'"):
+        model.cfg.replace(ffn="swiglu")

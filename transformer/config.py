@@ -133,6 +133,8 @@ class TransformerConfig:
     first_dense_layers: int = 0  # the first layers keep a dense SwiGLU of d_ff (DeepSeek-V3: 3)
     shared_expert_gate: bool = False  # the shared experts' output times sigmoid(x W_shared_gate) (Qwen3-Next)
     hash_layers: int = 0  # the first MoE layers choose experts by a fixed table of token ids (DeepSeek-V4: 3)
+    moe_layers: str = "all"  # the layers past first_dense_layers that route: "all", "every 2" (Llama 4 Maverick), "1, 3"
+    router_scales_input: bool = False  # the router's weight scales the token before its expert, expert(g·x) (Llama 4)
     # --- keys a lightning indexer chooses (DeepSeek-V3.2, GLM-5: transformer/indexer.py) ---
     index_top_k: int | None = None  # each query attends only to the k earlier keys the indexer scores highest; None = all
     index_heads: int = 4  # the indexer's small heads, each scoring every key by ReLU(q·k) (DeepSeek-V3.2: 64)
@@ -216,6 +218,11 @@ class TransformerConfig:
             AXES["norm_position"].row(self.linear_norm_position, "linear_norm_position")
         # a pattern that does not parse or does not fit the model, or a setting no layer of it reads, raises here
         plan = self.layer_plan()
+        # (first_dense_layers = n_layers keeps every layer dense on purpose: a routed model's dense control)
+        if self.row("ffn").routed and self.first_dense_layers < self.n_layers and not any(s.routed for s in plan):
+            raise ValueError(f"moe_layers={self.moe_layers!r} with first_dense_layers={self.first_dense_layers} leaves "
+                             f"none of the n_layers={self.n_layers} layers routed; name a layer from "
+                             f"{self.first_dense_layers} on, or set ffn to a dense kind")
         for kind in dict.fromkeys(spec.kind for spec in plan):  # each kind's own check, once
             check = AXES["attention"].row(kind).check
             if check is not None:
@@ -408,7 +415,9 @@ class TransformerConfig:
         return tuple(spec.window for spec in self.layer_plan())
 
     def layer_is_moe(self, layer: int) -> bool:
-        return self.row("ffn").routed and layer >= self.first_dense_layers
+        """Whether layer `layer` routes to experts: a routed model's layers past its first dense ones that
+        ``moe_layers`` names (the others keep a dense gated FFN of d_ff)."""
+        return self.layer_plan()[layer].routed
 
     def replace(self, **changes) -> "TransformerConfig":
         """A copy with some fields changed (validated again).

@@ -129,6 +129,8 @@ class MoE(nn.Module):
     sigmoid router (DeepSeek-V3): a sigmoid per expert; a bias used only for choosing (never for the
     weights) keeps the load even; experts sit in groups and a token first picks its top groups.
     shared_expert_gate (Qwen3-Next): the shared experts' output times sigmoid(x W_shared_gate), one number per token.
+    router_scales_input (Llama 4): the weight scales the token before its expert, expert(g·x), not after it,
+    g·expert(x); a SwiGLU expert is not linear in its input, so the two differ.
     Each token goes to exactly top_k experts. The loop runs over experts (a handful), never over
     tokens: each expert processes all of its tokens in one batch.
     """
@@ -139,6 +141,7 @@ class MoE(nn.Module):
         self.sigmoid = cfg.row("router").sigmoid
         self.score = ROUTER_SCORES[cfg.router]
         self.renormalise, self.routed_scale = cfg.router_norm, cfg.routed_scale
+        self.scales_input = cfg.router_scales_input
         self.n_groups, self.top_groups = cfg.n_expert_groups, cfg.top_groups
         width = cfg.d_expert or cfg.d_ff
         self.router = nn.Linear(cfg.d_model, cfg.n_experts, bias=cfg.bias)
@@ -197,8 +200,14 @@ class MoE(nn.Module):
         slots = flat_x.new_zeros(flat_x.shape[0], self.top_k, D)  # (N, k, D): each token's k weighted expert outputs
         for e, expert in enumerate(self.experts):
             token, slot = torch.where(flat_i == e)  # the tokens that chose expert e, and in which slot
-            if token.numel():  # each (token, slot) pair belongs to one expert: plain writes, no accumulation
-                slots[token, slot] = expert(flat_x[token]) * flat_w[token, slot, None]
+            if not token.numel():
+                continue
+            weight = flat_w[token, slot, None]  # (n, 1)
+            # each (token, slot) pair belongs to one expert: plain writes, no accumulation
+            if self.scales_input:
+                slots[token, slot] = expert(flat_x[token] * weight)  # (n, D): Llama 4 weighs what goes in
+            else:
+                slots[token, slot] = expert(flat_x[token]) * weight  # (n, D): the others weigh what comes out
         out = slots.sum(dim=1)  # (N, D)
         if hasattr(self, "shared"):
             shared = self.shared(flat_x)  # (N, D): every token's shared experts

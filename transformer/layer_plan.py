@@ -13,6 +13,7 @@ Written as strings so a URL can carry them:
 - ``layer_pattern``: which layers are local (see ``parse_layer_pattern``);
 - ``nope_layers``: which layers leave RoPE out: "none", "every N" (the N-th, 2N-th ... layer, as
   Llama 4 and SmolLM3 with N = 4), or a comma list of layer indices ("3, 7");
+- ``moe_layers``: which layers of a routed model route to experts (see ``parse_moe_layers``);
 - ``chunked_layers``: which layers ``attention_chunk`` cuts into chunks (see ``parse_chunked_layers``);
 - ``kv_shared_layers``: which layers reuse an earlier layer's K and V (see ``parse_kv_shared_layers``);
 - ``compress_layers``: which layers add pooled blocks of keys beside their window (see ``parse_compress_layers``).
@@ -123,18 +124,33 @@ def parse_layer_list(field: str, text: str, n_layers: int, forms: str) -> frozen
     return layers
 
 
+def _every_nth(field: str, text: str, n_layers: int, example: str) -> frozenset[int]:
+    """"every N": the N-th, 2N-th ... layer (indices N - 1, 2N - 1 ...), as HF's Llama 4 counts its intervals."""
+    step = str(text).strip().lower()[len("every"):].strip()
+    if not step.isdigit() or int(step) < 1:
+        raise ValueError(f"{field}={text!r} does not parse: write 'every N' with N at least 1, e.g. {example}")
+    return frozenset(i for i in range(n_layers) if (i + 1) % int(step) == 0)
+
+
 def parse_nope_layers(text: str, n_layers: int) -> frozenset[int]:
     """The layers that leave positions out: "none", "every N", or a comma list of layer indices."""
     spec = str(text).strip().lower()
     if spec in ("", "none"):
         return frozenset()
     if spec.startswith("every"):
-        step = spec[len("every"):].strip()
-        if not step.isdigit() or int(step) < 1:
-            raise ValueError(f"nope_layers={text!r} does not parse: write 'every N' with N at least 1, e.g. "
-                             "'every 4' for layers 3, 7, 11 ... (Llama 4)")
-        return frozenset(i for i in range(n_layers) if (i + 1) % int(step) == 0)
+        return _every_nth("nope_layers", text, n_layers, "'every 4' for layers 3, 7, 11 ... (Llama 4)")
     return parse_layer_list("nope_layers", text, n_layers, "'none', 'every N'")
+
+
+def parse_moe_layers(text: str, n_layers: int) -> frozenset[int]:
+    """The layers of a routed model that route to experts: "all", "every N" (Llama 4 Maverick: every 2nd), or a
+    comma list of layer indices; the others keep a dense gated FFN."""
+    spec = str(text).strip().lower()
+    if spec == "all":
+        return frozenset(range(n_layers))
+    if spec.startswith("every"):
+        return _every_nth("moe_layers", text, n_layers, "'every 2' for layers 1, 3, 5 ... (Llama 4 Maverick)")
+    return parse_layer_list("moe_layers", text, n_layers, "'all', 'every N'")
 
 
 def parse_chunked_layers(text: str, chunk: int | None, turning: list[bool]) -> frozenset[int]:
@@ -238,6 +254,7 @@ class LayerSpec:
     # window; 0 = the window alone (still DeepSeek-V4's attention); None = ordinary attention
     compress_rate: int | None = None
     indexes_blocks: bool = False  # an indexer keeps index_top_k of those blocks per query (DeepSeek-V4's rate 4)
+    routed: bool = False  # its FFN routes each token to experts (moe_layers, past first_dense_layers); else dense
 
     @property
     def row(self) -> AttentionChoice:
@@ -290,7 +307,7 @@ class LayerSpec:
 
 def build_plan(cfg) -> tuple[LayerSpec, ...]:
     """Every layer's row, from the config's attention_layers, layer_pattern, sliding_window, nope_layers,
-    attention_chunk, chunked_layers, kv_shared_layers, RoPE settings and norm placements (norm_position;
+    moe_layers (with first_dense_layers), attention_chunk, chunked_layers, kv_shared_layers, RoPE settings and norm placements (norm_position;
     linear_norm_position on the layers that keep a state, where it is set)."""
     kinds = parse_attention_layers(cfg.attention_layers, cfg.n_layers, cfg.linear_kind)
     windows = parse_layer_pattern(cfg.layer_pattern, cfg.n_layers, cfg.sliding_window)
@@ -310,6 +327,8 @@ def build_plan(cfg) -> tuple[LayerSpec, ...]:
     linear_placement = cfg.norm_position if cfg.linear_norm_position is None else cfg.linear_norm_position
     check_deepseek_v4(cfg)
     compressed = parse_compress_layers(cfg.compress_layers, cfg.n_layers)
+    routed = (parse_moe_layers(cfg.moe_layers, cfg.n_layers) - set(range(cfg.first_dense_layers))
+              if cfg.row("ffn").routed else frozenset())
     plan = []
     for i, (kind, window, turns) in enumerate(zip(kinds, windows, turning)):
         chunk = cfg.attention_chunk if i in chunked else None
@@ -333,7 +352,7 @@ def build_plan(cfg) -> tuple[LayerSpec, ...]:
             rope_theta=(cfg.rope_local_theta if local_base else cfg.rope_theta) if turns else None,
             rope_scaling=("none" if local_base else cfg.rope_scaling) if turns else "none",
             kv_from=i, norm_position=linear_placement if keeps_state else cfg.norm_position,
-            index_top_k=None if keeps_state else cfg.index_top_k))
+            index_top_k=None if keeps_state else cfg.index_top_k, routed=i in routed))
         if compressed is not None:
             plan[i] = compressed_spec(cfg, plan[i], *compressed[i])
     if compressed is not None and cfg.index_top_k is not None and not any(indexed for _, indexed in compressed):

@@ -194,7 +194,8 @@ _DSA_CLASSROOM = dict(index_top_k=32, index_heads=4, index_head_dim=16)
 # Llama 4: every fourth layer leaves RoPE out (and sees every earlier token), the other three see only their own
 # chunk of 8,192 tokens; a token's queries on the NoPE layers warm with its position; q and k L2-normed on the RoPE
 # layers; one routed expert of 16 (Scout) or 128 (Maverick) per token, by a sigmoid score, beside one shared expert
-_LLAMA4 = dict(_LLAMA, ffn="moe", router="sigmoid", router_norm=False, top_k=1, n_shared_experts=1, qk_norm="l2",
+_LLAMA4 = dict(_LLAMA, ffn="moe", router="sigmoid", router_norm=False, router_scales_input=True, top_k=1,
+               n_shared_experts=1, qk_norm="l2",
                nope_layers="every 4", chunked_layers="rope", attn_temperature_scale=0.1, rope_theta=500000.0)
 _LLAMA4_REAL = dict(vocab_size=202048, d_model=5120, n_heads=40, n_kv_heads=8, head_dim=128, n_layers=48,
                     d_ff=16384, d_expert=8192, attention_chunk=8192)
@@ -338,18 +339,17 @@ _RECENT_CARDS = [
           classroom=dict(n_layers=8, n_kv_heads=2, n_experts=4), active_counts="non-embedding"),
     # Llama 4's text models, from their published config.json: 48 layers, 36 of them chunked. Meta's 109B and 400B
     # round the whole checkpoint, the vision encoder included (the text models counted here: 107.8B, 1.1% under,
-    # and 400.7B); 17B active counts the embedding lookup (17.17B). Two parts are not built as released, neither
-    # changing a count: Llama 4 multiplies a token by its router score before the expert (ours scales the expert's output);
-    # Maverick alternates dense and MoE layers (1, 3, 5 ... route), which this library cannot place, so its 24 dense
-    # layers come first (first_dense_layers) -- the same parameters in another order. Scout's RoPE stretch to 10M
-    # (llama3 with both frequency factors 1) is left out: this library's llama3 RoPE asks high > low.
+    # and 400.7B); 17B active counts the embedding lookup (17.17B). The router's score scales the token before its
+    # expert (router_scales_input), and Maverick alternates dense and MoE layers (1, 3, 5 ... route: moe_layers
+    # "every 2"), as released. Scout's RoPE stretch to 10M (llama3 with both frequency factors 1) is left out: this
+    # library's llama3 RoPE asks high > low.
     # The cache saves in the chunked layers (36 of 48 hold at most 8,192 tokens); the 12 NoPE layers hold every
     # token: bf16, 0.75 GiB at 4k tokens, 7.125 GiB at 128k, 49.1 GiB at 1M (48 full layers: 192 GiB)
     _card("llama4", "Llama 4", 2025, "decoder · GQA · RoPE, chunked (8192), NoPE every 4th layer (full) · L2 QK-norm "
           "(Scout) · pre-RMSNorm · MoE (top-1 of 16 or 128 + 1 shared)", _LLAMA4,
           {"Scout": dict(_LLAMA4_REAL, n_experts=16, max_len=10485760),
            # Maverick's config.json turns q and k's L2 norm off (use_qk_norm false): no parameters either way
-           "Maverick": dict(_LLAMA4_REAL, n_experts=128, first_dense_layers=24, max_len=1048576, qk_norm="none")},
+           "Maverick": dict(_LLAMA4_REAL, n_experts=128, moe_layers="every 2", max_len=1048576, qk_norm="none")},
           {"Scout": 109e9, "Maverick": 400e9}, {"Scout": 17e9, "Maverick": 17e9},
           classroom=dict(n_layers=4, n_kv_heads=2, n_experts=4, d_expert=32, attention_chunk=64)),
     # SmolLM3 3B (Hugging Face, 2025): 3.08B as its model page gives it (3.075B with the one embedding table).

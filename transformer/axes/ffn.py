@@ -38,7 +38,9 @@ def _check_experts(cfg) -> None:
 
 # the mixture-of-experts fields and their values in a dense model
 MOE_ONLY = {"n_shared_experts": 0, "first_dense_layers": 0, "router": "softmax", "n_expert_groups": 1,
-            "expert_activation": "swiglu", "d_expert": None, "shared_expert_gate": False, "hash_layers": 0}
+            "expert_activation": "swiglu", "d_expert": None, "shared_expert_gate": False, "hash_layers": 0,
+            "moe_layers": "all",
+            "router_scales_input": False}
 
 
 def _check_dense(cfg) -> None:

@@ -412,8 +412,8 @@ def _ffn_terms(cfg: TransformerConfig, n_stacks: int) -> list[ParamTerm]:
         return (_dense_ffn_terms(cfg, f, "F", n_stacks * len(others), tuple(f"*blocks.{i}.mlp." for i in others), "")
                 + _dense_ffn_terms(cfg, 2 * f, "2·F", n_stacks * len(wide), tuple(f"*blocks.{i}.mlp." for i in wide),
                                    " (2·F wide: the layers that reuse K and V)"))
-    # routed: the first layers may keep a dense gated FFN of width F; the others route
-    dense_layers = n_stacks * min(cfg.first_dense_layers, cfg.n_layers)
+    # routed: the first layers, and those moe_layers leaves out, keep a dense gated FFN of width F; the others route
+    dense_layers = n_stacks * sum(not cfg.layer_is_moe(i) for i in range(cfg.n_layers))
     routed_layers = n_stacks * cfg.n_layers - dense_layers
     E, k, fe, S = cfg.n_experts, cfg.top_k, cfg.d_expert or cfg.d_ff, cfg.n_shared_experts
     n = _expert_matrices(row)  # each expert is a gated FFN (SwiGLU, GeGLU or gpt-oss's clamped SwiGLU)
@@ -422,7 +422,8 @@ def _ffn_terms(cfg: TransformerConfig, n_stacks: int) -> list[ParamTerm]:
     expert_formula = _with_bias(f"{n}·D·F_e", f"{n - 1}·F_e + D", b)
     terms = []
     if dense_layers:  # a dense gated FFN, built as an expert is
-        terms.append(_gated_term(f"dense FFN of the first {cfg.first_dense_layers} layers (W_gate, W_up, W_down)",
+        terms.append(_gated_term(f"dense FFN of the {dense_layers // n_stacks} layers that do not route "
+                                 "(W_gate, W_up, W_down)",
                                  d, f, "F", b, dense_layers, mlp, n=n))
     if routed_layers:
         terms += [

@@ -1,6 +1,7 @@
-"""Llama 4's text model (dense layers): attention cut into chunks on the layers RoPE turns, full layers without
+"""Llama 4's text model: attention cut into chunks on the layers RoPE turns, full layers without
 positions between them (every fourth by default) whose queries warm with the position, an L2 norm on q and k,
-and RoPE on interleaved pairs.
+RoPE on interleaved pairs, and mixture-of-experts layers (all of them, or every second: Maverick) whose router's
+sigmoid weight scales the token before its expert.
 
 Its ``layer_types`` ("chunked_attention" / "full_attention") and ``no_rope_layers`` are copied onto our layer plan
 (``chunked_layers``, ``nope_layers``); ``describe_hf`` prints them back in the same words. One ``Family`` row, as in
@@ -11,6 +12,7 @@ from __future__ import annotations
 import torch
 
 from ..config import TransformerConfig
+from ..layer_plan import parse_moe_layers
 from .family import Family, head_dim, rope_fields, unsupported
 from .hf_modern import _PRE_NORMS, _decoder, _gated_mlp, _interleave_permutation, _nope_layers, _silu
 from .weights import Weights, from_linear, linear, norm_weights
@@ -25,14 +27,32 @@ def _chunked_layers(layer_types: list[str], turning: frozenset[int]) -> str:
     return "rope" if chunked == turning else ", ".join(map(str, sorted(chunked)))
 
 
+def _moe(c) -> dict:
+    """The MoE layers' fields: experts intermediate_size wide beside one shared expert as wide, top-k of the router's
+    logits, each chosen expert fed the token times the sigmoid of its logit (no renormalising). The dense layers
+    between them keep their SwiGLU of intermediate_size_mlp (d_ff)."""
+    if not c.moe_layers:
+        return {}
+    n = c.num_hidden_layers
+    return dict(ffn="moe", n_experts=c.num_local_experts, top_k=c.num_experts_per_tok, d_expert=c.intermediate_size,
+                n_shared_experts=1, router="sigmoid", router_norm=False, router_scales_input=True,
+                moe_layers=_layer_list(c.moe_layers, n, "all", parse_moe_layers))
+
+
+def _layer_list(layers: list[int], n_layers: int, every_layer: str, parse) -> str:
+    """Our words for these layer indices: `every_layer` for all of them, "every N" when they are exactly every N-th
+    layer, else the list."""
+    wanted = frozenset(layers)
+    if wanted == frozenset(range(n_layers)):
+        return every_layer
+    for step in range(2, n_layers + 1):
+        if parse(f"every {step}", n_layers) == wanted:
+            return f"every {step}"
+    return ", ".join(map(str, sorted(wanted)))
+
+
 def _llama4_config(c, hf_class: str, has_head: bool) -> dict:
     _silu(hf_class, c.hidden_act)
-    if c.moe_layers:
-        # top-1 sigmoid routing and the shared expert exist here, but Llama 4 multiplies the token by its router
-        # score before the expert, and a SwiGLU expert is not linear in its input
-        raise unsupported(hf_class, f"moe_layers={list(c.moe_layers)}", "its router's sigmoid score scales each "
-                          "token before the expert (expert(s·x)); our MoE scales the expert's output (s·expert(x)), "
-                          "which differs for a SwiGLU expert; only the dense variant (moe_layers=[]) opens")
     other = sorted(set(c.layer_types) - {"chunked_attention", "full_attention"})
     if other:
         raise unsupported(hf_class, f"layer_types {other}", "Llama 4's layers are chunked_attention or full_attention")
@@ -52,7 +72,7 @@ def _llama4_config(c, hf_class: str, has_head: bool) -> dict:
                    if c.attn_temperature_tuning and nope else {})
     return _decoder(c, d_ff=c.intermediate_size_mlp, head_dim=head_dim(c), norm="rmsnorm", norm_position="pre",
                     ffn="swiglu", norm_eps=c.rms_norm_eps, qk_norm="l2" if c.use_qk_norm and turning else "none",
-                    bias=bool(c.attention_bias)) | positions | chunks | temperature
+                    bias=bool(c.attention_bias)) | positions | chunks | temperature | _moe(c)
 
 
 def _llama4_weights(model, cfg: TransformerConfig) -> Weights:
@@ -78,10 +98,28 @@ def _llama4_weights(model, cfg: TransformerConfig) -> Weights:
             w |= linear(b + "attn." + name, weight, bias, cfg.has_qkv_bias)
         w |= from_linear(b + "attn.v_proj", a.v_proj, cfg.has_qkv_bias)
         w |= from_linear(b + "attn.o_proj", a.o_proj, cfg.bias)
-        w |= _gated_mlp(b + "mlp.", layer.feed_forward, cfg)
+        if cfg.layer_is_moe(i):
+            w |= _routed(b + "mlp.", layer.feed_forward, cfg)
+        else:
+            w |= _gated_mlp(b + "mlp.", layer.feed_forward, cfg)
         for hf_name, ours in _PRE_NORMS.items():
             w |= norm_weights(b + ours, getattr(layer, hf_name))
     return w
+
+
+def _routed(prefix: str, moe, cfg: TransformerConfig) -> Weights:
+    """Router, experts and the shared expert. HF fuses the experts the other way round from Mixtral's:
+    gate_up_proj (E, D, 2·F_e), [gate | up] along the last axis, and down_proj (E, F_e, D), each multiplied from the
+    right; ours are nn.Linear weights (out, in), so each expert's slice is transposed."""
+    experts = moe.experts
+    gate, up = experts.gate_up_proj.chunk(2, dim=-1)  # (E, D, F_e) each
+    # HF's router has no bias and no choice bias: zeros where ours keeps them are exact
+    w = linear(prefix + "router", moe.router.weight, None, cfg.bias)  # (E, D)
+    w[prefix + "choice_bias"] = torch.zeros(cfg.n_experts, dtype=moe.router.weight.dtype)  # (E,)
+    for e in range(cfg.n_experts):
+        for name, weight in (("gate", gate[e].T), ("up", up[e].T), ("down", experts.down_proj[e].T)):
+            w |= linear(f"{prefix}experts.{e}.{name}", weight, None, cfg.bias)  # gate, up (F_e, D); down (D, F_e)
+    return w | _gated_mlp(prefix + "shared.", moe.shared_expert, cfg)
 
 
 LLAMA4_FAMILIES = {
@@ -97,8 +135,12 @@ LLAMA4_FAMILIES = {
         "attn_temperature_tuning: the NoPE layers' q times 1 + attn_scale·log(1 + ⌊(t + 1) / floor_scale⌋) "
         "(attn_temperature_scale, attn_temperature_floor); HF counts t from the start of the text whatever "
         "position_ids say, ours reads position_ids (the same without left padding)",
-        "the dense layers' SwiGLU is intermediate_size_mlp wide; MoE layers (moe_layers) are refused: Llama 4 scales "
-        "an expert's input by the router's score, ours its output")),
+        "the dense layers' SwiGLU is intermediate_size_mlp wide (d_ff); the MoE layers (moe_layers, every "
+        "interleave_moe_layer_step-th layer by default) become moe_layers: experts and one shared expert "
+        "intermediate_size wide (d_expert), the top-k of the router's logits (top-1 by default), each chosen expert "
+        "fed the token times the sigmoid of its logit (router_scales_input; no renormalising)",
+        "the experts' fused gate_up_proj (E, D, 2·F_e) splits along its last axis into gate and up, each expert's "
+        "slice transposed into an nn.Linear weight, as is down_proj (E, F_e, D)")),
 }
 
 LLAMA4_CLASSES = {"Llama4ForCausalLM": ("llama4", True), "Llama4TextModel": ("llama4", False)}

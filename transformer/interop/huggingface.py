@@ -430,7 +430,9 @@ def describe_axes(cfg: TransformerConfig, has_head: bool = True) -> dict[str, st
                 + (f", {axes.label('router', cfg.router)} router" if cfg.row("router").sigmoid else "")
                 + (f", {cfg.n_shared_experts} shared" if cfg.n_shared_experts else "")
                 + (" (gated by sigmoid(x W))" if cfg.shared_expert_gate else "")
-                + (f", the first {cfg.first_dense_layers} layers dense" if cfg.first_dense_layers else ""))
+                + (f", the first {cfg.first_dense_layers} layers dense" if cfg.first_dense_layers else "")
+                + _interleaved(cfg)
+                + (", the weight scaling each expert's input" if cfg.router_scales_input else ""))
     scores = ", ".join(axes.label("scores", key) for key in axes.scores_choices(cfg))
     if cfg.attn_softcap is not None:
         scores += f" at {cfg.attn_softcap:g}"
@@ -527,6 +529,13 @@ def describe_plan(cfg: TransformerConfig) -> dict[str, str]:
     if len(groups) == 1:
         return {}
     return {"layers": "; ".join(f"{_layers(indices)}: {text}" for text, indices in groups.items())}
+
+
+def _interleaved(cfg: TransformerConfig) -> str:
+    """", routed on layers 1, 3 (the others dense)" where dense layers sit between the routed ones (moe_layers),
+    not only before them (first_dense_layers); else nothing."""
+    routed = [spec.index for spec in cfg.layer_plan() if spec.routed]
+    return "" if routed[0] + len(routed) == cfg.n_layers else f", routed on {_layers(routed)} (the others dense)"
 
 
 def _layers(indices: list[int]) -> str:

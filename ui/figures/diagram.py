@@ -74,8 +74,11 @@ def _ffn(cfg: TransformerConfig) -> str:
         ffn += f": top-{cfg.top_k} of {cfg.n_experts} experts"
         if cfg.n_shared_experts:
             ffn += f" + {cfg.n_shared_experts} shared"
-        if cfg.first_dense_layers:
+        routed = sum(map(cfg.layer_is_moe, range(cfg.n_layers)))
+        if routed == cfg.n_layers - cfg.first_dense_layers and cfg.first_dense_layers:
             ffn += f"\\n(the first {cfg.first_dense_layers} layer{'s' if cfg.first_dense_layers > 1 else ''} dense)"
+        elif routed < cfg.n_layers:  # dense layers between the routed ones (Llama 4 Maverick: every other layer)
+            ffn += f"\\n(routed on {routed} of {cfg.n_layers} layers)"
     return ffn
 
 

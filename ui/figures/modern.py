@@ -15,20 +15,29 @@ from ui.figures.base import heatmap
 LOCAL, GLOBAL = OKABE_ITO[1], OKABE_ITO[0]
 
 
-PLAN_FACETS = ("attention", "keys", "positions", "K/V from")  # the layer plan's rows, top to bottom
+PLAN_FACETS = ("attention", "keys", "positions", "K/V from", "FFN")  # the layer plan's rows, top to bottom
 
 
-def plan_cells(plan, position_label: str, rotating: bool) -> list[dict[str, str]]:
+def _turn_words(spec, position_label: str, bases: int) -> str:
+    """A turning layer's positions: the scheme, with its RoPE base where the model's layers turn at several
+    (Gemma 3's local layers at 10k beside 1M)."""
+    return position_label if bases < 2 else f"{position_label} {spec.rope_theta:,.0f}"
+
+
+def plan_cells(plan, position_label: str, rotating: bool, dense_ffn: str = "dense") -> list[dict[str, str]]:
     """One layer's words per facet, from the rows of ``cfg.layer_plan()``: its kind, the keys it sees (a window, a
-    chunk, the indexer's top k, or all), its
-    positions (a rotating scheme, or NoPE on a layer it leaves out; any other scheme acts on every layer) and the
-    layer whose K/V it reads."""
+    chunk, the indexer's top k, or all), its positions (a rotating scheme, with its base where layers turn at
+    several, or NoPE on a layer it leaves out; any other scheme acts on every layer), the layer whose K/V it reads
+    (its own, or an earlier one's: Gemma 4), and its FFN (experts on a routed layer, else `dense_ffn`)."""
+    bases = len({(spec.rope_theta, spec.rope_scaling) for spec in plan if spec.rotates})
     return [{"attention": AXES["attention"].row(spec.kind).label,
              "keys": (f"local {spec.window}" if spec.window is not None
                       else f"chunk {spec.chunk}" if spec.chunk is not None
                       else f"top-{spec.index_top_k}" if spec.selects_keys else "global"),
-             "positions": position_label if spec.rotates or not rotating else "NoPE",
-             "K/V from": "own" if spec.kv_from == spec.index else f"layer {spec.kv_from}"} for spec in plan]
+             "positions": (_turn_words(spec, position_label, bases) if spec.rotates
+                           else position_label if not rotating else "NoPE"),
+             "K/V from": "own" if spec.kv_from == spec.index else f"layer {spec.kv_from}",
+             "FFN": "experts" if spec.routed else dense_ffn} for spec in plan]
 
 
 def plan_strip(cells: list[dict[str, str]], rotating: bool) -> go.Figure:
@@ -42,7 +51,8 @@ def plan_strip(cells: list[dict[str, str]], rotating: bool) -> go.Figure:
         if facet == "keys":  # Llama 4's chunks in the third colour
             colours = [GLOBAL if w == "global" else OKABE_ITO[3] if w.startswith("chunk") else LOCAL for w in words]
         elif facet == "positions" and rotating:
-            colours = [OKABE_ITO[5] if w == "NoPE" else OKABE_ITO[2] for w in words]
+            colours = [OKABE_ITO[5] if w == "NoPE" else OKABE_ITO[(2 + distinct.index(w)) % len(OKABE_ITO)]
+                       for w in words]
         else:
             colours = [OKABE_ITO[(2 + distinct.index(w)) % len(OKABE_ITO)] for w in words]
         fig.add_trace(go.Bar(x=layers, y=[1] * len(cells), base=[PLAN_FACETS.index(facet)] * len(cells),
