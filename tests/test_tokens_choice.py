@@ -110,3 +110,79 @@ def test_a_bpe_models_prediction_shows_whole_pieces_and_its_continuation_as_text
     byte_ids = [tokens._FIRST_BYTE_ID + b for b in "é".encode("utf-8")]
     language = trained_config(PRESETS["llama2"], "language")
     assert ids_to_text(byte_ids, language.to_json()) == "é"
+
+
+# --- the Permutation page shuffles whole words when the tokens are pieces ---------------------------------------
+
+
+def test_a_word_permutation_moves_whole_words_and_keeps_their_pieces_in_order():
+    words = [0, 1, 1, 2, 3, 3, 3]  # <bos>, then words of 2, 1 and 3 pieces
+    for seed in range(20):
+        order = probes.seeded_word_permutation(words, seed, keep_first=True).tolist()
+        assert sorted(order) == list(range(7)) and order[0] == 0 and order != list(range(7))
+        moved = [words[i] for i in order]
+        assert all(moved[j] != moved[j - 1] or order[j] == order[j - 1] + 1 for j in range(1, 7))  # pieces together
+        assert [w for j, w in enumerate(moved) if j == 0 or w != moved[j - 1]] != [0, 1, 2, 3]  # words reordered
+    assert probes.seeded_word_permutation([0, 0, 0], 3).tolist() == [0, 1, 2]  # one word: nothing to move
+
+
+def test_pieces_group_into_words_and_characters_do_not():
+    pieces = Tokens([0, 42, 407, 70, 405], ["<bos>", "I", "␣at", "e", "␣r"], None, pieces=True)
+    assert pieces.words() == [0, 1, 2, 2, 3]
+    assert Tokens([1, 2], ["a", "b"], None).words() is None
+
+
+def test_i_ate_rice_shuffles_into_its_words_in_another_order():
+    config_json = TransformerConfig(vocab_size=BPE.vocab_size, d_model=32, n_heads=2, n_layers=2).to_json()
+    text = encode_text("I ate rice", config_json, "tokens:bpe")  # <bos> I ␣at e ␣r ice
+    assert shuffled_text(text, range(len(text.ids))) == "<bos> I ate rice"
+    seen = {shuffled_text(text, shuffle_order(text, len(text.ids), seed)) for seed in range(12)}
+    assert "<bos> rice ate I" in seen
+    assert all(sorted(s.split()) == sorted("<bos> I ate rice".split()) and s.startswith("<bos> ") for s in seen)
+    characters = encode_text("abc", TransformerConfig(d_model=32, n_heads=2, n_layers=2).to_json())
+    assert len(shuffle_order(characters, 3, 1)) == 3 and shuffled_text(characters, (2, 1, 0)) == "c b a"
+
+
+def test_the_permutation_page_shuffles_words_with_bpe_and_characters_without():
+    at = assert_clean(open_page("pages/permutation.py", "I ate rice and the dog ran", tokens="bpe"))
+    shown = " ".join(m.value for m in at.markdown)
+    assert "**Text:** `<bos> I ate rice and the dog ran`" in shown
+    shuffled = shown.split("**Shuffled:** `")[1].split("`")[0]
+    assert sorted(shuffled.split()) == sorted("<bos> I ate rice and the dog ran".split())
+    assert any("moves whole words" in c.value for c in at.caption)
+    verdict = next(m.value for m in at.metric if m.label == "verdict")
+    assert verdict in ("exactly 0", "zero up to float rounding")  # the word shuffle is a shuffle of tokens all the same
+
+    at = assert_clean(open_page("pages/permutation.py", "I ate rice"))
+    assert not any("moves whole words" in c.value for c in at.caption)
+
+
+# --- a second text goes through the chosen tokenizer ---------------------------------------------------------
+
+
+def test_the_masks_pages_second_text_is_read_in_the_chosen_tokens():
+    at = open_page("pages/masks.py", SENTENCE, tokens="bpe", mask_tab="padding", mask_text2="a dog ran")
+    assert_clean(at)
+    second = figures_by_title(at)["sequence 2 of the batch"]
+    assert "␣dog" in json.dumps(second, ensure_ascii=False)
+
+
+def test_compare_reads_bs_text_in_as_pieces_when_a_reads_bpe():
+    at = assert_clean(open_page("pages/compare.py", SENTENCE, tokens="bpe", cmp_base="mistral"))
+    (spec,) = [spec for title, spec in figures_by_title(at).items() if title.startswith("layer 0, head 0")]
+    maps = {trace["name"]: trace["x"] for trace in spec["data"]}
+    assert maps["B"] == maps["A"] and "8:␣cat" in maps["B"]  # B, from a preset, reads the same BPE pieces as A
+
+
+# --- the lesson step ------------------------------------------------------------------------------------------
+
+
+def test_the_lesson_counts_the_sentence_in_bpe_pieces():
+    from ui.lessons.steps import STEPS, lesson_model
+
+    step = next(s for s in STEPS if s.slug == "how-many-tokens")
+    assert STEPS.index(step) == 1  # near the start: right after the chapter before attention
+    live, m = step.build(), lesson_model()
+    assert live.choices[live.answer] == f"{len(BPE.encode(m.text)):,} tokens"
+    assert f"{len(m.text):,} tokens" in live.choices  # one per character, as the lessons' model reads it
+    assert step.link(live, m).startswith("tokens?")
