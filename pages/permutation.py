@@ -13,7 +13,7 @@ from ui.app.tabs import lazy_tabs, when_open
 from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.compute.layers import softmax_twin, state_layers
 from ui.compute.probe_measure import (DTYPES, permutation_results, permutation_run, prefix_shuffle, shuffle_order,
-                                      shuffled_text)
+                                      shuffled_text, words_to_shuffle)
 
 MAX_SHOWN = 24  # tokens: enough to shuffle, few enough to read every cell
 POSITIONS = list(choices("position"))
@@ -47,6 +47,10 @@ if len(ids) < 2:
     st.stop()
 if len(ctx.tokens.ids) > MAX_SHOWN:
     st.caption(f"The page uses the first {MAX_SHOWN} tokens of the input.")
+words = words_to_shuffle(ctx.tokens, len(ids))  # None for characters; with pieces, the shuffle moves whole words
+if words is not None and words < 2:
+    st.error("Shuffling whole words needs at least two words: type a longer text in the sidebar.")
+    st.stop()
 
 
 def bump_seed() -> None:
@@ -62,7 +66,7 @@ seed, dtype = int(st.session_state["perm_seed"]), st.session_state["perm_dtype"]
 perm = shuffle_order(ctx.tokens, len(ids), seed)  # the new order of the T tokens: whole words where they are pieces
 st.markdown(f"**Text:** `{shuffled_text(ctx.tokens, range(len(ids)))}`  \n"
             f"**Shuffled:** `{shuffled_text(ctx.tokens, perm)}`")
-if ctx.tokens.words() is not None:
+if words is not None:
     st.caption("The tokens are pieces of words, so the shuffle moves whole words, as in *I ate rice* and *rice ate "
                "I*: each word's pieces stay together, and the start token stays first.")
 if [ids[i] for i in perm] == list(ids):

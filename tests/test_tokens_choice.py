@@ -186,3 +186,36 @@ def test_the_lesson_counts_the_sentence_in_bpe_pieces():
     assert live.choices[live.answer] == f"{len(BPE.encode(m.text)):,} tokens"
     assert f"{len(m.text):,} tokens" in live.choices  # one per character, as the lessons' model reads it
     assert step.link(live, m).startswith("tokens?")
+
+
+# --- bad input --------------------------------------------------------------------------------------------------
+
+
+def test_one_word_or_no_text_in_bpe_gets_a_message_not_a_traceback():
+    at = open_page("pages/permutation.py", "rice", tokens="bpe")
+    assert not at.exception and any("at least two words" in e.value for e in at.error)
+    at = open_page("pages/playground.py", "", tokens="bpe")
+    assert not at.exception and any("empty" in e.value for e in at.error)
+
+
+def test_a_checkpoint_whose_tokenizer_is_not_its_vocabulary_says_so_on_the_page(tmp_path):
+    model = Transformer(TransformerConfig(vocab_size=512, d_model=32, n_heads=2, n_layers=2, max_len=64))
+    checkpoint.save(model, tmp_path / "wrong-bpe", {"task": "language", "tokenizer": BPE.describe()})
+    at = open_page("pages/playground.py", SENTENCE, weights=f"ckpt:{tmp_path / 'wrong-bpe'}")
+    assert not at.exception
+    assert any("2048 tokens" in e.value and "vocab_size is 512" in e.value for e in at.error)
+
+
+# --- every page the lecture's examples use runs on BPE pieces ----------------------------------------------------
+
+
+@pytest.mark.parametrize("page", ["stepper", "interpret", "kv_heads", "positions"])
+def test_the_pages_run_on_bpe_pieces(page):
+    at = assert_clean(open_page(f"pages/{page}.py", SENTENCE, tokens="bpe"))
+    assert any("byte-level BPE" in w.value for w in at.warning)  # the banner: random weights reading BPE
+
+
+def test_the_flash_page_tiles_the_live_models_bpe_pieces():
+    at = assert_clean(open_page("pages/flash.py", SENTENCE, tokens="bpe", flash_src="live"))
+    n_tokens = 1 + len(BPE.encode(SENTENCE))  # <bos> and the pieces
+    assert any(f"on its {n_tokens}-token input" in c.value for c in [*at.caption, *at.markdown, *at.info])

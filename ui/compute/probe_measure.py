@@ -42,7 +42,18 @@ def shuffle_order(tokens: Tokens, n: int, seed: int) -> tuple[int, ...]:
     words = tokens.words()
     if words is None:
         return tuple(probes.seeded_permutation(n, seed).tolist())
-    return tuple(probes.seeded_word_permutation(words[:n], seed, keep_first=tokens.labels[0] in SPECIALS).tolist())
+    return tuple(probes.seeded_word_permutation(words[:n], seed, keep_first=_starts_framed(tokens)).tolist())
+
+
+def words_to_shuffle(tokens: Tokens, n: int) -> int | None:
+    """How many words a shuffle of the first `n` tokens moves (the start token stays first); None for characters."""
+    words = tokens.words()
+    return None if words is None else len(set(words[:n])) - _starts_framed(tokens)
+
+
+def _starts_framed(tokens: Tokens) -> bool:
+    """Whether the text begins with a start token (<bos>), which a shuffle of words leaves first."""
+    return bool(tokens.labels) and tokens.labels[0] in SPECIALS
 
 
 def shuffled_text(tokens: Tokens, order) -> str:
