@@ -38,8 +38,8 @@ class Tokens:
             return None
         numbers, word = [], -1
         for i, label in enumerate(self.labels):
-            special = label in SPECIALS
-            if i == 0 or special or label.startswith(WORD_START_MARKS) or self.labels[i - 1] in SPECIALS:
+            after_special = i > 0 and self.labels[i - 1] in SPECIALS
+            if i == 0 or label in SPECIALS or after_special or label.startswith(WORD_START_MARKS):
                 word += 1
             numbers.append(word)
         return numbers
