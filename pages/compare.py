@@ -15,7 +15,7 @@ from ui.app.charts import show_chart
 from ui.app.tabs import lazy_tabs, when_open
 from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.compute.model_cache import get_trace
-from ui.compute.tokens import tokenize
+from ui.compute.tokens import encode_text
 
 SAME = "same"  # an axis of B left equal to its base
 FIELDS = {"cmp_arch": "arch", "cmp_position": "position", "cmp_norm": "norm", "cmp_place": "norm_position",
@@ -76,6 +76,8 @@ try:
     cfg_b = with_position(base, changes.pop("position", base.position), **changes)
     if st.session_state["cmp_layers"] != SAME:
         cfg_b = with_attention_layers(cfg_b, st.session_state["cmp_layers"])
+    if ctx.tokens.pieces:  # A reads learned pieces (BPE, a Hugging Face tokenizer): B reads the same, a row for each
+        cfg_b = cfg_b.replace(vocab_size=cfg_a.vocab_size)
 except ValueError as exc:
     st.error(f"Configuration B is impossible: {exc}")
     st.stop()
@@ -88,10 +90,10 @@ st.caption("Parameters created in the same order with the same shapes get the sa
 
 
 def b_trace():
-    """B run on the text: the very same tokens when the vocabularies agree, else the text encoded for B's vocabulary;
-    on a model B cannot build or run, an error and a stop."""
+    """B run on the text: the very same tokens when the vocabularies agree, else the text in B's own tokens (its
+    checkpoint's task, or characters); on a model B cannot build or run, an error and a stop."""
     try:
-        tokens_b = ctx.tokens if cfg_b.vocab_size == cfg_a.vocab_size else tokenize(ctx.state.text, cfg_b.vocab_size)
+        tokens_b = ctx.tokens if cfg_b.vocab_size == cfg_a.vocab_size else encode_text(ctx.state.text, cfg_b.to_json())
         return get_trace(cfg_b.to_json(), ctx.state.seed, tuple(tokens_b.ids), tuple(tokens_b.labels))
     except (ValueError, MemoryError) as exc:
         st.error(f"Configuration B is impossible: {exc}")

@@ -19,7 +19,7 @@ from ui.app.charts import show_chart
 from ui.app.figure_cache import cached_figure
 from ui.app.tabs import lazy_tabs, when_open
 from ui.app.page_controls import KEEP, keep_valid, url_state
-from ui.compute.tokens import tokenize
+from ui.compute.tokens import encode_text
 
 MAX_SHOWN = 24  # tokens per matrix: enough to see the pattern, few enough to read every cell
 # sparse pattern -> (URL key of its size, the size's label, its default)
@@ -110,7 +110,8 @@ for _ in when_open(tabs[2]):
                 "on the right. Its pad columns are masked for every query; the two sequences run together in one batch.")
     st.text_input("Second text of the batch", key="mask_text2", **KEEP, max_chars=MAX_SHOWN)
     try:
-        second = tokenize(st.session_state["mask_text2"], cfg.vocab_size, MAX_SHOWN)
+        # the second text in the model's own tokens (its checkpoint's, or the sidebar's Tokens choice), as the first
+        second = encode_text(st.session_state["mask_text2"], ctx.state.config_json, ctx.state.weights, MAX_SHOWN)
     except ValueError as exc:
         st.error(f"Second text: {exc}")
     else:
@@ -154,7 +155,8 @@ for _ in when_open(tabs[5]):
                    + (" Its layers are all softmax layers: a layer that keeps a state cannot read a source both ways."
                       if state_layers(cfg) else ""))
     try:
-        target = tokenize(st.session_state["mask_text2"], cfg.vocab_size, MAX_SHOWN)
+        # the decoder reads the source's tokens: the sidebar's model's, which the twin shares
+        target = encode_text(st.session_state["mask_text2"], ctx.state.config_json, ctx.state.weights, MAX_SHOWN)
     except ValueError as exc:
         st.error(f"Second text (the decoder's input): {exc}")
     else:

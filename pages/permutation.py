@@ -12,7 +12,8 @@ from ui.app.charts import show_chart
 from ui.app.tabs import lazy_tabs, when_open
 from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.compute.layers import softmax_twin, state_layers
-from ui.compute.probe_measure import DTYPES, permutation_results, permutation_run, prefix_shuffle
+from ui.compute.probe_measure import (DTYPES, permutation_results, permutation_run, prefix_shuffle, shuffle_order,
+                                      shuffled_text, words_to_shuffle)
 
 MAX_SHOWN = 24  # tokens: enough to shuffle, few enough to read every cell
 POSITIONS = list(choices("position"))
@@ -46,6 +47,10 @@ if len(ids) < 2:
     st.stop()
 if len(ctx.tokens.ids) > MAX_SHOWN:
     st.caption(f"The page uses the first {MAX_SHOWN} tokens of the input.")
+words = words_to_shuffle(ctx.tokens, len(ids))  # None for characters; with pieces, the shuffle moves whole words
+if words is not None and words < 2:
+    st.error("Shuffling whole words needs at least two words: type a longer text in the sidebar.")
+    st.stop()
 
 
 def bump_seed() -> None:
@@ -58,12 +63,15 @@ col2.button(":material/shuffle: Shuffle again", on_click=bump_seed, help="the ne
 col3.selectbox("Precision", list(DTYPES), key="perm_dtype", **KEEP,
                help="float64 shows what float32 rounding hides: the same sums in another order round differently")
 seed, dtype = int(st.session_state["perm_seed"]), st.session_state["perm_dtype"]
-perm = probes.seeded_permutation(len(ids), seed)
-shuffled = [labels[i] for i in perm.tolist()]
-st.markdown(f"**Text:** `{' '.join(labels)}`  \n**Shuffled:** `{' '.join(shuffled)}`")
-if [ids[i] for i in perm.tolist()] == list(ids):
+perm = shuffle_order(ctx.tokens, len(ids), seed)  # the new order of the T tokens: whole words where they are pieces
+st.markdown(f"**Text:** `{shuffled_text(ctx.tokens, range(len(ids)))}`  \n"
+            f"**Shuffled:** `{shuffled_text(ctx.tokens, perm)}`")
+if words is not None:
+    st.caption("The tokens are pieces of words, so the shuffle moves whole words, as in *I ate rice* and *rice ate "
+               "I*: each word's pieces stay together, and the start token stays first.")
+if [ids[i] for i in perm] == list(ids):
     st.warning("This shuffle only swaps equal tokens, so the shuffled text is the same text: try another seed or a "
-               "text with more different characters.")
+               "text with more different tokens.")
 st.info(f"Each model here has the sidebar's sizes and axes (d_model = {cfg.d_model}, {cfg.n_heads} heads, "
         f"{cfg.n_layers} layers, {axes.label('norm', cfg.norm)}, {axes.label('ffn', cfg.ffn)}) with its position scheme and mask replaced, and **random weights** "
         f"(seed {ctx.state.seed}, each matrix N(0, 1/fan_in) so the scores are of order 1) — trained weights belong to "
@@ -76,7 +84,7 @@ if state_layers(cfg):  # a state is written in order: no linear layer can be bid
             "already changes what it holds (with a decay or the delta rule; plain linear attention's sum does "
             "not depend on it, but it is causal all the same).")
 config_json = softmax_twin(cfg).to_json()
-run_args = (tuple(ids), tuple(perm.tolist()), ctx.state.seed, dtype)
+run_args = (tuple(ids), perm, ctx.state.seed, dtype)
 
 
 def every_run() -> tuple[dict, float]:

@@ -89,10 +89,15 @@ def font_sizes(spec: dict) -> list[float]:
     return sizes
 
 
+def step_of(slug: str):
+    """The lecture's step with this slug, wherever the order puts it."""
+    return next(step for step in STEPS if step.slug == slug)
+
+
 def test_the_steps_are_data_and_the_lecture_in_order():
-    assert len(STEPS) == N_STEPS == 29
+    assert len(STEPS) == N_STEPS == 30
     assert len({s.slug for s in STEPS}) == N_STEPS
-    assert [s.slug for s in STEPS][:3] == ["before-attention", "soft-lookup", "five-lines"]
+    assert [s.slug for s in STEPS][:4] == ["before-attention", "how-many-tokens", "soft-lookup", "five-lines"]
     for step in STEPS:
         assert step.title and step.text and step.question and step.try_this
         assert step.kind in ("token", "choice", "number")
@@ -144,7 +149,7 @@ def test_a_right_answer_and_reveal_without_answering():
 
 def test_the_soft_lookup_answer_is_the_trained_heads_argmax():
     model = lessons.lesson_model()
-    live = STEPS[1].build()
+    live = step_of("soft-lookup").build()
     layer, head, query = (int(live.query[k]) for k in ("layer", "head", "query"))
     looked = int(np.argmax(model.trace.pattern(layer)[head, query]))
     assert live.choices[live.answer] == token_name(model, looked)
@@ -156,24 +161,20 @@ def test_the_soft_lookup_answer_is_the_trained_heads_argmax():
         assert "clearest previous-token head" in live.caption and looked == query - 1
 
 
-def by_slug(slug: str):
-    return next(step for step in STEPS if step.slug == slug)
-
-
 def test_the_kv_cache_answer_is_the_presets_arithmetic():
     real = MODEL_CARDS["llama2"].real["70B"]
-    live = by_slug("kv-cache").build()
+    live = step_of("kv-cache").build()
     assert kv_cache_bytes_per_token(real) * 4096 == 2 * 80 * 8 * 128 * 2 * 4096
     assert live.choices[live.answer] == binary_size(kv_cache_bytes_per_token(real) * 4096) == "1.25 GiB"
 
 
 def test_the_flash_and_moe_answers_are_computed():
     skipped = sum(t.skipped for t in tile_plan(32, 32, 8, 8, is_causal=True))
-    live = by_slug("flash").build()
+    live = step_of("flash").build()
     assert live.choices[live.answer].startswith(f"{skipped} of 16")
     counts = param_counts(MODEL_CARDS["mixtral"].real["8x7B"])
     assert 0.2 < counts["active"] / counts["total"] < 0.35
-    moe = by_slug("ffn").build()
+    moe = step_of("ffn").build()
     assert moe.choices[moe.answer] == "About 1/4"
 
 

@@ -14,6 +14,8 @@ Nothing here changes a model that is passed in; the permutation test builds its 
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import math
 from dataclasses import dataclass
 
@@ -260,3 +262,17 @@ def seeded_permutation(t: int, seed: int, keep_last: bool = False) -> torch.Tens
     if n > 1 and bool((perm == torch.arange(n)).all()):
         perm = perm.roll(1)
     return torch.cat((perm, torch.arange(n, t)))
+
+
+def seeded_word_permutation(words: Sequence[int], seed: int, keep_first: bool = False) -> torch.Tensor:
+    """A random order of the tokens that moves whole words, as the lecture shuffles "I ate rice" into "rice ate I".
+
+    words[i] is token i's word, numbered in order (0, 0, 1, 2, 2, ...): each word's tokens stay together and in
+    their order, and the words take a seeded order, never the identity with two words or more to move.
+    keep_first=True keeps the first word first (a start token such as <bos>).
+    """
+    starts = [i for i in range(len(words)) if i == 0 or words[i] != words[i - 1]]
+    spans = [range(start, end) for start, end in zip(starts, [*starts[1:], len(words)])]  # each word's tokens
+    kept = 1 if keep_first and spans else 0
+    order = [*range(kept), *(kept + int(w) for w in seeded_permutation(len(spans) - kept, seed))]
+    return torch.tensor([i for w in order for i in spans[w]], dtype=torch.long)  # (T,)

@@ -86,6 +86,9 @@ def weights_banner(info, seed: int) -> None:
         st.success(f"Weights: {info.label}.", icon=":material/hub:")
     else:
         col1, col2 = st.columns([4, 1])
+        reading = AXES["tokens"].row(info.tokens)
+        missing = (f"No shipped checkpoint of these axes reads {reading.label} tokens yet." if reading.learned
+                   else "No shipped checkpoint has exactly these axes and sizes.")
         col1.warning(f"Untrained weights (random, seed {seed}): the patterns show the mechanics, not learned "
-                     "behaviour. No shipped checkpoint has exactly these axes and sizes.", icon=":material/casino:")
+                     f"behaviour. {missing}", icon=":material/casino:")
         col2.page_link("pages/train.py", label="Train this variant", icon=":material/fitness_center:")

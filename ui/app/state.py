@@ -14,11 +14,12 @@ import streamlit as st
 
 from transformer import AXES, MODEL_CARDS, PRESETS, TransformerConfig, axes, choices
 from transformer.layer_plan import parse_attention_layers
+from transformer.tokens import DEFAULT as DEFAULT_TOKENS, get_tokenizer
 from transformer.training.tasks import TASKS, get_task
 
 from ui.app.charts import image_format_choice
 from ui.compute.shipped import trained_config, trained_tasks
-from ui.compute.weights import weights_config, weights_info
+from ui.compute.weights import WeightsSource, weights_config, weights_info
 
 DEFAULT_PRESET = "llama2"
 DEFAULT_TASK = "language"  # every preset ships a language model: any typed text runs on trained weights
@@ -47,7 +48,8 @@ ZERO_IS_NONE = ("sliding_window", "attn_softcap", "logit_softcap", "rope_dim", "
 LAYER_PATTERN_CHOICES = ("uniform", "alternate", "5:1", "3:1", "1:1")
 NOPE_CHOICES = ("none", "every 4", "every 2")  # layers without positions: Llama 4 and SmolLM3 leave out every fourth
 HYBRID = "3:1"  # three linear layers, then one softmax layer (Qwen3-Next, Qwen3.5)
-OTHER_KEYS = {"preset": str, "text": str, "seed": int, "task": str}  # task: which shipped checkpoint of these axes
+# task: which shipped checkpoint of these axes; tokens: the row of AXES["tokens"] the text is read in
+OTHER_KEYS = {"preset": str, "text": str, "seed": int, "task": str, "tokens": str}
 WEIGHTS_KEY = "weights"  # URL and session key of chosen weights: a WeightsSource as text
 
 def _axis_help(axis: str) -> str:
@@ -64,6 +66,7 @@ class AppState:
     text: str
     seed: int
     weights: str = ""  # a WeightsSource as text: "" = a shipped checkpoint if one fits the config, else random
+    tokens: str = DEFAULT_TOKENS  # the sidebar's Tokens choice, a row of AXES["tokens"]
 
     @property
     def config_json(self) -> str:
@@ -87,13 +90,15 @@ def _init_from_url() -> None:
     if preset not in PRESETS and preset != CUSTOM:
         preset = DEFAULT_PRESET
     values = _preset_values(preset if preset in PRESETS else DEFAULT_PRESET)
-    values.update(preset=preset, text=DEFAULT_TEXT, seed=0, task=DEFAULT_TASK)
+    values.update(preset=preset, text=DEFAULT_TEXT, seed=0, task=DEFAULT_TASK, tokens=DEFAULT_TOKENS)
     for key, parse in {**AXIS_KEYS, **OTHER_KEYS}.items():
         if key in params:
             try:
                 values[key] = parse(params[key])
             except ValueError:
                 pass  # a malformed number in a link: keep the default
+    if values["tokens"] not in AXES["tokens"].choices:
+        values["tokens"] = DEFAULT_TOKENS  # a tokenizer the table does not know, from a link: the default
     if values["preset"] in PRESETS and {k: values[k] for k in AXIS_KEYS} != _preset_values(values["preset"]):
         values["preset"] = CUSTOM  # the link changed an axis away from its preset
     st.session_state[STORE] = values
@@ -116,10 +121,10 @@ def current_task() -> str | None:
     if s.get(WEIGHTS_KEY):
         return weights_info("", s[WEIGHTS_KEY]).task
     try:
-        cfg = config_from_values(_current_values(), s["preset"], s["task"])
+        cfg = config_from_values(_current_values(), s["preset"], s["task"], s[STORE]["tokens"])
     except ValueError:
         return None
-    return weights_info(cfg.to_json()).task
+    return weights_info(cfg.to_json(), WeightsSource.read_in(s[STORE]["tokens"])).task
 
 
 def apply_preset(name: str | None = None) -> None:
@@ -128,7 +133,7 @@ def apply_preset(name: str | None = None) -> None:
     old_task = current_task()
     st.session_state["preset"] = name
     if name in PRESETS:
-        trained = trained_config(PRESETS[name])
+        trained = trained_config(PRESETS[name], tokens=st.session_state[STORE]["tokens"])
         new_task = weights_info(trained.to_json()).task if trained else None
         _store(**_preset_values(name), task=new_task or DEFAULT_TASK,
                text=text_for(new_task, old_task, st.session_state[STORE]["text"]))
@@ -139,7 +144,8 @@ def apply_preset(name: str | None = None) -> None:
 def choose_task() -> None:
     """A widget callback: show the checkpoint of these axes trained on another task."""
     s = st.session_state
-    old_task = weights_info(config_from_values(_current_values(), s["preset"], s[STORE]["task"]).to_json()).task
+    old_task = weights_info(config_from_values(_current_values(), s["preset"], s[STORE]["task"],
+                                               s[STORE]["tokens"]).to_json()).task
     _store(task=s["task"], text=text_for(s["task"], old_task, s[STORE]["text"]))
 
 
@@ -182,8 +188,9 @@ def _current_values() -> dict:
     return {k: st.session_state[k] for k in AXIS_KEYS}
 
 
-def config_from_values(values: dict, preset: str, task: str | None = None) -> TransformerConfig:
-    """The widgets' values on top of the preset's remaining fields (bias, eps, ...)."""
+def config_from_values(values: dict, preset: str, task: str | None = None,
+                       tokens: str = DEFAULT_TOKENS) -> TransformerConfig:
+    """The widgets' values on top of the preset's remaining fields (bias, eps, ...), for text read in `tokens`."""
     base = PRESETS.get(preset, PRESETS[DEFAULT_PRESET])
     # a value the caller does not give (an older link, a switch with no widget drawn) keeps the preset's
     fields = {**_preset_values(preset if preset in PRESETS else DEFAULT_PRESET), **values}
@@ -201,7 +208,16 @@ def config_from_values(values: dict, preset: str, task: str | None = None) -> Tr
     if preset == CUSTOM:  # family-specific details only make sense inside their family
         base = TransformerConfig()
     config = dataclasses.replace(base, **fields)
-    return trained_config(config, task) or config  # a trained checkpoint brings its task's vocabulary
+    # a trained checkpoint brings its task's vocabulary; without one, a learned tokenizer's pieces size the embedding
+    return trained_config(config, task, tokens) or sized_for_tokens(config, tokens)
+
+
+def sized_for_tokens(config: TransformerConfig, tokens: str) -> TransformerConfig:
+    """Random weights reading a learned tokenizer (BPE) need one embedding row per piece; characters keep the
+    preset's vocabulary, whose ids the character tokens wrap around."""
+    if not AXES["tokens"].row(tokens, "tokens").learned:
+        return config
+    return dataclasses.replace(config, vocab_size=get_tokenizer(tokens).vocab_size)
 
 
 def sidebar() -> AppState:
@@ -221,6 +237,7 @@ def sidebar() -> AppState:
         st.text_area("Input text", key="text", on_change=_changed, args=("text",), height=80,
                      help="One token per character. The language models read any text (characters outside "
                           "their table become one token per UTF-8 byte); a synthetic task lists its symbols.")
+        _tokens_choice()
         _task_choice()
 
         st.markdown("**The five axes**")
@@ -308,10 +325,12 @@ def sidebar() -> AppState:
         if weights:
             config = chosen_config(weights)
         else:
-            config = config_from_values(_current_values(), s["preset"], s["task"])
+            config = config_from_values(_current_values(), s["preset"], s["task"], s["tokens"])
     except (ValueError, OSError, ImportError) as exc:
         error = str(exc)
-    return AppState(s["preset"], config, error, s["text"], int(s["seed"]), weights)
+    # chosen weights bring their own tokenizer; the default weights are read in the sidebar's Tokens choice
+    return AppState(s["preset"], config, error, s["text"], int(s["seed"]),
+                    weights or WeightsSource.read_in(s["tokens"]), s["tokens"])
 
 
 def _softmax_kind() -> str:
@@ -399,7 +418,7 @@ def _task_choice() -> None:
     if s.get(WEIGHTS_KEY):
         return
     try:
-        tasks = trained_tasks(config_from_values(_current_values(), s["preset"]))
+        tasks = trained_tasks(config_from_values(_current_values(), s["preset"]), s["tokens"])
     except ValueError:
         return  # an impossible config: the page says why
     if len(tasks) > 1:
@@ -409,6 +428,31 @@ def _task_choice() -> None:
                      format_func=lambda t: f"{t}: {get_task(t).description}",
                      help="Every preset ships a language model (any text); some also a small synthetic task "
                           "whose solution has a known attention pattern.")
+
+
+def _tokens_choice() -> None:
+    """How the default weights read the text: characters or a learned tokenizer (BPE). Where no shipped checkpoint
+    of the sidebar's axes reads the chosen tokens, say so: the pages then show random weights reading them."""
+    s = st.session_state
+    if s.get(WEIGHTS_KEY):
+        return  # chosen weights read text in their own tokenizer
+    st.radio("Tokens", list(AXES["tokens"].choices), key="tokens", on_change=_changed, args=("tokens",),
+             horizontal=True, format_func=lambda k: axes.label("tokens", k), help=_axis_help("tokens"))
+    if not AXES["tokens"].row(s["tokens"]).learned:
+        return
+    try:
+        trained = trained_tasks(config_from_values(_current_values(), s["preset"]), s["tokens"])
+    except ValueError:
+        return  # an impossible config: the page says why
+    if not trained:
+        family = f"{MODEL_CARDS[s['preset']].name} " if s["preset"] in MODEL_CARDS else ""
+        others = [key for key, row in AXES["tokens"].choices.items() if not row.learned
+                  and trained_tasks(config_from_values(_current_values(), s["preset"]), key)]
+        instead = (f" Choose {axes.label('tokens', others[0])} for the trained weights of these axes." if others
+                   else "")
+        st.info(f"No shipped {family}checkpoint reads {axes.label('tokens', s['tokens'])} tokens yet: every page "
+                f"shows **random weights** (seed {s['seed']}) reading them, one embedding row per piece.{instead}",
+                icon=":material/casino:")
 
 
 @st.cache_data(max_entries=8, show_spinner=False)

@@ -16,7 +16,7 @@ from transformer import Transformer, TransformerConfig, checkpoint
 from transformer.hooks import ablations, attention_stacks, hook_name
 from transformer.training.tasks import get_task
 from ui.compute.shipped import shipped_models
-from ui.compute.tokens import char_label
+from ui.compute.tokens import token_labels
 from ui.compute.weights import WeightsSource, weights_info
 
 START_TOKEN = 0  # the decoder's first input in an encoder-decoder
@@ -88,7 +88,7 @@ def get_trace(config_json: str, seed: int, ids: tuple[int, ...], labels: tuple[s
             out = model.generate(src, max_new_tokens=len(ids), start_token_id=start)  # (1, 1 + T)
         tgt = out[:, : len(ids)]
         logits, trace = model.run_with_trace(src, tgt, interventions=switched_off)
-        tgt_labels = get_task(task).decode(tgt[0]) if task else ["<s>"] + [char_label(chr(int(t))) for t in tgt[0, 1:]]
+        tgt_labels = get_task(task).decode(tgt[0]) if task else ["<s>"] + token_labels(tgt[0, 1:], config_json, weights)
     else:
         logits, trace = model.run_with_trace(src, interventions=switched_off)
         tgt_labels = list(labels)

@@ -10,8 +10,7 @@ import torch
 
 from transformer.training import language
 from ui.compute.model_cache import Ablation, get_model
-from ui.compute.tokens import token_labels
-from ui.compute.weights import weights_info
+from ui.compute.tokens import ids_to_text, token_labels
 
 
 @dataclass
@@ -42,10 +41,9 @@ def predict(config_json: str, seed: int, ids: tuple[int, ...], weights: str = ""
         out = model.generate(src, max_new_tokens=new_tokens, temperature=temperature, top_k=top_k,
                              generator=generator, use_cache=True)  # (1, T + new_tokens)
     new_ids = out[0, len(ids):].tolist()
-    task = weights_info(config_json, weights).task
-    text = language.decode_text(new_ids) if task == "language" else "".join(token_labels(new_ids, config_json, weights))
+    # whole tokens: a BPE piece is shown as the word or part of a word it is, its space made visible (␣cat)
     return Prediction(list(zip(token_labels(top.indices.tolist(), config_json, weights), top.values.tolist())),
-                      token_labels(new_ids, config_json, weights), text)
+                      token_labels(new_ids, config_json, weights), ids_to_text(new_ids, config_json, weights))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

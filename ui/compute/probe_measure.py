@@ -12,6 +12,8 @@ import streamlit as st
 import torch
 
 from transformer import AXES, TransformerConfig, choices, probes
+from transformer.tokens import SPECIALS
+from ui.compute.tokens import WORD_START_MARKS, Tokens
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -32,6 +34,41 @@ def softmax_rows(d_head: int, n_keys: int, seed: int) -> tuple[np.ndarray, np.nd
 def live_statistics(q: np.ndarray, k: np.ndarray) -> dict:
     """Per query head of one layer: q, k and score statistics (see probes.head_score_statistics)."""
     return asdict(probes.head_score_statistics(torch.from_numpy(np.asarray(q)), torch.from_numpy(np.asarray(k))))
+
+
+def shuffle_order(tokens: Tokens, n: int, seed: int) -> tuple[int, ...]:
+    """A seeded shuffle of the first `n` tokens: whole words where the tokens are pieces (BPE), a start token kept
+    first; one token at a time where they are characters."""
+    words = tokens.words()
+    if words is None:
+        return tuple(probes.seeded_permutation(n, seed).tolist())
+    return tuple(probes.seeded_word_permutation(words[:n], seed, keep_first=_starts_framed(tokens)).tolist())
+
+
+def words_to_shuffle(tokens: Tokens, n: int) -> int | None:
+    """How many words a shuffle of the first `n` tokens moves (the start token stays first); None for characters."""
+    words = tokens.words()
+    return None if words is None else len(set(words[:n])) - _starts_framed(tokens)
+
+
+def _starts_framed(tokens: Tokens) -> bool:
+    """Whether the text begins with a start token (<bos>), which a shuffle of words leaves first."""
+    return bool(tokens.labels) and tokens.labels[0] in SPECIALS
+
+
+def shuffled_text(tokens: Tokens, order) -> str:
+    """The tokens in `order` as text to read: words apart by a space where the tokens are pieces (a piece's own
+    space mark dropped), else every token apart."""
+    words = tokens.words()
+    if words is None:
+        return " ".join(tokens.labels[i] for i in order)
+    said: list[str] = []
+    for place, i in enumerate(order):
+        if place and words[i] == words[order[place - 1]]:
+            said[-1] += tokens.labels[i]
+        else:
+            said.append(tokens.labels[i].lstrip("".join(WORD_START_MARKS)))
+    return " ".join(said)
 
 
 def _as_numpy(result: dict) -> dict:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from transformer import TransformerConfig, checkpoint
+from transformer.tokens import DEFAULT as DEFAULT_TOKENS
 from transformer.training.train import trained_length
 
 
@@ -23,6 +24,11 @@ class WeightsInfo:
     trained_tokens: int | None = None  # the longest sequence it trained on: past it, a view says so
     heads: str = ""  # what its measured heads do, beside random-init weights (language checkpoints)
     tokenizer: str = ""  # the JSON of the tokenizer its checkpoint names ("": its task's own tokens)
+
+    @property
+    def tokens(self) -> str:
+        """The row of AXES["tokens"] it reads text in: characters for a checkpoint that names no tokenizer."""
+        return json.loads(self.tokenizer).get("name", DEFAULT_TOKENS) if self.tokenizer else DEFAULT_TOKENS
 
 
 def trained_info(name: str, meta: dict) -> WeightsInfo:
@@ -90,9 +96,10 @@ def score_text(meta: dict) -> str:
     return f"accuracy {accuracy:.2f}"
 
 
-def _trained_matches(cfg: TransformerConfig) -> list[_ShippedModel]:
-    """Every shipped checkpoint that is the model this config asks for (the library's rule), in index order."""
-    return list(_trained_matches_of(cfg.to_json()))
+def _trained_matches(cfg: TransformerConfig, tokens: str = DEFAULT_TOKENS) -> list[_ShippedModel]:
+    """Every shipped checkpoint that is the model this config asks for (the library's rule) and reads text in
+    `tokens` (a row of AXES["tokens"]), in index order."""
+    return [shipped for shipped in _trained_matches_of(cfg.to_json()) if shipped.info.tokens == tokens]
 
 
 @functools.lru_cache(maxsize=256)
@@ -102,15 +109,16 @@ def _trained_matches_of(config_json: str) -> tuple[_ShippedModel, ...]:
     return tuple(shipped for shipped in shipped_models() if checkpoint.same_model(shipped.cfg, cfg))
 
 
-def trained_tasks(cfg: TransformerConfig) -> list[str]:
-    """The tasks shipped checkpoints were trained on with these axes and sizes (language first)."""
-    return [shipped.info.task for shipped in _trained_matches(cfg)]
+def trained_tasks(cfg: TransformerConfig, tokens: str = DEFAULT_TOKENS) -> list[str]:
+    """The tasks shipped checkpoints were trained on with these axes and sizes, reading `tokens` (language first)."""
+    return [shipped.info.task for shipped in _trained_matches(cfg, tokens)]
 
 
-def trained_config(cfg: TransformerConfig, task: str | None = None) -> TransformerConfig | None:
-    """The shipped checkpoint's config for these axes and sizes: the one trained on `task` when there is
-    one, else the first in index order; None when no checkpoint has them."""
-    matches = _trained_matches(cfg)
+def trained_config(cfg: TransformerConfig, task: str | None = None,
+                   tokens: str = DEFAULT_TOKENS) -> TransformerConfig | None:
+    """The shipped checkpoint's config for these axes and sizes, reading text in `tokens`: the one trained on
+    `task` when there is one, else the first in index order; None when no checkpoint has them."""
+    matches = _trained_matches(cfg, tokens)
     if not matches:
         return None
     return next((shipped.cfg for shipped in matches if shipped.info.task == task), matches[0].cfg)

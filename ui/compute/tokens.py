@@ -12,11 +12,15 @@ from pathlib import Path
 
 import streamlit as st
 
-from transformer.tokens import from_description
+from transformer.tokens import SPECIALS, decode_text, from_description
 from transformer.training.tasks import get_task
 from ui.compute.weights import WeightsSource, weights_info
 
 MAX_TOKENS = 128  # heatmaps stay readable and each rerun's messages small
+
+
+# how a piece's label marks the space before a word: ours (visible_text), GPT-2's byte symbols, SentencePiece's
+WORD_START_MARKS = ("␣", "⏎", "⇥", "Ġ", "Ċ", "▁")
 
 
 @dataclass
@@ -24,6 +28,21 @@ class Tokens:
     ids: list[int]
     labels: list[str]
     truncated_from: int | None  # the original length when the text was cut to MAX_TOKENS
+    pieces: bool = False  # learned pieces (BPE, a Hugging Face tokenizer): a token is a word or a part of one
+
+    def words(self) -> list[int] | None:
+        """Each token's word, numbered from 0 (a piece that starts with a space, and a special token such as
+        <bos>, begins a new word; so does the token after a special one); None for characters, where a token
+        is no word."""
+        if not self.pieces:
+            return None
+        numbers, word = [], -1
+        for i, label in enumerate(self.labels):
+            after_special = i > 0 and self.labels[i - 1] in SPECIALS
+            if i == 0 or label in SPECIALS or after_special or label.startswith(WORD_START_MARKS):
+                word += 1
+            numbers.append(word)
+        return numbers
 
 
 def char_label(ch: str) -> str:
@@ -81,7 +100,7 @@ def encode_text(text: str, config_json: str, weights: str = "", max_tokens: int 
         ids = [0, *learned.encode(unicodedata.normalize("NFC", text))]  # <bos> first, as in training
         truncated_from = len(ids) if len(ids) > max_tokens else None
         ids = ids[:max_tokens]
-        return Tokens(ids, learned.pieces(ids), truncated_from)
+        return Tokens(ids, learned.pieces(ids), truncated_from, pieces=True)
     if info.task is not None:
         task = get_task(info.task)
         ids = task.encode(unicodedata.normalize("NFC", text))
@@ -96,7 +115,7 @@ def encode_text(text: str, config_json: str, weights: str = "", max_tokens: int 
             ids = tokenizer(text)["input_ids"]
             truncated_from = len(ids) if len(ids) > max_tokens else None
             ids = ids[:max_tokens]
-            return Tokens(ids, visible(tokenizer.convert_ids_to_tokens(ids), ids), truncated_from)
+            return Tokens(ids, visible(tokenizer.convert_ids_to_tokens(ids), ids), truncated_from, pieces=True)
     return tokenize(text, vocab_size, max_tokens)
 
 
@@ -113,6 +132,18 @@ def token_labels(ids, config_json: str, weights: str = "") -> list[str]:
         if tokenizer is not None:
             return visible(tokenizer.convert_ids_to_tokens(list(ids)), list(ids))
     return [char_label(chr(int(i))) for i in ids]
+
+
+def ids_to_text(ids, config_json: str, weights: str = "") -> str:
+    """Model-vocabulary ids as text: a learned tokenizer's pieces or the language task's characters joined back
+    into what they spell (a piece's own space, bytes into characters); any other task's labels side by side."""
+    learned = learned_tokenizer(weights_info(config_json, weights).tokenizer, json.loads(config_json)["vocab_size"],
+                                weights)
+    if learned is not None:
+        return learned.decode(ids)
+    if weights_info(config_json, weights).task == "language":
+        return decode_text(ids)
+    return "".join(token_labels(ids, config_json, weights))
 
 
 def learned_tokenizer(description: str, vocab_size: int, weights: str = ""):

@@ -10,12 +10,13 @@ tests/test_lesson_steps.py fails while a declared step is missing here or listed
 """
 from ui.lessons.live import Live
 from ui.lessons.steps import (attention, before_attention, block, costs, fixed_state, images, interpret, memory, modern,
-                              positions, real_models)
+                              positions, real_models, tokens)
 from ui.lessons.steps.lesson_model import lesson_model
 from ui.lessons.steps.step import Step, letter
 
 STEPS: list[Step] = [
     before_attention.one_vector,
+    tokens.how_many,
     attention.soft_lookup, attention.five_lines_and_scaling, attention.masks, attention.multi_head,
     positions.no_positions, positions.four_schemes, positions.relative_position_buckets,
     block.residual_and_norms, block.ffn,

@@ -7,7 +7,7 @@ import torch
 from transformer import AXES, probes
 from transformer.hooks import hook_name
 from ui.compute.measure import rope_geometry, t5_buckets
-from ui.compute.probe_measure import permutation_results
+from ui.compute.probe_measure import permutation_results, shuffle_order
 from ui.figures.axes import relative_bias, rope_scores
 from ui.figures.probe import equivariance_bars
 from ui.lessons.live import Live
@@ -27,7 +27,7 @@ SHUFFLE_SEED = 1
 def no_positions() -> Live:
     m = lesson_model()
     ids = tuple(m.tokens.ids[:MAX_SHOWN])
-    perm = tuple(probes.seeded_permutation(len(ids), SHUFFLE_SEED).tolist())
+    perm = shuffle_order(m.tokens, len(ids), SHUFFLE_SEED)  # whole words when the lessons' model reads pieces (BPE)
     results = permutation_results(m.config_json, ids, perm, LESSON_SEED, "float32")
     tolerance = probes.rounding_tolerance(torch.float32, max(r["output_scale"] for r in results.values()))
     positions = [p for mask, p in results if not AXES["mask"].row(mask).causal]
