@@ -90,7 +90,7 @@ def font_sizes(spec: dict) -> list[float]:
 
 
 def test_the_steps_are_data_and_the_lecture_in_order():
-    assert len(STEPS) == N_STEPS == 27
+    assert len(STEPS) == N_STEPS == 28
     assert len({s.slug for s in STEPS}) == N_STEPS
     assert [s.slug for s in STEPS][:3] == ["before-attention", "soft-lookup", "five-lines"]
     for step in STEPS:
