@@ -90,6 +90,7 @@ class KVCache:
         for layer, kept in self.layers.items():
             dims = token_dims[layer]  # () keeps the tensors whole
             if dims:
+                # K, V (B, G, length, d_head); MLA's latent (B, length, kv_rank) and rotated key (B, 1, length, d_rope)
                 self.layers[layer] = tuple(t.narrow(dim, 0, length) for t, dim in zip(kept, dims))
         if self.position_ids is not None:
             self.position_ids = self.position_ids[:, :length]  # (B or 1, length)
