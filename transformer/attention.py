@@ -185,12 +185,6 @@ class Attention(nn.Module):
         bias = inputs.mask if inputs.alibi is None else inputs.mask + inputs.alibi  # (B or 1, 1 or H, T_q, T_kv)
         return self.sink_softmax(scores + bias)[0]
 
-    @property
-    def cache_token_dims(self) -> tuple[int, ...]:
-        """The token axis of k and v as cached, (B, G, T, d_head), for KVCache.truncate; cross-attention's keys are
-        the encoder's, kept whole."""
-        return () if self.cross else (2, 2)
-
     def project(self, x: torch.Tensor, inputs: AttentionInputs, context: torch.Tensor | None,
                 cache: "dict | None") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """q (B, H, T_q, d_head); k (B, G, T_kv, d_head) and v (B, G, T_kv, d_v), cached ones first."""
@@ -417,8 +411,6 @@ class LatentAttention(Attention):
         """DeepSeek-V3.2's indexer reads the q latent, RMSNorm(x W_q_down) (B, T, q_rank), where there is one; made
         again here, one small product, so that queries() stays one expression."""
         return self.q_down_norm(self.q_down(x)) if hasattr(self, "q_down") else x
-
-    cache_token_dims = (1, 2)  # the latent (B, T, kv_rank), the rotated key (B, 1, T, d_rope)
 
     def project(self, x, inputs, context, cache):
         q = self.hook_q(split_heads(self.queries(x), self.n_heads))  # (B, H, T_q, d_head)

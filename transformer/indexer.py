@@ -29,8 +29,6 @@ class LightningIndexer(nn.Module):
     one (q_rank, as DeepSeek-V3.2 and GLM-5), else the block's input x.
     """
 
-    cache_token_dims = (2, 2)  # its one key per token, (B, 1, T, d_rope) turned and (B, 1, T, d_I - d_rope) the rest
-
     def __init__(self, cfg, spec: LayerSpec, query_width: int):
         super().__init__()
         self.n_heads, self.d_head, self.top_k = cfg.index_heads, cfg.index_head_dim, spec.index_top_k

@@ -80,16 +80,18 @@ class KVCache:
         if not 0 <= length <= self.length:
             raise ValueError(f"cannot truncate a cache of {self.length} tokens to {length}: "
                              f"pass a length from 0 to {self.length}")
-        # a layer that names no token axis is taken for one that keeps a state: refused, never cut wrongly
+        # what does not grow by token (no axis named) is cross-attention's encoder keys, kept whole, or a state:
+        # refused, never cut wrongly
         token_dims = {layer: getattr(layer, "cache_token_dims", None) for layer in self.layers}
-        stateful = sorted({type(layer).__name__ for layer, dims in token_dims.items() if dims is None})
+        stateful = sorted({type(layer).__name__ for layer, dims in token_dims.items()
+                           if dims is None and not getattr(layer, "cross", False)})
         if stateful:
             raise ValueError(f"a cache holding {', '.join(stateful)} layers cannot be truncated to {length} of its "
                              f"{self.length} tokens: such a layer keeps a state of fixed size, not one entry per token; "
                              "use a model whose layers are all softmax attention")
         for layer, kept in self.layers.items():
-            dims = token_dims[layer]  # () keeps the tensors whole
-            if dims:
+            dims = token_dims[layer]  # None: cross-attention's keys, kept whole
+            if dims is not None:
                 # K, V (B, G, length, d_head); MLA's latent (B, length, kv_rank) and rotated key (B, 1, length, d_rope)
                 self.layers[layer] = tuple(t.narrow(dim, 0, length) for t, dim in zip(kept, dims))
         if self.position_ids is not None:
