@@ -11,7 +11,7 @@ import torch
 from transformer.training.tasks import previous_token_targets
 from ui.compute.interpret_measure import PAIRS, answer_token, lens_view, patching
 from ui.compute.tokens import encode_text
-from ui.lessons.steps import STEPS, attention, before_attention, fixed_state, interpret, modern
+from ui.lessons.steps import STEPS, attention, before_attention, fixed_state, interpret, modern, speculative
 from ui.lessons.steps.lesson_model import LESSON_SEED, head_shares, lesson_model
 from ui.compute import state_measure
 
@@ -115,6 +115,16 @@ def test_the_worst_rope_scaling_trails_the_next_by_more_than_a_tie():
     assert bits[0] - bits[1] > modern.BITS_TIE
 
 
+
+def test_the_acceptance_rate_keeps_its_band_with_one_guess_more_or_fewer_accepted():
+    run = next(r for r in speculative.runs() if r.k == speculative.K)
+    proposed = sum(len(guesses) for guesses, _, _ in run.rounds)
+    accepted = sum(kept for _, kept, _ in run.rounds)
+    assert run.acceptance_rate == accepted / proposed
+    band = speculative.band_of(run.acceptance_rate)
+    assert speculative.band_of((accepted - 1) / proposed) == band == speculative.band_of((accepted + 1) / proposed)
+
+
 MARGIN_CHECKED = {
     "before-attention": test_the_copy_models_fall_or_hold_by_more_than_the_sampling_noise,
     "soft-lookup": test_the_soft_lookup_heads_choice_leads_every_other_offered_token,
@@ -126,4 +136,5 @@ MARGIN_CHECKED = {
     "qk-norm": test_the_qk_norm_ratio_keeps_its_answer_without_any_one_checkpoint,
     "sinks": test_the_sink_pattern_holds_with_its_lines_at_half_and_double,
     "rope-scaling": test_the_worst_rope_scaling_trails_the_next_by_more_than_a_tie,
+    "speculative": test_the_acceptance_rate_keeps_its_band_with_one_guess_more_or_fewer_accepted,
 }

@@ -219,6 +219,8 @@ class LinearAttention(nn.Module):
     no bias, so a padding token (whose input is zeroed) writes nothing into a state that is still empty.
     """
 
+    cache_token_dims = None  # its state has folded every token in: KVCache.truncate cannot take one back
+
     def __init__(self, cfg: TransformerConfig, kind: str, layer: int = 0):
         super().__init__()
         self.row = row = AXES["attention"].row(kind)

@@ -71,6 +71,34 @@ class KVCache:
         """The first tensor of each layer: its keys (B, G, T, d_head), or its state (B, H, d_k, d_v)."""
         return [tuple(first.shape) for first, _ in self.layers.values()]
 
+    def truncate(self, length: int) -> None:
+        """Forget every token past the first `length`, as if only they had been fed (speculative decoding's rollback).
+
+        Each layer names the axis along which its kept tensors count tokens (`cache_token_dims`); cross-attention
+        keeps the encoder's keys whole. A layer that keeps a state has folded every token into it and cannot give
+        one back: the cache is then left as it was and a ValueError says which layer.
+        """
+        if not 0 <= length <= self.length:
+            raise ValueError(f"cannot truncate a cache of {self.length} tokens to {length}: "
+                             f"pass a length from 0 to {self.length}")
+        # what does not grow by token (no axis named) is cross-attention's encoder keys, kept whole, or a state:
+        # refused, never cut wrongly
+        token_dims = {layer: getattr(layer, "cache_token_dims", None) for layer in self.layers}
+        stateful = sorted({type(layer).__name__ for layer, dims in token_dims.items()
+                           if dims is None and not getattr(layer, "cross", False)})
+        if stateful:
+            raise ValueError(f"a cache holding {', '.join(stateful)} layers cannot be truncated to {length} of its "
+                             f"{self.length} tokens: such a layer keeps a state of fixed size, not one entry per token; "
+                             "use a model whose layers are all softmax attention")
+        for layer, kept in self.layers.items():
+            dims = token_dims[layer]  # None: cross-attention's keys, kept whole
+            if dims is not None:
+                # K, V (B, G, length, d_head); MLA's latent (B, length, kv_rank) and rotated key (B, 1, length, d_rope)
+                self.layers[layer] = tuple(t.narrow(dim, 0, length) for t, dim in zip(kept, dims))
+        if self.position_ids is not None:
+            self.position_ids = self.position_ids[:, :length]  # (B or 1, length)
+        self.length = length
+
     def reserve(self, batch: int, new: int, attention_mask: torch.Tensor | None, device: torch.device) -> None:
         """Nothing to set aside before a pass: each layer concatenates its new keys and values to its past."""
 

@@ -27,6 +27,8 @@ from .linear_attention import StateInputs
 class ShortConv(nn.Module):
     """x -> B, C, x̃ -> causal depthwise convolution of B ⊙ x̃ -> C ⊙ (that) -> W_out."""
 
+    cache_token_dims = None  # it keeps only its last K - 1 inputs: a rolled-back token's predecessors are gone
+
     def __init__(self, cfg: TransformerConfig, kind: str):
         super().__init__()
         self.row = row = AXES["attention"].row(kind)

@@ -59,6 +59,7 @@ PAGES: tuple[PageEntry, ...] = (
               ("pages/tradeoffs.py", "Trade-offs, measured", ":material/sports_score:")),
     *_section("Go further",
               ("pages/flash.py", "Flash attention", ":material/bolt:"),
+              ("pages/speculative.py", "Speculative decoding", ":material/fast_forward:"),
               ("pages/train.py", "Train", ":material/fitness_center:"),
               ("pages/hf_model.py", "Your Hugging Face model", ":material/hub:")),
 )

@@ -10,7 +10,7 @@ tests/test_lesson_steps.py fails while a declared step is missing here or listed
 """
 from ui.lessons.live import Live
 from ui.lessons.steps import (attention, before_attention, block, costs, fixed_state, images, interpret, memory, modern,
-                              positions, real_models, tokens)
+                              positions, real_models, speculative, tokens)
 from ui.lessons.steps.lesson_model import lesson_model
 from ui.lessons.steps.step import Step, letter
 
@@ -20,7 +20,7 @@ STEPS: list[Step] = [
     attention.soft_lookup, attention.five_lines_and_scaling, attention.masks, attention.multi_head,
     positions.no_positions, positions.four_schemes, positions.relative_position_buckets,
     block.residual_and_norms, block.ffn,
-    memory.kv_cache, memory.flash, memory.flash_traffic,
+    memory.kv_cache, memory.flash, memory.flash_traffic, speculative.speculative,
     fixed_state.state_size, fixed_state.delta_rule, fixed_state.capacity, fixed_state.memory_128k,
     images.patches_as_tokens,
     real_models.what_they_chose,
