@@ -14,7 +14,7 @@ from ui.compute import state_measure as measure
 from ui.compute.layers import softmax_layers, state_layers
 from ui.compute.weights import weights_info
 from ui.figures.state import (cache_against_context, capacity_curves, delta_write, implied_row, overwrite_reads,
-                              read_bars, state_write)
+                              read_bars, recall_curves, state_write)
 
 PRECISIONS = {"bf16 / fp16 (2 bytes)": 2, "fp32 (4 bytes)": 4}
 WIDTHS = (16, 32, 64)  # d_k of the capacity experiment
@@ -65,7 +65,7 @@ row = plan[layer].row
 token = labels[t]
 
 tabs = lazy_tabs(["The state, token by token", "What a query reads", "The delta rule", "Memory: cache against state",
-                  "Capacity"], key="state_tab")
+                  "Capacity", "Recall at distance"], key="state_tab")
 
 
 def recorded():
@@ -234,3 +234,32 @@ for _ in when_open(tabs[4]):
                "shrinks the older ones a little at every write along a similar key, so it reproduces recent pairs "
                "well and forgets old ones. A state of d_k × d_v has rank at most d_k: past d_k pairs, no rule can "
                "return every value exactly.")
+
+for _ in when_open(tabs[5]):
+    st.subheader("Recall at distance: the trained models, full, hybrid and all-linear")
+    try:
+        measured = measure.recall_measured()
+    except FileNotFoundError as exc:
+        st.error(str(exc))
+        st.stop()
+    distances, models = measured["distances"], measured["models"]
+    st.markdown(f"Each row reads a held-out phrase of {measured['phrase_chars']} characters, held-out text, and the "
+                f"phrase again, its second copy starting d characters after the first; a control row's first phrase "
+                f"is another. A model that recalls predicts the second copy better than the same characters in the "
+                f"control rows. {measured['rows']} phrases per distance, every character of the copy but its first.")
+    show_chart(recall_curves(distances, {m["label"]: (m["recall"]["accuracy"], m["recall"]["control_accuracy"])
+                                         for m in models}), key="state_recall")
+    table = pd.DataFrame([{"model": m["label"], "layers": ", ".join(m["layers"]), "parameters": m["parameters"],
+                           "steps": m["steps"] or "", **{f"lift at d = {d}": f"{lift:+.0%}"
+                                                         for d, lift in zip(distances, measure.recall_lift(m))}}
+                          for m in models])
+    st.dataframe(table, hide_index=True)
+    far = distances[-1]
+    st.markdown("**At the farthest distance**, d = " + f"{far}: " + "; ".join(
+        f"{m['label']} {'recalls' if measure.recall_lift(m)[-1] >= measure.COPIES else 'does not recall'} "
+        f"({measure.recall_lift(m)[-1]:+.0%} over its control rows)" for m in models)
+        + f". A lift of {measure.COPIES:.0%} or more counts as recalling, fixed before measuring.")
+    st.caption("Measured by `python -m scripts.measure_recall` (`transformer.training.recall`) on the shipped "
+               "checkpoints, in float32. The full-attention model is Qwen3's English checkpoint: the recipe of the "
+               "other two but softmax in every layer and 4,000 steps against 3,000, so a part of any gap is training; "
+               "all three trained on rows where a span repeats 20 to 200 characters after itself.")

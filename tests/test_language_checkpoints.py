@@ -37,7 +37,16 @@ def test_every_family_ships_a_language_model_of_everyday_english():
         assert meta["corpus"]["sources"][0]["package"].startswith("wordnet-base")
 
 
-@pytest.mark.parametrize("entry", DECODERS, ids=IDS)
+def convolves(entry) -> bool:
+    """Whether some layer mixes each token with the ones just before it by a short convolution (Gated DeltaNet's)."""
+    return any(spec.row.short_conv for spec in PRESETS[entry.preset].layer_plan())
+
+
+# the previous character reaches a Gated DeltaNet hybrid through its convolutions (next test), not a softmax head
+ATTENDING = [entry for entry in DECODERS if not convolves(entry)]
+
+
+@pytest.mark.parametrize("entry", ATTENDING, ids=[entry.name for entry in ATTENDING])
 def test_a_previous_token_head(entry):
     model, meta = load(entry.path, device="cpu")
     scores = language.previous_token_scores(model, limit=4, corpus=corpus_of(entry))
@@ -170,3 +179,28 @@ def test_switching_the_previous_token_head_off_costs_bits():
     with model.intervene(ablations(heads=[(head["layer"], head["head"])])):
         without = language.bits_per_char(model, limit=4, corpus=corpus_of(entry))
     assert without > whole + 0.2, (whole, without)
+
+
+@pytest.mark.parametrize("entry", [e for e in DECODERS if convolves(e)], ids=lambda e: e.name)
+def test_a_hybrid_reads_the_previous_character_through_its_convolutions_not_a_head(entry):
+    """Qwen3.5's hybrid grows no previous-token head in its softmax layer (its JSON: no better than random-init);
+    zeroing the convolutions' tap one token back costs it bits, more than the taps two and three back, and far more
+    than the same surgery on random-init weights of its shape."""
+    model, meta = load(entry.path, device="cpu")
+    control = meta["figures"]["random_init"]["previous_token_head"][1]
+    assert meta["figures"]["previous_token_head"]["score"] <= control + 0.01
+    costs = {}
+    for weights in (model.float(), language.untrained(model.cfg, seed=0)):
+        convs = [block.attn.conv for block in weights.blocks if hasattr(block.attn, "conv")]  # (channels, 1, K) each
+        whole = language.bits_per_char(weights, limit=4, corpus=corpus_of(entry))
+        for lag in (1, 2, 3):
+            kept = [conv.weight.detach().clone() for conv in convs]
+            with torch.no_grad():
+                for conv in convs:
+                    conv.weight[..., -1 - lag] = 0  # the last tap reads the token itself
+            costs[weights is model, lag] = language.bits_per_char(weights, limit=4, corpus=corpus_of(entry)) - whole
+            with torch.no_grad():
+                for conv, weight in zip(convs, kept):
+                    conv.weight.copy_(weight)
+    assert costs[True, 1] > 1.0 and costs[True, 1] > costs[True, 2] > costs[True, 3], costs
+    assert costs[True, 1] > 10 * abs(costs[False, 1]), costs

@@ -51,3 +51,21 @@ def test_distances_past_the_models_length_are_refused_with_the_limit():
         recall_at_distance(model, distances=(64, 256))
     with pytest.raises(ValueError, match="at least 26"):
         rows(10, limit=2)
+
+
+def test_the_shipped_measurement_is_what_the_hybrid_checkpoint_measures_again():
+    """assets/measurements/recall.json against the shipped hybrid, at the nearest distance: one character in
+    the 40 · 23 graded ones may round the other way on another processor."""
+    from scripts.measure_recall import MODELS, ROWS
+    from transformer.checkpoint import SHIPPED_DIR, load
+    from ui.compute.state_measure import recall_measured
+
+    measured = recall_measured()
+    assert [m["name"] for m in measured["models"]] == [name for name, _ in MODELS] + ["random-init"]
+    stored = next(m for m in measured["models"] if m["name"] == "qwen3.5-language")
+    model = load(SHIPPED_DIR / "qwen3.5-language")[0].float()
+    again = recall_at_distance(model, distances=(measured["distances"][0],), limit=ROWS)
+    graded = ROWS * (PHRASE - 1)
+    assert again.accuracy[0] == pytest.approx(stored["recall"]["accuracy"][0], abs=1.5 / graded)
+    assert again.control_accuracy[0] == pytest.approx(stored["recall"]["control_accuracy"][0], abs=1.5 / graded)
+    assert stored["layers"] == [spec.kind for spec in model.cfg.layer_plan()]

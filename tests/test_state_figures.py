@@ -10,7 +10,7 @@ from ui.compute import state_measure as measure
 from ui.compute.layers import HYBRID, SOFTMAX, softmax_layers, softmax_twin, state_layers, with_attention_layers
 from ui.figures.base import DIVERGING, head_grid, side_by_side
 from ui.figures.state import (cache_against_context, capacity_curves, delta_write, implied_row, overwrite_reads,
-                              read_bars, state_write)
+                              read_bars, recall_curves, state_write)
 
 STATE_KINDS = [key for key, row in AXES["attention"].choices.items() if row.keeps_state and not row.conv_only]
 DELTA_KINDS = [key for key in STATE_KINDS if AXES["attention"].row(key).delta_rule]
@@ -166,3 +166,16 @@ def test_grids_of_implied_weights_use_a_scale_centred_on_zero():
     pair = side_by_side(weights[0], 0.5 * weights[0], ["a", "b"], ["a", "b"], signed=True).layout.coloraxis
     assert (pair.cmin, pair.cmax) == (-2, 2)
     assert side_by_side(weights[0], weights[0], ["a", "b"], ["a", "b"]).layout.coloraxis.cmin == 0
+
+
+def test_the_recall_curves_draw_each_model_solid_and_its_control_dotted_in_one_colour(tmp_path):
+    fig = recall_curves([32, 448], {"full": ([0.9, 0.6], [0.5, 0.5]), "linear": ([0.7, 0.5], [0.5, 0.5])})
+    solid = [t for t in fig.data if t.line.dash is None]
+    dotted = [t for t in fig.data if t.line.dash == "dot"]
+    assert [t.name for t in solid] == ["full", "linear"] and [list(t.y) for t in dotted] == [[0.5, 0.5]] * 2
+    assert [t.line.color for t in solid] == [t.line.color for t in dotted]
+    assert list(fig.layout.xaxis.tickvals) == [32, 448]
+    model = {"recall": {"accuracy": [0.9, 0.6], "control_accuracy": [0.5, 0.58]}}
+    assert measure.recall_lift(model) == pytest.approx([0.4, 0.02])
+    with pytest.raises(FileNotFoundError, match="scripts.measure_recall"):
+        measure.recall_measured(tmp_path / "recall.json")

@@ -46,7 +46,8 @@ def test_every_page_and_every_tab_opens_on_a_hybrid(script):
 
 STATE_TABS = {"The state, token by token": {"state_write"}, "What a query reads": {"state_read", "state_implied"},
               "The delta rule": {"state_delta", "state_overwrite"}, "Memory: cache against state": {"state_memory"},
-              "Capacity": {"state_capacity_identified", "state_capacity_reproduced"}}
+              "Capacity": {"state_capacity_identified", "state_capacity_reproduced"},
+              "Recall at distance": {"state_recall"}}
 
 
 def test_the_state_page_on_a_model_without_linear_layers_uses_its_hybrid_and_says_so():
@@ -61,8 +62,15 @@ def test_the_state_page_on_a_model_without_linear_layers_uses_its_hybrid_and_say
         assert charts(assert_clean(at.run())) == expected, label
         if label == "What a query reads":
             assert any("not a softmax" in w.value and "sums to" in w.value for w in at.warning)
-    words = " ".join(m.value for m in at.markdown)
-    assert "Plain linear attention stays at 90% or more up to N = 52" in words and "What one might expect" in words
+        if label == "Capacity":
+            words = " ".join(m.value for m in at.markdown)
+            assert "Plain linear attention stays at 90% or more up to N = 52" in words and "What one might expect" in words
+        if label == "Recall at distance":
+            table = at.dataframe[0].value
+            measured = measure.recall_measured()
+            assert table["model"].tolist() == [m["label"] for m in measured["models"]]
+            far = measured["distances"][-1]
+            assert table[f"lift at d = {far}"].tolist() == [f"{measure.recall_lift(m)[-1]:+.0%}" for m in measured["models"]]
 
 
 def test_the_state_page_reads_the_sidebars_own_linear_layers():

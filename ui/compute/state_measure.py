@@ -6,8 +6,10 @@ form of transformer/linear_attention.py for the experiments on random keys, tran
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import streamlit as st
@@ -259,3 +261,22 @@ def cache_by_context(bytes_per_value: int, contexts: tuple[int, ...] = tuple(CON
         out[name] = {part: np.array([h[part] for h in held], dtype=float)
                      for part in ("total", "global layers", "state layers")}
     return out
+
+
+# --- recall at distance on the trained models (scripts/measure_recall.py) ----------------------------------------
+
+RECALL_MEASURED = Path(__file__).resolve().parents[2] / "assets" / "measurements" / "recall.json"
+COPIES = 0.05  # a model recalls at d when the first copy lifts exact predictions by 5 points over the control rows
+
+
+def recall_measured(path: Path = RECALL_MEASURED) -> dict:
+    """The measurement file: distances, and per model its name, label, layer kinds and recall (``Recall.as_json``)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path} is missing: run `python -m scripts.measure_recall` to measure it") from None
+
+
+def recall_lift(model: dict) -> np.ndarray:
+    """(distances,) how much the first copy lifts exact predictions of the second, over the control rows."""
+    return np.array(model["recall"]["accuracy"]) - np.array(model["recall"]["control_accuracy"])

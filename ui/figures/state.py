@@ -142,3 +142,24 @@ def capacity_curves(n: np.ndarray, recall: dict[str, np.ndarray], rules: dict[st
     fig.update_layout(look(title, 400, "pairs stored (N)", "pairs recalled"), yaxis=dict(range=[0, 1.05],
                       tickformat=".0%", title=dict(text="pairs recalled")))
     return fig
+
+
+def recall_curves(distances: list[int], models: dict[str, tuple[list[float], list[float]]]) -> go.Figure:
+    """Recall at distance: per model, the share of the second copy's characters predicted exactly (solid) and the
+    same characters in control rows whose first phrase is another (dotted, same colour) against the distance d
+    between the two copies. The gap between a model's two lines is what it recalls."""
+    fig = go.Figure()
+    for i, (label, (accuracy, control)) in enumerate(models.items()):
+        colour = OKABE_ITO[i % len(OKABE_ITO)]
+        fig.add_trace(go.Scatter(x=distances, y=accuracy, mode="lines+markers", name=label,
+                                 line=dict(color=colour, width=3),
+                                 hovertemplate=f"{label}<br>d = %{{x}}: %{{y:.0%}} with the first copy<extra></extra>"))
+        fig.add_trace(go.Scatter(x=distances, y=control, mode="lines", name=f"{label}: control", showlegend=False,
+                                 line=dict(color=colour, width=2, dash="dot"),
+                                 hovertemplate=f"{label}<br>d = %{{x}}: %{{y:.0%}} without it<extra></extra>"))
+    fig.update_layout(look("Recall of a phrase read d characters earlier (dotted: the control rows)", 420,
+                           "distance d between the two copies (characters)", "characters predicted exactly"),
+                      yaxis=dict(range=[0, 1.02], tickformat=".0%", title=dict(text="characters predicted exactly")),
+                      xaxis=dict(type="log", tickvals=distances, ticktext=[str(d) for d in distances],
+                                 title=dict(text="distance d between the two copies (characters)")))
+    return fig
