@@ -378,7 +378,7 @@ def test_students_follow_the_teachers_step_and_a_late_joiner_answers_it():
     assert early.title[0].value.startswith("3.") and early.query_params["step"] == "3"
     late = join(code, "typed")
     assert late.title[0].value.startswith("3.")
-    send(late, "five-lines", 0)
+    send(late, STEPS[2].slug, 0)
     teacher.run()
     assert "1 of 2 students answered" in markdown(teacher)
 
@@ -386,7 +386,7 @@ def test_students_follow_the_teachers_step_and_a_late_joiner_answers_it():
 def test_a_reloaded_teacher_page_resumes_with_its_private_link_and_keeps_its_counts():
     teacher, code = start_class(step=2)
     for _ in range(2):
-        send(join(code), "soft-lookup", 1)
+        send(join(code), STEPS[1].slug, 1)
     link = resume_link(teacher)
     key = teacher_key(teacher)
     assert link.endswith(f"/lessons?resume={code}.{key}")
