@@ -29,7 +29,8 @@ RANDOM_SEED = 0
 
 # (checkpoint, what its layers are), the full-attention model first: Qwen3's recipe is Qwen3.5's minus the state
 MODELS = (("qwen3-language", "full attention (Qwen3: softmax in every layer)"),
-          ("qwen3.5-language", "hybrid (Qwen3.5: 3 Gated DeltaNet layers to 1 softmax)"))
+          ("qwen3.5-language", "hybrid (Qwen3.5: 3 Gated DeltaNet layers to 1 softmax)"),
+          ("qwen3.5-gdn-language", "pure Gated DeltaNet (no softmax layer)"))
 RANDOM_OF = "qwen3.5-language"  # the random-init control takes this model's shape
 
 

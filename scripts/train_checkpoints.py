@@ -76,7 +76,7 @@ RECIPES = [
     Recipe("gpt2", "language", lr=2e-3, **ENGLISH, bfloat16=True),
     # 10 heads of 16 at d_model 160 (its card): the best previous-token head now sits in a head of slope 1/2
     Recipe("bloom", "language", lr=2e-3, **ENGLISH, bfloat16=True),
-    Recipe("falcon", "language", lr=3e-3, **ENGLISH),
+    Recipe("falcon", "language", lr=3e-3, **ENGLISH, bfloat16=True),
     Recipe("palm", "language", lr=3e-3, **ENGLISH),
     Recipe("mixtral", "language", lr=3e-3, **ENGLISH, bfloat16=True),
     # Qwen3: LLaMA 2's recipe with QK-norm per head (head_dim 32 of its own, two kv heads)
@@ -120,7 +120,7 @@ RECIPES = [
 
 # recipes declared before their first run: they ship no file yet (a test holds each name here to that, so a trained
 # one leaves this list and a missing file is never silent)
-NOT_YET_SHIPPED = ("qwen3.5-gdn-language", "llama2-bpe-language", "mistral-bpe-language",
+NOT_YET_SHIPPED = ("llama2-bpe-language", "mistral-bpe-language",
                    "gpt2-bpe-language", "qwen3-bpe-language")
 
 

@@ -20,6 +20,7 @@ WEIGHT_MARGIN = 0.1  # a share of a row's weight: one head on one text, so a wro
 PROBABILITY_MARGIN = 0.05  # the logit lens: the top token must lead the next by this much at every depth it names
 EFFECT_MARGIN = 0.1  # head patching: the best head must lead the next by this share of the clean-corrupt gap
 ACCURACY_MARGIN = 0.1  # the copy models' accuracy over 256 strings: about 2 standard errors of a share
+LIFT_MARGIN = 0.04  # recall's lift over 40 phrases of 23 graded characters: about 2 standard errors of a difference
 
 
 def measured() -> dict:
@@ -125,6 +126,13 @@ def test_the_acceptance_rate_keeps_its_band_with_one_guess_more_or_fewer_accepte
     assert speculative.band_of((accepted - 1) / proposed) == band == speculative.band_of((accepted + 1) / proposed)
 
 
+def test_the_model_that_gains_least_from_the_first_copy_trails_the_next_by_more_than_the_noise():
+    measured_recall = state_measure.recall_measured()
+    at = measured_recall["distances"].index(fixed_state.RECALL_DISTANCE)
+    lifts = sorted(state_measure.recall_lift(m)[at] for m in measured_recall["models"] if m["steps"])
+    assert len(lifts) == 3 and lifts[1] - lifts[0] > LIFT_MARGIN, lifts
+
+
 MARGIN_CHECKED = {
     "before-attention": test_the_copy_models_fall_or_hold_by_more_than_the_sampling_noise,
     "soft-lookup": test_the_soft_lookup_heads_choice_leads_every_other_offered_token,
@@ -132,6 +140,7 @@ MARGIN_CHECKED = {
     "logit-lens": test_the_logit_lens_answer_leads_from_its_block_on_and_trails_before_it,
     "copying-head": test_the_copying_head_leads_the_next_head_by_a_share_of_the_gap,
     "state-capacity": test_the_state_capacity_answer_holds_for_every_seed,
+    "hybrid-recall": test_the_model_that_gains_least_from_the_first_copy_trails_the_next_by_more_than_the_noise,
     "local-global": test_gemma3s_copying_layer_leads_the_next_layer_by_more_than_the_tie,
     "qk-norm": test_the_qk_norm_ratio_keeps_its_answer_without_any_one_checkpoint,
     "sinks": test_the_sink_pattern_holds_with_its_lines_at_half_and_double,

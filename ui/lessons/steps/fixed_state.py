@@ -9,7 +9,7 @@ import torch
 from transformer.costs import kv_cache_bytes
 from transformer.linear_attention import recurrent_form
 from ui.compute import state_measure as measure
-from ui.figures.state import cache_against_context, capacity_curves, overwrite_reads, state_write
+from ui.figures.state import cache_against_context, capacity_curves, overwrite_reads, recall_curves, state_write
 from ui.lessons.live import Live
 from ui.lessons.steps.step import binary_size, lesson_step
 
@@ -151,6 +151,45 @@ def capacity() -> Live:
         caption=f"The library's recurrent form on random unit keys and values, {measure.SEEDS} seeds (the band: worst "
                 "to best seed); the dashed line is N = d_k.")
 
+
+RECALL_DISTANCE = 128  # the farthest measured distance inside the 20-200 character copies all three trained on
+
+
+@lesson_step(
+    "hybrid-recall", "Why the hybrids keep one full layer in four",
+    text="A state of fixed size has to carry a phrase through everything written after it; a softmax layer reads the "
+         "phrase itself, however far back. Qwen3-Next and Qwen3.5 keep one softmax layer in four beside three Gated "
+         "DeltaNet layers. Three classroom models trained on the same English show what that one layer buys: softmax "
+         "in every layer, the 3:1 hybrid, and Gated DeltaNet in every layer.",
+    question="Which trained model gains least from a phrase read 128 characters earlier?", kind="choice",
+    try_this="On the State page's recall tab, compare each model's line with its dotted control from d = 32 to "
+             "d = 448.",
+    page="state", query={"state_tab": "Recall at distance"})
+def hybrid_recall() -> Live:
+    measured = measure.recall_measured()
+    distances, trained = measured["distances"], [m for m in measured["models"] if m["steps"]]
+    at, far = distances.index(RECALL_DISTANCE), len(distances) - 1
+    lifts = {m["label"]: measure.recall_lift(m) for m in measured["models"]}  # (distances,) each
+    least, far_least = (min(trained, key=lambda m: lifts[m["label"]][i]) for i in (at, far))
+    said = "; ".join(f"{label}: {lift[at]:+.0%} (at d = {distances[far]}: {lift[far]:+.0%})"
+                     for label, lift in lifts.items())
+    return Live(
+        question=(f"Each model reads a held-out phrase of {measured['phrase_chars']} characters, then other held-out "
+                  f"text, then the phrase again, its second copy starting {RECALL_DISTANCE} characters after the first. "
+                  "How much the first copy helps is the share of the second copy's characters predicted exactly, "
+                  "minus the same share in rows whose first phrase is another. Which model gains least?"),
+        choices=[m["label"] for m in trained], answer=trained.index(least),
+        source=f"measured on the trained checkpoints ({measured['rows']} phrases per distance)",
+        why=(f"What the first copy adds at d = {RECALL_DISTANCE}, over the control rows: {said}. A softmax layer looks "
+             "the phrase up where it was written; a Gated DeltaNet state is written by every character after it and "
+             "decays, so what is left of the phrase is what survived. One softmax layer in four gives the hybrid "
+             f"that lookup back, at a quarter of the full model's cache. Past the 200-character spans all three "
+             f"trained to copy, the picture changes: at d = {distances[far]} the one that gains least is "
+             f"{far_least['label']} (the State page's recall tab draws every distance)."),
+        figure=recall_curves(distances, {m["label"]: (m["recall"]["accuracy"], m["recall"]["control_accuracy"])
+                                         for m in measured["models"]}),
+        caption="scripts/measure_recall.py on the shipped checkpoints; dotted lines are the control rows. The "
+                "full-attention model trained 4,000 steps, the other two 3,000, on the same text and curriculum.")
 
 MEMORY_CONTEXT, MEMORY_BYTES = 131072, 2  # 128k tokens in bf16
 
