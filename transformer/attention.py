@@ -276,7 +276,8 @@ class Attention(nn.Module):
         mask = self.hook_mask(inputs.mask)  # (B or 1, 1, T_q, T_kv)
         if inputs.alibi is None:
             return mask
-        alibi = self.bias_hook(inputs.alibi)  # (B or 1, H, T_q, T_kv)
+        bias = inputs.alibi  # (B or 1, H, T_q, T_kv): T5's learned buckets where the layer has them, else ALiBi's
+        alibi = self.hook_rel_bias(bias) if hasattr(self, "hook_rel_bias") else self.hook_alibi_bias(bias)
         if mask is inputs.mask and alibi is inputs.alibi and inputs.fused_bias is not None:
             return inputs.fused_bias  # the same sum, made once per forward pass for every layer
         return mask + alibi
