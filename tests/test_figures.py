@@ -310,7 +310,11 @@ def test_every_hook_site_a_model_records_has_a_node_of_its_diagram():
     configs.append(PRESETS["llama2"].replace(n_layers=4, nope_layers="every 4", attn_temperature_scale=0.1))  # Llama 4
     for kind in ("linear", "gated-deltanet"):  # layers that keep a state: a feature map; conv, decay, delta rule, gate
         configs.append(PRESETS["llama2"].replace(n_layers=2, attention_layers="1:1", linear_kind=kind))
-    ids = torch.tensor([[1, 2, 3]])
+    configs.append(TransformerConfig(  # DeepSeek-V4: a window beside pooled blocks, an indexer choosing blocks, streams
+        n_layers=3, d_model=32, n_heads=4, head_dim=16, rope_dim=8, n_kv_heads=1, q_rank=16, sliding_window=8,
+        compress_layers="pooled 8, indexed 4, window", index_top_k=2, index_heads=2, index_head_dim=16, sinks=True,
+        o_groups=2, o_rank=8, compress_rope_theta=160000.0, hyper_streams=3, max_len=64))
+    ids = torch.tensor([[1, 2, 3] * 7])  # long enough for a pooled block of 8 to end
     recorded = set()
     for cfg in configs:
         model = Transformer(cfg, device="cpu").eval()

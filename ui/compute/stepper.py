@@ -102,6 +102,8 @@ MODULE_NODES = {
     "ln1_post": "ln1_post", "ln_cross_post": "ln_cross_post", "ln2_post": "ln2_post",
     "ln_final": "ln_final", "ln_embed": "embed", "head_norm": "head",
     "per_layer_embed": "embed", "per_layer": "ffn",  # Gemma 4's per-layer inputs: made beside the embedding, used after the FFN
+    "attn_hyper": "attn", "mlp_hyper": "ffn",  # DeepSeek-V4's hyper-connections: the streams read and written by a sublayer
+    "hyper_head": "ln_final",  # ... and folded into one before the final norm
 }
 
 
