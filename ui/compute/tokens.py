@@ -29,6 +29,7 @@ class Tokens:
     labels: list[str]
     truncated_from: int | None  # the original length when the text was cut to MAX_TOKENS
     pieces: bool = False  # learned pieces (BPE, a Hugging Face tokenizer): a token is a word or a part of one
+    word_level: bool = False  # a vocabulary of whole words whose pieces carry no space mark: each token is a word
 
     def words(self) -> list[int] | None:
         """Each token's word, numbered from 0 (a piece that starts with a space, and a special token such as
@@ -36,6 +37,8 @@ class Tokens:
         is no word."""
         if not self.pieces:
             return None
+        if self.word_level:
+            return list(range(len(self.labels)))
         numbers, word = [], -1
         for i, label in enumerate(self.labels):
             after_special = i > 0 and self.labels[i - 1] in SPECIALS
@@ -115,7 +118,9 @@ def encode_text(text: str, config_json: str, weights: str = "", max_tokens: int 
             ids = tokenizer(text)["input_ids"]
             truncated_from = len(ids) if len(ids) > max_tokens else None
             ids = ids[:max_tokens]
-            return Tokens(ids, visible(tokenizer.convert_ids_to_tokens(ids), ids), truncated_from, pieces=True)
+            labels = visible(tokenizer.convert_ids_to_tokens(ids), ids)
+            unmarked = " " in text.strip() and not any(label.startswith(WORD_START_MARKS) for label in labels)
+            return Tokens(ids, labels, truncated_from, pieces=True, word_level=unmarked)
     return tokenize(text, vocab_size, max_tokens)
 
 
