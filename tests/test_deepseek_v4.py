@@ -147,3 +147,14 @@ def test_the_config_round_trips_and_the_plan_names_each_layer():
     plan = cfg.layer_plan()
     assert [(s.compress_rate, s.indexes_blocks) for s in plan] == [(8, False), (4, True), (0, False)]
     assert [s.rope_theta for s in plan] == [160000.0, 160000.0, 10000.0]  # the window-only layer keeps the main base
+
+
+def test_a_text_shorter_than_one_block_reads_as_the_start_of_a_longer_one():
+    """Before any pooled block has ended the layers see their window alone: a 3-token text's logits are the first
+    three of a 21-token text's (blocks of 4 and 8)."""
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig(**V4)).eval()
+    ids = torch.randint(1, 100, (1, 21))  # (1, 21)
+    with torch.no_grad():
+        short, long = model(ids[:, :3]), model(ids)  # (1, 3, vocab), (1, 21, vocab)
+    assert torch.allclose(short, long[:, :3], atol=1e-5)

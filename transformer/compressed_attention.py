@@ -59,8 +59,9 @@ class BlockPool(nn.Module):
         values = values.reshape(B, n, r, values.shape[-1])  # (B, n, r, series w)
         gates = gates.reshape(B, n, r, gates.shape[-1]) + self.position_bias  # (B, n, r, series w)
         if self.overlaps:  # 2r slots: the block before's first series, then this block's second
-            earlier_v = torch.cat((values.new_zeros(B, 1, r, w), values[:, :-1, :, :w]), dim=1)  # (B, n, r, w)
-            earlier_g = torch.cat((gates.new_full((B, 1, r, w), float("-inf")), gates[:, :-1, :, :w]), dim=1)
+            # (B, n, r, w); [:, :n] keeps none before the first block has ended
+            earlier_v = torch.cat((values.new_zeros(B, 1, r, w), values[:, :-1, :, :w]), dim=1)[:, :n]
+            earlier_g = torch.cat((gates.new_full((B, 1, r, w), float("-inf")), gates[:, :-1, :, :w]), dim=1)[:, :n]
             values = torch.cat((earlier_v, values[..., w:]), dim=2)  # (B, n, 2r, w)
             gates = torch.cat((earlier_g, gates[..., w:]), dim=2)  # (B, n, 2r, w): block 0 has no block before
         pooled = (values * gates.softmax(dim=2)).sum(dim=2)  # (B, n, w): a softmax over the slots, per channel
