@@ -9,7 +9,10 @@ import torch.nn.functional as F
 from transformer import Transformer, TransformerConfig, choices, masks
 from transformer.axes.attention import WITHOUT_INDEXER
 from transformer.costs import kv_cache_bytes, kv_cache_bytes_per_token, param_counts
+from transformer.indexer import matching_loss
 from transformer.model import KVCache
+from transformer.training.tasks import TASKS
+from transformer.training.train import train
 
 from test_chunked_and_shared import build as build_tiny, cached_logits, logits, padded
 
@@ -202,3 +205,55 @@ def test_attention_flops_count_k_keys_and_the_indexer_scoring_every_key():
     indexer = 2 * 40 * 2 * (8 + 1) * 2  # per layer: 2 heads of 8 score 40 keys, then their weighted sum
     weights = 2 * (param_counts(cfg)["total"] - param_counts(dense)["total"])  # the indexer's own parameters
     assert forward_flops_per_token(cfg, 40) - forward_flops_per_token(dense, 40) == weights - attention_saved + indexer
+
+
+def test_the_matching_loss_is_the_kl_from_the_heads_summed_weights_to_the_indexers_softmax():
+    allowed = masks.causal(torch.arange(4), torch.arange(4))[None, None]  # (1, 1, 4, 4)
+    dense = torch.softmax(torch.randn(1, 2, 4, 4).masked_fill(~allowed, float("-inf")), -1)  # (B, H, T, T)
+    scores = torch.randn(1, 4, 4)
+    target = dense.sum(1) / 2  # (1, 4, 4)
+    log_q = torch.log_softmax(scores.masked_fill(~allowed[:, 0], float("-inf")), -1)
+    by_hand = sum(float(target[0, t, s] * (target[0, t, s].log() - log_q[0, t, s]))
+                  for t in range(4) for s in range(t + 1)) / 4
+    assert matching_loss(scores, dense, allowed).item() == pytest.approx(by_hand, abs=1e-6)
+    # an indexer whose softmax is the target loses nothing, wherever the hidden keys score
+    exact = target.clamp_min(1e-30).log().masked_fill(~allowed[:, 0], 7.0)
+    assert matching_loss(exact, dense, allowed).item() == pytest.approx(0.0, abs=1e-6)
+
+
+def test_in_training_the_indexer_learns_from_its_own_loss_and_the_model_never_from_it():
+    model = build(VARIANTS["MLA"]).train()
+    ids = torch.randint(1, 32, (2, 12), generator=torch.Generator().manual_seed(7))
+    out = model(ids)
+    assert model.indexer_loss > 0
+    indexer = {name for name, _ in model.named_parameters() if ".indexer." in name}
+    model.indexer_loss.backward(retain_graph=True)
+    assert {name for name, w in model.named_parameters() if w.grad is not None and w.grad.abs().sum() > 0} == indexer
+    model.zero_grad(set_to_none=True)
+    F.cross_entropy(out[:, :-1].flatten(0, 1), ids[:, 1:].flatten()).backward()  # the top-k choice passes no gradient
+    assert all(model.get_parameter(name).grad is None for name in indexer)
+    assert model.eval()(ids) is not None and model.indexer_loss == 0  # outside training nothing is computed
+
+
+def test_a_warm_up_of_the_indexer_alone_raises_the_mass_it_keeps_and_moves_no_other_weight():
+    cfg = TransformerConfig(vocab_size=len(TASKS["induction"].vocab), d_model=32, n_heads=4, n_layers=2, max_len=64,
+                            position="rope", ffn="gelu", index_top_k=4, index_heads=2, index_head_dim=8)
+    base, _ = train(cfg.replace(**WITHOUT_INDEXER), "induction", 150, batch_size=16, progress=False, device="cpu")
+    dense = cfg.replace(index_top_k=64)  # every key kept while the indexer learns, as DeepSeek-V3.2's warm-up
+    fresh, _ = train(dense, "induction", 1, lr=1e-12, batch_size=16, progress=False, device="cpu", start_from=base,
+                     learning=".indexer.")
+    warmed, history = train(dense, "induction", 150, lr=1e-2, batch_size=16, progress=False, device="cpu",
+                            start_from=base, learning=".indexer.")
+    assert history[-1]["indexer_loss"] < 0.5 * history[0]["indexer_loss"]
+    for name, weight in base.state_dict().items():
+        assert torch.equal(weight, warmed.state_dict()[name]), name
+    ids = TASKS["induction"].sample(8, seed=1).input_ids
+
+    def kept_mass(model) -> float:
+        sparse = type(model)(cfg, device="cpu").eval()
+        sparse.load_state_dict(model.state_dict())
+        _, trace = sparse.run_with_trace(ids, names="*hook_kept_mass")
+        return float(torch.stack([trace[f"blocks.{i}.attn.hook_kept_mass"] for i in range(2)]).mean())
+    assert kept_mass(warmed) > kept_mass(fresh) + 0.05  # 0.70 against 0.61 when written
+    with pytest.raises(ValueError, match="learning='nothing'"):
+        train(dense, "induction", 1, progress=False, device="cpu", start_from=base, learning="nothing")

@@ -20,7 +20,7 @@ from torch import nn
 from . import masks
 from .config import TransformerConfig
 from .hooks import HookPoint, name_hook_points, wants_any
-from .indexer import LightningIndexer
+from .indexer import LightningIndexer, matching_loss
 from .layer_plan import LayerSpec
 from .norms import UnitRMS, make_norm
 from .positions import Rotation, apply_partial_rope, apply_rope
@@ -173,10 +173,14 @@ class Attention(nn.Module):
                     cache: "dict | None") -> AttentionInputs:
         """The inputs cut to the indexer's top-k keys. Asked for, the dense weights it departs from (every key the
         mask allows) and the share of their mass the chosen keys hold."""
-        chosen = self.indexer(x, self.index_queries(x), inputs, cache)  # (B, 1, T_q, T_kv)
-        if wants_any(self.hook_dense_pattern, self.hook_kept_mass):
+        # a sort passes no gradient: the indexer reads detached inputs and learns from its own loss alone
+        chosen, scores = self.indexer(x.detach(), self.index_queries(x).detach(), inputs, cache)  # (B, 1, T_q, T_kv)
+        learning = self.training and torch.is_grad_enabled()
+        if learning or wants_any(self.hook_dense_pattern, self.hook_kept_mass):
             dense = self.hook_dense_pattern(self.dense_weights(q, k, inputs))  # (B, H, T_q, T_kv)
             self.hook_kept_mass((dense * chosen).sum(dim=-1))  # (B, H, T_q): 1 = the chosen keys hold it all
+        self.indexer.loss = (matching_loss(scores, dense, inputs.allowed) if learning
+                             else torch.zeros((), device=x.device))
         return inputs.keeping(chosen)
 
     def dense_weights(self, q: torch.Tensor, k: torch.Tensor, inputs: AttentionInputs) -> torch.Tensor:

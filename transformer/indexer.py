@@ -23,7 +23,7 @@ from .positions import apply_partial_rope
 
 
 class LightningIndexer(nn.Module):
-    """Scores every key a query may see and keeps its top k: (B, 1, T_q, T_kv), True = attend.
+    """Scores every key a query may see and keeps its top k: (B, 1, T_q, T_kv), True = attend, and the scores.
 
     ``query_width`` is the width of what its queries are projected from: the attention's q latent where MLA has
     one (q_rank, as DeepSeek-V3.2 and GLM-5), else the block's input x.
@@ -43,6 +43,7 @@ class LightningIndexer(nn.Module):
         self.hook_index_weights = HookPoint("hook_index_weights")
         self.hook_index_scores = HookPoint("hook_index_scores")
         self.hook_index_chosen = HookPoint("hook_index_chosen")
+        self.loss = torch.zeros(())  # matching_loss of the last forward pass in training, 0 otherwise
 
     def forward(self, x: torch.Tensor, query_source: torch.Tensor, inputs, cache: "dict | None" = None) -> torch.Tensor:
         """x (B, T_q, d_model), query_source (B, T_q, query_width), the layer's AttentionInputs: the chosen keys."""
@@ -65,7 +66,23 @@ class LightningIndexer(nn.Module):
         relu = torch.relu((q @ k.transpose(-2, -1)) * self.d_head ** -0.5)  # (B, I, T_q, T_kv): ReLU(q·k / √d_I)
         weights = self.hook_index_weights(self.head_weights(x) * self.n_heads ** -0.5)  # (B, T_q, I)
         scores = self.hook_index_scores(torch.einsum("bqi,biqk->bqk", weights, relu))  # (B, T_q, T_kv)
-        return self.hook_index_chosen(masks.top_k(scores, inputs.allowed, self.top_k))  # (B, 1, T_q, T_kv)
+        return self.hook_index_chosen(masks.top_k(scores, inputs.allowed, self.top_k)), scores  # (B, 1, T_q, T_kv)
+
+
+def matching_loss(scores: torch.Tensor, dense: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    """KL(p || softmax(scores)): how far the indexer's ranking is from the attention it stands in for.
+
+    DeepSeek-V3.2 trains its indexer on this loss alone: p is the layer's dense softmax weights summed over heads
+    and renormalised (B, T_q, T_kv), the target, so no gradient of it reaches the model; the top-k choice is a
+    sort, so no gradient of the model's loss reaches the indexer either. scores (B, T_q, T_kv) are the indexer's,
+    dense (B, H, T_q, T_kv), allowed (B or 1, 1, T_q, T_kv) the keys each query may see.
+    """
+    seen = allowed[:, 0]  # (B or 1, T_q, T_kv)
+    target = dense.detach().sum(1)  # (B, T_q, T_kv)
+    target = target / target.sum(-1, keepdim=True)  # rows of 1 again where a sink took a share
+    log_q = torch.log_softmax(scores.masked_fill(~seen, float("-inf")), dim=-1)  # (B, T_q, T_kv)
+    kl = torch.xlogy(target, target) - target * log_q.masked_fill(~seen, 0.0)  # (B, T_q, T_kv): 0 off the mask
+    return kl.sum(-1).mean()
 
 
 def kept_by_k(dense: torch.Tensor, values: torch.Tensor, order: torch.Tensor, ks: list[int]) -> dict[str, list[float]]:

@@ -21,6 +21,7 @@ from .config import TransformerConfig
 from .ffn import MoE
 from .hooks import DEFAULT_MAX_BYTES, HookPoint, Intervention, NameFilter, Trace, name_hook_points, recording
 from .hyper_connections import HyperHead, widen
+from .indexer import LightningIndexer
 from .layer_plan import LayerSpec
 from .linear_attention import LinearAttention, state_inputs
 from .norms import make_norm
@@ -380,6 +381,13 @@ class Transformer(nn.Module):
     def aux_loss(self) -> torch.Tensor:
         """The MoE load-balancing loss of the last forward pass, summed over layers (0 without MoE)."""
         losses = [m.aux_loss for m in self.modules() if isinstance(m, MoE)]
+        return torch.stack(losses).sum() if losses else torch.zeros((), device=self.device)
+
+    @property
+    def indexer_loss(self) -> torch.Tensor:
+        """The lightning indexers' matching loss of the last training forward pass, summed over layers (0 without
+        an indexer): each indexer learns from it alone, the model never does (transformer/indexer.py)."""
+        losses = [m.loss for m in self.modules() if isinstance(m, LightningIndexer)]
         return torch.stack(losses).sum() if losses else torch.zeros((), device=self.device)
 
     # --- generation ---------------------------------------------------------------

@@ -120,9 +120,13 @@ def train(cfg_or_preset: str | TransformerConfig, task: str | Task, steps: int, 
           lr: float = 3e-3, warmup: int | None = None, weight_decay: float = 0.01, aux_loss_weight: float = 0.01,
           grad_clip: float = 1.0, seed: int = 0, device: torch.device | str | None = None,
           callback: Callback | None = None, callback_every: int = 10, should_stop: Callable[[], bool] | None = None,
-          progress: bool = True, state_path: str | Path | None = None,
-          save_every_s: float = 180.0) -> tuple[Transformer, list[dict]]:
+          progress: bool = True, state_path: str | Path | None = None, save_every_s: float = 180.0,
+          start_from: Transformer | None = None, learning: str | None = None) -> tuple[Transformer, list[dict]]:
     """Train a fresh model on `task` for `steps` steps; returns (model in eval mode, history).
+
+    A continued run starts from `start_from`'s weights instead (every weight of the new model that it has, by
+    name; the rest, such as an indexer it lacks, keep their seeded start), and with `learning` set only the
+    weights whose names contain it learn: DeepSeek-V3.2's indexer warm-up trains ".indexer." alone.
 
     history holds one dict per step: step, loss, accuracy (on that batch's answer
     positions), lr, aux_loss (MoE load balancing, 0 otherwise), seconds since the start and the
@@ -149,9 +153,17 @@ def train(cfg_or_preset: str | TransformerConfig, task: str | Task, steps: int, 
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
         torch.manual_seed(seed)
         model = Transformer(cfg, device=device).train()
-        scale_embeddings_for_sinusoidal(model)
-        start_routers_at_zero(model)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay, betas=(0.9, 0.98))
+        if start_from is None:
+            scale_embeddings_for_sinusoidal(model)
+            start_routers_at_zero(model)
+        else:
+            _start_from(model, start_from)
+        learned = [w for name, w in model.named_parameters() if learning is None or learning in name]
+        if not learned:
+            raise ValueError(f"no weight's name contains learning={learning!r}; name part of one, such as '.indexer.'")
+        for w in set(model.parameters()) - set(learned):
+            w.requires_grad_(False)
+        optimizer = torch.optim.AdamW(learned, lr=lr, weight_decay=weight_decay, betas=(0.9, 0.98))
         first_step, earlier_seconds, earlier_cpu = 0, 0.0, 0.0
         if state_path is not None and Path(state_path).exists():
             history = _resume(state_path, model, optimizer, data)
@@ -170,12 +182,14 @@ def train(cfg_or_preset: str | TransformerConfig, task: str | Task, steps: int, 
             batch = task.at(step / steps).sample(batch_size, generator=data).to(device)  # a curriculum may change it
             loss, logits = task_loss(model, task, batch)
             aux = model.aux_loss  # MoE: keeps the experts evenly loaded
+            index = model.indexer_loss  # reaches the indexers' weights alone, so it needs no weight of its own
             optimizer.zero_grad(set_to_none=True)
-            (loss + aux_loss_weight * aux).backward()
+            (loss + aux_loss_weight * aux + index).backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
             optimizer.step()
             metrics = {"step": step, "loss": loss.item(), "accuracy": task.accuracy(logits.detach(), batch),
-                       "lr": optimizer.param_groups[0]["lr"], "aux_loss": aux.item(), "seconds": time.perf_counter() - start,
+                       "lr": optimizer.param_groups[0]["lr"], "aux_loss": aux.item(),
+                       "indexer_loss": index.item(), "seconds": time.perf_counter() - start,
                        "cpu_seconds": time.process_time() - cpu_start}
             history.append(metrics)
             if step % 10 == 0:
@@ -186,7 +200,21 @@ def train(cfg_or_preset: str | TransformerConfig, task: str | Task, steps: int, 
                 _save_state(state_path, model, optimizer, data, history)
                 last_save = time.perf_counter()
         bar.close()
+    model.requires_grad_(True)  # weights a warm-up held still learn again wherever the model goes next
     return model.eval(), history
+
+
+def _start_from(model: Transformer, trained: Transformer) -> None:
+    """Copy every weight `trained` has into `model`; a name only `model` has keeps its start, a shape that differs
+    is an error (the two must be the same model but for what is added)."""
+    own = model.state_dict()
+    theirs = {name: w for name, w in trained.state_dict().items() if name in own}
+    wrong = [f"{name} {tuple(w.shape)} vs {tuple(own[name].shape)}" for name, w in theirs.items()
+             if w.shape != own[name].shape]
+    if wrong:
+        raise ValueError(f"start_from's weights do not fit this config: {'; '.join(wrong[:3])}; start from a model "
+                         f"of the same sizes")
+    model.load_state_dict(theirs, strict=False)
 
 
 def _save_state(path: str | Path, model: Transformer, optimizer: torch.optim.Optimizer, data: torch.Generator,
