@@ -48,6 +48,9 @@ class Recipe:
     tokens: str = "characters"  # language task: how it reads it (a key of AXES["tokens"]; "bpe": context in tokens)
     variant: str = ""  # a preset with one axis changed, for comparisons: not listed as the preset's checkpoint
     bfloat16: bool = False  # store the weights in bfloat16 (half the file) when held-out bits move by < 0.01
+    start_from: str = ""  # a shipped checkpoint this run goes on from (its weights by name; what it lacks starts fresh)
+    indexer_warmup: int = 0  # steps first training the indexer alone with every key kept (DeepSeek-V3.2's warm-up)
+    warmup_lr: float = 1e-3  # the indexer warm-up's learning rate
 
     @property
     def name(self) -> str:
@@ -82,6 +85,12 @@ RECIPES = [
     # Qwen3: LLaMA 2's recipe with QK-norm per head (head_dim 32 of its own, two kv heads)
     Recipe("qwen3", "language", lr=3e-3, **ENGLISH, bfloat16=True),
     Recipe("deepseek-v3", "language", lr=3e-3, **ENGLISH, bfloat16=True),  # MLA, sigmoid-routed experts
+    # DeepSeek-V3.2 as it was made: DeepSeek-V3's model goes on with a lightning indexer. First the indexer alone
+    # learns to match the dense weights with every key kept (200 steps), then everything trains with each query's 32
+    # keys (of up to 512) for 300 steps at a tenth of the first run's rate, 8 rows a batch. A step with an indexer in
+    # every layer costs about 3.5x a dense one on one CPU thread: a run from scratch would not fit (docs/checkpoints.md)
+    Recipe("deepseek-v3.2", "language", steps=300, lr=3e-4, batch_size=8, corpus="english", context=512,
+           repeat_rate=0.25, bfloat16=True, start_from="deepseek-v3-language", indexer_warmup=200),
     Recipe("gpt-oss", "language", lr=3e-3, **ENGLISH, bfloat16=True),  # sinks, alternating 64-key windows, experts
     Recipe("gemma3", "language", lr=3e-3, **ENGLISH, bfloat16=True),  # five local layers (64 keys) to one global
     # the state-keeping kinds: Qwen3.5's three Gated DeltaNet layers to one full layer, and all four layers Gated
@@ -90,6 +99,9 @@ RECIPES = [
     Recipe("qwen3.5", "language", lr=3e-3, **{**ENGLISH, "steps": 3000}, bfloat16=True),
     Recipe("qwen3.5", "language", lr=3e-3, **{**ENGLISH, "steps": 3000}, bfloat16=True, variant="gdn",
            changes=PURE_GATED_DELTANET),
+    # Llama 4: NoPE every fourth layer (here the last, full), chunks of 64 characters in the three RoPE layers, a
+    # routed expert beside a shared one; 3,000 steps, as Qwen3.5's (docs/checkpoints.md)
+    Recipe("llama4", "language", lr=3e-3, **{**ENGLISH, "steps": 3000}, bfloat16=True),
     # the fixed table outweighs the characters: at GPT-2's 2e-3, 2.35 bits and a previous-token head of 0.42
     Recipe("gpt2", "language", lr=3e-3, **ENGLISH, changes=dict(position="sinusoidal"), variant="sinusoidal"),
     # BERT reads masked characters with the encoder's own curriculum: 8-, 16- and 32-character crops, then 64.
@@ -144,11 +156,19 @@ def train_recipe(recipe: Recipe, directory: Path) -> None:
     task = recipe_task(recipe)
     cfg = config_for(recipe.preset, task, **recipe.changes)
     state = STATE_DIR / f"{recipe.name}.state.pt"  # a stopped run goes on from here when started again
+    start, before = continued_start(recipe, cfg, task)
     model, history = train(cfg, task, recipe.steps, lr=recipe.lr, batch_size=recipe.batch_size,
-                           seed=recipe.seed, aux_loss_weight=recipe.aux_loss_weight, device="cpu", state_path=state)
-    meta = describe(model, task, history, {
-        "batch_size": recipe.batch_size, "lr": recipe.lr, "seed": recipe.seed, "aux_loss_weight": recipe.aux_loss_weight,
-        "threads": torch.get_num_threads(), "config_changes": recipe.changes})
+                           seed=recipe.seed, aux_loss_weight=recipe.aux_loss_weight, device="cpu", state_path=state,
+                           start_from=start)
+    settings = {"batch_size": recipe.batch_size, "lr": recipe.lr, "seed": recipe.seed,
+                "aux_loss_weight": recipe.aux_loss_weight, "threads": torch.get_num_threads(),
+                "config_changes": recipe.changes}
+    if recipe.start_from:
+        settings |= {"started_from": recipe.start_from, "indexer_warmup_steps": recipe.indexer_warmup,
+                     "indexer_warmup_lr": recipe.warmup_lr}
+        history = before + [{**row, "seconds": row["seconds"] + before[-1]["seconds"],
+                             "cpu_seconds": row["cpu_seconds"] + before[-1]["cpu_seconds"]} for row in history]
+    meta = describe(model, task, history, settings)
     meta["preset"] = recipe.preset
     path = directory / recipe.name
     store_as = None
@@ -156,9 +176,23 @@ def train_recipe(recipe: Recipe, directory: Path) -> None:
         meta["storage"], store_as = halved_storage(model, recipe.corpus, task.tokenizer, task.context)
     checkpoint.save(model, path, meta, store_as=store_as)
     state.unlink()  # the run is done: training this recipe again starts afresh
+    (STATE_DIR / f"{recipe.name}.warmup.state.pt").unlink(missing_ok=True)
     seconds = meta["training"]["seconds"]
     print(f"{recipe.name:22s} accuracy {meta['accuracy']:.3f}  {seconds:5.1f} s  {file_bytes(path) / 1024:6.0f} KiB "
           f"{json.dumps(meta.get('figures', {}))}", flush=True)
+
+
+def continued_start(recipe: Recipe, cfg, task):
+    """The model a continued recipe starts from and the history of its indexer warm-up, or (None, [])."""
+    if not recipe.start_from:
+        return None, []
+    base, _ = checkpoint.load(checkpoint.SHIPPED_DIR / recipe.start_from, device="cpu")
+    if not recipe.indexer_warmup:
+        return base, []
+    dense = cfg.replace(index_top_k=task.max_tokens)  # every key kept: the indexer learns beside dense attention
+    return train(dense, task, recipe.indexer_warmup, lr=recipe.warmup_lr, batch_size=recipe.batch_size,
+                 seed=recipe.seed, device="cpu", start_from=base, learning=".indexer.",
+                 state_path=STATE_DIR / f"{recipe.name}.warmup.state.pt")
 
 
 def halved_storage(model, corpus: str, tokenizer=None,

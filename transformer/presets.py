@@ -351,7 +351,9 @@ _RECENT_CARDS = [
            # Maverick's config.json turns q and k's L2 norm off (use_qk_norm false): no parameters either way
            "Maverick": dict(_LLAMA4_REAL, n_experts=128, moe_layers="every 2", max_len=1048576, qk_norm="none")},
           {"Scout": 109e9, "Maverick": 400e9}, {"Scout": 17e9, "Maverick": 17e9},
-          classroom=dict(n_layers=4, n_kv_heads=2, n_experts=4, d_expert=32, attention_chunk=64)),
+          # the English size, a routed and a shared expert of half LLaMA 2's gated width (a token's FFN costs as much);
+          # a chunk of 64 of the 512-character crops: only the NoPE layer sees further back
+          classroom=dict(ENGLISH_GATED, n_kv_heads=2, n_experts=4, d_expert=88, attention_chunk=64)),
     # SmolLM3 3B (Hugging Face, 2025): 3.08B as its model page gives it (3.075B with the one embedding table).
     # Nothing windowed: the NoPE layers (9 of 36) hold as many parameters and cache as much as the others,
     # 4 kv heads of 128 in every layer: bf16, 0.28 GiB at 4k tokens, 9 GiB at 128k, 72 GiB at 1M (64k its context)
