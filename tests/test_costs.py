@@ -80,10 +80,20 @@ MODERN = {
                        qk_norm="head", layer_pattern="2:1", sliding_window=4, n_layers=3, logit_softcap=30.0,
                        attn_softcap=50.0),
 }
+# DeepSeek-V4's attention and residual streams (their FLOPs are not counted yet: not in MODERN)
+V4_LIKE = {
+    "DeepSeek-V4-like: pooled, indexed and window layers, grouped output, sinks, hyper-connections, hashed MoE": dict(
+        n_layers=3, head_dim=8, rope_dim=4, n_kv_heads=1, q_rank=8, sliding_window=8, max_len=64,
+        compress_layers="pooled 8, indexed 4, window", index_top_k=2, index_heads=2, index_head_dim=8, sinks=True,
+        o_groups=2, o_rank=4, hyper_streams=3, ffn="moe", n_experts=4, top_k=2, n_shared_experts=1, hash_layers=1,
+        router="sqrt-softplus"),
+    "DeepSeek-V4-like: one stream, a plain output, two indexed layers": dict(
+        n_layers=3, head_dim=8, rope_dim=4, n_kv_heads=1, q_rank=8, sliding_window=8, max_len=64,
+        compress_layers="indexed 4, indexed 8, pooled 8", index_top_k=1, index_heads=2, index_head_dim=8)}
 CONFIGS = {**{f"preset {k}": cfg for k, cfg in PRESETS.items()},
            **{f"card {k}": card.config for k, card in MODEL_CARDS.items() if k not in PRESETS},
            **{"-".join(str(v) for v in mix.values()): TransformerConfig(**TEST_SIZE, **mix) for mix in MIXES[::5]},
-           **{name: TransformerConfig(**{**TEST_SIZE, **changes}) for name, changes in MODERN.items()},
+           **{name: TransformerConfig(**{**TEST_SIZE, **changes}) for name, changes in {**MODERN, **V4_LIKE}.items()},
            "bert head": PRESETS["bert"].replace(tie_embeddings=False)}
 
 
@@ -361,3 +371,23 @@ def test_the_shipped_sweep_spent_one_budget_on_each_size():
         assert abs(run["flops"] - budget) / budget < 0.05  # whole steps: within 5% of the budget
         assert 0 < run["bits_per_char"] < math.log2(run["vocab_size"])
     assert sum(r["cpu_seconds"] for r in runs) < 600  # a few minutes of one thread in all
+
+
+def test_deepseek_v4_layers_hold_a_window_and_their_pooled_blocks():
+    cfg = CONFIGS["DeepSeek-V4-like: pooled, indexed and window layers, grouped output, sinks, hyper-connections, "
+                  "hashed MoE"]  # layers: pooled blocks of 8, indexed blocks of 4, a window alone (8 tokens)
+    d_h, d_I, T = cfg.d_head, cfg.index_head_dim, 37
+    held = kv_cache_bytes(cfg, T, 1)
+    window = 8 * d_h  # the last 8 tokens' one key-value head, in every layer
+    pooled = window + (T // 8) * d_h + (T % 8) * 2 * d_h  # 4 blocks; 5 tokens' values and gates wait for theirs
+    # 9 blocks and the indexer's own keys of them; the overlapping series keep the last block's rows and 1 token's
+    indexed = window + (T // 4) * (d_h + d_I) + (T % 4 + 4) * 2 * 2 * (d_h + d_I)
+    assert held["per layer"] == (pooled, indexed, window)
+    assert (held["compressed layers"], held["local layers"], held["global layers"]) == (pooled + indexed, window, 0)
+    assert held["compressed keys"] == (4 + 9) * d_h and held["index keys"] == 9 * d_I
+    # at a million tokens the pooled blocks hold 1/8 and 1/4 of what a key per token would
+    million = kv_cache_bytes(cfg, 2**20, 1)["compressed keys"]
+    assert million == 2**20 * d_h * (1 / 8 + 1 / 4)
+    # this library's cache keeps every token's head and pooling rows instead, and pools again: what it grows by
+    _, cache = filled_cache(cfg, prompt=9, new=3, batch=1)
+    assert cache.nbytes == cache.length * kv_cache_bytes_per_token(cfg, 4)

@@ -61,7 +61,9 @@ def test_real_size_parameter_counts_match_published_figures(key, size, kind, pub
 # published figures known to be rounded or counted another way, and how far off our exact count is
 LOOSE = {("original", "base"): 0.05,  # the paper's "65M"; its dimensions give 63.1M with shared embeddings
          # Kimi Linear's "48B" and "A3B" name the release; its config gives 49.12B (2.3% over) and 3.11B (3.6% over)
-         ("kimi-linear", "48B-A3B"): 0.025, ("kimi-linear", "48B-A3B", "active"): 0.04}
+         ("kimi-linear", "48B-A3B"): 0.025, ("kimi-linear", "48B-A3B", "active"): 0.04,
+         # DeepSeek-V4-Flash's "13B" active is rounded: a token multiplies by 13.26B (2.03% over)
+         ("deepseek-v4", "Flash", "active"): 0.025}
 
 
 @pytest.mark.parametrize("key", list(MODEL_CARDS))
@@ -191,12 +193,31 @@ def test_olmo_3_cache_saves_in_its_sliding_layers(size, kv_width, layers, expect
     assert [gib(kv_cache_bytes(real, t)["total"]) for t in CONTEXTS] == expected_gib
 
 
+def test_deepseek_v4_flash_caches_a_window_and_pooled_blocks_not_a_key_per_token():
+    flash = MODEL_CARDS["deepseek-v4"].real["Flash"]
+    plan = flash.layer_plan()
+    pooled = [s for s in plan if s.compress_rate == 128]
+    indexed = [s for s in plan if s.compress_rate == 4 and s.indexes_blocks]
+    assert (len(pooled), len(indexed), flash.n_layers) == (23, 20, 43)  # two by 128 first, then by turns
+    for context in CONTEXTS:  # bf16; every context a whole number of blocks: no rows wait
+        held = kv_cache_bytes(flash, context)
+        window = 128 * 512 * 2  # the last 128 tokens' one head of 512, key and value at once
+        assert held["window keys"] == 43 * window
+        assert held["compressed keys"] == (23 * context // 128 + 20 * context // 4) * 512 * 2
+        assert held["index keys"] == 20 * context // 4 * 128 * 2
+        assert held["block rows"] == 20 * 4 * 2 * 2 * (512 + 128) * 2  # the overlapping series: the last block's
+    # a million tokens: under a tenth of DeepSeek-V3's latents, which already cached 576 numbers, not 2 x 128 x 192
+    million = kv_cache_bytes(flash, 1 << 20)["total"]
+    assert million < 0.1 * kv_cache_bytes(MODEL_CARDS["deepseek-v3"].real["671B"], 1 << 20)["total"]
+    assert round(gib(million), 2) == 6.44
+
+
 def test_presets_are_the_cards_that_ship_checkpoints():
     assert set(PRESETS) <= set(MODEL_CARDS)
     assert all(PRESETS[key] == MODEL_CARDS[key].config for key in PRESETS)
     assert set(MODEL_CARDS) - set(PRESETS) == {"llama3", "olmo2", "gemma4", "kimi-linear", "qwen3-next", "lfm2",
                                                "minimax", "deepseek-v3.2", "glm-5", "llama4", "smollm3",
-                                               "olmo3", "bart", "t5"}  # real sizes only, no trained model
+                                               "olmo3", "bart", "t5", "deepseek-v4"}  # real sizes only, no trained model
     assert {"qwen3", "deepseek-v3", "gpt-oss", "gemma3", "qwen3.5"} <= set(PRESETS)  # their English models ship
 
 

@@ -191,6 +191,24 @@ _DEEPSEEK_CLASSROOM = dict(ENGLISH_GATED, head_dim=32, rope_dim=8, v_head_dim=32
 # DeepSeek Sparse Attention's classroom indexer: 4 heads of 16 keep 32 keys of up to 256 per query
 _DSA_CLASSROOM = dict(index_top_k=32, index_heads=4, index_head_dim=16)
 
+# DeepSeek-V4: every layer's attention one head that is key and value, a window beside pooled blocks, per-head sinks
+# and a grouped low-rank output; 4 residual streams mixed by hyper-connections; experts routed by sqrt(softplus),
+# the first 3 layers by a fixed table of token ids. Flash's layers: 2 pooled by 128, then indexed-4 and pooled-128 by turns
+_DEEPSEEK_V4 = dict(position="rope", norm="rmsnorm", norm_eps=1e-6, n_kv_heads=1, sinks=True, hyper_streams=4,
+                    ffn="moe", router="sqrt-softplus", router_norm=True, routed_scale=1.5, n_shared_experts=1,
+                    expert_activation="limited-swiglu", expert_limit=10.0, hash_layers=3, compress_rope_theta=160000.0,
+                    tie_embeddings=False)
+_V4_FLASH_LAYERS = ["pooled 128"] * 2 + ["indexed 4" if i % 2 else "pooled 128" for i in range(41)]
+_DEEPSEEK_V4_FLASH = dict(vocab_size=129280, d_model=4096, n_heads=64, head_dim=512, rope_dim=64, q_rank=1024,
+                          n_layers=43, sliding_window=128, compress_layers=", ".join(_V4_FLASH_LAYERS), o_groups=8,
+                          o_rank=1024, n_experts=256, top_k=6, d_ff=2048, d_expert=2048, index_top_k=512,
+                          index_heads=64, index_head_dim=128, max_len=1048576)
+# the classroom's: a window of 32 beside blocks of 16 (pooled) and of 4 (an indexer keeps 8 of them)
+_DEEPSEEK_V4_CLASSROOM = dict(n_layers=4, head_dim=32, rope_dim=8, q_rank=32, sliding_window=32,
+                              compress_layers="pooled 16, indexed 4, pooled 16, window", index_top_k=8, index_heads=4,
+                              index_head_dim=16, o_groups=2, o_rank=16, n_experts=8, top_k=2, d_expert=32,
+                              hash_layers=1)
+
 # Llama 4: every fourth layer leaves RoPE out (and sees every earlier token), the other three see only their own
 # chunk of 8,192 tokens; a token's queries on the NoPE layers warm with its position; q and k L2-normed on the RoPE
 # layers; one routed expert of 16 (Scout) or 128 (Maverick) per token, by a sigmoid score, beside one shared expert
@@ -279,6 +297,16 @@ _RECENT_CARDS = [
                         index_heads=32, index_head_dim=128)},
           {"744B": 744e9}, {"744B": 40e9}, classroom=dict(_DEEPSEEK_CLASSROOM, **_DSA_CLASSROOM),
           active_counts="non-embedding"),
+    # DeepSeek-V4-Flash (2026), from the dimensions Hugging Face's DeepseekV4Config is written for: 284B (284.3B
+    # counted, the multi-token-prediction module left out as V3's) and 13B active, a token multiplying by 13.26B
+    # (2.0% over the rounded figure). Its cache saves three ways: every layer's one head is key and value at once;
+    # past the 128-token window, blocks of 4 (chosen by an indexer) or 128 tokens pooled into one key each.
+    # bf16 at 4k / 128k / 1M tokens: 0.03 / 0.81 / 6.4 GiB (DeepSeek-V3's latents: 0.27 / 8.6 / 68.6 GiB)
+    _card("deepseek-v4", "DeepSeek-V4", 2026, "decoder · one key-value head · RoPE (partial) · sliding window (128) "
+          "beside blocks pooled by 4 (indexer top-512) or 128 · sinks · grouped output · 4 hyper-connected streams · "
+          "MoE (256 experts, sqrt-softplus router, top-6 + 1 shared, first 3 hashed)", _DEEPSEEK_V4,
+          {"Flash": _DEEPSEEK_V4_FLASH}, {"Flash": 284e9}, {"Flash": 13e9}, active_counts="multiplied",
+          classroom=_DEEPSEEK_V4_CLASSROOM),
     # OpenAI's model card counts the active parameters a token multiplies by: the unembedding, not the embedding
     _card("gpt-oss", "gpt-oss", 2025, "decoder · GQA · RoPE (YaRN) · alternating 128-token windows · sinks · "
           "pre-RMSNorm · MoE (clamped SwiGLU experts, top-4) · biases", _GPT_OSS,

@@ -35,6 +35,24 @@ def _state_width(cfg: TransformerConfig, spec) -> dict[str, int]:
             "conv inputs": channels * (cfg.linear_conv_size - 1) if spec.row.short_conv else 0}
 
 
+def _compressed_width(cfg: TransformerConfig, spec, context: int) -> dict[str, int]:
+    """Numbers one DeepSeek-V4 layer holds at `context` tokens, by tensor: its one head (key and value at once, d_h)
+    for the last `window` tokens; one pooled key of d_h per finished block of m tokens; where an indexer chooses
+    blocks, its own pooled key of d_I per block too; and the pooling rows (values and gates, 2 series where
+    blocks overlap) of the tokens whose block is not pooled yet, with the block before's where blocks overlap."""
+    rate, d_h = spec.compress_rate, cfg.d_head
+    numbers = {"window keys": min(context, spec.window) * d_h}
+    if not rate:
+        return numbers
+    blocks, series = context // rate, 2 if spec.indexes_blocks else 1
+    pending = context % rate + (rate if spec.indexes_blocks and blocks else 0)  # tokens whose rows are kept
+    numbers |= {"compressed keys": blocks * d_h, "block rows": pending * 2 * series * d_h}
+    if spec.indexes_blocks:
+        numbers["index keys"] = blocks * cfg.index_head_dim
+        numbers["block rows"] += pending * 2 * series * cfg.index_head_dim
+    return numbers
+
+
 def kv_cache_bytes(cfg: TransformerConfig, context: int, bytes_per_value: int = 2,
                    state_bytes_per_value: int | None = None) -> dict:
     """Bytes the cache of one sequence of `context` tokens holds, and where they sit.
@@ -51,19 +69,29 @@ def kv_cache_bytes(cfg: TransformerConfig, context: int, bytes_per_value: int = 
     matrices of d_k × d_v, and with a short convolution its last K − 1 inputs, a constant. States are
     counted at `state_bytes_per_value` (None: `bytes_per_value`); this library keeps them in float32 (4)
     whatever the model's dtype, as Hugging Face's Gated DeltaNet computes them. Self-attention only: an
-    encoder-decoder's cross-attention keys are computed once from the source.
+    encoder-decoder's cross-attention keys are computed once from the source. A DeepSeek-V4 layer
+    (``compress_layers``) holds its window of one key-value head and its pooled blocks (``_compressed_width``),
+    the cache its paper describes; this library's ``KVCache`` keeps every token's key and pooling rows instead,
+    from which it pools the blocks again, exact but larger.
 
-    Returns {"total", "global layers", "local layers", "state layers", and by tensor "keys" and "values" (or
-    MLA's "latent" and "rope keys"), "index keys" with an indexer, "states" and "conv inputs" where a layer
-    keeps a state: bytes;
+    Returns {"total", "global layers", "local layers", "state layers", "compressed layers", and by tensor "keys"
+    and "values" (or MLA's "latent" and "rope keys"), "index keys" with an indexer, "states" and "conv inputs"
+    where a layer keeps a state, DeepSeek-V4's "window keys", "compressed keys" and "block rows": bytes;
     "per layer": a tuple of each layer's bytes}.
     """
     if context < 1:
         raise ValueError(f"context={context} must be at least 1 token")
     state_bytes_per_value = bytes_per_value if state_bytes_per_value is None else state_bytes_per_value
     held = {tensor: 0 for tensor in _cache_width(cfg)}  # bytes by tensor, summed over layers
-    per_layer, kinds = [], []  # each layer's bytes, and what holds them: "global", "local" or "state"
+    per_layer, kinds = [], []  # each layer's bytes, and what holds them: "global", "local", "state" or "compressed"
     for spec in cfg.layer_plan():
+        if spec.compresses:
+            numbers = _compressed_width(cfg, spec, context)
+            for tensor, n in numbers.items():
+                held[tensor] = held.get(tensor, 0) + n * bytes_per_value
+            per_layer.append(sum(numbers.values()) * bytes_per_value)
+            kinds.append("compressed" if spec.compress_rate else "local")
+            continue
         if spec.row.keeps_state:
             numbers = _state_width(cfg, spec)
             state = {"states": numbers["states"] * state_bytes_per_value,  # float32 here, as the library keeps them
@@ -86,7 +114,7 @@ def kv_cache_bytes(cfg: TransformerConfig, context: int, bytes_per_value: int = 
         kinds.append("global" if bound is None else "local")
     return {"total": sum(per_layer),
             **{f"{kind} layers": sum(b for b, k in zip(per_layer, kinds) if k == kind)
-               for kind in ("global", "local", "state")},
+               for kind in ("global", "local", "state", "compressed")},
             **held, "per layer": tuple(per_layer)}
 
 
@@ -95,7 +123,7 @@ def kv_cache_bytes_per_token(cfg: TransformerConfig, bytes_per_value: int = 2, c
 
     context=None: what one more token adds while every layer still holds every token -- K and V of G kv heads
     in every softmax layer, 2·L·G·d_h (G·d_h + G·d_v when values are narrower), MLA L·(r_kv + d_r), plus d_I
-    per layer with a lightning indexer; a layer
+    per layer with a lightning indexer, a DeepSeek-V4 layer its key-value head and its pooling rows; a layer
     that keeps a state, or reads another layer's K and V, adds nothing. That is the growth before any window is
     full, the growth of this library's ``KVCache`` at any length (it keeps local layers' old tokens too), and an
     upper bound; an int.
@@ -107,6 +135,16 @@ def kv_cache_bytes_per_token(cfg: TransformerConfig, bytes_per_value: int = 2, c
         return kv_cache_bytes(cfg, context, bytes_per_value)["total"] / context
     # the layers that cache keys and values of their own (an encoder-decoder's: its decoder's)
     plan = cfg.layer_plan()
-    index_keys = sum(sum(_index_width(cfg, spec).values()) for spec in plan)  # each indexer's key per token
+    index_keys = sum(sum(_index_width(cfg, spec).values()) for spec in plan if not spec.compresses)
     return (sum(sum(_cache_width(cfg.layer_config(spec)).values()) for spec in plan
-                if not (spec.row.keeps_state or spec.reuses_kv)) + index_keys) * bytes_per_value
+                if not (spec.row.keeps_state or spec.reuses_kv or spec.compresses)) + index_keys
+            + sum(_kept_per_token(cfg, spec) for spec in plan if spec.compresses)) * bytes_per_value
+
+
+def _kept_per_token(cfg: TransformerConfig, spec) -> int:
+    """Numbers this library's cache keeps per token in a DeepSeek-V4 layer: its key-value head, and the pooling rows
+    (values and gates, of each series) of the attention's pooling and of the block indexer's."""
+    if not spec.compress_rate:
+        return cfg.d_head
+    series = 2 if spec.indexes_blocks else 1
+    return cfg.d_head + 2 * series * (cfg.d_head + (cfg.index_head_dim if spec.indexes_blocks else 0))

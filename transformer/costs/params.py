@@ -27,7 +27,10 @@ SYMBOLS = {"V": "vocabulary size", "D": "d_model", "L": "layers", "H": "query he
            "d_k": "a state's rows (its key width)", "d_s": "a state's columns (its value width)",
            "c": "the short convolution's width (tokens)",
            "p": "per_layer_dim (each layer's own input per token, Gemma 4)",
-           "I": "the lightning indexer's heads (index_heads)", "d_I": "an indexer head's width (index_head_dim)"}
+           "I": "the lightning indexer's heads (index_heads)", "d_I": "an indexer head's width (index_head_dim)",
+           "m": "a compressed layer's block of tokens (compress_rate, DeepSeek-V4)",
+           "g": "the output projection's groups (o_groups)", "r_o": "each group's rank (o_rank)",
+           "n": "residual streams (hyper_streams)"}
 PARTS = ("embedding", "attention", "ffn", "norms", "head")
 
 
@@ -105,6 +108,8 @@ def param_terms(cfg: TransformerConfig) -> list[ParamTerm]:
     plan = cfg.layer_plan()
     softmax = [spec for spec in plan if not AXES["attention"].row(spec.kind).keeps_state]
     everywhere = len(softmax) == len(plan)
+    compressing = [spec for spec in softmax if spec.compresses]  # DeepSeek-V4's attention: terms of its own
+    softmax = [spec for spec in softmax if not spec.compresses]
 
     def at(specs: list) -> tuple[str, ...]:  # the attention modules of these layers (of both stacks)
         return ("*blocks.*.attn.",) if len(specs) == len(plan) else tuple(f"*blocks.{s.index}.attn." for s in specs)
@@ -127,6 +132,8 @@ def param_terms(cfg: TransformerConfig) -> list[ParamTerm]:
     selecting = [spec for spec in softmax if spec.selects_keys]
     if selecting:
         terms += _indexer_terms(cfg, n_stacks * len(selecting), at(selecting))
+    if compressing:
+        terms += _compressed_attention_terms(cfg, compressing)
     if not everywhere:
         terms += _state_terms(cfg, [spec.index for spec in plan if spec not in softmax])
     if cfg.row("arch").cross:  # the decoder's blocks read the encoder through a second attention
@@ -134,6 +141,8 @@ def param_terms(cfg: TransformerConfig) -> list[ParamTerm]:
     terms += _per_layer_terms(cfg)
     terms += _block_norm_terms(cfg, n_stacks, norm, norm_formula)
     terms += _ffn_terms(cfg, n_stacks)
+    if cfg.hyper_streams > 1:
+        terms += _hyper_terms(cfg, blocks)
     if cfg.has_final_norm:
         terms.append(ParamTerm("norms", "final norm", norm_formula, norm, n_stacks, ("*ln_final.*",)))
     if cfg.head_transform:  # BERT's masked-LM head: dense -> GELU -> LayerNorm before the unembedding
@@ -300,6 +309,68 @@ def _indexer_terms(cfg: TransformerConfig, blocks: int, attn: tuple[str, ...]) -
                       source * heads * width + d * width + d * heads, 0, blocks,
                       _at(indexer, "q_proj.*", "k_proj.*", "head_weights.*")),
             ParamTerm("norms", "indexer key LayerNorm", "2·d_I", 2 * width, blocks, _at(indexer, "k_norm.*"))]
+
+
+def _compressed_attention_terms(cfg: TransformerConfig, specs: list) -> list[ParamTerm]:
+    """DeepSeek-V4's layers: q through a latent, one head that is both key and value, the (grouped) output, sinks,
+    and where blocks are pooled (rate m) the pooling weights; at rate 4 each token writes two overlapping series,
+    and the block indexer pools keys of its own. Layers alike share terms."""
+    d, H, dh, rq = cfg.d_model, cfg.n_heads, cfg.d_head, cfg.q_rank
+    every = len(specs) == cfg.n_layers
+    attn = ("*blocks.*.attn.",) if every else tuple(f"*blocks.{s.index}.attn." for s in specs)
+    blocks = len(specs)
+    terms = [_matrices("attention", "W_q down and up, W_kv (one head, key and value)", "D·r_q + r_q·H·d_h + D·d_h",
+                       d * rq + rq * H * dh + d * dh, 0, blocks, _at(attn, "q_down.*", "q_up.*", "kv_proj.*")),
+             ParamTerm("norms", "q latent and kv norms", "r_q + d_h", rq + dh, blocks,
+                       _at(attn, "q_down_norm.*", "kv_norm.*"))]
+    if cfg.o_groups is not None:
+        g, ro = cfg.o_groups, cfg.o_rank
+        terms.append(_matrices("attention", "W_o grouped: each group's H·d_h / g down to r_o, then g·r_o to D",
+                               "r_o·H·d_h + g·r_o·D", ro * H * dh + g * ro * d, 0, blocks,
+                               _at(attn, "o_group_proj", "o_proj.*")))
+    else:
+        terms.append(_matrices("attention", "W_o", "H·d_h·D", H * dh * d, 0, blocks, _at(attn, "o_proj.*")))
+    terms += _sink_terms(cfg, blocks, attn)
+    kinds: dict[tuple, list] = {}
+    for spec in specs:
+        if spec.compress_rate:
+            kinds.setdefault((spec.compress_rate, spec.indexes_blocks), []).append(spec)
+    for (rate, indexed), alike in kinds.items():
+        where = tuple(f"*blocks.{s.index}.attn." for s in alike)
+        series, named = (2, f"rate {rate}, blocks overlapping, chosen by an indexer") if indexed else (1, f"rate {rate}")
+        terms += _pool_terms(f"block pooling ({named})", rate, series, "d_h", dh, d, len(alike), _at(where, "pool."))
+        if indexed:
+            heads, width = cfg.index_heads, cfg.index_head_dim
+            indexer = _at(where, "block_indexer.")
+            terms.append(_matrices("attention", f"block indexer W_q and head weights (rate {rate})", "r_q·I·d_I + D·I",
+                                   rq * heads * width + d * heads, 0, len(alike),
+                                   _at(indexer, "q_proj.*", "head_weights.*")))
+            terms += _pool_terms(f"block indexer's own pooling (rate {rate})", rate, 2, "d_I", width, d, len(alike),
+                                 _at(indexer, "pool."))
+    return terms
+
+
+def _pool_terms(name: str, rate: int, series: int, letter: str, width: int, d: int, copies: int,
+                pool: tuple[str, ...]) -> list[ParamTerm]:
+    """A BlockPool: values and gates from D (series of width each), a gate bias per slot of the block, its norm."""
+    times = "2·" if series == 2 else ""
+    return [_matrices("attention", f"{name}: W_pool and W_gate", f"2·D·{times}{letter}", 2 * d * series * width, 0,
+                      copies, _at(pool, "pool_proj.*", "gate_proj.*")),
+            ParamTerm("attention", f"{name}: each slot's gate bias", f"m·{times}{letter}", rate * series * width, copies,
+                      _at(pool, "position_bias")),
+            ParamTerm("norms", f"{name}: norm", letter, width, copies, _at(pool, "norm.*"))]
+
+
+def _hyper_terms(cfg: TransformerConfig, blocks: int) -> list[ParamTerm]:
+    """Hyper-connections (hyper_streams n): before each sublayer, weights read off all n streams (n·D) make its
+    n pre, n post and n·n mixing numbers, with a bias and three scales; the head collapses the streams once."""
+    n, d = cfg.hyper_streams, cfg.d_model
+    mixing = n * (n + 2) * n * d
+    return [ParamTerm(part, f"hyper-connection around the {sublayer}", "n·(n + 2)·n·D + n·(n + 2) + 3",
+                      mixing + n * (n + 2) + 3, blocks, (f"*blocks.*.{module}.*",), matmul_per_copy=mixing)
+            for part, sublayer, module in (("attention", "attention", "attn_hyper"), ("ffn", "FFN", "mlp_hyper"))] + [
+            ParamTerm("head", "hyper-connection head", "n·n·D + n + 1", n * n * d + n + 1, 1, ("hyper_head.*",),
+                      matmul_per_copy=n * n * d)]
 
 
 def _state_terms(cfg: TransformerConfig, layers: list[int]) -> list[ParamTerm]:
