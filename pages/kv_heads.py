@@ -15,6 +15,7 @@ from ui.figures.paging import block_pool, reserved_slots
 from ui.compute.layers import non_softmax_layers, softmax_layers, state_layers
 from ui.compute.measure import generation_steps
 from ui.compute.paging import paged_generation, parse_lengths
+from ui.compute.cache_savings import cache_row
 from ui.app.page import load_page
 from ui.app.charts import show_chart
 from ui.app.tabs import lazy_tabs, when_open
@@ -102,13 +103,17 @@ for _ in when_open(memory_tab):
         counts = param_counts(real)
         rows.append({"model": card.name, "size": size, "attention": real.attention_kind, "layers": real.n_layers,
                      "H": real.n_heads, "G": real.n_kv_heads, "d_head": real.d_head, "KV bytes / token": per_token,
-                     f"KV cache at {context:,} tokens (GiB)": round(per_token * context / 2**30, 3),
+                     **cache_row(real, context, n_bytes),
                      "attention params (M)": round(counts["attention"] / 1e6, 1),
                      "weights (GiB, same precision)": round(counts["total"] * n_bytes / 2**30, 1)})
     table = pd.DataFrame(rows)
     st.dataframe(table, hide_index=True, height=36 * (len(table) + 1) + 2)
     st.caption("KV bytes per token = 2 (K and V) × layers × G × d_head × bytes per value; e.g. LLaMA 2 70B in fp16: "
-               "2 × 80 × 8 × 128 × 2 = 327,680 bytes. One sequence; a batch multiplies it.")
+               "2 × 80 × 8 × 128 × 2 = 327,680 bytes: what a token adds while every layer still holds every token. "
+               "The cache at the context counts what each layer holds there: a window or a chunk its last tokens, a "
+               "layer that reuses another's K and V nothing, a state layer its fixed state, a DeepSeek-V4 layer its "
+               "window and one pooled key per block; a lightning indexer adds its own key per token. One sequence; "
+               "a batch multiplies it.")
     st.download_button("Download the table (CSV)", on_click="ignore", file_name="kv_cache.csv", mime="text/csv",
                        data=lambda: table.to_csv(index=False))
 
@@ -121,14 +126,19 @@ for _ in when_open(memory_tab):
     gqa = real.n_kv_heads if 1 < real.n_kv_heads < H else min(divisors, key=lambda g: abs(g - H / 8), default=None)
     # a latent-attention model (MLA) is shown beside the same model with plain K and V heads
     plain = real.replace(**WITHOUT_LATENT) if real.row("kv_heads").latent else real
+    one_head = any(spec.compresses for spec in real.layer_plan())  # DeepSeek-V4: one head is key and value
     variant_cfgs = {f"{axes.label('kv_heads', v.attention_kind)} (G={v.n_kv_heads})": v
-                    for v in (plain.replace(n_kv_heads=g) for g in (H, *((gqa,) if gqa else ()), 1))}
+                    for v in ((real,) if one_head else
+                              (plain.replace(n_kv_heads=g) for g in (H, *((gqa,) if gqa else ()), 1)))}
     if real.row("kv_heads").latent:
         variant_cfgs = {f"{axes.label('kv_heads', real.attention_kind)} (latent {real.kv_rank})": real, **variant_cfgs}
     per_token = {label: kv_cache_bytes_per_token(v, n_bytes) for label, v in variant_cfgs.items()}
     contexts = np.linspace(0, max(32_768, context), 200).astype(int)
     show_chart(kv_cache_growth(contexts, per_token, f"{card.label(size)}: KV cache for one sequence"), key="kv_growth")
-    if not gqa:
+    if one_head:
+        st.caption(f"{card.name}'s attention keeps one head that is both key and value in every layer, beside "
+                   "pooled blocks: it has no MHA or GQA variant. Its saving is in the table above.")
+    elif not gqa:
         st.caption(f"H = {H} has no divisor between 1 and H, so this model has no GQA variant.")
     variant_table = pd.DataFrame([{
         "variant": label, "KV bytes / token": per_token[label],

@@ -388,6 +388,8 @@ def test_deepseek_v4_layers_hold_a_window_and_their_pooled_blocks():
     # at a million tokens the pooled blocks hold 1/8 and 1/4 of what a key per token would
     million = kv_cache_bytes(cfg, 2**20, 1)["compressed keys"]
     assert million == 2**20 * d_h * (1 / 8 + 1 / 4)
+    # a query sees its window and every finished block (8 + 4), or the 2 blocks its indexer keeps, or its window
+    assert keys_seen_by_layer(cfg, T) == (8 + 4, 8 + 2, 8)
     # this library's cache keeps every token's head and pooling rows instead, and pools again: what it grows by
     _, cache = filled_cache(cfg, prompt=9, new=3, batch=1)
     assert cache.nbytes == cache.length * kv_cache_bytes_per_token(cfg, 4)

@@ -27,7 +27,7 @@ Every public name is here too: ``transformer.costs.param_counts`` is ``transform
 """
 from __future__ import annotations
 
-from .cache import kv_cache_bytes, kv_cache_bytes_per_token
+from .cache import every_token_bytes, kv_cache_bytes, kv_cache_bytes_per_token
 from .flops import (BACKWARD_PER_FORWARD, forward_flops, forward_flops_per_token, keys_seen, keys_seen_by_layer,
                     training_flops, training_flops_per_token)
 from .memory import (ACTIVATION_BYTES_PER_LAYER, ATTENTION_MATRIX_BYTES, TRAINING_BYTES_PER_PARAM,
@@ -38,7 +38,7 @@ from .params import (PARTS, SYMBOLS, ParamTerm, matmul_weights_per_token, multip
 
 __all__ = [
     "SYMBOLS", "PARTS", "ParamTerm", "param_terms", "param_counts", "multiplied_params", "matmul_weights_per_token",
-    "kv_cache_bytes", "kv_cache_bytes_per_token",
+    "kv_cache_bytes", "kv_cache_bytes_per_token", "every_token_bytes",
     "forward_flops_per_token", "keys_seen_by_layer", "keys_seen", "BACKWARD_PER_FORWARD", "training_flops_per_token",
     "training_flops", "forward_flops",
     "TRAINING_BYTES_PER_PARAM", "ACTIVATION_BYTES_PER_LAYER", "ATTENTION_MATRIX_BYTES", "memory_bytes",

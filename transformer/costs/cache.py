@@ -6,6 +6,7 @@ layer that keeps a state keeps one matrix per head instead, the same size at 10 
     kv_cache_bytes_per_token(cfg, bytes_per_value=2, context=None)   growth per token, or the average at a context
     kv_cache_bytes(cfg, context, bytes_per_value=2, state_bytes_per_value=None)   the whole cache at `context`
         tokens: global, local and state layers, by tensor and by layer
+    every_token_bytes(cfg, context, bytes_per_value=2)   the same model if every layer kept every token's K and V
 """
 from __future__ import annotations
 
@@ -148,3 +149,17 @@ def _kept_per_token(cfg: TransformerConfig, spec) -> int:
         return cfg.d_head
     series = 2 if spec.indexes_blocks else 1
     return cfg.d_head + 2 * series * (cfg.d_head + (cfg.index_head_dim if spec.indexes_blocks else 0))
+
+
+def every_token_bytes(cfg: TransformerConfig, context: int, bytes_per_value: int = 2) -> int:
+    """What cfg's cache would hold at `context` tokens if every layer kept every token's keys and values: the
+    baseline a window, a chunk, a shared layer, pooled blocks or a state saves from. A layer keeps its own K and V
+    (MLA its latent and rope key, a DeepSeek-V4 layer its one key-value head); a layer that keeps a state counts as
+    the model's softmax layers (or, in a model of state layers only, as its config's K and V would); no indexer."""
+    plan = cfg.layer_plan()
+    softmax = [spec for spec in plan if not spec.row.keeps_state]
+
+    def width(spec) -> int:
+        return cfg.d_head if spec.compresses else sum(_cache_width(cfg.layer_config(spec)).values())
+    as_softmax = width(softmax[0]) if softmax else sum(_cache_width(cfg).values())
+    return sum(as_softmax if spec.row.keeps_state else width(spec) for spec in plan) * context * bytes_per_value

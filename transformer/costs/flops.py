@@ -56,9 +56,19 @@ def _per_key_by_layer(cfg: TransformerConfig) -> list[int]:
 def keys_seen_by_layer(cfg: TransformerConfig, context: int) -> tuple[int, ...]:
     """Keys the token at position context - 1 attends to in each layer of a stack: all of them in a global
     layer, at most W in a local one (``cfg.layer_windows()``), and with a sparse pattern the ones its causal
-    form allows (counted from the mask itself); of those, at most k where an indexer keeps its top k."""
-    return tuple(min(n, spec.index_top_k) if spec.selects_keys else n
+    form allows (counted from the mask itself); of those, at most k where an indexer keeps its top k. A
+    DeepSeek-V4 layer sees its window and the pooled keys of the blocks finished before the token, every one of
+    them, or the k its block indexer keeps."""
+    return tuple(_compressed_keys_seen(spec, n, context) if spec.compresses else
+                 min(n, spec.index_top_k) if spec.selects_keys else n
                  for n, spec in zip(_keys_allowed(cfg, context), cfg.layer_plan()))
+
+
+def _compressed_keys_seen(spec, window_keys: int, context: int) -> int:
+    if not spec.compress_rate:
+        return window_keys
+    blocks = context // spec.compress_rate  # blocks finished by the token at context - 1, itself included
+    return window_keys + (min(blocks, spec.index_top_k) if spec.indexes_blocks else blocks)
 
 
 def _keys_allowed(cfg: TransformerConfig, context: int) -> tuple[int, ...]:
