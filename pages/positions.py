@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import streamlit as st
+import torch
 
 from transformer import analysis, axes
 from transformer.hooks import attention_stacks, hook_name
@@ -21,6 +22,11 @@ from ui.app.figure_cache import cached_figure
 from ui.app.tabs import lazy_tabs, when_open
 from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.compute.layers import softmax_layers, softmax_twin
+from ui.compute.model_cache import get_model
+from ui.compute.nope_measure import LONGER_THAN, NOPE_MODEL, nope_view
+from ui.compute.shipped import shipped_models
+from ui.compute.tokens import encode_text
+from ui.figures.base import side_by_side
 
 url_state("pos", pos_n=48, pos_p=3, pos_train=16, pos_run=24, t5_buckets=32, t5_max_distance=128, t5_stack="encoder",
           rope_scale_factor=4.0, rope_scale_model="llama2-language",
@@ -61,8 +67,9 @@ st.slider("Positions shown", min_value=8, max_value=256, key="pos_n", **KEEP)
 n_positions = int(st.session_state["pos_n"])
 
 # only the open tab is computed: ALiBi's builds five models past their trained length
-sin_tab, learned_tab, rope_tab, xpos_tab, alibi_tab, t5_tab = lazy_tabs(
-    [axes.label("position", p) for p in ("sinusoidal", "learned", "rope", "xpos", "alibi", "t5")], key="pos_tab")
+sin_tab, learned_tab, rope_tab, xpos_tab, alibi_tab, t5_tab, nope_tab = lazy_tabs(
+    [*(axes.label("position", p) for p in ("sinusoidal", "learned", "rope", "xpos", "alibi", "t5")),
+     "Layers without positions (NoPE)"], key="pos_tab")
 
 for _ in when_open(sin_tab):
     st.markdown("PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(p / 10000^(2i/d)): each pair of dimensions is a "
@@ -217,6 +224,48 @@ for _ in when_open(t5_tab):
                    f"{drawn['last_from']}; {sharing} of the {len(drawn['distances'])} distances shown read it, and so "
                    f"does every longer one. {axes.label('position', 'alibi')}'s penalty, by contrast, keeps growing "
                    "with every step.")
+
+for _ in when_open(nope_tab):
+    st.markdown("Llama 4 and SmolLM3 leave RoPE out of every fourth layer. Such a layer's scores carry no distance at "
+                "all: a query knows only that it sees itself and what came before (the causal mask), and whatever "
+                "the layers under it wrote. Llama 4's other layers see only their own chunk of the text, so its "
+                "NoPE layers are the only ones that reach further back. Below, the shipped Llama 4-style model "
+                "(NoPE in its last layer, chunks of 64 characters in the three below) reads the sidebar's text.")
+    shipped = next((m for m in shipped_models() if Path(m.path).name == NOPE_MODEL), None)
+    if shipped is None:
+        st.info(f"The {NOPE_MODEL} checkpoint is not among the shipped ones; `python scripts/train_checkpoints.py "
+                f"--only {NOPE_MODEL}` trains it.")
+    else:
+        nope_model = get_model(shipped.key, ctx.state.seed)
+        nope_tokens = encode_text(ctx.state.text, shipped.key)
+        if len(nope_tokens.ids) < 4:
+            st.error("The sidebar's text is too short to measure: write at least four characters.")
+        else:
+            view = nope_view(nope_model, torch.tensor([nope_tokens.ids]), ctx.state.seed)
+            layers = view["layers"]
+            nope_layer, rope_layer = layers[view["nope"][-1]], layers[view["rope"][-1]]
+            head = st.slider("Head", 0, nope_model.cfg.n_heads - 1, 0, key="nope_head")
+            show_chart(side_by_side(rope_layer["pattern"][head], nope_layer["pattern"][head], nope_tokens.labels,
+                                    nope_tokens.labels,
+                                    f"A: layer {rope_layer['layer']} ({rope_layer['kind']}) · B: layer "
+                                    f"{nope_layer['layer']} ({nope_layer['kind']}) · head {head}"), key="nope_patterns")
+            show_chart(modern_figs.distance_profiles({f"layer {l['layer']} ({l['kind']})": l["profile"]
+                                                      for l in layers}), key="nope_profiles")
+            st.dataframe(pd.DataFrame([{"layer": l["layer"], "kind": l["kind"],
+                                        **{f"{k} (trained)": round(v, 3) for k, v in l["summary"].items()},
+                                        **{f"{k} (random init)": round(v, 3) for k, v in l["random summary"].items()}}
+                                       for l in layers]), hide_index=True)
+            st.caption(f"Means over {nope_model.cfg.n_heads} heads and every query but the first, on "
+                       f"{len(nope_tokens.ids)} tokens; random init: the same shapes, seed {ctx.state.seed}, which "
+                       "spread their weight evenly over what they see. A chunked layer's weight past its chunk is 0 "
+                       "by its mask, not by learning.")
+    longer = {row["model"]: row for row in length_extrapolation() if row["model"] in (NOPE_MODEL, LONGER_THAN)}
+    if len(longer) == 2:
+        st.markdown("**Reading longer text.** Both models trained on 512-character crops at the same size; the "
+                    "Llama 4-style one differs in more than its NoPE layer (chunks, experts, L2 QK-norm), so this "
+                    "compares the two designs as a whole.")
+        show_chart(cached_figure(figs.length_extrapolation, [longer[LONGER_THAN], longer[NOPE_MODEL]]),
+                   key="nope_length")
 
 # --- trained models read text longer than any they saw ---------------------------------------------------
 st.subheader("Reading text two and four times longer than trained on")

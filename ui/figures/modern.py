@@ -250,3 +250,18 @@ def largest_scores(rows: list[dict]) -> go.Figure:
     return layout(fig, "the largest attention score in any layer, on held-out English", 420, "checkpoint",
                   "largest |q·k / √d|")
 
+
+
+def distance_profiles(profiles: dict[str, np.ndarray], limit: int = 64) -> go.Figure:
+    """The mean weight a query puts on the key d tokens back (d = 0 .. limit), one line per layer, log y: a RoPE
+    layer's falls with distance as its rotation lets it; a NoPE layer has no distance in its scores at all."""
+    fig = go.Figure()
+    for i, (name, values) in enumerate(profiles.items()):
+        shown = np.asarray(values)[:limit + 1]
+        fig.add_trace(go.Scatter(x=np.arange(len(shown)), y=np.maximum(shown, 1e-6), mode="lines+markers", name=name,
+                                 line=dict(color=OKABE_ITO[i % len(OKABE_ITO)], width=3),
+                                 hovertemplate=f"{name}<br>%{{x}} back: %{{y:.3f}}<extra></extra>"))
+    fig = layout(fig, "weight on the key d tokens back, mean over heads and queries", 380, "distance d (tokens back)",
+                 "mean weight")
+    fig.update_yaxes(type="log")
+    return fig
