@@ -11,8 +11,13 @@
    logit took on held-out English, and its weight on the first position, beside random-init weights of its shape.
 4. How large the trained decoders' attention scores grew, with and without QK-norm: per layer, the spread and the
    largest |q.k / sqrt(d)|, beside random-init weights of each shape.
-5. Which kind of layer does what, in the checkpoints that mix local and global layers: per layer, the best
-   previous-token and induction head scores (copies 20-200 characters apart), beside random init.
+5. Which kind of layer does what, in the checkpoints that mix local and global layers or leave positions out of
+   some layers (NoPE): per layer, the best previous-token and induction head scores (copies 20-200 characters
+   apart), beside random init.
+6. Which keys a lightning indexer keeps, in the checkpoints with one: the share of the dense weights the kept keys
+   hold as k shrinks, for the trained indexer, a random-init one, the k most recent keys and the best k keys.
+
+    python -m scripts.measure_modern --only layer_roles indexer_mass     # those sections again, the rest kept
 """
 from __future__ import annotations
 
@@ -118,13 +123,25 @@ def layer_roles(model) -> dict:
             "induction": [round(v, 3) for v in language.induction_scores(model, sentences).amax(1).tolist()]}
 
 
+def leaves_positions_out(cfg) -> bool:
+    return cfg.row("position").rotates_qk and any(not spec.rotates for spec in cfg.layer_plan())
+
+
+def layer_kind(spec) -> str:
+    """'global', 'local (W)', 'chunk (C)', with ', NoPE' where a RoPE model's layer turns nothing."""
+    kind = f"local ({spec.window})" if spec.window else f"chunk ({spec.chunk})" if spec.chunk else "global"
+    return kind + (", NoPE" if not spec.rotates else "")
+
+
 def layer_role_rows() -> list[dict]:
-    """The shipped checkpoints that mix local and global layers: which kind of layer does what, beside random init."""
+    """The shipped checkpoints that mix local and global layers, or leave positions out of some: which kind of layer
+    does what, beside random init."""
     rows = []
-    for entry, model, _ in language_decoders(mixes_local_and_global):
+    for entry, model, _ in language_decoders(lambda cfg: mixes_local_and_global(cfg) or leaves_positions_out(cfg)):
         windows = model.cfg.layer_windows()
         controls = [layer_roles(untrained(model.cfg, seed)) for seed in RANDOM_SEEDS]
-        rows.append({"model": entry.name, "preset": entry.preset, "layer_windows": list(windows), **layer_roles(model),
+        rows.append({"model": entry.name, "preset": entry.preset, "layer_windows": list(windows),
+                     "layer_kinds": [layer_kind(spec) for spec in model.cfg.layer_plan()], **layer_roles(model),
                      "random_init": {"seeds": list(RANDOM_SEEDS),
                                      **{key: [max(c[key][layer] for c in controls) for layer in range(len(windows))]
                                         for key in ("previous_token", "induction")}}})
@@ -181,24 +198,89 @@ def sink_share_rows() -> list[dict]:
     return rows
 
 
-def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(OUT))
-    args = parser.parse_args(argv)
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    started, cpu_started = time.perf_counter(), time.process_time()
+INDEX_CONTEXT, INDEX_WINDOWS = 256, 8  # held-out characters per window (after <bos>), windows read
+INDEX_KS = [1, 2, 4, 8, 16, 32, 64, 128]
+
+
+def mass_kept(dense: torch.Tensor, ranking: torch.Tensor, ks: list[int]) -> list[float]:
+    """dense (N, H, T, T) weights, ranking (N, T, T) of each query's keys, higher first (hidden keys -inf): the dense
+    weight its first k keys hold, mean over heads and the queries that see more than k keys, for each k."""
+    order = ranking.sort(dim=-1, descending=True, stable=True).indices  # (N, T, T)
+    ranked = dense.gather(-1, order[:, None].expand_as(dense)).cumsum(-1)  # (N, H, T, T): the first j + 1 keys' mass
+    return [round(ranked[:, :, k:, k - 1].mean().item(), 4) for k in ks]  # query q sees q + 1 keys: q >= k
+
+
+def random_indexer(model, seed: int = 1):
+    """The same model with its indexers' weights drawn afresh from `seed`: the random-init control."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        fresh = type(model)(model.cfg, device="cpu").eval()
+    fresh.load_state_dict({name: w for name, w in model.state_dict().items() if ".indexer." not in name},
+                          strict=False)
+    return fresh
+
+
+@torch.no_grad()
+def indexer_mass(model, ids: torch.Tensor, ks: list[int]) -> list[dict]:
+    """Per layer with an indexer: the dense weight its k kept keys hold, beside a random-init indexer, the k most
+    recent keys and the k keys the dense weights favour (the best any k keys can hold)."""
+    names = ["blocks.*.attn.hook_dense_pattern", "blocks.*.attn.indexer.hook_index_scores"]
+    _, trace = model.run_with_trace(ids, names=names)
+    _, random_trace = random_indexer(model).run_with_trace(ids, names=names)
+    N, T = ids.shape
+    hidden = ~torch.tril(torch.ones(T, T, dtype=torch.bool))  # (T, T): keys after the query
+    recency = torch.arange(T, dtype=torch.float).expand(N, T, T).masked_fill(hidden, float("-inf"))
+    rows = []
+    for spec in model.cfg.layer_plan():
+        if spec.selects_keys:
+            name = f"blocks.{spec.index}.attn"
+            dense = trace[f"{name}.hook_dense_pattern"]  # (N, H, T, T): what the layer's heads weigh before choosing
+            rows.append({"layer": spec.index,
+                         **{label: mass_kept(dense, scores.masked_fill(hidden, float("-inf")), ks) for label, scores in
+                            (("indexer", trace[f"{name}.indexer.hook_index_scores"]),
+                             ("random indexer", random_trace[f"{name}.indexer.hook_index_scores"]),
+                             ("most recent k", recency), ("best k", dense.mean(1)))}})
+    return rows
+
+
+def indexer_mass_rows() -> list[dict]:
+    """The shipped checkpoints with a lightning indexer: what their kept keys hold as k shrinks, beside controls."""
+    ids = windows_of_text(INDEX_CONTEXT, INDEX_WINDOWS)  # (N, 1 + 256): <bos> first
+    return [{"model": entry.name, "preset": entry.preset, "tokens": ids.shape[1], "ks": INDEX_KS,
+             "trained_top_k": model.cfg.index_top_k, "layers": indexer_mass(model, ids, INDEX_KS)}
+            for entry, model, _ in language_decoders(lambda cfg: any(s.selects_keys for s in cfg.layer_plan()))]
+
+
+def rope_scaling_sections() -> list[dict]:
     rope = []
     for entry, model, meta in language_decoders(lambda cfg: cfg.row("position").rotates_qk):
         context = trained_tokens(meta) - 1  # characters after <bos>
         rope.append({"model": entry.name, "preset": entry.preset, "context": context,
                      "rows": rope_scaling_rows(model, context)})
         print(f"{entry.name}: RoPE scalings measured", flush=True)
-    result = {"corpus": CORPUS, "rope_scaling": rope, "spare_weight": spare_weight_rows(),
-              "sinks": sink_share_rows(), "score_sizes": score_size_rows(),
-              "layer_roles": layer_role_rows(),
-              "seconds": round(time.perf_counter() - started, 1), "cpu_seconds": round(time.process_time() - cpu_started, 1),
-              "command": "python -m scripts.measure_modern"}
+    return rope
+
+
+SECTIONS = {"rope_scaling": rope_scaling_sections, "spare_weight": spare_weight_rows, "sinks": sink_share_rows,
+            "score_sizes": score_size_rows, "layer_roles": layer_role_rows, "indexer_mass": indexer_mass_rows}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(OUT))
+    parser.add_argument("--only", nargs="*", choices=list(SECTIONS),
+                        help="measure these sections again and keep the others from the file")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    started, cpu_started = time.perf_counter(), time.process_time()
+    kept = json.loads(Path(args.out).read_text(encoding="utf-8")) if args.only else {}
+    result = {"corpus": CORPUS, **{name: kept[name] if args.only and name not in args.only and name in kept
+                                   else measure() for name, measure in SECTIONS.items()}}
+    if args.only:
+        result["sections_last_measured"] = args.only
+    result |= {"seconds": round(time.perf_counter() - started, 1),
+               "cpu_seconds": round(time.process_time() - cpu_started, 1), "command": "python -m scripts.measure_modern"}
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     return result
 

@@ -257,3 +257,21 @@ def test_a_warm_up_of_the_indexer_alone_raises_the_mass_it_keeps_and_moves_no_ot
     assert kept_mass(warmed) > kept_mass(fresh) + 0.05  # 0.70 against 0.61 when written
     with pytest.raises(ValueError, match="learning='nothing'"):
         train(dense, "induction", 1, progress=False, device="cpu", start_from=base, learning="nothing")
+
+
+def test_the_measured_mass_of_k_keys_is_the_dense_weight_they_hold_and_the_best_k_bounds_every_ranking():
+    from scripts.measure_modern import indexer_mass, mass_kept
+
+    dense = torch.tensor([[[[1.0, 0, 0], [0.2, 0.8, 0], [0.5, 0.1, 0.4]]]])  # (1, 1, 3, 3)
+    hidden = ~torch.tril(torch.ones(3, 3, dtype=torch.bool))
+    recent = torch.arange(3.0).expand(1, 3, 3).masked_fill(hidden, float("-inf"))
+    # k = 1: queries 1 and 2 keep their last key (0.8, 0.4); k = 2: query 2 keeps keys 2 and 1 (0.5)
+    assert mass_kept(dense, recent, [1, 2]) == [pytest.approx(0.6), pytest.approx(0.5)]
+    model = build(dict(INDEXED, n_layers=2))
+    ids = torch.randint(1, 32, (2, 14), generator=torch.Generator().manual_seed(3))
+    rows = indexer_mass(model, ids, [1, 3, 6])
+    assert [r["layer"] for r in rows] == [0, 1]
+    for row in rows:
+        for label in ("indexer", "random indexer", "most recent k"):
+            assert all(m <= best + 1e-6 for m, best in zip(row[label], row["best k"])), label
+        assert row["best k"] == sorted(row["best k"]) and row["best k"][-1] <= 1
