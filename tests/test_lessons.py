@@ -95,7 +95,7 @@ def step_of(slug: str):
 
 
 def test_the_steps_are_data_and_the_lecture_in_order():
-    assert len(STEPS) == N_STEPS == 32
+    assert len(STEPS) == N_STEPS == 34
     assert len({s.slug for s in STEPS}) == N_STEPS
     assert [s.slug for s in STEPS][:4] == ["before-attention", "how-many-tokens", "soft-lookup", "five-lines"]
     for step in STEPS:

@@ -56,3 +56,18 @@ def kept_as_k_shrinks(ks: list[int], kept: dict[str, dict[str, list[float]]], ch
     fig.update_yaxes(title_text="dense weight mass kept", range=[0, 1.05], tickformat=".0%", secondary_y=False)
     fig.update_yaxes(title_text="|z_k − z| / |z|", rangemode="tozero", secondary_y=True)
     return fig
+
+
+def measured_mass_by_k(ks: list[int], curves: dict[str, list[float]], marked: int, title: str) -> go.Figure:
+    """The share of the dense weights the k chosen keys hold (mean over queries, heads and layers) against k (log x),
+    one line per way of choosing; a dashed line at the k a question asks about."""
+    fig = go.Figure()
+    for i, (name, mass) in enumerate(curves.items()):
+        fig.add_trace(go.Scatter(x=ks, y=mass, mode="lines+markers", name=name,
+                                 line=dict(color=OKABE_ITO[i % len(OKABE_ITO)], width=3),
+                                 hovertemplate=f"{name}<br>k = %{{x}}: %{{y:.1%}} of the weight<extra></extra>"))
+    fig.add_vline(x=marked, line_dash="dash", annotation_text=f"k = {marked}")
+    fig = layout(fig, title, 380, "k (keys kept per query)", "dense weight the kept keys hold")
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(range=[0, 1.02], tickformat=".0%")
+    return fig

@@ -198,8 +198,10 @@ def sinks_measured(row: dict) -> go.Figure:
 
 
 def layer_roles(row: dict) -> go.Figure:
-    """One local/global checkpoint: each layer's best induction and previous-token head, beside random init."""
-    names = [f"layer {i} ({'local ' + str(w) if w else 'global'})" for i, w in enumerate(row["layer_windows"])]
+    """One checkpoint that mixes kinds of layer (local and global, chunked and NoPE): each layer's best induction
+    and previous-token head, beside random init."""
+    names = ([f"layer {i} ({kind})" for i, kind in enumerate(row["layer_kinds"])] if "layer_kinds" in row else
+             [f"layer {i} ({'local ' + str(w) if w else 'global'})" for i, w in enumerate(row["layer_windows"])])
     fig = go.Figure([
         go.Bar(x=names, y=row["induction"], name="induction head, trained", marker_color=OKABE_ITO[0]),
         go.Bar(x=names, y=row["random_init"]["induction"], name="induction, random init (highest seed)",

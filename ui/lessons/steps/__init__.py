@@ -27,7 +27,8 @@ STEPS: list[Step] = [
     real_models.what_they_chose,
     costs.parameters, costs.growth, costs.sparse,
     interpret.logit_lens, interpret.copying_head,
-    modern.local_global, modern.latent, modern.qk_norm, modern.sinks, modern.rope_scaling,
+    modern.local_global, modern.latent, modern.qk_norm, modern.sinks, modern.rope_scaling, modern.indexer_keeps,
+    modern.nope_layer,
 ]
 
 __all__ = ["STEPS", "Live", "Step", "lesson_model", "letter"]  # what the page, the homework file and the tests import

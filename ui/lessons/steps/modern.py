@@ -1,5 +1,5 @@
 """The chapter "What changed since 2023": local/global layers, MLA, QK-norm and soft-capping, sinks, RoPE
-scaling. Each step asks what a trained model did: its answer is read from the shipped
+scaling, an indexer that chooses the keys, layers without positions. Each step asks what a trained model did: its answer is read from the shipped
 checkpoints (their JSON) and the measurements taken on them (assets/measurements/modern-variants.json); the
 real models' sizes come from the library."""
 from __future__ import annotations
@@ -12,6 +12,7 @@ import numpy as np
 from transformer import MODEL_CARDS, axes
 from transformer.checkpoint import read_meta, shipped
 from transformer.costs import kv_cache_bytes, kv_cache_bytes_per_token
+from ui.figures import indexer as indexer_figs
 from ui.figures import modern as figs
 from ui.lessons.live import Live
 from ui.lessons.steps.step import lesson_step, nearest
@@ -238,3 +239,83 @@ def rope_scaling() -> Live:
                 "resolution; all read far better than no scaling." if len(tied) > 1 else
                 f"{names[best]} reads best ({bits[best]:.2f}).")),
         figure=figs.scaling_length_test(rows), query={"rope_scaling": "yarn", "rope_factor": "4.0"})
+
+
+MASS_BANDS = [0.5, 0.75, 0.9]  # the choices' edges: under half, to three quarters, to 90%, over 90%
+
+
+@lesson_step(
+    "indexer-keeps", "Since 2023: an indexer chooses the keys",
+    text="DeepSeek-V3.2 and GLM-5 keep softmax attention but let each query read only 2,048 keys, however long the "
+         "text. A **lightning indexer**, a few small heads with ReLU instead of softmax, scores every earlier key "
+         "cheaply; the query attends to its top k. The indexer learns to rank keys as the dense weights would "
+         "(DeepSeek trains it on that alone, the model frozen, before the sparse training). How much of the "
+         "attention do the kept keys hold?",
+    question="What share of the dense weight do a quarter of the keys, the indexer's choice, hold?", kind="choice",
+    try_this="The Indexer view (Masks page) opens the trained DeepSeek-V3.2: one query's dense weights beside the "
+             "keys its indexer keeps, and the mass and output error as k shrinks.",
+    page="masks", query={"preset": "deepseek-v3.2"})
+def indexer_keeps() -> Live:
+    """The trained DeepSeek-V3.2-style indexer at k = T/4: the dense mass its keys hold, beside controls."""
+    row = next(r for r in _measured()["indexer_mass"] if r["preset"] == "deepseek-v3.2")
+    ks, quarter = row["ks"], (row["tokens"] - 1) // 4  # characters after <bos>
+    at = ks.index(quarter)
+    curves = {label: list(np.mean([layer[label] for layer in row["layers"]], axis=0))
+              for label in ("indexer", "random indexer", "most recent k", "best k")}
+    kept = curves["indexer"][at]
+    bands = ["under half", "half to three quarters", "three quarters to 90%", "over 90%"]
+    answer = int(np.searchsorted(MASS_BANDS, kept))
+    return Live(
+        question=(f"The trained DeepSeek-V3.2-style model reads held-out English {row['tokens'] - 1} characters at a "
+                  f"time; in each of its {len(row['layers'])} layers the indexer keeps a query's top {quarter} keys "
+                  "(a quarter of the text, or all of them where fewer came before). What share of the weight the "
+                  "dense attention would give do they hold, on average?"),
+        choices=bands, answer=answer, source="measured on the shipped checkpoint",
+        why=(f"{kept:.0%}: the indexer's {quarter} keys hold {kept:.0%} of the dense weight, where a randomly "
+             f"initialised indexer's hold {curves['random indexer'][at]:.0%}, the {quarter} most recent keys (a "
+             f"window) {curves['most recent k'][at]:.0%} and the best {quarter} any choice could keep "
+             f"{curves['best k'][at]:.0%}. It trained with {row['trained_top_k']} keys per query; at that k its "
+             f"keys hold {curves['indexer'][ks.index(row['trained_top_k'])]:.0%}."),
+        figure=indexer_figs.measured_mass_by_k(ks, curves, quarter, f"{row['model']}: what the kept keys hold, mean "
+                                                                 "over layers"),
+        query={"preset": "deepseek-v3.2"},
+        caption="Measured on 8 held-out windows by `python -m scripts.measure_modern --only indexer_mass`.")
+
+
+ROLE_LINE = 0.3  # a best head scoring above this (and above random init) does the job
+
+
+@lesson_step(
+    "nope-layer", "Since 2023: layers without positions",
+    text="Llama 4 and SmolLM3 leave RoPE out of every fourth layer (**NoPE**). Such a layer cannot tell how far back "
+         "a key is: its scores see only what the keys hold, and the causal mask. Llama 4's other layers see only "
+         "their own chunk of the text, so the NoPE layers alone reach further. What does a layer without positions "
+         "learn to do?",
+    question="What does the trained model's NoPE layer do best?", kind="choice",
+    try_this="The Positions page's NoPE tab draws the NoPE layer's weights beside a RoPE layer's on any text, and "
+             "their weight by distance against random init.",
+    page="positions", query={"pos_tab": "Layers without positions (NoPE)"})
+def nope_layer() -> Live:
+    """The trained Llama 4-style model: the best previous-token and induction heads of its NoPE layer."""
+    row = next(r for r in _measured()["layer_roles"] if r["preset"] == "llama4")
+    nope = next(i for i, kind in enumerate(row["layer_kinds"]) if kind.endswith("NoPE"))
+    first = next(r for r in _measured()["spare_weight"] if r["preset"] == "llama4")["first_position"][nope]
+    roles = {"previous": row["previous_token"][nope], "induction": row["induction"][nope]}
+    random = {"previous": row["random_init"]["previous_token"][nope], "induction": row["random_init"]["induction"][nope]}
+    doing = [r for r in roles if roles[r] > ROLE_LINE and roles[r] > random[r]]
+    answer = (1 if roles["induction"] >= roles["previous"] else 0) if doing else 2 if max(first) > 0.5 else 3
+    choices = ["finds the character just before (a previous-token head)",
+               "copies from a sentence's first copy (an induction head)",
+               "rests most of its weight on the first token", "spreads its weight over what it sees"]
+    return Live(
+        question=(f"The trained Llama 4-style model has {len(row['layer_kinds'])} layers: "
+                  f"{', '.join(row['layer_kinds'][:-1])} and {row['layer_kinds'][-1]}. Reading held-out English, "
+                  f"and sentences written twice 20–200 characters apart, what does layer {nope}, the one without "
+                  "positions, do best?"),
+        choices=choices, answer=answer, source="measured on the shipped checkpoint",
+        why=(f"Its best induction head scores {roles['induction']:.2f} (random init: {random['induction']:.2f}), its "
+             f"best previous-token head {roles['previous']:.2f} (random: {random['previous']:.2f}); its heads put "
+             f"{min(first):.0%}–{max(first):.0%} of their weight on the first token. Copying needs no distance, only "
+             "a match on what a key holds, which the layers below wrote into it; finding the character before needs "
+             "to know which key is one back, which a NoPE layer can only infer from the causal mask."),
+        figure=figs.layer_roles(row), query={"pos_tab": "Layers without positions (NoPE)"})
