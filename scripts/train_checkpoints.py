@@ -80,7 +80,7 @@ RECIPES = [
     # 10 heads of 16 at d_model 160 (its card): the best previous-token head now sits in a head of slope 1/2
     Recipe("bloom", "language", lr=2e-3, **ENGLISH, bfloat16=True),
     Recipe("falcon", "language", lr=3e-3, **ENGLISH, bfloat16=True),
-    Recipe("palm", "language", lr=3e-3, **ENGLISH),
+    Recipe("palm", "language", lr=3e-3, **ENGLISH, bfloat16=True),
     Recipe("mixtral", "language", lr=3e-3, **ENGLISH, bfloat16=True),
     # Qwen3: LLaMA 2's recipe with QK-norm per head (head_dim 32 of its own, two kv heads)
     Recipe("qwen3", "language", lr=3e-3, **ENGLISH, bfloat16=True),
@@ -103,7 +103,8 @@ RECIPES = [
     # routed expert beside a shared one; 3,000 steps, as Qwen3.5's (docs/checkpoints.md)
     Recipe("llama4", "language", lr=3e-3, **{**ENGLISH, "steps": 3000}, bfloat16=True),
     # the fixed table outweighs the characters: at GPT-2's 2e-3, 2.35 bits and a previous-token head of 0.42
-    Recipe("gpt2", "language", lr=3e-3, **ENGLISH, changes=dict(position="sinusoidal"), variant="sinusoidal"),
+    Recipe("gpt2", "language", lr=3e-3, **ENGLISH, changes=dict(position="sinusoidal"), variant="sinusoidal",
+           bfloat16=True),
     # BERT reads masked characters with the encoder's own curriculum: 8-, 16- and 32-character crops, then 64.
     # Post-norm at 4 layers of 128: at lr 3e-3 it stayed on the unigram whatever the curriculum
     Recipe("bert", "language", steps=8000, lr=1e-3, batch_size=32, corpus="english"),
