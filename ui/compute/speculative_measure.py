@@ -13,6 +13,7 @@ import torch
 
 from transformer import Transformer, param_counts
 from transformer.speculative import early_exit_draft, speculative_generate
+from transformer.tokens import DEFAULT as DEFAULT_TOKENS
 from ui.compute.model_cache import get_model
 from ui.compute.shipped import shipped_models
 from ui.compute.tokens import encode_text, token_labels
@@ -89,14 +90,19 @@ def labels_of(target: str, ids) -> list[str]:
     return token_labels(list(ids), decoders()[target].key)
 
 
+def vocabulary(info) -> str:
+    """What a shipped model's token ids mean: its task and its tokenizer. A checkpoint that names no tokenizer reads
+    characters, as one that names the character tokenizer does; a learned one is named in full (its merges)."""
+    return f"{info.task} {info.tokenizer if info.tokens != DEFAULT_TOKENS else DEFAULT_TOKENS}"
+
+
 @st.cache_data(max_entries=16, show_spinner="Drafting and verifying, k = 1 … 8…")
 def sweep(target: str, draft: str, ids: tuple[int, ...], new_tokens: int, ks: tuple[int, ...] = KS) -> list[Run]:
     """Speculative decoding of `new_tokens` after `ids`, once per k; ValueError when the draft cannot draft."""
     shipped = decoders()
     target_model = _model(shipped[target].key)
     draft_model = _early_exit(target) if draft == EARLY_EXIT else _model(shipped[draft].key)
-    vocabularies = None if draft == EARLY_EXIT else tuple(
-        f"{m.info.task} {m.info.tokenizer}".strip() for m in (shipped[target], shipped[draft]))
+    vocabularies = None if draft == EARLY_EXIT else tuple(vocabulary(m.info) for m in (shipped[target], shipped[draft]))
     prompt = torch.tensor([ids], device=target_model.device)  # (1, T)
     greedy = target_model.generate(prompt, new_tokens)  # (1, T + new): what every run must give back
     runs = []

@@ -103,7 +103,8 @@ def latent() -> Live:
     trained classroom models read."""
     points = [{"model": name, "bits": figures["bits_per_char"], "latent": cfg.row("kv_heads").latent,
                "cached": round(kv_cache_bytes_per_token(cfg) / 2 / cfg.n_layers)}
-              for name, figures, cfg in _trained_decoders()]
+              for name, figures, cfg in _trained_decoders()
+              if not any(spec.selects_keys for spec in cfg.layer_plan())]  # an indexer's model: a step of its own
     mla = next(p for p in points if p["latent"])
     others = [p for p in points if not p["latent"]]
     real = MODEL_CARDS["deepseek-v3"].real["671B"]
