@@ -124,7 +124,9 @@ def layer_roles(model) -> dict:
 
 
 def leaves_positions_out(cfg) -> bool:
-    return cfg.row("position").rotates_qk and any(not spec.rotates for spec in cfg.layer_plan())
+    """A RoPE model with softmax layers that turn nothing (NoPE); a layer that keeps a state is no such layer."""
+    return cfg.row("position").rotates_qk and any(not spec.rotates and not spec.row.keeps_state
+                                                  for spec in cfg.layer_plan())
 
 
 def layer_kind(spec) -> str:

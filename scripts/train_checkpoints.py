@@ -75,7 +75,7 @@ RECIPES = [
     Recipe("llama2", "language", lr=3e-3, **ENGLISH),
     # Mistral's window covers half the context (its card). LLaMA 2's recipe gave it an induction head of 0.48; 35% of
     # the rows repeating (not a quarter) give copying more practice
-    Recipe("mistral", "language", lr=3e-3, **{**ENGLISH, "repeat_rate": 0.35}),
+    Recipe("mistral", "language", lr=3e-3, **{**ENGLISH, "repeat_rate": 0.35}, bfloat16=True),
     Recipe("gpt2", "language", lr=2e-3, **ENGLISH, bfloat16=True),
     # 10 heads of 16 at d_model 160 (its card): the best previous-token head now sits in a head of slope 1/2
     Recipe("bloom", "language", lr=2e-3, **ENGLISH, bfloat16=True),

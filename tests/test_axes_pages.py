@@ -7,7 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from transformer import MODEL_CARDS, PRESETS, choices
-from apptest_helpers import assert_clean, open_page, values
+from apptest_helpers import assert_clean, figures_by_title, open_page, values
 
 PAGES = ["pages/kv_heads.py", "pages/masks.py", "pages/positions.py", "pages/norms.py", "pages/ffn.py",
          "pages/compare.py"]
@@ -291,3 +291,23 @@ def test_page_controls_come_from_the_url_and_bad_values_fall_back():
     at = open_page("pages/masks.py", mask_head=99, mask_w=3)
     assert_clean(at)
     assert at.selectbox(key="mask_head").value == 0  # no head 99: back to the first
+
+
+def test_the_nope_tab_draws_the_trained_nope_layer_beside_a_rope_layer_and_refuses_a_too_short_text():
+    at = open_page("pages/positions.py", text="the cat sat on the mat, and the cat sat on the mat again")
+    at.session_state["pos_tab"] = "Layers without positions (NoPE)"
+    assert_clean(at.run())
+    titles = figures_by_title(at)
+    pair = next(t for t in titles if "NoPE" in t and "RoPE" in t and "head 0" in t)
+    assert "layer 3 (NoPE)" in pair and "layer 2 (RoPE, chunk of 64)" in pair
+    profiles = next(f for t, f in titles.items() if t.startswith("weight on the key d tokens back"))
+    assert [trace["name"] for trace in profiles["data"]] == [f"layer {i} (RoPE, chunk of 64)" for i in range(3)] + [
+        "layer 3 (NoPE)"]
+    table = at.dataframe[0].value
+    assert list(table["kind"]) == ["RoPE, chunk of 64"] * 3 + ["NoPE"]
+    assert any("read past" in t or "bits per character" in t for t in titles)  # the length test beside LLaMA 2
+    at.slider(key="nope_head").set_value(3).run()
+    assert_clean(at)
+    at.sidebar.text_area(key="text").set_value("ab").run()
+    assert_clean(at, errors_allowed=True)
+    assert any("too short" in e.value for e in at.error)

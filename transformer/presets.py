@@ -424,7 +424,7 @@ _SEQ2SEQ_CARDS = [
 ]
 
 # the models of 2024-2026 whose English language model ships (docs/checkpoints.md): presets too
-TRAINED_RECENT = ("qwen3", "deepseek-v3", "deepseek-v3.2", "gpt-oss", "gemma3", "qwen3.5")
+TRAINED_RECENT = ("qwen3", "deepseek-v3", "deepseek-v3.2", "gpt-oss", "gemma3", "qwen3.5", "llama4")
 
 # the families that ship trained checkpoints: the app's presets
 PRESETS: dict[str, TransformerConfig] = {c.key: c.config for c in [*_CARDS, *_RECENT_CARDS] if
