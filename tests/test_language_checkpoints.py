@@ -14,6 +14,8 @@ from transformer.checkpoint import load, shipped, variants
 from transformer.checkpoint_format import checkpoint_paths
 from transformer.hooks import ablations
 
+from test_english_checkpoints import SHORT_OF
+
 LANGUAGE = [entry for entry in shipped() if entry.task == "language"]
 DECODERS = [entry for entry in LANGUAGE if PRESETS[entry.preset].arch == "decoder"]
 IDS = [entry.name for entry in DECODERS]
@@ -50,7 +52,10 @@ ATTENDING = [entry for entry in DECODERS if not convolves(entry)]
 def test_a_previous_token_head(entry):
     model, meta = load(entry.path, device="cpu")
     scores = language.previous_token_scores(model, limit=4, corpus=corpus_of(entry))
-    assert scores.max() >= 0.5
+    if "previous_token" in SHORT_OF.get(entry.name, {}):  # a recorded miss: under the target, far above random init
+        assert 5 * meta["figures"]["random_init"]["previous_token_head"][1] < scores.max() < 0.5
+    else:
+        assert scores.max() >= 0.5
     recorded = meta["figures"]["previous_token_head"]
     assert abs(scores[recorded["layer"], recorded["head"]] - recorded["score"]) < 0.15  # the JSON's head, this sample
 
@@ -139,11 +144,13 @@ def test_what_reading_four_times_the_trained_length_costs_each_position_scheme()
     """ALiBi's penalty and a sliding window meet only distances seen in training: their figure holds. A learned
     table as long as the trained context refuses longer text outright; sinusoidal and RoPE vectors meet angles the
     model never saw: their figure breaks."""
-    cost, refused, unwindowed_rope, qk_normed, partial_rope = {}, set(), set(), set(), set()
+    cost, refused, unwindowed_rope, qk_normed, partial_rope, chunked = {}, set(), set(), set(), set(), set()
     for entry in DECODERS + variants():
         model, meta = load(entry.path, device="cpu")
         if model.cfg.position == "rope" and model.cfg.sliding_window is None and corpus_of(entry) == "english":
-            if model.cfg.d_rope < model.cfg.d_head:  # MLA's decoupled key: 8 of 32 dimensions turn
+            if model.cfg.attention_chunk is not None:  # Llama 4: RoPE only inside chunks, NoPE across them
+                chunked.add(entry.name)
+            elif model.cfg.d_rope < model.cfg.d_head:  # MLA's decoupled key: 8 of 32 dimensions turn
                 partial_rope.add(entry.name)
             else:
                 (qk_normed if model.cfg.qk_norm != "none" else unwindowed_rope).add(entry.name)
@@ -167,7 +174,9 @@ def test_what_reading_four_times_the_trained_length_costs_each_position_scheme()
     assert qk_normed == {"qwen3-language"}
     assert cost["qwen3-language"] < min(cost[name] for name in unwindowed_rope) / 3, cost
     # DeepSeek-V3 turns only its 8-dimension decoupled key: it breaks, less than the fully rotated models
-    assert partial_rope == {"deepseek-v3-language", "qwen3.5-language"}
+    assert partial_rope == {"deepseek-v3-language", "deepseek-v3.2-language", "qwen3.5-language"}
+    # Llama 4's RoPE layers see 64 characters at any length and its NoPE layer no angle at all: nothing it never met
+    assert chunked == {"llama4-language"} and cost["llama4-language"] < 0.2, cost
     # Qwen3.5's hybrid turns 8 of 32 dimensions in its one softmax layer, and its Gated DeltaNet layers know no
     # positions: 4x its context costs it almost nothing
     assert cost["qwen3.5-language"] < 0.2, cost
