@@ -44,7 +44,8 @@ def _call(action: Callable[[PollStore], T]) -> Reply[T]:
     except PollError as exc:
         return None, str(exc)
     except Exception as exc:  # an unusable database URL, a missing driver, a database stopped or gone away
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        # the first line, whole up to 600 characters: a long database path must not cut off the fix it ends with
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:600]
         return None, (f"The class poll is unavailable: its database cannot be used ({reason}). "
                       "The lesson goes on without it.")
 
