@@ -133,6 +133,30 @@ def test_the_model_that_gains_least_from_the_first_copy_trails_the_next_by_more_
     assert len(lifts) == 3 and lifts[1] - lifts[0] > LIFT_MARGIN, lifts
 
 
+def test_the_indexers_band_holds_on_every_window_read_alone():
+    """The mass kept at a quarter of the keys, measured on each held-out window by itself, falls in the same band."""
+    from scripts.measure_modern import INDEX_CONTEXT, INDEX_WINDOWS, indexer_mass, windows_of_text
+    from transformer.checkpoint import SHIPPED_DIR, load
+
+    row = next(r for r in measured()["indexer_mass"] if r["preset"] == "deepseek-v3.2")
+    model, _ = load(SHIPPED_DIR / row["model"], device="cpu")
+    quarter = INDEX_CONTEXT // 4
+    answer = modern.indexer_keeps.build().answer
+    for window in windows_of_text(INDEX_CONTEXT, INDEX_WINDOWS):
+        layers = indexer_mass(model, window[None], [quarter])
+        kept = float(np.mean([layer["indexer"][0] for layer in layers]))
+        assert int(np.searchsorted(modern.MASS_BANDS, kept)) == answer, kept
+
+
+def test_the_nope_layers_role_clears_its_line_and_the_other_role_by_a_margin():
+    row = next(r for r in measured()["layer_roles"] if r["preset"] == "llama4")
+    nope = next(i for i, kind in enumerate(row["layer_kinds"]) if kind.endswith("NoPE"))
+    induction, previous = row["induction"][nope], row["previous_token"][nope]
+    assert modern.nope_layer.build().answer == 1  # copying, as measured
+    assert induction - modern.ROLE_LINE > WEIGHT_MARGIN and induction - previous > WEIGHT_MARGIN
+    assert induction > 10 * row["random_init"]["induction"][nope]
+
+
 MARGIN_CHECKED = {
     "before-attention": test_the_copy_models_fall_or_hold_by_more_than_the_sampling_noise,
     "soft-lookup": test_the_soft_lookup_heads_choice_leads_every_other_offered_token,
@@ -146,4 +170,6 @@ MARGIN_CHECKED = {
     "sinks": test_the_sink_pattern_holds_with_its_lines_at_half_and_double,
     "rope-scaling": test_the_worst_rope_scaling_trails_the_next_by_more_than_a_tie,
     "speculative": test_the_acceptance_rate_keeps_its_band_with_one_guess_more_or_fewer_accepted,
+    "indexer-keeps": test_the_indexers_band_holds_on_every_window_read_alone,
+    "nope-layer": test_the_nope_layers_role_clears_its_line_and_the_other_role_by_a_margin,
 }
