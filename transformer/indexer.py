@@ -45,8 +45,10 @@ class LightningIndexer(nn.Module):
         self.hook_index_chosen = HookPoint("hook_index_chosen")
         self.loss = torch.zeros(())  # matching_loss of the last forward pass in training, 0 otherwise
 
-    def forward(self, x: torch.Tensor, query_source: torch.Tensor, inputs, cache: "dict | None" = None) -> torch.Tensor:
-        """x (B, T_q, d_model), query_source (B, T_q, query_width), the layer's AttentionInputs: the chosen keys."""
+    def forward(self, x: torch.Tensor, query_source: torch.Tensor, inputs,
+                cache: "dict | None" = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """x (B, T_q, d_model), query_source (B, T_q, query_width), the layer's AttentionInputs -> the chosen keys
+        (B, 1, T_q, T_kv) and the scores that chose them (B, T_q, T_kv), which the indexer's loss reads."""
         B, T_q, _ = x.shape
         q = self.q_proj(query_source).view(B, T_q, self.n_heads, self.d_head).transpose(1, 2)  # (B, I, T_q, d_I)
         k = self.k_norm(self.k_proj(x))[:, None]  # (B, 1, T_q, d_I)
