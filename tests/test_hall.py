@@ -177,7 +177,9 @@ def test_a_teacher_and_students_on_different_replicas_share_one_poll(running_hal
 
 def download(tab: Tab, button: str) -> str:
     """The text of the file a download button sends."""
-    with tab.page.expect_download(timeout=WAIT_MS) as caught:
+    # the file is built when the button is clicked: with the suite's other worker driving its own browser on the
+    # second core, one report took over a minute, so a download gets three waits
+    with tab.page.expect_download(timeout=3 * WAIT_MS) as caught:
         tab.page.get_by_role("button", name=button).click()
     return Path(caught.value.path()).read_text(encoding="utf-8")
 
