@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 
 from transformer.checkpoint import load, shipped, trained_tokens
+from transformer.indexer import indexer_mass
 from transformer.axes import AXES
 from transformer.training import language
 from transformer.training.language import encode_chars, untrained
@@ -202,47 +203,6 @@ def sink_share_rows() -> list[dict]:
 
 INDEX_CONTEXT, INDEX_WINDOWS = 256, 8  # held-out characters per window (after <bos>), windows read
 INDEX_KS = [1, 2, 4, 8, 16, 32, 64, 128]
-
-
-def mass_kept(dense: torch.Tensor, ranking: torch.Tensor, ks: list[int]) -> list[float]:
-    """dense (N, H, T, T) weights, ranking (N, T, T) of each query's keys, higher first (hidden keys -inf): the dense
-    weight its first k keys hold, mean over heads and the queries that see more than k keys, for each k."""
-    order = ranking.sort(dim=-1, descending=True, stable=True).indices  # (N, T, T)
-    ranked = dense.gather(-1, order[:, None].expand_as(dense)).cumsum(-1)  # (N, H, T, T): the first j + 1 keys' mass
-    return [round(ranked[:, :, k:, k - 1].mean().item(), 4) for k in ks]  # query q sees q + 1 keys: q >= k
-
-
-def random_indexer(model, seed: int = 1):
-    """The same model with its indexers' weights drawn afresh from `seed`: the random-init control."""
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        fresh = type(model)(model.cfg, device="cpu").eval()
-    fresh.load_state_dict({name: w for name, w in model.state_dict().items() if ".indexer." not in name},
-                          strict=False)
-    return fresh
-
-
-@torch.no_grad()
-def indexer_mass(model, ids: torch.Tensor, ks: list[int]) -> list[dict]:
-    """Per layer with an indexer: the dense weight its k kept keys hold, beside a random-init indexer, the k most
-    recent keys and the k keys the dense weights favour (the best any k keys can hold)."""
-    names = ["blocks.*.attn.hook_dense_pattern", "blocks.*.attn.indexer.hook_index_scores"]
-    _, trace = model.run_with_trace(ids, names=names)
-    _, random_trace = random_indexer(model).run_with_trace(ids, names=names)
-    N, T = ids.shape
-    hidden = ~torch.tril(torch.ones(T, T, dtype=torch.bool))  # (T, T): keys after the query
-    recency = torch.arange(T, dtype=torch.float).expand(N, T, T).masked_fill(hidden, float("-inf"))
-    rows = []
-    for spec in model.cfg.layer_plan():
-        if spec.selects_keys:
-            name = f"blocks.{spec.index}.attn"
-            dense = trace[f"{name}.hook_dense_pattern"]  # (N, H, T, T): what the layer's heads weigh before choosing
-            rows.append({"layer": spec.index,
-                         **{label: mass_kept(dense, scores.masked_fill(hidden, float("-inf")), ks) for label, scores in
-                            (("indexer", trace[f"{name}.indexer.hook_index_scores"]),
-                             ("random indexer", random_trace[f"{name}.indexer.hook_index_scores"]),
-                             ("most recent k", recency), ("best k", dense.mean(1)))}})
-    return rows
 
 
 def indexer_mass_rows() -> list[dict]:

@@ -4,6 +4,7 @@
     python -m scripts.tournament --comparison kv-heads            # one comparison (repeat --comparison for more)
     python -m scripts.tournament --tiny --out /tmp/t.json         # seconds: the smallest budget, for tests
     python -m scripts.tournament --rewrite                        # an older file's runs judged again, in today's shape
+    python -m scripts.tournament --merge a.json b.json            # files from processes that each ran some comparisons
 
 The JSON is written after every run, so a partial tournament is usable and a rerun with the same recipe goes on
 where it stopped (runs already in the file are kept, never trained again). Seeds run outermost: seed 0 of every
@@ -33,8 +34,9 @@ from transformer.config import TransformerConfig  # noqa: E402
 from transformer.training import language  # noqa: E402
 from transformer.training.tournament.comparisons import COMPARISONS  # noqa: E402
 from transformer.training.tournament.document import (  # noqa: E402
-    TOURNAMENT_PATH, claim_text, comparison, finish, load, new_document, rewrite, run_key, same_config,
+    TOURNAMENT_PATH, claim_text, comparison, finish, load, new_document, recipe_from, rewrite, run_key, same_config,
     summary_rows)
+from transformer.training.tournament.measures import MEASURES  # noqa: E402
 from transformer.training.tournament.run import TINY, Recipe, train_run  # noqa: E402
 from transformer.training.tournament.verdict import MAX_SEEDS, MIN_SEEDS  # noqa: E402
 
@@ -62,9 +64,12 @@ def write(data: dict, path: Path) -> None:
 
 def merge(old: dict, new: dict) -> dict:
     """The new document's comparisons, each entry with the runs (and forward time) the old file already had."""
+    old_comps = {c["key"]: c for c in old.get("comparisons", [])}
     old_entries = {(c["key"], e["choice"]): e for c in old.get("comparisons", []) for e in c["entries"]}
     kept = {c["key"] for c in new["comparisons"]}
     for comp in new["comparisons"]:
+        if old_comps.get(comp["key"], {}).get("recipe", comp["recipe"]) != comp["recipe"]:
+            continue  # trained with other steps or text: its runs are not this comparison's
         for entry in comp["entries"]:
             before = old_entries.get((comp["key"], entry["choice"]))
             if before is not None and same_config(before.get("config"), entry["config"]):
@@ -74,6 +79,35 @@ def merge(old: dict, new: dict) -> dict:
     order = list(COMPARISONS)
     new["comparisons"].sort(key=lambda c: order.index(c["key"]) if c["key"] in order else len(order))
     return new
+
+
+def combine(files: list[dict]) -> dict:
+    """One document from several made with the same recipe (machines or processes that each trained some
+    comparisons or seeds): each entry's runs are the union of the files' runs, one per seed."""
+    first, *rest = files
+    for other in rest:
+        if other.get("recipe") != first.get("recipe"):
+            raise ValueError(f"the files were made with different recipes ({json.dumps(first.get('recipe'))} and "
+                             f"{json.dumps(other.get('recipe'))}); only files of one recipe combine")
+    data = json.loads(json.dumps(first))
+    for other in rest:
+        comps = {c["key"]: c for c in other["comparisons"]}
+        for comp in data["comparisons"]:
+            theirs = comps.get(comp["key"])
+            if theirs is None or theirs.get("recipe") != comp.get("recipe"):
+                continue
+            entries = {e["choice"]: e for e in theirs["entries"]}
+            for entry in comp["entries"]:
+                match = entries.get(entry["choice"])
+                if match is None or not same_config(match.get("config"), entry["config"]):
+                    continue
+                seeds = {r["seed"] for r in entry["runs"]}
+                entry["runs"] = sorted(entry["runs"] + [r for r in match["runs"] if r["seed"] not in seeds],
+                                       key=lambda r: r["seed"])
+        data["comparisons"] += [c for k, c in comps.items() if k not in {d["key"] for d in data["comparisons"]}]
+    if len({d.get("hardware") for d in files}) > 1:
+        data["hardware"] = "; ".join(dict.fromkeys(d["hardware"] for d in files))
+    return data
 
 
 def run(recipe: Recipe, keys: list[str], seeds: list[int], out: Path, threads: int, log=print,
@@ -94,14 +128,14 @@ def run(recipe: Recipe, keys: list[str], seeds: list[int], out: Path, threads: i
     for comp in data["comparisons"]:
         for entry in comp["entries"]:
             for r in entry["runs"]:
-                done.setdefault(run_key(entry["config"], entry["lr"], entry["warmup_steps"], r["seed"]),
+                done.setdefault(run_key(comp, entry, r["seed"]),
                                 (f"{comp['axis']}: {entry['choice']}", r))
     write(data, out)
     started = time.perf_counter()
 
     def train_seed(comp: dict, entry: dict, seed: int) -> None:
         where = f"{comp['axis']}: {entry['choice']}"
-        same_run = run_key(entry["config"], entry["lr"], entry["warmup_steps"], seed)
+        same_run = run_key(comp, entry, seed)
         if same_run in done:
             source, shared = done[same_run]
             run_json = {**shared, "shared_with": shared.get("shared_with", source)}
@@ -109,7 +143,9 @@ def run(recipe: Recipe, keys: list[str], seeds: list[int], out: Path, threads: i
         else:
             cfg = TransformerConfig.from_dict(entry["config"])
             # every run reads every length and the first token's share, so any comparison can share it
-            run_json = train_run(cfg, recipe, seed, lr=entry["lr"], warmup=entry["warmup_steps"])
+            measure = MEASURES[comp["measure"]] if comp.get("measure") else None
+            run_json = train_run(cfg, recipe_from(comp["recipe"]), seed, lr=entry["lr"], warmup=entry["warmup_steps"],
+                                 measure=measure)
             done[same_run] = (where, run_json)
             log(f"[{time.perf_counter() - started:7.0f}s] seed {seed} {where}: "
                 f"held-out {run_json['held_out_bits_per_char']} bits/char, diverged {run_json['diverged']}, "
@@ -215,6 +251,9 @@ def main(argv: list[str] | None = None) -> None:
                                                                "older shape) again by today's rule, in today's shape")
     parser.add_argument("--no-extra-seeds", action="store_true", help=f"stop at --seeds even where a verdict is "
                                                                       f"undecided (default: up to {MAX_SEEDS})")
+    parser.add_argument("--merge", nargs="+", metavar="FILE", help="train nothing: combine files made with the same "
+                                                                    "recipe (processes or machines that each ran some "
+                                                                    "comparisons) into --out")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1: the seconds recorded are "
                                                                "one thread's)")
     args = parser.parse_args(argv)
@@ -237,6 +276,14 @@ def main(argv: list[str] | None = None) -> None:
                                           else TOURNAMENT_PATH)
     if args.readme:
         print(f"rewrote the table in {write_readme(load(out))}")
+        return
+    if args.merge:
+        try:
+            data = combine([json.loads(Path(f).read_text(encoding="utf-8")) for f in args.merge])
+        except (OSError, json.JSONDecodeError, KeyError, ValueError) as exc:
+            raise SystemExit(f"cannot combine {', '.join(args.merge)}: {exc}")
+        write(data, out)
+        print(f"combined {len(args.merge)} files into {out}: {data['runs_trained']} runs")
         return
     if args.rewrite:
         try:

@@ -260,7 +260,7 @@ def test_a_warm_up_of_the_indexer_alone_raises_the_mass_it_keeps_and_moves_no_ot
 
 
 def test_the_measured_mass_of_k_keys_is_the_dense_weight_they_hold_and_the_best_k_bounds_every_ranking():
-    from scripts.measure_modern import indexer_mass, mass_kept
+    from transformer.indexer import indexer_mass, mass_kept
 
     dense = torch.tensor([[[[1.0, 0, 0], [0.2, 0.8, 0], [0.5, 0.1, 0.4]]]])  # (1, 1, 3, 3)
     hidden = ~torch.tril(torch.ones(3, 3, dtype=torch.bool))

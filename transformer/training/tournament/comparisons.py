@@ -9,7 +9,7 @@ every key.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from ...config import TransformerConfig
@@ -54,6 +54,14 @@ class Comparison:
     first_token: bool = False
     out_of_reach: Callable[[dict], str | None] | None = None  # why a measured comparison cannot test its claim
     tied_caveat: str = ""  # said beside the verdict when every entry tied its embeddings
+    steps_factor: int = 1  # times the recipe's steps and warm-up, for a comparison whose entries learn slowly
+    repeat_rate: float = 0.0  # the share of training rows that repeat a span, where copying is measured
+    measure: str | None = None  # what else is read of each trained model (measures.MEASURES)
+
+    def recipe(self, shared: Recipe) -> Recipe:
+        """This comparison's recipe: the shared one, with its own steps and repeated spans where it has them."""
+        return replace(shared, steps=shared.steps * self.steps_factor, warmup=shared.warmup * self.steps_factor,
+                       repeat_rate=self.repeat_rate)
 
 
 def _kv_entries(r: Recipe) -> list[Entry]:
@@ -187,7 +195,7 @@ COMPARISONS: dict[str, Comparison] = {c.key: c for c in (
                "parameters",
                "Contexts of thousands of tokens and the scaled RoPE variants (YaRN, LLaMA 3) that were made because "
                "plain RoPE does not extrapolate; a learned table cannot read past the rows it trained.",
-               _position_entries, lengths=LENGTHS),
+               _position_entries, lengths=LENGTHS, steps_factor=4),
     Comparison("norms", "Norms", "Norms",
                Claim("Harder to train, needs warmup.", "002, the reference implementation's comments (of post-norm)"),
                "parameters",
@@ -232,8 +240,8 @@ COMPARISONS: dict[str, Comparison] = {c.key: c for c in (
                      "fixed-size state in most layers.", "Qwen3-Next model card (Qwen, 2025) and Gated DeltaNet "
                      "(Yang, Kautz and Hatamizadeh, 2024)", lecture=False),
                "kv_bytes_per_token",
-               "Recall of a word seen far back, where a fixed state forgets first, is not measured by this run; "
-               "contexts of thousands of tokens either.", _attention_kind_entries),
+               "Contexts of thousands of tokens, where a fixed state has far more to forget; here recall is read up "
+               "to 4× a crop of 128 characters.", _attention_kind_entries, repeat_rate=0.25, measure="recall"),
     Comparison("nope", "NoPE every 4th", "Positions",
                Claim("Leaving RoPE out of every fourth layer helps a model read past its trained length.",
                      "Llama 4 model card (Meta, 2025) and \"Rope to Nope and Back Again\" (Yang et al., 2025)",
@@ -247,7 +255,7 @@ COMPARISONS: dict[str, Comparison] = {c.key: c for c in (
                "parameters",
                "DeepSeek-V3.2 keeps 2,048 of up to 128k keys, trains its indexer to match the dense weights first, "
                "and saves compute only at long context; here a quarter of a 128-character crop, trained from the "
-               "start with the model.", _indexer_entries),
+               "start with the model.", _indexer_entries, measure="kept_mass"),
 )}
 
 NEXT_RUN_ONLY = ("embeddings", "attention-kinds", "nope", "indexer")  # declared for the next recipe: no run of them is shipped

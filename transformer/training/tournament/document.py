@@ -25,10 +25,12 @@ SCALE_NOTE = ("Every model here has about a hundred thousand parameters and trai
               "A difference measured here is a fact about this size; one not measured here may still appear at scale.")
 
 
-def run_key(config: dict, lr: float, warmup: int, seed: int) -> str:
-    """What makes two runs the same run (deterministic on one machine and thread count): every run reads the
-    same figures, so one comparison's baseline run serves another's."""
-    return json.dumps([config, lr, warmup, seed], sort_keys=True)
+def run_key(comp: dict, entry: dict, seed: int) -> str:
+    """What makes two runs the same run (deterministic on one machine and thread count): the comparison's recipe and
+    measure, the entry's config, rate and warm-up, and the seed. Every run reads the same figures, so one
+    comparison's baseline run serves another's that shares its recipe."""
+    return json.dumps([comp["recipe"], comp.get("measure"), entry["config"], entry["lr"], entry["warmup_steps"], seed],
+                      sort_keys=True)
 
 
 def describe_entry(recipe: Recipe, entry: Entry, entries: list[Entry]) -> dict:
@@ -101,16 +103,20 @@ def _notes(comp: dict, data: dict) -> str:
     return " ".join(notes)
 
 
-def new_document(recipe: Recipe, hardware: str, keys: list[str]) -> dict:
+def new_document(recipe: Recipe, hardware: str, keys: list[str], own_recipes: bool = True) -> dict:
+    """A document with no runs yet: the shared recipe, and each comparison with its own (the shared one with the
+    comparison's steps and repeated spans; with own_recipes=False, the shared one for all, as older files ran)."""
     comparisons = []
     for key in keys:
         spec = COMPARISONS[key]
-        entries = spec.entries(recipe)
+        own = spec.recipe(recipe) if own_recipes else recipe
+        entries = spec.entries(own)
         comparisons.append({"key": key, "axis": spec.axis, "group": spec.group, "claim": spec.claim.to_dict(),
                             "verdict": "", "cost_axis": spec.cost_axis, "cannot_test": spec.cannot_test,
                             "first_token": spec.first_token, "lengths": list(spec.lengths),
-                            "longer_against": spec.longer_against,
-                            "entries": [describe_entry(recipe, e, entries) for e in entries]})
+                            "longer_against": spec.longer_against, "recipe": own.to_dict(),
+                            "measure": spec.measure if own_recipes else None,
+                            "entries": [describe_entry(own, e, entries) for e in entries]})
     return {"format": FORMAT, "recipe": recipe.to_dict(), "hardware": hardware, "scale_note": SCALE_NOTE,
             "command": COMMAND, "comparisons": comparisons}
 
@@ -140,7 +146,7 @@ def rewrite(old: dict) -> dict:
                          "one recipe: train it again with " + COMMAND)
     recipe = recipe_from(old["recipe"], tie_embeddings=tied.pop(), length_windows="separate")
     keys = [c["key"] for c in old["comparisons"] if c["key"] in COMPARISONS]
-    data = new_document(recipe, old["hardware"], keys)
+    data = new_document(recipe, old["hardware"], keys, own_recipes=False)
     stored = {(c["key"], e["choice"]): e for c in old["comparisons"] for e in c["entries"]}
     for comp in data["comparisons"]:
         for entry in comp["entries"]:

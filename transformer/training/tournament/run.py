@@ -48,6 +48,7 @@ class Recipe:
     tie_embeddings: bool = False  # untied, as in LLaMA: tied, deep post-norm models stalled (a comparison of its own)
     frontier_layers: int = 4  # depth of the hybrid and NoPE comparisons: one full (or NoPE) layer in four
     length_windows: str = "prefixes"  # held out at 2x and 4x: "prefixes" (1x reads each window's start) or "separate"
+    repeat_rate: float = 0.0  # the share of training rows that repeat a span (practice at copying)
 
     def __post_init__(self):
         if self.length_windows not in LENGTH_READERS:
@@ -56,7 +57,9 @@ class Recipe:
     def to_dict(self) -> dict:
         return {**asdict(self), "optimizer": "AdamW (betas 0.9, 0.98), linear warm-up then cosine to 0.1 x peak, "
                                               "gradient clip at grad_clip; transformer.training.train.train",
-                "task": f"next character of crops of {self.context} characters (no repeated spans), "
+                "task": f"next character of crops of {self.context} characters ("
+                        + (f"{self.repeat_rate:.0%} of the rows repeat a span" if self.repeat_rate else
+                           "no repeated spans") + "), "
                         f"{'WordNet English' if self.corpus == 'english' else self.corpus}; held-out split",
                 "tokens_per_run": self.tokens}
 
@@ -219,12 +222,14 @@ def can_read(cfg: TransformerConfig, length: int) -> bool:
 
 def train_run(cfg: TransformerConfig, recipe: Recipe, seed: int, *, lr: float | None = None,
               warmup: int | None = None, lengths: tuple[int, ...] = LENGTHS, first_token: bool = True,
-              should_stop: Callable[[], bool] | None = None) -> dict:
+              should_stop: Callable[[], bool] | None = None,
+              measure: Callable[[Transformer, Recipe], dict] | None = None) -> dict:
     """Train `cfg` on the recipe's text for recipe.steps steps (train.train: AdamW, warm-up then cosine) and read
     it on held-out text. Returns the run's JSON: seed, steps, tokens, lr, warmup, held-out bits per character
     (None when diverged), the training curve (bits per character), diverged (and the step), processor and
     wall seconds; with lengths (1, 2, 4) the held-out figure at each multiple of the trained length (None where
-    the model cannot read that far); with first_token, the share of attention that goes to <bos>."""
+    the model cannot read that far); with first_token, the share of attention that goes to <bos>; with `measure`,
+    what it reads of the trained model (measures.py) under "measured"."""
     from ..tasks import Language
     from ..train import train
 
@@ -234,7 +239,7 @@ def train_run(cfg: TransformerConfig, recipe: Recipe, seed: int, *, lr: float | 
         raise ValueError(f"lr={lr} must be greater than 0")
     if not 0 <= warmup <= recipe.steps:
         raise ValueError(f"warmup={warmup} must be between 0 and the run's {recipe.steps} steps")
-    task = Language(corpus=recipe.corpus, context=recipe.context, repeat_rate=0.0)
+    task = Language(corpus=recipe.corpus, context=recipe.context, repeat_rate=recipe.repeat_rate)
     losses: list[float] = []
 
     def record(step: int, metrics: dict, model) -> None:
@@ -263,6 +268,8 @@ def train_run(cfg: TransformerConfig, recipe: Recipe, seed: int, *, lr: float | 
         run["held_out_bits_per_char_by_length"] = by_length if failed is None else {k: None for k in by_length}
     if first_token and failed is None:
         run["first_token_attention"] = round(first_token_attention(model, recipe), 4)
+    if measure is not None and failed is None:
+        run["measured"] = measure(model, recipe)
     run.update(processor_seconds=round(train_cpu, 2), evaluation_processor_seconds=round(time.process_time() - cpu
                                                                                           - train_cpu, 2),
                wall_seconds=round(time.perf_counter() - wall, 2))
