@@ -13,7 +13,9 @@ from ui.figures.indexer import dense_beside_chosen, kept_as_k_shrinks
 from ui.compute.indexer import indexer_view
 from ui.compute.chapters_measure import pairs_at_length, sparse_attention
 from ui.compute.layers import non_softmax_layers, softmax_layers, state_layers
+from ui.compute.encoder_decoder_measure import RANDOM_SEEDS, SCORE_WORDS, mirror_scores, reversal
 from ui.compute.measure import cross_attention, encoder_decoder_twin, masked_attention, padded_attention
+from ui.figures.base import heatmap
 from ui.app.page import load_page
 from ui.app.charts import show_chart
 from ui.app.figure_cache import cached_figure
@@ -29,6 +31,7 @@ MAX_SIZE = 64
 LONG_TEXT = 4096  # tokens: the saving of a pattern shows at lengths real models read
 LOCAL_GLOBAL_CARDS = ("gemma3", "gpt-oss")  # real models whose layers are local and global
 url_state("mask", mask_layer=0, mask_head=0, mask_w=3, mask_chunk=3, mask_text2="a dog ran", mask_global=1,
+          mask_word="transformer",
           mask_tab=str,  # the open tab (lazy_tabs below), so a link can open one
           mask_query=MAX_SHOWN - 1, mask_k=4,  # the indexer tab's query and its k
           **{key: default for key, _, default in SPARSE_SIZES.values()})
@@ -94,6 +97,37 @@ def show(additive: np.ndarray, weights: np.ndarray, x_labels, y_labels, title: s
 
 
 # only the open tab is computed: three of them build a model of their own
+def trained_reverser() -> None:
+    """T5 at classroom size, trained here to write a word backwards: where its cross-attention looks, beside the
+    same model with random weights."""
+    st.markdown("**A trained encoder-decoder.** The matrices above come from random weights. Here T5 at classroom "
+                "size (relative position buckets, RMSNorm before each sublayer, ReLU), trained on this machine to "
+                "write a word backwards, reads your word with its encoder; to write answer letter i, the decoder "
+                "has to find source letter n − 1 − i, and cross-attention is the only way it can.")
+    st.text_input("A word to reverse (letters a–z)", key="mask_word", max_chars=24)
+    try:
+        view = reversal(str(st.session_state["mask_word"]).strip())
+        scores = mirror_scores()
+    except ValueError as exc:  # a word outside the task's letters or lengths; CheckpointError is a ValueError too
+        st.error(f"The trained T5 cannot read this: {exc}")
+        return
+    trained, controls = scores["trained"], scores["random"]  # (L, H), (seeds, L, H)
+    layer, head = np.unravel_index(int(trained.argmax()), trained.shape)
+    st.success(f"Trained T5 ({scores['steps']:,} steps, {scores['accuracy']:.1%} of answer letters right on fresh "
+               f"words) writes **{view['answer']}**.", icon=":material/school:")
+    left, right = st.columns(2)
+    for where, name, weights in ((left, "trained", view["trained"]), (right, "random init", view["random"])):
+        show_chart(heatmap(weights[layer, head], view["source"], view["queries"],
+                           f"{name}: cross-attention layer {layer}, head {head}", x_title="source (encoder)",
+                           y_title="decoder input", zmin=0, zmax=1, height=380),
+                   key=f"mask_reverser_{name.replace(' ', '_')}", where=where)
+    st.caption(f"Weight on the mirrored source letter, the mean over {SCORE_WORDS} fresh words, per layer and head: "
+               "trained " + ", ".join(f"L{l}H{h} {trained[l, h]:.2f}" for l in range(trained.shape[0])
+                                      for h in range(trained.shape[1]))
+               + f"; random init (seeds {', '.join(map(str, RANDOM_SEEDS))}) {controls.min():.2f}–{controls.max():.2f}. "
+               f"The random model spreads its weight over the whole word; the trained head draws the anti-diagonal.")
+
+
 tabs = lazy_tabs(["none", "causal", "padding", "sliding window", "chunked", "cross-attention", "strided",
                   "block-local", "global + local", "indexer top-k"], key="mask_tab")
 for _ in when_open(tabs[0]):
@@ -169,6 +203,7 @@ for _ in when_open(tabs[5]):
             show(additive[row], weights[row], keys, target.labels,
                  f"source {row + 1}: T_q = {len(target.ids)} decoder queries × S = {pad.shape[1]} encoder keys",
                  f"mask_cross_{row}", sink=False)  # cross-attention has no sink
+    trained_reverser()
 
 
 SPARSE_TEXT = {

@@ -1,5 +1,6 @@
 """The same block on images: a small Vision Transformer on 8x8 handwritten digits, and where its [CLS] token looks."""
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from transformer import axes, vision
@@ -9,7 +10,8 @@ from ui.figures.base import heatmap
 from ui.app.page import start_page
 from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, keep_valid, url_state
-from ui.compute.vision_measure import digit_view, held_out, held_out_predictions, stem_gap, vit_model
+from ui.compute.vision_measure import (conv_trained, digit_view, held_out, held_out_predictions, stem_gap,
+                                      vit_model)
 
 STEMS = axes.keys("patch_stem")  # flatten + linear, or a convolution: the rows of the patch-stem axis
 url_state("vit", carry=True, vit_digit=0, vit_layer=1, vit_head=0, vit_stem=STEMS[0])  # carry: the sidebar's values, across a page switch
@@ -135,6 +137,28 @@ st.caption(f"Each tile is one feature of the token: red pixels of a patch push i
            f"is **{axes.label('patch_stem', stem)}** ({axes.row('patch_stem', stem).does}); switch it above and every "
            "figure of this page stays the same. A stride smaller than the kernel would let patches overlap — "
            "something only the convolution can say.")
+
+st.markdown("**Trained as a choice.** Moving one model's weights shows the two stems are one map. Trained from the "
+            "first step with each stem (the same settings and seed, a run of its own), do they learn the same?")
+try:
+    conv_model, conv_meta = conv_trained()
+except (ValueError, OSError) as exc:  # CheckpointError is a ValueError
+    st.error(f"The ViT trained with the convolution stem cannot be loaded: {exc}. Train it with "
+             "`python -m transformer.vision --stem conv --out assets/checkpoints/vit-digits-conv`.")
+else:
+    st.dataframe(pd.DataFrame([
+        {"stem it trained with": axes.label("patch_stem", m.shape.stem),
+         "held-out digits right": f"{info['test_accuracy']:.1%} of {info['n_test']}",
+         "training digits right": f"{info['train_accuracy']:.1%}", "parameters": info["parameters"],
+         "CPU seconds": info.get("train_cpu_seconds")} for m, info in ((vit_model("linear")[0], meta),
+                                                                       (conv_model, conv_meta))]), hide_index=True)
+    gap = abs(conv_meta["test_accuracy"] - meta["test_accuracy"]) * meta["n_test"]
+    st.caption(f"The two runs differ by {gap:.0f} held-out digit{'s' if round(gap) != 1 else ''}: the same map with "
+               "the same start learns the same thing, up to the order in which the two compute their sums. Its "
+               "kernels, below, are the convolution model's own.")
+    show_chart(figs.stem_kernels(conv_model.kernels().cpu().numpy(), title=f"the convolution-trained model's {d} "
+                                                                            f"kernels of {p}×{p}"),
+               key="vit_conv_kernels")
 
 st.download_button("Download this digit's figures (.npz)", on_click="ignore", mime="application/octet-stream",
                    file_name=f"vit_digit{index}.npz",

@@ -72,7 +72,7 @@ RECIPES = [
     # sentence of up to 200 characters written twice. With a quarter of the rows repeating a span from the
     # first step and no warm-up, LLaMA 2 had no induction head after 2,200 steps (0.02) and did not copy a
     # repeated span at all; the warm-up forms the circuit first.
-    Recipe("llama2", "language", lr=3e-3, **ENGLISH),
+    Recipe("llama2", "language", lr=3e-3, **ENGLISH, bfloat16=True),
     # Mistral's window covers half the context (its card). LLaMA 2's recipe gave it an induction head of 0.48; 35% of
     # the rows repeating (not a quarter) give copying more practice
     Recipe("mistral", "language", lr=3e-3, **{**ENGLISH, "repeat_rate": 0.35}, bfloat16=True),
@@ -126,6 +126,8 @@ RECIPES = [
     # whether the experts part digits from letters depends on the seed and the schedule (docs/checkpoints.md)
     Recipe("mixtral", "mixed", steps=1200, batch_size=64),
     Recipe("original", "reverse", steps=1500),
+    # T5 at classroom size: relative position buckets, pre-RMSNorm, ReLU; reversing shows in its cross-attention
+    Recipe("t5", "reverse", steps=1500),
     Recipe("original", "copy", steps=500),
     Recipe("bert", "mirror", steps=2000),
 ]

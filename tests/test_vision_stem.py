@@ -100,3 +100,35 @@ def test_with_one_seed_both_stems_start_from_the_same_weights():
     assert linear.keys() == conv.keys()
     for name, tensor in conv.items():
         assert torch.equal(tensor.reshape(linear[name].shape), linear[name]), name
+
+
+def test_the_model_trained_with_the_convolution_stem_is_its_own_run_and_learns_what_the_linear_one_does():
+    conv, meta = vision.load(vision.CONV_PATH)
+    linear, linear_meta = vision.load(vision.SHIPPED_PATH)
+    assert conv.shape.stem == "conv" and meta["training"]["stem"] == "conv" and linear.shape.stem == "linear"
+    assert {k: v for k, v in meta["training"].items() if k != "stem"} == {
+        k: v for k, v in linear_meta["training"].items() if k != "stem"}  # the same settings and seed
+    split = vision.digits_split()
+    assert vision.accuracy(conv, split.test_images, split.test_labels) == pytest.approx(meta["test_accuracy"],
+                                                                                       abs=1e-4)
+    assert abs(meta["test_accuracy"] - linear_meta["test_accuracy"]) * meta["n_test"] <= 3  # 1 digit when trained
+    assert not torch.equal(conv.kernels(), linear.kernels())  # trained apart: not the linear weights moved
+
+
+def test_the_vit_page_shows_both_trained_stems_and_says_so_when_one_is_missing(monkeypatch, tmp_path):
+    at = assert_clean(open_page("pages/vit.py"))
+    table = next(d.value for d in at.dataframe if "stem it trained with" in d.value.columns)
+    assert list(table["stem it trained with"]) == ["flatten + linear", "convolution"]
+    assert any("convolution-trained model" in json.loads(c.proto.spec)["layout"]["title"]["text"]
+               for c in at.get("plotly_chart"))
+    from ui.compute import vision_measure
+    vision_measure.conv_trained.clear()
+    monkeypatch.setattr(vision, "CONV_PATH", tmp_path / "missing")
+    try:
+        at = open_page("pages/vit.py")
+        assert_clean(at, errors_allowed=True)
+        assert any("convolution stem cannot be loaded" in e.value for e in at.error)
+        assert any("kernels of" in json.loads(c.proto.spec)["layout"]["title"]["text"]
+                   for c in at.get("plotly_chart"))  # the rest of the page still draws
+    finally:
+        vision_measure.conv_trained.clear()

@@ -17,6 +17,7 @@ positions, the same blocks, the same hook names (``blocks.0.attn.hook_pattern`` 
     save(model, "my-vit", report)
 
     python -m transformer.vision --out assets/checkpoints/vit-digits
+    python -m transformer.vision --stem conv --out assets/checkpoints/vit-digits-conv
 """
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ N_CLASSES = 10
 TEST_SHARE = 0.2  # the last 20% of the digits, never trained on
 CLS = 0  # the [CLS] token sits at position 0, the patches after it
 SHIPPED_PATH = checkpoint_format.SHIPPED_DIR / "vit-digits"
+CONV_PATH = checkpoint_format.SHIPPED_DIR / "vit-digits-conv"  # the same settings, trained with the convolution stem
 VISION_KEY = "vision"  # the JSON entry that marks a ViT checkpoint: its image and patch size (checkpoint.load reads it)
 
 

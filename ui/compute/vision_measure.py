@@ -18,6 +18,13 @@ def vit_model(stem: str = "linear") -> tuple[vision.VisionTransformer, dict]:
     return (model if model.shape.stem == stem else vision.with_stem(model, stem)), meta
 
 
+@st.cache_resource(show_spinner="Loading the digits ViT trained with the convolution stem…")
+def conv_trained() -> tuple[vision.VisionTransformer, dict]:
+    """(model, meta) of assets/checkpoints/vit-digits-conv: the same settings and seed, trained with the convolution
+    stem from the first step (its own run, not the linear model's weights moved)."""
+    return vision.load(vision.CONV_PATH, device="cpu")
+
+
 @st.cache_resource(show_spinner="Loading the digits…")
 def held_out() -> tuple[np.ndarray, np.ndarray]:
     """(N, 8, 8) held-out images in 0..1 and their (N,) labels: the split the model never trained on."""
