@@ -12,6 +12,7 @@ from transformer.training.tournament.verdict import LEARNED_BITS, MIN_SEEDS, RUL
 from ui.app.page import start_page
 from ui.app.charts import show_chart
 from ui.app.page_controls import KEEP, keep_valid, url_state
+from ui.figures import indexer as indexer_figs
 from ui.figures import tradeoffs as figs
 
 url_state("tradeoffs", trade_comparison="kv-heads")
@@ -62,8 +63,10 @@ with st.expander("**The verdict rule**, the same for every comparison", expanded
 
 recipe = data["recipe"]
 tied = "tied (the output head reuses the input embedding)" if recipe.get("tie_embeddings") else "untied"
-st.caption(f"Recipe: d_model {recipe['d_model']}, {recipe['n_heads']} heads, {recipe['n_layers']} layers (the norms "
-           f"comparison also {recipe['deep_layers']}), embeddings {tied}, crops of {recipe['context']} characters, "
+st.caption(f"Recipe shared by every comparison (each names what it changes): d_model {recipe['d_model']}, "
+           f"{recipe['n_heads']} heads, {recipe['n_layers']} layers (the norms and embeddings comparisons also "
+           f"{recipe['deep_layers']}, the comparisons of the newer kinds {recipe.get('frontier_layers', 4)}), "
+           f"embeddings {tied}, crops of {recipe['context']} characters, "
            f"batch {recipe['batch_size']}, {recipe['steps']} steps ({recipe['tokens_per_run']:,} characters per run), "
            f"peak learning rate {recipe['lr']:g} after {recipe['warmup']} warm-up steps. Measured on: "
            f"{data['hardware']}; {data.get('runs_trained', '?')} runs trained, "
@@ -88,6 +91,14 @@ key = st.radio("Comparison", list(finished), horizontal=True, key="trade_compari
                format_func=lambda k: finished[k]["axis"])
 comp = finished[key]
 arrays = figs.comparison_arrays(comp)
+own = comp.get("recipe", recipe)
+changed = [f"{own['steps']} steps, {own['warmup']} of them warm-up ({own['tokens_per_run']:,} characters per run)"
+           if own["steps"] != recipe["steps"] else "",
+           f"{own['repeat_rate']:.0%} of the training rows repeat a span, so copying is practised"
+           if own.get("repeat_rate") else ""]
+if any(changed):
+    st.caption(f"**This comparison's recipe** differs from the shared one, the same for all its entries: "
+               f"{'; '.join(c for c in changed if c)}.")
 
 claim = comp["claim"]
 col1, col2 = st.columns(2)
@@ -136,6 +147,25 @@ if len(arrays.multiples) > 1:
               "is a difference of text. The next run reads prefixes of the same windows at every length.")
     st.caption("A learned table has no row past the length it trained, so it cannot read 2× or 4×: no point there. "
                + shared)
+if comp.get("measure") == "recall":
+    choices, distances, saved = figs.recall_arrays(comp)
+    if distances:
+        show_chart(figs.recall_by_distance(choices, distances, saved, own["context"], "Recall of a phrase read "
+                                           "earlier: what its first copy saves on the second"), key="trade_recall")
+        st.caption("Each row is a held-out phrase of 24 characters, held-out text, and the phrase again; a control row "
+                   "starts with another phrase. The bits per character the first copy saves on the second (control "
+                   "minus repeated) is recall: 0 means the model did not use the first copy. Past the dashed line the "
+                   "model reads farther than any crop it trained on.")
+if comp.get("measure") == "kept_mass":
+    ks, top_k, kept = figs.kept_mass_arrays(comp)
+    if ks:
+        show_chart(indexer_figs.measured_mass_by_k(ks, {label: values.mean(0).tolist() for label, values in kept.items()},
+                                                   top_k, "What the kept keys hold of the dense weights"),
+                   key="trade_kept")
+        st.caption(f"The trained indexer's top k keys against a random-init indexer of the same model, the k most "
+                   f"recent keys (a window) and the best any k keys can hold: the share of the heads' dense weights "
+                   f"they hold, the mean over layers, queries, heads and {len(next(iter(kept.values())))} seeds, on "
+                   f"held-out crops of {own['context']} characters. It trained with k = {top_k}.")
 show_chart(figs.training_curves(arrays.choices, arrays.curves, "Training curves, every seed"),
            key="trade_curves")
 st.markdown(f"**What this size cannot test.** {comp['cannot_test']} {data.get('scale_note', document.SCALE_NOTE)}")

@@ -107,7 +107,7 @@ def combine(files: list[dict]) -> dict:
         data["comparisons"] += [c for k, c in comps.items() if k not in {d["key"] for d in data["comparisons"]}]
     if len({d.get("hardware") for d in files}) > 1:
         data["hardware"] = "; ".join(dict.fromkeys(d["hardware"] for d in files))
-    return data
+    return finish(data)  # every verdict judged again on the runs combined
 
 
 def run(recipe: Recipe, keys: list[str], seeds: list[int], out: Path, threads: int, log=print,

@@ -217,3 +217,57 @@ def training_curves(choices: list[str], curves: list[list[tuple[int, np.ndarray,
     if finite.size:
         fig.update_yaxes(range=[float(finite.min()) - 0.05, float(finite.max()) + 0.05])
     return fig
+
+
+# --- what a comparison reads of its trained models besides bits (transformer/training/tournament/measures.py) ---
+
+
+def recall_arrays(comp: dict) -> tuple[list[str], list[int], np.ndarray]:
+    """Choices, distances and (E, R, D) recall: the bits per character the first copy of a phrase saves on its second
+    (control row's bits minus the repeated row's), NaN where a run has no recall measured."""
+    found = [[(r.get("measured") or {}).get("recall") for r in e["runs"]] for e in comp["entries"]]
+    distances = next((rec["distances"] for runs in found for rec in runs if rec), [])
+    width = max((len(runs) for runs in found), default=0)
+    saved = np.full((len(found), width, len(distances)), np.nan)
+    for i, runs in enumerate(found):
+        for j, rec in enumerate(runs):
+            if rec and rec["distances"] == distances:
+                saved[i, j] = np.array(rec["control_bits"]) - np.array(rec["bits"])
+    return [e["choice"] for e in comp["entries"]], distances, saved
+
+
+def recall_by_distance(choices: list[str], distances: list[int], saved: np.ndarray, trained: int,
+                       title: str = "") -> go.Figure:
+    """(E, R, D) bits per character saved by a phrase's first copy, against how far back it was: one line per entry
+    through the seeds' mean, each seed a faint marker; a dashed line where the trained crops end."""
+    fig = go.Figure(layout=look(title, 420, "distance back to the first copy (characters)",
+                                "bits per character the first copy saves"))
+    for i, choice in enumerate(choices):
+        colour = OKABE_ITO[i % len(OKABE_ITO)]
+        values = saved[i]  # (R, D)
+        counts = np.isfinite(values).sum(0)
+        means = np.where(counts > 0, np.nansum(np.where(np.isfinite(values), values, 0.0), 0) / np.maximum(counts, 1),
+                         np.nan)
+        fig.add_trace(go.Scatter(x=distances, y=means, mode="lines+markers", name=choice, legendgroup=choice,
+                                 line=dict(color=colour, width=3), marker=dict(size=10),
+                                 hovertemplate=f"{choice}<br>%{{x}} back: mean %{{y:.2f}} bits saved<extra></extra>"))
+        fig.add_trace(go.Scatter(x=np.tile(distances, values.shape[0]), y=values.reshape(-1), mode="markers",
+                                 showlegend=False, legendgroup=choice, marker=dict(size=6, color=colour, opacity=0.5),
+                                 hovertemplate=f"{choice}<br>%{{x}} back: a seed %{{y:.2f}}<extra></extra>"))
+    fig.add_vline(x=trained, line_dash="dash", annotation_text=f"trained crops: {trained} characters")
+    fig.add_hline(y=0, line_color="#888888")
+    return fig
+
+
+def kept_mass_arrays(comp: dict) -> tuple[list[int], int | None, dict[str, np.ndarray]]:
+    """The ks, the trained top-k, and per way of choosing keys (R, K): the dense weight the k chosen keys hold, the
+    mean over layers, for each run that measured it (the indexer entries)."""
+    found = [(r.get("measured") or {}).get("kept_mass") for e in comp["entries"] for r in e["runs"]]
+    found = [m for m in found if m]
+    if not found:
+        return [], None, {}
+    ks = found[0]["ks"]
+    labels = list(found[0]["layers"][0])[1:]  # "layer" first, then each way of choosing
+    curves = {label: np.array([np.mean([layer[label] for layer in m["layers"]], axis=0) for m in found if m["ks"] == ks])
+              for label in labels}
+    return ks, found[0]["top_k"], curves

@@ -139,14 +139,19 @@ def rewrite(old: dict) -> dict:
     """An older file in today's shape: the same recipe (with the fields it predates set to what its runs did: tied
     embeddings, each length in windows of its own), its comparisons described again, and every run kept, so every
     verdict is recomputed from the runs' seeds and held-out bits. Comparisons the old file lacks stay out."""
-    configs = [e["config"] for c in old["comparisons"] for e in c["entries"]]
-    tied = {bool(c.get("tie_embeddings", True)) for c in configs}
-    if len(tied) != 1:
-        raise ValueError("the file mixes tied and untied embeddings across its entries; it cannot be described by "
-                         "one recipe: train it again with " + COMMAND)
-    recipe = recipe_from(old["recipe"], tie_embeddings=tied.pop(), length_windows="separate")
+    missing = {"length_windows": "separate"}
+    if "tie_embeddings" not in old["recipe"]:  # files before the field: what their entries did, one way for all
+        configs = [e["config"] for c in old["comparisons"] for e in c["entries"]]
+        tied = {bool(c.get("tie_embeddings", True)) for c in configs}
+        if len(tied) != 1:
+            raise ValueError("the file mixes tied and untied embeddings across its entries and its recipe does not "
+                             "say which it shared; it cannot be described by one recipe: train it again with "
+                             + COMMAND)
+        missing["tie_embeddings"] = tied.pop()
+    recipe = recipe_from(old["recipe"], **missing)
     keys = [c["key"] for c in old["comparisons"] if c["key"] in COMPARISONS]
-    data = new_document(recipe, old["hardware"], keys, own_recipes=False)
+    own = all("recipe" in c for c in old["comparisons"])  # files before per-comparison recipes ran one for all
+    data = new_document(recipe, old["hardware"], keys, own_recipes=own)
     stored = {(c["key"], e["choice"]): e for c in old["comparisons"] for e in c["entries"]}
     for comp in data["comparisons"]:
         for entry in comp["entries"]:
