@@ -13,7 +13,7 @@ from ui.figures.indexer import dense_beside_chosen, kept_as_k_shrinks
 from ui.compute.indexer import indexer_view
 from ui.compute.chapters_measure import pairs_at_length, sparse_attention
 from ui.compute.layers import non_softmax_layers, softmax_layers, state_layers
-from ui.compute.encoder_decoder_measure import RANDOM_SEEDS, SCORE_WORDS, mirror_scores, reversal
+from ui.compute.encoder_decoder_measure import RANDOM_SEEDS, SCORE_BATCHES, SCORE_WORDS, mirror_scores, reversal
 from ui.compute.measure import cross_attention, encoder_decoder_twin, masked_attention, padded_attention
 from ui.figures.base import heatmap
 from ui.app.page import load_page
@@ -121,7 +121,8 @@ def trained_reverser() -> None:
                            f"{name}: cross-attention layer {layer}, head {head}", x_title="source (encoder)",
                            y_title="decoder input", zmin=0, zmax=1, height=380),
                    key=f"mask_reverser_{name.replace(' ', '_')}", where=where)
-    st.caption(f"Weight on the mirrored source letter, the mean over {SCORE_WORDS} fresh words, per layer and head: "
+    st.caption(f"Weight on the mirrored source letter, the mean over {SCORE_BATCHES * SCORE_WORDS} fresh words of "
+               f"every length it trained on, per layer and head: "
                "trained " + ", ".join(f"L{l}H{h} {trained[l, h]:.2f}" for l in range(trained.shape[0])
                                       for h in range(trained.shape[1]))
                + f"; random init (seeds {', '.join(map(str, RANDOM_SEEDS))}) {controls.min():.2f}–{controls.max():.2f}. "

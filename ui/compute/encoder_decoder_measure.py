@@ -12,7 +12,8 @@ from transformer.training.tasks import get_task
 
 TRAINED = "t5-reverse"  # assets/checkpoints: scripts/train_checkpoints.py's T5 recipe
 RANDOM_SEEDS = (0, 1, 2)  # random-init controls: the same config, fresh weights
-SCORE_WORDS, SCORE_SEED = 256, 1  # fresh words the heads are scored on (the training batches drew from seed 0)
+SCORE_BATCHES, SCORE_WORDS, SCORE_SEED = 8, 32, 1  # fresh words the heads are scored on, a length per batch (the
+# training batches drew from seed 0)
 
 
 @st.cache_resource(show_spinner=False)
@@ -67,7 +68,10 @@ def mirror_scores() -> dict:
     model, and each random-init seed."""
     model, meta = reverser()
     task = get_task("reverse")
-    batch = task.sample(SCORE_WORDS, seed=SCORE_SEED)
-    return {"trained": head_scores(model, task, batch)["solution"].numpy(),
-            "random": np.stack([head_scores(_random(s), task, batch)["solution"].numpy() for s in RANDOM_SEEDS]),
+    batches = [task.sample(SCORE_WORDS, seed=SCORE_SEED + i) for i in range(SCORE_BATCHES)]
+
+    def scores(m: Transformer) -> np.ndarray:
+        return np.mean([head_scores(m, task, batch)["solution"].numpy() for batch in batches], axis=0)  # (L, H)
+
+    return {"trained": scores(model), "random": np.stack([scores(_random(s)) for s in RANDOM_SEEDS]),
             "accuracy": meta.get("accuracy"), "steps": meta.get("training", {}).get("steps")}
