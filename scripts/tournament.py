@@ -83,18 +83,20 @@ def merge(old: dict, new: dict) -> dict:
 
 def combine(files: list[dict]) -> dict:
     """One document from several made with the same recipe (machines or processes that each trained some
-    comparisons or seeds): each entry's runs are the union of the files' runs, one per seed."""
+    comparisons or seeds), described afresh by today's comparisons: each entry's runs are the union of the files'
+    runs of that comparison, recipe and config, one per seed."""
     first, *rest = files
     for other in rest:
         if other.get("recipe") != first.get("recipe"):
             raise ValueError(f"the files were made with different recipes ({json.dumps(first.get('recipe'))} and "
                              f"{json.dumps(other.get('recipe'))}); only files of one recipe combine")
-    data = json.loads(json.dumps(first))
-    for other in rest:
-        comps = {c["key"]: c for c in other["comparisons"]}
+    hardware_text = "; ".join(dict.fromkeys(d["hardware"] for d in files))
+    data = new_document(recipe_from(first["recipe"]), hardware_text, list(COMPARISONS))
+    for source in files:
+        comps = {c["key"]: c for c in source["comparisons"]}
         for comp in data["comparisons"]:
             theirs = comps.get(comp["key"])
-            if theirs is None or theirs.get("recipe") != comp.get("recipe"):
+            if theirs is None or theirs.get("recipe") != comp["recipe"]:
                 continue
             entries = {e["choice"]: e for e in theirs["entries"]}
             for entry in comp["entries"]:
@@ -104,9 +106,7 @@ def combine(files: list[dict]) -> dict:
                 seeds = {r["seed"] for r in entry["runs"]}
                 entry["runs"] = sorted(entry["runs"] + [r for r in match["runs"] if r["seed"] not in seeds],
                                        key=lambda r: r["seed"])
-        data["comparisons"] += [c for k, c in comps.items() if k not in {d["key"] for d in data["comparisons"]}]
-    if len({d.get("hardware") for d in files}) > 1:
-        data["hardware"] = "; ".join(dict.fromkeys(d["hardware"] for d in files))
+    data["baselines"] = first.get("baselines")
     return finish(data)  # every verdict judged again on the runs combined
 
 

@@ -164,7 +164,7 @@ def offer_tournament_task(cfg, task, lr: float, warmup: int):
     if found is None:
         return task
     data, comp, entry, cells = found
-    recipe = data["recipe"]
+    recipe = comp.get("recipe", data["recipe"])  # the comparison's own recipe (its steps, its repeated spans)
     names = "; ".join(f"{c['axis']}: {e['choice']}" for c, e in cells)
     st.info(f"This model is a cell of **Trade-offs, measured** ({names}). Train it here and the page compares your "
             "run with the tournament's seeds.", icon=":material/flag:")
@@ -172,10 +172,12 @@ def offer_tournament_task(cfg, task, lr: float, warmup: int):
         st.caption(f"The tournament trained on WordNet's English, which needs Debian's wordnet-base on this machine "
                    f"({english.INSTALL_HINT}); this run reads the task's own text, so only the shape compares.")
         return task
+    repeats = recipe.get("repeat_rate", 0.0)
     if st.checkbox(f"Train as the tournament did: {'English' if recipe['corpus'] == 'english' else recipe['corpus']} "
-                   f"text in crops of {recipe['context']} characters, no repeated spans", value=True,
+                   f"text in crops of {recipe['context']} characters, "
+                   + (f"{repeats:.0%} of the rows repeating a span" if repeats else "no repeated spans"), value=True,
                    key=TOURNAMENT_TASK):
-        return Language(corpus=recipe["corpus"], context=recipe["context"], repeat_rate=0.0)
+        return Language(corpus=recipe["corpus"], context=recipe["context"], repeat_rate=repeats)
     return task
 
 
@@ -187,7 +189,7 @@ def show_live_comparison(model, history: list[dict], task, settings: dict) -> No
     if found is None:
         return
     data, comp, entry, _ = found
-    recipe = data["recipe"]
+    recipe = comp.get("recipe", data["recipe"])
     steps = history[-1]["step"] + 1  # a run stopped by a click ends early
     last = [h["loss"] / math.log(2) for h in history if h["step"] > steps - 11]  # the last ten steps recorded
     training_bits = sum(last) / len(last) if all(map(math.isfinite, last)) else None
@@ -200,8 +202,9 @@ def show_live_comparison(model, history: list[dict], task, settings: dict) -> No
     context = getattr(task, "context", recipe["context"])
     repeats = getattr(task, "repeat_rate", 0.0)
     differences = config_differences(entry["config"], model.cfg)
-    if repeats:
-        differences.append(f"{repeats:.0%} of rows repeating a span (the tournament's: none)")
+    if repeats != recipe.get("repeat_rate", 0.0):
+        differences.append(f"{repeats:.0%} of rows repeating a span (the tournament's: "
+                           f"{recipe.get('repeat_rate', 0.0):.0%})")
     text = compare_live(entry, recipe, steps=steps, lr=settings["lr"], warmup=settings["warmup"],
                         batch_size=settings["batch_size"], context=context, corpus=corpus,
                         training_bits=training_bits, held_out=held_out, differences=differences)

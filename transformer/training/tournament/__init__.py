@@ -1,7 +1,8 @@
 """Trade-offs, measured: claims about the axes, trained with several seeds and judged by one stated rule.
 
-One recipe (the same width, steps, tokens and batch for every entry of a comparison), several seeds per
-entry, held-out bits per character on the English corpus the language checkpoints use:
+One recipe per comparison (the same width, steps, tokens and batch for every entry of it: the shared recipe, with a
+comparison's own steps or repeated spans where it names them), several seeds per entry, held-out bits per character
+on the English corpus the language checkpoints use:
 
     from transformer.training.tournament.run import Recipe, base_config, train_run
     recipe = Recipe()                                    # d_model 64, 2 layers, 4 heads, untied, crops of 128
@@ -22,7 +23,8 @@ README's table from it.
     run.py          the harness: Recipe, base_config, train_run, held_out_bits, by_length_prefixes
     verdict.py      the rule: paired, judge, claim_status, did_not_learn, needs_more_seeds, RULE_TEXT
     statistics.py   the numbers read: Stats, entry_stats
-    comparisons.py  the comparisons: Claim, Entry, Comparison, COMPARISONS
+    comparisons.py  the comparisons: Claim, Entry, Comparison (each with its own recipe), COMPARISONS
+    measures.py     what else is read of a trained run: recall at distance, an indexer's kept mass (MEASURES)
     judgement.py    the rule applied to one comparison's JSON: judge_comparison, seeds_wanted
     document.py     the JSON: new_document, finish, rewrite, load, comparison, summary_rows
 

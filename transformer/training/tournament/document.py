@@ -42,6 +42,7 @@ def describe_entry(recipe: Recipe, entry: Entry, entries: list[Entry]) -> dict:
             "predicted": {length: list(verdicts) for length, verdicts in entry.predicted.items()},
             "config": cfg.to_dict(), "parameters": counts["total"], "active_parameters": counts["active"],
             "kv_bytes_per_token": kv_cache_bytes_per_token(cfg), "lr": recipe.lr * entry.lr_factor,
+            "stress": entry.stress,
             "warmup": entry.warmup, "warmup_steps": recipe.warmup if entry.warmup else 0, "runs": []}
 
 
