@@ -214,7 +214,7 @@ def test_the_vit_page_renders_and_follows_the_digit(shipped, split):
     assert_clean(at)
     assert at.number_input(key="vit_digit").value == 0
     charts = at.get("plotly_chart")
-    assert len(charts) == 5  # the digit, the probabilities, [CLS] per head, one head's matrix, the stem's kernels
+    assert len(charts) == 6  # the digit, the probabilities, [CLS] per head, one head's matrix, both stems' kernels
     first = json.loads(charts[0].proto.spec)["data"][0]["z"]
     assert np.allclose(values(first), split.test_images[0].numpy())
 
