@@ -177,7 +177,8 @@ table = pd.DataFrame({
     "against": rows["against"].fillna("(reference)"),
     "difference": rows["difference"],
     "95% interval": [("–" if i is None else f"{i[0]:+.3f} to {i[1]:+.3f}") for i in rows["interval"]],
-    "verdict": rows["verdict"].fillna("no verdict")})
+    "verdict": rows["verdict"].fillna("no verdict"),
+    "learning gate": ["exempt: there to show a failure" if e.get("stress") else "applies" for e in comp["entries"]]})
 if arrays.cost_axis != "parameters":
     table.insert(2, figs.COST_TITLES[arrays.cost_axis], rows["cost"])
 st.dataframe(table, hide_index=True)

@@ -392,6 +392,7 @@ def test_page_shows_each_comparison_claim_verdict_rule_and_figures(monkeypatch, 
         table = at.dataframe[0].value
         assert list(table["parameters"]) == [e["parameters"] for e in comp["entries"]]
         assert list(table["verdict"]) == [e["verdict"] or "no verdict" for e in comp["entries"]]
+        assert [g.startswith("exempt") for g in table["learning gate"]] == [e["stress"] for e in comp["entries"]]
         if len(comp["lengths"]) > 1:
             assert any("Every length reads the same windows" in c.value for c in at.caption)
         if comp["recipe"] != shipped["recipe"]:

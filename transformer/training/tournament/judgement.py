@@ -39,7 +39,7 @@ def judge_comparison(comp: dict, bigram: float, spec: Comparison | None = None) 
     4x under "longer"), the claim's status and why, the verdict line, and the seeds still wanted."""
     spec = spec or COMPARISONS[comp["key"]]
     entries = {e["choice"]: e for e in comp["entries"]}
-    # an entry trained to break (a rate chosen to, "stress") may fail to learn: that is what it measures
+    # an entry there to show a failure ("stress") may fail to learn: that is what it measures
     means = {c: (statistics.fmean(v.values()) if (v := seed_bits(e)) else None) for c, e in entries.items()
              if not e.get("stress")}
     not_learned = did_not_learn(means, bigram)

@@ -2,8 +2,8 @@
 
 1. Did every entry learn? An entry whose mean held-out bits/char does not end at least `LEARNED_BITS` under the
    bigram baseline (a model that knows only character pairs) learned nothing a comparison could read: its
-   comparison "measured nothing" and draws no verdict. An entry trained at a rate chosen to break training (a
-   "stress" entry) is exempt: its failing to learn is what it measures.
+   comparison "measured nothing" and draws no verdict. An entry put there to show a failure (a "stress" entry: a
+   rate chosen to break training, tied embeddings under deep post-norm) is exempt: its failing is what it measures.
 2. Each entry against its reference, seed by seed: the difference of the two runs that share a seed (entry minus
    reference, bits/char), their mean, and its 95% t-interval over the seed pairs.
 3. A margin stated before any run: ±`MARGIN_SHARE` of the reference's mean bits/char. The entry is
@@ -39,8 +39,9 @@ RULE_TEXT = (f"Each entry is compared with its reference seed by seed (the two r
              f"**equivalent**, wholly below 0 **better**, wholly above 0 **worse**, anything else **undecided** (an "
              f"undecided entry gets more seeds, up to {MAX_SEEDS}). A comparison where an entry did not end at least "
              f"{LEARNED_BITS:g} bits/char under the bigram baseline (a model that knows only which character follows "
-             f"which) **measured nothing**, and draws no verdict; an entry trained at a rate chosen to break training "
-             f"is exempt, its failing being what it measures. The claim then **agrees**, **disagrees**, is "
+             f"which) **measured nothing**, and draws no verdict; an entry put there to show a failure (a rate chosen to "
+             f"break training, tied embeddings under deep post-norm) is exempt, its failing being what it measures. "
+             f"The claim then **agrees**, **disagrees**, is "
              f"**undecided**, or is **not tested at this size**, with the reason.")
 
 
