@@ -3,6 +3,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -152,6 +153,12 @@ if comp.get("measure") == "recall":
     if distances:
         show_chart(figs.recall_by_distance(choices, distances, saved, own["context"], "Recall of a phrase read "
                                            "earlier: what its first copy saves on the second"), key="trade_recall")
+        if not np.nanmax(np.abs(saved), initial=0.0) >= figs.RECALL_LEARNED:
+            st.info(f"**Recall not tested at this size:** no entry learned to copy in these {own['steps']} steps: the "
+                    f"first copy saves under {figs.RECALL_LEARNED:g} bits per character at every distance, for every "
+                    "seed. Copying needs an induction circuit, which these runs never formed. The State page's recall "
+                    "tab reads it on the trained checkpoints (4,000 steps with an induction warm-up), where it "
+                    "tells the three kinds apart.", icon=":material/balance:")
         st.caption("Each row is a held-out phrase of 24 characters, held-out text, and the phrase again; a control row "
                    "starts with another phrase. The bits per character the first copy saves on the second (control "
                    "minus repeated) is recall: 0 means the model did not use the first copy. Past the dashed line the "

@@ -140,3 +140,7 @@ def test_the_page_draws_recall_kept_mass_and_each_comparisons_own_recipe(tiny_fi
         assert any(chart in t for t in titles), titles
         captions = " ".join(c.value for c in at.caption)
         assert ("repeat a span" in captions) == (key == "attention-kinds")
+        if key == "attention-kinds":  # six steps teach no copying: the page says recall was not tested
+            _, _, saved = figs.recall_arrays(comparison(combine([a, b]), key))
+            said = any("Recall not tested at this size" in i.value for i in at.info)
+            assert said == (np.nanmax(np.abs(saved)) < figs.RECALL_LEARNED)

@@ -17,6 +17,7 @@ from ui.figures.axes import OKABE_ITO, look
 MEAN, DIVERGED = "#000000", OKABE_ITO[5]
 SEED_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "triangle-down", "pentagon")
 COST_TITLES = {"kv_bytes_per_token": "KV cache bytes per token (fp16)", "parameters": "parameters"}
+RECALL_LEARNED = 0.05  # bits per character a first copy must save somewhere before recall reads as learned
 VERDICT_COLOURS = {"better": OKABE_ITO[2], "worse": OKABE_ITO[5], "equivalent": OKABE_ITO[1],
                    "undecided": "#888888", None: "#bbbbbb"}  # None: the comparison measured nothing
 

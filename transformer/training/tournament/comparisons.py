@@ -247,7 +247,9 @@ COMPARISONS: dict[str, Comparison] = {c.key: c for c in (
                      "(Yang, Kautz and Hatamizadeh, 2024)", lecture=False),
                "kv_bytes_per_token",
                "Contexts of thousands of tokens, where a fixed state has far more to forget; here recall is read up "
-               "to 4× a crop of 128 characters.", _attention_kind_entries, repeat_rate=0.25, measure="recall"),
+               "to 4× a crop of 128 characters, and only shows once a model has learned to copy at all (an "
+               "induction circuit, which small runs may never form).", _attention_kind_entries, repeat_rate=0.25,
+               measure="recall"),
     Comparison("nope", "NoPE every 4th", "Positions",
                Claim("Leaving RoPE out of every fourth layer helps a model read past its trained length.",
                      "Llama 4 model card (Meta, 2025) and \"Rope to Nope and Back Again\" (Yang et al., 2025)",
