@@ -155,3 +155,16 @@ def test_a_rate_chosen_to_break_training_may_fail_to_learn_and_the_qk_claim_read
     unmarked = qk([3.60, 3.55, 3.58])
     unmarked["entries"][2]["stress"] = False  # the same numbers in an entry that was meant to learn
     assert judge_comparison(unmarked, bigram=3.517)["measured_nothing"] == ["off, 10x lr (3.577)"]
+
+
+def test_a_length_an_entry_cannot_read_has_no_verdict_and_wants_no_seeds():
+    runs = lambda bits, longer: [{**_run(i, b), "held_out_bits_per_char_by_length": {"1x": b, "2x": l}}
+                                 for i, (b, l) in enumerate(zip(bits, longer))]
+    comp = {"key": "positions", "lengths": [1, 2], "entries": [
+        {"choice": "RoPE", "against": None, "predicted": {"2x": ["equivalent", "better"]},
+         "runs": runs([2.2, 2.21, 2.22], [2.6, 2.7, 2.65])},
+        {"choice": "learned", "against": "RoPE", "predicted": {}, "runs": runs([2.45, 2.46, 2.47], [None] * 3)}]}
+    judge_comparison(comp, bigram=3.517)
+    learned = comp["entries"][1]
+    assert learned["verdict"] == "worse" and learned["longer"]["2x"]["verdict"] is None
+    assert learned["longer"]["2x"]["pairs"] == 0 and "learned" not in seeds_wanted(comp)

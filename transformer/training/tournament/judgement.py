@@ -27,7 +27,8 @@ def _measure(reference: dict[int, float], entry: dict[int, float], against: str,
     difference = paired(reference, entry)
     margin = margin_for(reference)
     interval = difference.interval
-    verdict = judge(difference, margin) if learned and margin else None
+    # no seed pairs at all (a learned table cannot read 2x): nothing to decide, and more seeds would not help
+    verdict = judge(difference, margin) if learned and margin and difference.seeds else None
     return {"against": against, "verdict": verdict,
             "difference": None if difference.mean is None else round(difference.mean, 4),
             "interval": None if interval is None else [round(interval[0], 4), round(interval[1], 4)],
