@@ -177,26 +177,31 @@ def cost_against_bits(choices: list[str], cost: np.ndarray, bits: list[np.ndarra
     return fig
 
 
+def seed_lines(fig: go.Figure, choices: list[str], x: list, values: np.ndarray, hover: str) -> go.Figure:
+    """(E, R, X) values: one line per entry through its seeds' mean (NaN where no seed has a value), each seed a
+    faint marker; `hover` formats a point from %{x} and %{y} ("a seed" or "mean" goes before it)."""
+    for i, choice in enumerate(choices):
+        colour = OKABE_ITO[i % len(OKABE_ITO)]
+        runs = values[i]  # (R, X)
+        counts = np.isfinite(runs).sum(0)
+        means = np.where(counts > 0, np.nansum(np.where(np.isfinite(runs), runs, 0.0), 0) / np.maximum(counts, 1),
+                         np.nan)
+        fig.add_trace(go.Scatter(x=x, y=means, mode="lines+markers", name=choice, line=dict(color=colour, width=3),
+                                 marker=dict(size=10), legendgroup=choice,
+                                 hovertemplate=f"{choice}<br>mean {hover}<extra></extra>"))
+        fig.add_trace(go.Scatter(x=list(x) * runs.shape[0], y=runs.reshape(-1), mode="markers", showlegend=False,
+                                 legendgroup=choice, marker=dict(size=6, color=colour, opacity=0.5),
+                                 hovertemplate=f"{choice}<br>a seed {hover}<extra></extra>"))
+    return fig
+
+
 def bits_by_length(choices: list[str], multiples: list[int], by_length: np.ndarray, trained: int,
                    title: str = "") -> go.Figure:
     """(E, R, M) held-out bits at each multiple of the trained length: one line per scheme through the seeds'
     mean, each seed a faint marker; a scheme that cannot read a length has no point there."""
     fig = go.Figure(layout=look(title, 420, "length read, × the trained length", "held-out bits per character"))
     labels = [f"{m}× ({m * trained} characters)" for m in multiples]
-    for i, choice in enumerate(choices):
-        colour = OKABE_ITO[i % len(OKABE_ITO)]
-        values = by_length[i]  # (R, M)
-        counts = np.isfinite(values).sum(0)
-        means = np.where(counts > 0, np.nansum(np.where(np.isfinite(values), values, 0.0), 0) / np.maximum(counts, 1),
-                         np.nan)
-        fig.add_trace(go.Scatter(x=labels, y=means, mode="lines+markers", name=choice, line=dict(color=colour, width=3),
-                                 marker=dict(size=10), legendgroup=choice,
-                                 hovertemplate=f"{choice}<br>%{{x}}: mean %{{y:.3f}}<extra></extra>"))
-        seeds_x = [labels[k] for j in range(values.shape[0]) for k in range(len(multiples))]
-        fig.add_trace(go.Scatter(x=seeds_x, y=values.reshape(-1), mode="markers", showlegend=False,
-                                 legendgroup=choice, marker=dict(size=6, color=colour, opacity=0.5),
-                                 hovertemplate=f"{choice}<br>%{{x}}: a seed %{{y:.3f}}<extra></extra>"))
-    return fig
+    return seed_lines(fig, choices, labels, by_length, "%{x}: %{y:.3f}")
 
 
 def training_curves(choices: list[str], curves: list[list[tuple[int, np.ndarray, np.ndarray, bool]]],
@@ -243,18 +248,7 @@ def recall_by_distance(choices: list[str], distances: list[int], saved: np.ndarr
     through the seeds' mean, each seed a faint marker; a dashed line where the trained crops end."""
     fig = go.Figure(layout=look(title, 420, "distance back to the first copy (characters)",
                                 "bits per character the first copy saves"))
-    for i, choice in enumerate(choices):
-        colour = OKABE_ITO[i % len(OKABE_ITO)]
-        values = saved[i]  # (R, D)
-        counts = np.isfinite(values).sum(0)
-        means = np.where(counts > 0, np.nansum(np.where(np.isfinite(values), values, 0.0), 0) / np.maximum(counts, 1),
-                         np.nan)
-        fig.add_trace(go.Scatter(x=distances, y=means, mode="lines+markers", name=choice, legendgroup=choice,
-                                 line=dict(color=colour, width=3), marker=dict(size=10),
-                                 hovertemplate=f"{choice}<br>%{{x}} back: mean %{{y:.2f}} bits saved<extra></extra>"))
-        fig.add_trace(go.Scatter(x=np.tile(distances, values.shape[0]), y=values.reshape(-1), mode="markers",
-                                 showlegend=False, legendgroup=choice, marker=dict(size=6, color=colour, opacity=0.5),
-                                 hovertemplate=f"{choice}<br>%{{x}} back: a seed %{{y:.2f}}<extra></extra>"))
+    seed_lines(fig, choices, list(distances), saved, "%{x} back: %{y:.2f} bits saved")
     fig.add_vline(x=trained, line_dash="dash", annotation_text=f"trained crops: {trained} characters")
     fig.add_hline(y=0, line_color="#888888")
     return fig
