@@ -498,3 +498,4 @@ def test_a_live_run_of_a_tournament_cell_is_compared_with_its_seeds(shipped):
     said = [m.value for m in at.markdown if m.value.startswith("**Against the tournament**")]
     assert said and "The tournament trained this model" in said[0] and "not the same measurement" in said[0]
     assert "held-out" in said[0] and "At step 10 their training loss read" in said[0]
+    assert "tie_embeddings True (the tournament's False)" in said[0]  # the sidebar ties; the tournament did not

@@ -46,9 +46,9 @@ def settings_problem(steps: int, warmup: int, lr: float) -> str | None:
 
 MATCH_IGNORES = ("vocab_size", "max_len")  # the Train page sizes these to its task
 # what makes a model the same cell: its axes and sizes, and the switches a comparison turns (the FFN's exact
-# width and the family details a sidebar cannot set are reported as differences, not refused)
+# width and the details a sidebar cannot set, tied embeddings among them, are reported as differences, not refused)
 MATCH_FIELDS = ("arch", "position", "norm", "norm_position", "ffn", "n_layers", "d_model", "n_heads", "n_kv_heads",
-                "sliding_window", "qk_norm", "sinks", "attn_softcap", "logit_softcap", "kv_rank", "tie_embeddings")
+                "sliding_window", "qk_norm", "sinks", "attn_softcap", "logit_softcap", "kv_rank")
 MOE_FIELDS = ("n_experts", "top_k")
 
 
