@@ -21,8 +21,9 @@ url_state("tradeoffs", trade_comparison="kv-heads")
 start_page("Trade-offs, measured", """
 **The problem.** The lecture's documents make claims about the axes: GQA gives "most of MQA's memory savings with
 almost no quality loss", post-norm is "Harder to train, needs warmup.", SwiGLU gives "Better quality for same param
-count.". Newer switches (QK-norm, sinks, soft-capping) come with their papers' and model cards' claims. This app
-shows each choice, but showing is not testing.
+count.". Newer switches and kinds (QK-norm, sinks, soft-capping, tied embeddings, Gated DeltaNet hybrids, NoPE
+layers, a lightning indexer) come with their papers' and model cards' claims. This app shows each choice, but
+showing is not testing.
 
 **What was done.** One recipe per comparison, the same for all its entries: every entry trained the same steps on
 the same tokens at the same width, with several seeds, on everyday English; the score is bits per character on
