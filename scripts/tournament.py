@@ -62,19 +62,31 @@ def write(data: dict, path: Path) -> None:
     partial.replace(path)
 
 
-def merge(old: dict, new: dict) -> dict:
-    """The new document's comparisons, each entry with the runs (and forward time) the old file already had."""
-    old_comps = {c["key"]: c for c in old.get("comparisons", [])}
-    old_entries = {(c["key"], e["choice"]): e for c in old.get("comparisons", []) for e in c["entries"]}
-    kept = {c["key"] for c in new["comparisons"]}
-    for comp in new["comparisons"]:
-        if old_comps.get(comp["key"], {}).get("recipe", comp["recipe"]) != comp["recipe"]:
-            continue  # trained with other steps or text: its runs are not this comparison's
+def take_runs(data: dict, source: dict) -> dict:
+    """Add to each entry of `data` the runs `source` holds for the same comparison, recipe and config, one per seed
+    (a seed already there is kept). A source of the same top-level recipe that predates per-comparison recipes
+    counts as the shared one."""
+    comps = {c["key"]: c for c in source.get("comparisons", [])}
+    for comp in data["comparisons"]:
+        theirs = comps.get(comp["key"])
+        if theirs is None or theirs.get("recipe", comp["recipe"]) != comp["recipe"]:
+            continue  # not run there, or trained with other steps or text: its runs are not this comparison's
+        entries = {e["choice"]: e for e in theirs["entries"]}
         for entry in comp["entries"]:
-            before = old_entries.get((comp["key"], entry["choice"]))
-            if before is not None and same_config(before.get("config"), entry["config"]):
-                entry["runs"] = before["runs"]
-    # comparisons this invocation does not run stay as they were
+            match = entries.get(entry["choice"])
+            if match is None or not same_config(match.get("config"), entry["config"]):
+                continue
+            seeds = {r["seed"] for r in entry["runs"]}
+            entry["runs"] = sorted(entry["runs"] + [r for r in match["runs"] if r["seed"] not in seeds],
+                                   key=lambda r: r["seed"])
+    return data
+
+
+def merge(old: dict, new: dict) -> dict:
+    """The new document's comparisons, each entry with the runs the old file already had; a comparison the old file
+    has and today's list does not stays as it was."""
+    take_runs(new, old)
+    kept = {c["key"] for c in new["comparisons"]}
     new["comparisons"] += [c for c in old.get("comparisons", []) if c["key"] not in kept]
     order = list(COMPARISONS)
     new["comparisons"].sort(key=lambda c: order.index(c["key"]) if c["key"] in order else len(order))
@@ -93,19 +105,7 @@ def combine(files: list[dict]) -> dict:
     hardware_text = "; ".join(dict.fromkeys(d["hardware"] for d in files))
     data = new_document(recipe_from(first["recipe"]), hardware_text, list(COMPARISONS))
     for source in files:
-        comps = {c["key"]: c for c in source["comparisons"]}
-        for comp in data["comparisons"]:
-            theirs = comps.get(comp["key"])
-            if theirs is None or theirs.get("recipe") != comp["recipe"]:
-                continue
-            entries = {e["choice"]: e for e in theirs["entries"]}
-            for entry in comp["entries"]:
-                match = entries.get(entry["choice"])
-                if match is None or not same_config(match.get("config"), entry["config"]):
-                    continue
-                seeds = {r["seed"] for r in entry["runs"]}
-                entry["runs"] = sorted(entry["runs"] + [r for r in match["runs"] if r["seed"] not in seeds],
-                                       key=lambda r: r["seed"])
+        take_runs(data, source)
     data["baselines"] = first.get("baselines")
     return finish(data)  # every verdict judged again on the runs combined
 
