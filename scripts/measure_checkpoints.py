@@ -25,7 +25,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from transformer.training import language  # noqa: E402
+from transformer.training import language, per_character  # noqa: E402
 from transformer.checkpoint import SHIPPED_DIR, load, save, shipped, variants  # noqa: E402
 from transformer.checkpoint_format import RESERVED_KEYS, checkpoint_paths  # noqa: E402
 from transformer.training.task_measures import (expert_usage, head_scores, random_router_specialisation,  # noqa: E402
@@ -207,6 +207,12 @@ def _head(figures: dict, key: str) -> str:
     return f"L{best['layer']}H{best['head']} {best['score']:.2f} (random {low:.2f}–{high:.2f}) {verdict}"
 
 
+def unit(meta: dict) -> str:
+    """What a language checkpoint's context counts: characters, or the tokens of its learned tokenizer."""
+    tokenizer = meta.get("tokenizer", {}).get("name", "characters")
+    return "characters" if tokenizer == "characters" else f"{tokenizer.upper()} tokens"
+
+
 def english_models_table(rows: list[tuple[str, dict]]) -> str:
     """One line per English checkpoint: held-out figures against random-init controls, and its training."""
     lines = ["| checkpoint | held-out bits/char | outside prose bits/char | previous-token head | induction head "
@@ -219,7 +225,7 @@ def english_models_table(rows: list[tuple[str, dict]]) -> str:
         else:
             bits, prose, second = f"{f['bits_per_char']:.2f}", f"{f['bits_per_char_outside_prose']:.2f}", _head(f, "induction_head")
         lines.append(f"| {name} | {bits} | {prose} | {_head(f, 'previous_token_head')} | {second} | "
-                     f"{meta['parameters'] / 1e6:.2f} M | {meta['trained_tokens'] - 1} characters | {t['steps']} | "
+                     f"{meta['parameters'] / 1e6:.2f} M | {meta['trained_tokens'] - 1} {unit(meta)} | {t['steps']} | "
                      f"{t['cpu_seconds']:.0f} ({t['seconds']:.0f}, {t['threads']}) |")
     seeds = rows[0][1]["figures"]["random_init"]["seeds"] if rows else []
     lines.append(f"\nRandom: the same measure on untrained weights of the same shape, seeds {', '.join(map(str, seeds))} "
@@ -289,7 +295,11 @@ def refresh(path: Path) -> None:
     model, meta = load(path, device="cpu")
     corpus = meta["corpus"].get("name", "python-docs")
     meta["corpus"].update(language.corpus_description(corpus))
-    meta["figures"] = language.measure(model, context=meta["corpus"]["context"], corpus=corpus)
+    tokenizer = getattr(model, "tokenizer", None)
+    if tokenizer is not None and tokenizer.row.learned:  # per character of the same held-out text, heads in tokens
+        meta["figures"] = per_character.measure(model, tokenizer, corpus, meta["corpus"]["context"])
+    else:
+        meta["figures"] = language.measure(model, context=meta["corpus"]["context"], corpus=corpus)
     meta.setdefault("parameters", sum(p.numel() for p in model.parameters()))
     meta.setdefault("trained_tokens", 1 + meta["corpus"]["context"])
     halved = meta.get("storage", {}).get("dtype") == "bfloat16"  # stored halved: stays so (the values are exact)

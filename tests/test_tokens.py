@@ -167,6 +167,14 @@ def test_bits_per_char_of_a_character_model_matches_the_character_measure():
         language.text_bits_per_char(model, text, context=128), rel=1e-4)
 
 
+def test_repeated_ids_point_each_second_copy_token_at_the_token_after_its_first_occurrence(bpe):
+    ids, queries, keys = per_character.repeated_ids(bpe, "The cat sat on the mat.")
+    first = bpe.encode("The cat sat on the mat.")
+    assert ids[0].tolist() == [0, *first, *first] and len(queries) == len(keys) == len(first)
+    assert (ids[0, keys - 1] == ids[0, queries]).all()  # the key follows the query's token in the first copy
+    assert (ids[0, keys[:-1]] == ids[0, queries[:-1] + 1]).all()  # and is the token the query must predict
+
+
 # --- the language task on BPE, and the recipes that train it ------------------------------------------
 
 def test_the_language_task_reads_bpe_tokens():

@@ -86,7 +86,9 @@ def repeated_ids(tokenizer, sentence: str) -> tuple[torch.Tensor, torch.Tensor, 
     first = tokenizer.encode(sentence)
     ids = torch.tensor([[0, *first, *first]])  # (1, T)
     n = len(first)
-    return ids, torch.arange(n) + 1 + n, torch.arange(n) + 1  # the second copy starts after <bos> and the first
+    queries = torch.arange(n) + 1 + n  # token i of the second copy, after <bos> and the first copy
+    keys = torch.arange(n) + 2  # token i + 1 of the first copy: the one after token i's first occurrence
+    return ids, queries, keys
 
 
 @torch.no_grad()
