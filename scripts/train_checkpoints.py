@@ -27,7 +27,7 @@ from transformer import checkpoint  # noqa: E402
 from transformer.checkpoint_format import RESERVED_KEYS, checkpoint_paths  # noqa: E402
 from transformer.training import language, per_character  # noqa: E402
 from transformer.training.tasks import Language  # noqa: E402
-from transformer.training.train import config_for, describe, train  # noqa: E402
+from transformer.training.train import config_for, describe, evaluate, train  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class Recipe:
     corpus: str = "python-docs"  # language task: the text it reads (language.CORPORA)
     tokens: str = "characters"  # language task: how it reads it (a key of AXES["tokens"]; "bpe": context in tokens)
     variant: str = ""  # a preset with one axis changed, for comparisons: not listed as the preset's checkpoint
-    bfloat16: bool = False  # store the weights in bfloat16 (half the file) when held-out bits move by < 0.01
+    bfloat16: bool = False  # store the weights in bfloat16 (half the file) where its measure barely moves (halve)
     start_from: str = ""  # a shipped checkpoint this run goes on from (its weights by name; what it lacks starts fresh)
     indexer_warmup: int = 0  # steps first training the indexer alone with every key kept (DeepSeek-V3.2's warm-up)
     warmup_lr: float = 1e-3  # the indexer warm-up's learning rate
@@ -107,7 +107,7 @@ RECIPES = [
            bfloat16=True),
     # BERT reads masked characters with the encoder's own curriculum: 8-, 16- and 32-character crops, then 64.
     # Post-norm at 4 layers of 128: at lr 3e-3 it stayed on the unigram whatever the curriculum
-    Recipe("bert", "language", steps=8000, lr=1e-3, batch_size=32, corpus="english"),
+    Recipe("bert", "language", steps=8000, lr=1e-3, batch_size=32, corpus="english", bfloat16=True),
     # the same families reading byte-level BPE (assets/tokenizers, 2,048 tokens): variants, so the characters stay
     # each preset's checkpoint. 192 tokens hold about 570 characters, a little more than the character models' 512,
     # and a held-out sentence of 200 characters written twice (about 140 tokens)
@@ -115,21 +115,21 @@ RECIPES = [
     Recipe("mistral", "language", lr=3e-3, **{**BPE, "repeat_rate": 0.35}),
     Recipe("gpt2", "language", lr=2e-3, **BPE),
     Recipe("qwen3", "language", lr=3e-3, **BPE),
-    Recipe("llama2", "induction", steps=2000),  # at the English size the head forms later: 0.57 after 1,000 steps
-    Recipe("mistral", "induction", steps=2000),  # as LLaMA 2's, at the English size
-    Recipe("falcon", "induction", steps=2000),  # at the English size: 0.56 after 1,000 steps
+    Recipe("llama2", "induction", steps=2000, bfloat16=True),  # at the English size the head forms later: 0.57 after 1,000 steps
+    Recipe("mistral", "induction", steps=2000, bfloat16=True),  # as LLaMA 2's, at the English size
+    Recipe("falcon", "induction", steps=2000, bfloat16=True),  # at the English size: 0.56 after 1,000 steps
     # Learned positions (GPT-2), ALiBi (BLOOM) and PaLM's block did not form induction heads within a
     # minute (see docs/checkpoints.md); they ship on sort, whose pointer attention they learn quickly.
-    Recipe("gpt2", "sort", steps=2000),
-    Recipe("palm", "sort", steps=2000),
-    Recipe("bloom", "sort", steps=2000),  # at d_model 160, 1,500 steps reached 0.93
+    Recipe("gpt2", "sort", steps=2000, bfloat16=True),
+    Recipe("palm", "sort", steps=2000, bfloat16=True),
+    Recipe("bloom", "sort", steps=2000, bfloat16=True),  # at d_model 160, 1,500 steps reached 0.93
     # whether the experts part digits from letters depends on the seed and the schedule (docs/checkpoints.md)
-    Recipe("mixtral", "mixed", steps=1200, batch_size=64),
-    Recipe("original", "reverse", steps=1500),
+    Recipe("mixtral", "mixed", steps=1200, batch_size=64, bfloat16=True),
+    Recipe("original", "reverse", steps=1500, bfloat16=True),
     # T5 at classroom size: relative position buckets, pre-RMSNorm, ReLU; reversing shows in its cross-attention
-    Recipe("t5", "reverse", steps=1500),
-    Recipe("original", "copy", steps=500),
-    Recipe("bert", "mirror", steps=2000),
+    Recipe("t5", "reverse", steps=1500, bfloat16=True),
+    Recipe("original", "copy", steps=500, bfloat16=True),
+    Recipe("bert", "mirror", steps=2000, bfloat16=True),
 ]
 
 
@@ -176,7 +176,7 @@ def train_recipe(recipe: Recipe, directory: Path) -> None:
     path = directory / recipe.name
     store_as = None
     if recipe.bfloat16:
-        meta["storage"], store_as = halved_storage(model, recipe.corpus, task.tokenizer, task.context)
+        store_as = halve(model, recipe, task, meta)
     checkpoint.save(model, path, meta, store_as=store_as)
     state.unlink()  # the run is done: training this recipe again starts afresh
     (STATE_DIR / f"{recipe.name}.warmup.state.pt").unlink(missing_ok=True)
@@ -196,6 +196,27 @@ def continued_start(recipe: Recipe, cfg, task):
     return train(dense, task, recipe.indexer_warmup, lr=recipe.warmup_lr, batch_size=recipe.batch_size,
                  seed=recipe.seed, device="cpu", start_from=base, learning=".indexer.",
                  state_path=STATE_DIR / f"{recipe.name}.warmup.state.pt")
+
+
+def halve(model, recipe: Recipe, task, meta: dict) -> torch.dtype | None:
+    """bfloat16 where the model's own measure barely moves (recorded in meta["storage"]), else None (float32):
+    held-out bits per character for a next-token language model, accuracy for the rest."""
+    if recipe.task == "language" and model.cfg.row("arch").next_token:
+        meta["storage"], store_as = halved_storage(model, recipe.corpus, task.tokenizer, task.context)
+        return store_as
+    meta["storage"], store_as = halved_accuracy(model, task)
+    if store_as is not None:
+        meta["accuracy"] = meta["storage"]["accuracy_stored"]  # the accuracy of the weights the file holds
+    return store_as
+
+
+def halved_accuracy(model, task) -> tuple[dict, torch.dtype | None]:
+    """A synthetic task's model (or BERT's masked characters) in bfloat16 only where accuracy on the same fresh
+    samples moves by at most 0.005."""
+    full = evaluate(model, task)
+    stored = evaluate(copy.deepcopy(model).to(torch.bfloat16).float(), task)
+    storage = {"dtype": "bfloat16", "accuracy_float32": round(full, 4), "accuracy_stored": round(stored, 4)}
+    return storage, torch.bfloat16 if abs(stored - full) <= 0.005 else None
 
 
 def halved_storage(model, corpus: str, tokenizer=None,
@@ -222,10 +243,9 @@ def store_halved(recipe: Recipe, directory: Path) -> None:
     path = directory / recipe.name
     model, meta = checkpoint.load(path, device="cpu")
     meta = {k: v for k, v in meta.items() if k not in RESERVED_KEYS}
-    meta["storage"], store_as = halved_storage(model, recipe.corpus, getattr(model, "tokenizer", None),
-                                               recipe.context or per_character.CONTEXT)
+    store_as = halve(model, recipe, recipe_task(recipe), meta)
     if store_as is None:
-        print(f"{recipe.name}: held-out bits move by more than 0.01 in bfloat16; kept in float32 {meta['storage']}")
+        print(f"{recipe.name}: its measure moves too far in bfloat16; kept in float32 {meta['storage']}")
         return
     checkpoint.save(model, path, meta, store_as=store_as)
     print(f"{recipe.name}: stored in bfloat16, {file_bytes(path) / 1024:.0f} KiB {meta['storage']}", flush=True)

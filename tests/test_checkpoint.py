@@ -246,3 +246,29 @@ def test_weights_stored_in_bfloat16_load_into_the_configs_dtype_at_half_the_size
     assert all(p.dtype == torch.float32 for p in loaded.parameters())
     for (name, ours), (_, theirs) in zip(model.state_dict().items(), loaded.state_dict().items()):
         torch.testing.assert_close(theirs, ours.to(torch.bfloat16).float(), msg=name)
+
+
+def test_every_checkpoint_stored_in_bfloat16_records_that_its_measure_barely_moved():
+    """Halving a file is allowed only where its own measure stays: held-out bits per character move by under 0.01,
+    accuracy by at most 0.005. The JSON records both numbers, and its weights are bfloat16."""
+    halved = [p for p in sorted(SHIPPED_DIR.glob("*.json")) if p.name != "index.json"
+              and json.loads(p.read_text()).get("storage", {}).get("dtype") == "bfloat16"]
+    assert len(halved) >= 20
+    for path in halved:
+        storage = json.loads(path.read_text())["storage"]
+        if "accuracy_stored" in storage:
+            assert abs(storage["accuracy_stored"] - storage["accuracy_float32"]) <= 0.005, path.name
+        else:
+            assert abs(storage["held_out_bits_per_char_stored"] - storage["held_out_bits_per_char_float32"]) < 0.01
+        weights = load_file(checkpoint_paths(path)[0])
+        assert {t.dtype for t in weights.values() if t.is_floating_point()} == {torch.bfloat16}, path.name
+
+
+def test_a_task_model_is_halved_only_where_its_accuracy_stays(monkeypatch):
+    model, _ = load(SHIPPED_DIR / "original-copy", device="cpu")
+    storage, store_as = train_checkpoints.halved_accuracy(model, TASKS["copy"])
+    assert store_as is torch.bfloat16 and storage["accuracy_stored"] >= 0.99
+    # a model whose answers change when rounded: 0.01 of accuracy lost is more than the 0.005 allowed
+    monkeypatch.setattr(train_checkpoints, "evaluate", lambda measured, task: 1.0 if measured is model else 0.99)
+    storage, store_as = train_checkpoints.halved_accuracy(model, TASKS["copy"])
+    assert store_as is None and storage["accuracy_float32"] - storage["accuracy_stored"] == pytest.approx(0.01)
