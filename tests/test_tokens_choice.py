@@ -60,11 +60,11 @@ def test_a_shipped_checkpoint_is_chosen_only_for_the_tokens_it_reads():
 
 
 def test_bpe_without_a_checkpoint_says_so_and_shows_random_weights_reading_pieces():
-    at = assert_clean(open_page("pages/playground.py", SENTENCE, preset="llama2",
-                                        n_layers=PRESETS["llama2"].n_layers, tokens="bpe"))
+    at = assert_clean(open_page("pages/playground.py", SENTENCE, preset="falcon",
+                                n_layers=PRESETS["falcon"].n_layers, tokens="bpe"))
     assert at.query_params["tokens"] == "bpe"
     said = " ".join(i.value for i in at.sidebar.info)
-    assert "No shipped LLaMA 2 checkpoint reads byte-level BPE tokens yet" in said and "random weights" in said
+    assert "No shipped Falcon checkpoint reads byte-level BPE tokens yet" in said and "random weights" in said
     assert "Choose characters for the trained weights" in said
     assert any("Untrained weights" in w.value and "byte-level BPE" in w.value for w in at.warning)
     assert any(labels[:3] == ["0:<bos>", "1:I", "2:␣at"] for labels in drawn_labels(at))
@@ -73,6 +73,20 @@ def test_bpe_without_a_checkpoint_says_so_and_shows_random_weights_reading_piece
     assert_clean(at)
     assert at.query_params["tokens"] == "characters" and not at.sidebar.info
     assert any("Trained weights" in s.value for s in at.success)
+
+
+def test_llama2_in_bpe_opens_its_trained_bpe_checkpoint_and_characters_open_the_character_one():
+    at = assert_clean(open_page("pages/playground.py", SENTENCE, preset="llama2",
+                                n_layers=PRESETS["llama2"].n_layers, tokens="bpe"))
+    assert not at.sidebar.info  # nothing to apologise for: the trained weights read BPE
+    assert any("Trained weights" in s.value and "llama2-bpe-language" in s.value for s in at.success)
+    assert any(labels[:3] == ["0:<bos>", "1:I", "2:␣at"] for labels in drawn_labels(at))  # pieces on the axes
+
+    at.sidebar.radio(key="tokens").set_value("characters").run()
+    assert_clean(at)
+    assert any("Trained weights" in s.value and "llama2-language" in s.value and "bpe" not in s.value
+               for s in at.success)
+    assert any(labels[:3] == ["0:<bos>", "1:I", "2:␣"] for labels in drawn_labels(at))  # one character each
 
 
 def test_an_unknown_tokenizer_in_a_link_falls_back_to_characters():

@@ -48,20 +48,22 @@ class _ShippedModel(NamedTuple):
 
 @functools.lru_cache(maxsize=1)
 def shipped_models() -> tuple[_ShippedModel, ...]:
-    """Every shipped checkpoint's config, path and banner, read once.
+    """Every shipped checkpoint's config, path and banner, read once: the presets' own, and the variants that
+    read a family's text in other tokens (BPE), which the sidebar's Tokens choice opens.
 
     A missing or broken index means no trained weights: every page then says its weights are random.
     """
     try:
-        entries = checkpoint.shipped()
+        entries, variants = checkpoint.shipped(), checkpoint.variants()
     except checkpoint.CheckpointError as exc:
         logging.getLogger(__name__).warning("no shipped checkpoints: %s", exc)
         return ()
     rows = []
-    for entry in entries:
+    for entry in entries + variants:
         meta, cfg = checkpoint.read_meta(entry.path)
-        rows.append(_ShippedModel(cfg.to_json(), str(entry.path),
-                                  trained_info(f"trained checkpoint {entry.name}", meta), cfg))
+        info = trained_info(f"trained checkpoint {entry.name}", meta)
+        if entry in entries or info.tokens != DEFAULT_TOKENS:
+            rows.append(_ShippedModel(cfg.to_json(), str(entry.path), info, cfg))
     return tuple(rows)
 
 
