@@ -212,3 +212,19 @@ def test_linear_attention_smoke_compares_with_hugging_face_generates_and_traces_
     assert "max_bytes=" in results["refused"] and "fewer layers" in results["refused"]
     table = capsys.readouterr().out
     assert "| Gated DeltaNet |" in table and "MemoryError" in table
+
+
+def test_tokens_benchmark_smoke_times_both_tokenizers_and_both_trained_checkpoints(tmp_path, capsys):
+    from benchmarks import tokens
+
+    report = tokens.main(["--smoke", "--out", str(tmp_path / "tokens.json")])
+    encoding = report["encoding"]
+    assert encoding["text"]["tokens"]["characters"] == 10_000 > 2 * encoding["text"]["tokens"]["bpe"]
+    assert all(math.isfinite(r["ratio"]) and r["ratio"] > 0 for r in (encoding["text"], encoding["sentence"]))
+    for page in report["pages"]:
+        shown = page["shown"]
+        assert all(not s["exceptions"] and not s["errors"] for s in shown.values()), page["page"]
+        assert "llama2-language" in shown["characters"]["weights"] and "llama2-bpe-language" in shown["bpe"]["weights"]
+        assert len(page["seconds"]["bpe"]) == len(page["seconds"]["characters"]) == 2
+    assert "| pages/playground.py |" in capsys.readouterr().out
+    assert json.loads((tmp_path / "tokens.json").read_text())["mode"] == "smoke"
