@@ -167,7 +167,7 @@ def synthetic_summary(rows: list[dict]) -> str:
 
 # --- everyday English: the tables docs/checkpoints.md and the README are made from --------------------------
 
-DOCS = {ROOT / "README.md": ("english-models", "python-docs-models", "synthetic-summary"),
+DOCS = {ROOT / "README.md": ("english-models", "python-docs-models", "synthetic-summary", "bpe-models"),
         ROOT / "docs" / "checkpoints.md": ("english-corpus", "english-models", "synthetic-models")}
 BLOCK = re.compile(r"(<!-- figures:(?P<name>[\w-]+) -->\n).*?(<!-- /figures -->)", re.S)
 
@@ -265,9 +265,30 @@ def english_corpus_table(rows: list[tuple[str, dict]]) -> str:
     return "\n".join(lines)
 
 
+def bpe_table(rows: list[tuple[str, dict]]) -> str:
+    """Each family that ships both: its BPE checkpoint beside its character checkpoint, per character of the same
+    held-out text and outside prose, and the BPE model's heads against random-init weights."""
+    by_name = dict(rows)
+    lines = ["| family | held-out bits/char: characters → BPE | outside prose: characters → BPE | BPE previous-token "
+             "head | BPE induction head | BPE parameters (embedding and unembedding) | BPE training: processor s |",
+             "|---|---|---|---|---|---|---|"]
+    for name, meta in rows:
+        characters = by_name.get(f"{meta['preset']}-language")
+        if meta.get("tokenizer", {}).get("name") != "bpe" or characters is None:
+            continue
+        f, c = meta["figures"], characters["figures"]
+        vocabulary = 2 * meta["tokenizer"]["vocab_size"] * meta["config"]["d_model"]  # untied: two tables
+        lines.append(f"| {meta['preset']} | {c['bits_per_char']:.3f} → **{f['bits_per_char']:.3f}** | "
+                     f"{c['bits_per_char_outside_prose']:.3f} → **{f['bits_per_char_outside_prose']:.3f}** | "
+                     f"{_head(f, 'previous_token_head')} | {_head(f, 'induction_head')} | {meta['parameters']:,} "
+                     f"({vocabulary / meta['parameters']:.0%}) | {meta['training']['cpu_seconds']:.0f} |")
+    return "\n".join(lines)
+
+
 def english_blocks() -> dict[str, str]:
     rows, older = english_entries(), language_entries("python-docs")
-    blocks = {"english-models": english_models_table(rows), "english-corpus": english_corpus_table(rows)} if rows else {}
+    blocks = {"english-models": english_models_table(rows), "english-corpus": english_corpus_table(rows),
+              "bpe-models": bpe_table(rows)} if rows else {}
     return {**blocks, "python-docs-models": python_docs_table(older) if older else "(none: every family reads English)"}
 
 

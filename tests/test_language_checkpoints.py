@@ -147,7 +147,7 @@ def test_what_reading_four_times_the_trained_length_costs_each_position_scheme()
     cost, refused, unwindowed_rope, qk_normed, partial_rope, chunked = {}, set(), set(), set(), set(), set()
     for entry in DECODERS + variants():
         model, meta = load(entry.path, device="cpu")
-        if model.tokenizer.row.learned:  # lengths in characters here; BPE models: tests/test_bpe_checkpoints.py
+        if model.tokenizer.row.learned:  # lengths counted in characters here; a BPE model counts tokens
             continue
         if model.cfg.position == "rope" and model.cfg.sliding_window is None and corpus_of(entry) == "english":
             if model.cfg.attention_chunk is not None:  # Llama 4: RoPE only inside chunks, NoPE across them
