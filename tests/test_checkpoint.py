@@ -249,8 +249,8 @@ def test_weights_stored_in_bfloat16_load_into_the_configs_dtype_at_half_the_size
 
 
 def test_every_checkpoint_stored_in_bfloat16_records_that_its_measure_barely_moved():
-    """Halving a file is allowed only where its own measure stays: held-out bits per character move by under 0.01,
-    accuracy by at most 0.005. The JSON records both numbers, and its weights are bfloat16."""
+    """Halving a file is allowed only where its own measure stays: held-out bits per character or accuracy move by
+    at most 0.005. The JSON records both numbers, and its weights are bfloat16."""
     halved = [p for p in sorted(SHIPPED_DIR.glob("*.json")) if p.name != "index.json"
               and json.loads(p.read_text()).get("storage", {}).get("dtype") == "bfloat16"]
     assert len(halved) >= 20
@@ -259,7 +259,7 @@ def test_every_checkpoint_stored_in_bfloat16_records_that_its_measure_barely_mov
         if "accuracy_stored" in storage:
             assert abs(storage["accuracy_stored"] - storage["accuracy_float32"]) <= 0.005, path.name
         else:
-            assert abs(storage["held_out_bits_per_char_stored"] - storage["held_out_bits_per_char_float32"]) < 0.01
+            assert abs(storage["held_out_bits_per_char_stored"] - storage["held_out_bits_per_char_float32"]) <= 0.005
         weights = load_file(checkpoint_paths(path)[0])
         assert {t.dtype for t in weights.values() if t.is_floating_point()} == {torch.bfloat16}, path.name
 
