@@ -1,4 +1,4 @@
-"""On a machine with a GPU: every shipped language checkpoint gives the same logits, bits per character and KV-cache
+"""On a machine with a GPU: every shipped language checkpoint (the BPE ones too) gives the same logits, bits per character and KV-cache
 generation on CUDA as on the CPU; every preset's fused attention equals the five explicit lines there; the language
 task trains there; and one large forward is timed both ways.
 
@@ -13,23 +13,30 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from transformer import PRESETS, Transformer, checkpoint, default_device  # noqa: E402
-from transformer.training import language  # noqa: E402
+from transformer.training import language, per_character  # noqa: E402
 from transformer.training.train import train  # noqa: E402
 
 if not torch.cuda.is_available():
     sys.exit("no CUDA device here: this check needs a GPU")
 print("torch", torch.__version__, "device", default_device(), torch.cuda.get_device_name(0))
-ids = torch.tensor([[0, *language.encode_chars("The cat sat on the mat. The cat sat on the mat.")]])
-for entry in checkpoint.shipped():
-    if entry.task != "language":
-        continue
+SENTENCE = "The cat sat on the mat. The cat sat on the mat."
+HELD_OUT = language.held_out_text("english")[:20_000]  # for a BPE model: bits per character of the same text
+bpe_variants = [e for e in checkpoint.variants() if e.task == "language"
+                and checkpoint.load(e.path, device="cpu")[0].tokenizer.row.learned]
+for entry in [e for e in checkpoint.shipped() if e.task == "language"] + bpe_variants:
     cpu = checkpoint.load(entry.path, device="cpu")[0]
     gpu = checkpoint.load(entry.path, device="cuda")[0]
+    learned = cpu.tokenizer.row.learned
+    ids = torch.tensor([[0, *(cpu.tokenizer.encode(SENTENCE) if learned else language.encode_chars(SENTENCE))]])
     with torch.no_grad():
         d = (cpu(ids) - gpu(ids.cuda()).cpu()).abs().max().item()
     row = {"logits_max_diff": d}
+    if learned:
+        row["bpc_cpu"], row["bpc_cuda"] = (per_character.bits_per_char(m, m.tokenizer, HELD_OUT, context=192)
+                                           for m in (cpu, gpu))
+    elif gpu.cfg.row("arch").next_token:
+        row["bpc_cpu"], row["bpc_cuda"] = (language.bits_per_char(m, limit=4, corpus="english") for m in (cpu, gpu))
     if gpu.cfg.row("arch").next_token:
-        row["bpc_cpu"], row["bpc_cuda"] = language.bits_per_char(cpu, limit=4), language.bits_per_char(gpu, limit=4)
         g1 = gpu.generate(ids.cuda(), max_new_tokens=40, temperature=0, use_cache=True)
         g2 = gpu.generate(ids.cuda(), max_new_tokens=40, temperature=0, use_cache=False)
         row["cache_equal"] = bool(torch.equal(g1, g2))
