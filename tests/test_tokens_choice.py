@@ -233,3 +233,30 @@ def test_the_flash_page_tiles_the_live_models_bpe_pieces():
     at = assert_clean(open_page("pages/flash.py", SENTENCE, tokens="bpe", flash_src="live"))
     n_tokens = 1 + len(BPE.encode(SENTENCE))  # <bos> and the pieces
     assert any(f"on its {n_tokens}-token input" in c.value for c in [*at.caption, *at.markdown, *at.info])
+
+
+# (the lessons run a model of their own, the same for a whole class: their BPE step is tested below)
+TRAINED_BPE_PAGES = ["playground", "stepper", "compare", "interpret", "kv_heads", "positions", "permutation"]
+
+
+@pytest.mark.parametrize("page", TRAINED_BPE_PAGES)
+def test_the_lecture_pages_run_on_the_trained_llama2_bpe_checkpoint(page):
+    at = assert_clean(open_page(f"pages/{page}.py", SENTENCE, preset="llama2", n_layers=PRESETS["llama2"].n_layers,
+                                tokens="bpe"))
+    assert any("llama2-bpe-language" in s.value for s in at.success), page  # trained weights, reading BPE
+    assert not any("Untrained weights" in w.value for w in at.warning)
+
+
+def test_the_lessons_no_positions_step_shuffles_whole_words_read_by_the_bpe_checkpoint():
+    from ui.lessons.steps import STEPS, lesson_model
+    from ui.lessons.steps.lesson_model import lesson_pieces
+
+    step = next(s for s in STEPS if s.slug == "no-positions")
+    live, (config_json, pieces) = step.build(), lesson_pieces()
+    assert json.loads(config_json)["vocab_size"] == BPE.vocab_size and pieces.pieces
+    assert pieces.ids[1:] == BPE.encode(lesson_model().text)[:len(pieces.ids) - 1]
+    shuffled = live.caption.split("“")[1].split("”")[0].split()
+    assert shuffled[0] == "<bos>" and sorted(shuffled[1:]) == sorted("The cat sat on the mat. The cat sat on the mat"
+                                                                     .split())  # words moved whole, none split
+    assert live.answer == 0 and live.query["tokens"] == "bpe"
+    assert "tokens=bpe" in step.link(live, lesson_model())

@@ -11,18 +11,19 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer import PRESETS, TransformerConfig
+from transformer import AXES, PRESETS, TransformerConfig
 from transformer.training.task_measures import attention_mass
 from transformer.training.tasks import get_task
 from ui.app.state import DEFAULT_TASK, DEFAULT_TEXT
 from ui.compute.model_cache import TraceData, get_trace
 from ui.compute.shipped import trained_config
 from ui.compute.tokens import Tokens, encode_text
-from ui.compute.weights import weights_info
+from ui.compute.weights import WeightsSource, weights_info
 
 LESSON_PRESET = "llama2"
 LESSON_SEED = 0
 MAX_SHOWN = 16  # tokens in the matrices and the shuffles: every cell readable on a projector
+PIECES = next(name for name, row in AXES["tokens"].choices.items() if row.learned)  # the lab's BPE
 
 
 @dataclass(frozen=True)
@@ -68,3 +69,14 @@ def head_shares(model: LessonModel, targets: torch.Tensor) -> torch.Tensor:
 
 def token_name(model: LessonModel, position: int) -> str:
     return f"token {position} '{model.labels[position]}'"
+
+
+def lesson_pieces() -> tuple[str, Tokens] | None:
+    """The lessons' text read by the same family's BPE checkpoint (its config as JSON, and the pieces): where
+    the lecture moves whole words ("I ate rice" / "rice ate I"), a step shuffles these. None where no BPE
+    checkpoint of the lessons' family ships."""
+    config = trained_config(PRESETS[LESSON_PRESET], DEFAULT_TASK, PIECES)
+    if config is None:
+        return None
+    key = config.to_json()
+    return key, encode_text(lesson_model().text, key, WeightsSource.read_in(PIECES))

@@ -7,11 +7,11 @@ import torch
 from transformer import AXES, probes
 from transformer.hooks import hook_name
 from ui.compute.measure import rope_geometry, t5_buckets
-from ui.compute.probe_measure import permutation_results, shuffle_order
+from ui.compute.probe_measure import permutation_results, shuffle_order, shuffled_text
 from ui.figures.axes import relative_bias, rope_scores
 from ui.figures.probe import equivariance_bars
 from ui.lessons.live import Live
-from ui.lessons.steps.lesson_model import LESSON_SEED, MAX_SHOWN, lesson_model
+from ui.lessons.steps.lesson_model import LESSON_SEED, MAX_SHOWN, PIECES, lesson_model, lesson_pieces
 from ui.lessons.steps.step import lesson_step
 
 SHUFFLE_SEED = 1
@@ -26,9 +26,11 @@ SHUFFLE_SEED = 1
     page="permutation", query={"perm_tab": "Weights put back in order"}, uses_model=True)
 def no_positions() -> Live:
     m = lesson_model()
-    ids = tuple(m.tokens.ids[:MAX_SHOWN])
-    perm = shuffle_order(m.tokens, len(ids), SHUFFLE_SEED)  # whole words when the lessons' model reads pieces (BPE)
-    results = permutation_results(m.config_json, ids, perm, LESSON_SEED, "float32")
+    # whole words, as the lecture shuffles them, where the family reads BPE; else one character at a time
+    config_json, tokens = lesson_pieces() or (m.config_json, m.tokens)
+    ids = tuple(tokens.ids[:MAX_SHOWN])
+    perm = shuffle_order(tokens, len(ids), SHUFFLE_SEED)
+    results = permutation_results(config_json, ids, perm, LESSON_SEED, "float32")
     tolerance = probes.rounding_tolerance(torch.float32, max(r["output_scale"] for r in results.values()))
     positions = [p for mask, p in results if not AXES["mask"].row(mask).causal]
     plain = results[("none", "none")]
@@ -45,8 +47,10 @@ def no_positions() -> Live:
         figure=equivariance_bars(positions, [results[("none", p)]["outputs"] for p in positions],
                                  [results[("none", p)]["patterns"] for p in positions], tolerance,
                                  "no mask: max |difference| after un-shuffling, per position scheme"),
-        query={"perm_seed": str(SHUFFLE_SEED), "perm_pos": "none", "perm_mask": "none"},
-        caption="Models with the lessons' sizes and random weights; bars drawn at the floor are exactly 0.")
+        query={"perm_seed": str(SHUFFLE_SEED), "perm_pos": "none", "perm_mask": "none",
+               **({"tokens": PIECES} if tokens.pieces else {})},
+        caption=(f"The input, shuffled: “{shuffled_text(tokens, perm)}”. Models with the lessons' sizes and random "
+                 "weights; bars drawn at the floor are exactly 0."))
 
 
 ROPE_POSITIONS = 24
