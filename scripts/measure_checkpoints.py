@@ -270,14 +270,15 @@ def bpe_table(rows: list[tuple[str, dict]]) -> str:
     held-out text and outside prose, and the BPE model's heads against random-init weights."""
     by_name = dict(rows)
     lines = ["| family | held-out bits/char: characters → BPE | outside prose: characters → BPE | BPE previous-token "
-             "head | BPE induction head | BPE parameters (embedding and unembedding) | BPE training: processor s |",
+             "head | BPE induction head | BPE parameters (share in the token tables) | BPE training: processor s |",
              "|---|---|---|---|---|---|---|"]
     for name, meta in rows:
         characters = by_name.get(f"{meta['preset']}-language")
         if meta.get("tokenizer", {}).get("name") != "bpe" or characters is None:
             continue
         f, c = meta["figures"], characters["figures"]
-        vocabulary = 2 * meta["tokenizer"]["vocab_size"] * meta["config"]["d_model"]  # untied: two tables
+        tables = 1 if meta["config"]["tie_embeddings"] else 2  # GPT-2 reads and writes through one table
+        vocabulary = tables * meta["tokenizer"]["vocab_size"] * meta["config"]["d_model"]
         lines.append(f"| {meta['preset']} | {c['bits_per_char']:.3f} → **{f['bits_per_char']:.3f}** | "
                      f"{c['bits_per_char_outside_prose']:.3f} → **{f['bits_per_char_outside_prose']:.3f}** | "
                      f"{_head(f, 'previous_token_head')} | {_head(f, 'induction_head')} | {meta['parameters']:,} "
