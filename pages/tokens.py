@@ -4,12 +4,12 @@ vocabulary's parameters go."""
 import pandas as pd
 import streamlit as st
 
-from transformer import tokens
+from transformer import AXES, tokens
 from ui.app.charts import show_chart
 from ui.app.page import start_page
 from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.compute.token_counts import (MAX_CHARS, MAX_DRAWN, SAMPLES, hf_split, language_costs, our_splits,
-                                     vocabulary_shares)
+                                     trained_on_both, vocabulary_shares)
 from ui.compute.tokens import hf_tokenizer
 from ui.compute.weights import WeightsSource
 from ui.figures import tokens as figs
@@ -26,7 +26,8 @@ and merges the most frequent adjacent pair of its training text again and again;
 word becomes one token, a rare one a few pieces, and any text still encodes, byte by byte where no piece fits.
 
 **What to look at.** The sidebar's text cut three ways; the merges that build its pieces, in the order they were
-learned; the same sentence in twelve languages; and the share of a real model's parameters its vocabulary takes.
+learned; the same sentence in twelve languages; the shipped models trained on each; and the share of a real model's
+parameters its vocabulary takes.
 """)
 
 text = state.text
@@ -110,6 +111,27 @@ st.caption(f"Our BPE learned its merges on English only: {english:.2f} tokens pe
 with st.expander("The sentences"):
     st.dataframe(pd.DataFrame({"language": list(SAMPLES), "sentence": list(SAMPLES.values()), "characters": lengths,
                                **{f"{name} tokens": n for name, n in counts.items()}}), hide_index=True)
+
+st.subheader("The same model, trained on each")
+both = trained_on_both()
+if not both:
+    st.info("No shipped family has been trained on both tokenizers yet (`scripts/train_checkpoints.py`).")
+else:
+    names = {name: AXES["tokens"].row(name).label for name in both[0].bits_per_char}
+    show_chart(figs.bits_by_tokenizer([r.family for r in both],
+                                      {names[k]: [r.bits_per_char[k] for r in both] for k in names},
+                                      "Held-out English, bits per character: the same recipe, two tokenizers"),
+               key="tok_trained_bits")
+    st.dataframe(pd.DataFrame([{"family": r.family, **{f"{names[k]}: checkpoint": r.names[k] for k in names},
+                                **{f"{names[k]}: held-out bits/char": r.bits_per_char[k] for k in names},
+                                **{f"{names[k]}: outside prose": r.outside_prose[k] for k in names},
+                                **{f"{names[k]}: parameters": r.parameters[k] for k in names}} for r in both]),
+                 hide_index=True)
+    st.caption("Each family's recipe, seed and steps are the same; only the tokens differ. Bits are counted per "
+               "character of the same held-out text, so the two compare although a piece holds about three "
+               "characters. The BPE models see more text in a crop of the same cost and spend their layers on "
+               "words, not spelling; their larger token tables add parameters. Choose *byte-level BPE* under "
+               "Tokens in the sidebar to open them on any page.")
 
 st.subheader("Why the vocabulary's size matters")
 shares = vocabulary_shares()

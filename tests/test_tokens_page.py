@@ -135,3 +135,35 @@ def test_a_bpe_checkpoint_reads_the_text_in_its_own_tokens_on_every_page(tmp_pat
 def test_a_step_past_the_texts_last_merge_shows_the_last_one():
     at = assert_clean(open_page("pages/tokens.py", SENTENCE, tok_step=500))
     assert at.slider(key="tok_step").value == at.slider(key="tok_step").max == 13
+
+
+def test_bits_by_tokenizer_draws_one_bar_per_tokenizer_per_family():
+    fig = figs.bits_by_tokenizer(["LLaMA 2", "Qwen3"], {"characters": [1.96, 1.84], "BPE": [1.71, 1.69]})
+    assert [bar.name for bar in fig.data] == ["characters", "BPE"] and list(fig.data[0].x) == ["LLaMA 2", "Qwen3"]
+    assert list(fig.data[1].y) == pytest.approx([1.71, 1.69]) and fig.data[1].text[0] == "1.71"
+
+
+def test_each_family_trained_on_both_pairs_its_character_checkpoint_with_its_bpe_one():
+    import json
+
+    from transformer import checkpoint
+    from transformer.checkpoint_format import checkpoint_paths
+
+    both = {row.family: row for row in token_counts.trained_on_both()}
+    assert "LLaMA 2" in both
+    for row in both.values():
+        assert set(row.names) == {"characters", "bpe"} and row.names["bpe"] == row.names["characters"].replace(
+            "-language", "-bpe-language")
+        for name, checkpoint_name in row.names.items():
+            meta = json.loads(checkpoint_paths(checkpoint.SHIPPED_DIR / checkpoint_name)[1].read_text())
+            assert row.bits_per_char[name] == meta["figures"]["bits_per_char"]
+            assert row.parameters[name] == meta["parameters"]
+        assert row.parameters["bpe"] > row.parameters["characters"]  # 2,048 rows in the token tables, not 362
+
+
+def test_the_page_shows_the_families_trained_on_both_tokenizers():
+    at = assert_clean(open_page("pages/tokens.py", SENTENCE))
+    spec = figures_by_title(at)["Held-out English, bits per character: the same recipe, two tokenizers"]
+    families = [row.family for row in token_counts.trained_on_both()]
+    assert list(spec["data"][0]["x"]) == families and len(spec["data"]) == 2
+    assert any("llama2-bpe-language" in str(frame.value.to_dict()) for frame in at.dataframe)

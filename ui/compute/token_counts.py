@@ -1,13 +1,16 @@
-"""What the Tokens page measures: one text split by each tokenizer, the same sentence in several languages, and
-the vocabulary's share of real models' parameters. No Streamlit: plain data for the page and its tests."""
+"""What the Tokens page measures: one text split by each tokenizer, the same sentence in several languages, the
+vocabulary's share of real models' parameters, and the shipped families trained on both tokenizers. No Streamlit:
+plain data for the page and its tests."""
 from __future__ import annotations
 
 import functools
+import json
 import re
 from dataclasses import dataclass
 from typing import Callable
 
-from transformer import AXES, MODEL_CARDS, tokens
+from transformer import AXES, MODEL_CARDS, checkpoint, tokens
+from transformer.checkpoint_format import checkpoint_paths
 from transformer.costs import param_counts, param_terms
 
 MAX_CHARS = 5_000  # longer text is cut here before splitting: a page rerun stays quick
@@ -85,3 +88,41 @@ def vocabulary_shares() -> tuple[VocabularyShare, ...]:
                             param_counts(cfg)["total"])
             for card in MODEL_CARDS.values() for size, cfg in card.real.items()]
     return tuple(sorted(rows, key=lambda row: (row.vocab_size, row.total_params)))
+
+
+@dataclass(frozen=True)
+class TrainedOnBoth:
+    """One family's two shipped language checkpoints, each tokenizer row -> its figure from the checkpoint's JSON."""
+    family: str  # the card's name, "LLaMA 2"
+    names: dict[str, str]  # checkpoint names
+    bits_per_char: dict[str, float]  # held-out English: total bits over characters
+    outside_prose: dict[str, float]  # the prose written for the lab, the same measure
+    parameters: dict[str, int]
+
+
+def _meta(entry) -> dict:
+    return json.loads(checkpoint_paths(entry.path)[1].read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=1)
+def trained_on_both() -> tuple[TrainedOnBoth, ...]:
+    """Every family whose language checkpoint (characters) has a variant that reads a learned tokenizer (BPE), in
+    index order; () where none does or the index cannot be read."""
+    try:
+        own = {e.preset: e for e in checkpoint.shipped() if e.task == "language"}
+        variants = [e for e in checkpoint.variants() if e.task == "language" and e.preset in own]
+    except checkpoint.CheckpointError:
+        return ()
+    rows = []
+    for variant in variants:
+        pieces = _meta(variant)
+        reads = pieces.get("tokenizer", {}).get("name", tokens.DEFAULT)
+        if not AXES["tokens"].row(reads).learned:
+            continue
+        characters = _meta(own[variant.preset])
+        metas = {tokens.DEFAULT: (own[variant.preset].name, characters), reads: (variant.name, pieces)}
+        rows.append(TrainedOnBoth(MODEL_CARDS[variant.preset].name, {k: n for k, (n, _) in metas.items()},
+                                  {k: m["figures"]["bits_per_char"] for k, (_, m) in metas.items()},
+                                  {k: m["figures"]["bits_per_char_outside_prose"] for k, (_, m) in metas.items()},
+                                  {k: m["parameters"] for k, (_, m) in metas.items()}))
+    return tuple(rows)

@@ -67,3 +67,15 @@ def vocabulary_share(models: list[str], vocab_sizes: list[int], shares: list[flo
                     look(title, 120 + 30 * len(models), "share of the parameters in the vocabulary's tables", ""))
     fig.update_xaxes(tickformat=".0%")
     return fig
+
+
+def bits_by_tokenizer(families: list[str], bits: dict[str, list[float]], title: str = "") -> go.Figure:
+    """Held-out bits per character of each family's trained models, one bar per tokenizer (bits[name][i] for
+    families[i]): per character, so a model reading pieces and one reading characters are on one scale."""
+    fig = go.Figure(layout=look(title, 380, "family", "held-out bits per character (lower is better)"))
+    for colour, (name, values) in zip(OKABE_ITO, bits.items()):
+        fig.add_trace(go.Bar(x=families, y=values, name=name, marker_color=colour, text=[f"{v:.2f}" for v in values],
+                             textposition="outside", hovertemplate=f"{name}<br>%{{x}}: %{{y:.3f}} bits per "
+                                                                   "character<extra></extra>"))
+    fig.update_layout(barmode="group")
+    return fig
