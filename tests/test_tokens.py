@@ -175,6 +175,19 @@ def test_repeated_ids_point_each_second_copy_token_at_the_token_after_its_first_
     assert (ids[0, keys[:-1]] == ids[0, queries[:-1] + 1]).all()  # and is the token the query must predict
 
 
+def test_a_learned_position_table_is_measured_in_windows_no_longer_than_it_trained_on(bpe):
+    from transformer.training.tasks import Language
+    from transformer.training.train import evaluate
+
+    torch.manual_seed(0)  # GPT-2's table: a row per trained position, 1 + 48 of them
+    model = Transformer(TransformerConfig(vocab_size=bpe.vocab_size, d_model=32, n_heads=2, n_layers=2, max_len=1 + 48,
+                                          position="learned"), device="cpu").eval()
+    with pytest.raises(ValueError, match="max_len"):
+        per_character.held_out_accuracy(model, bpe, limit=2)  # windows of 256 tokens run past its table
+    accuracy = evaluate(model, Language(tokens="bpe", context=48))  # the task's own crops: 48 tokens
+    assert 0 <= accuracy < 0.2  # random weights
+
+
 # --- the language task on BPE, and the recipes that train it ------------------------------------------
 
 def test_the_language_task_reads_bpe_tokens():

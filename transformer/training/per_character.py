@@ -70,9 +70,11 @@ def bits_per_char(model, tokenizer, text: str, context: int = CONTEXT, limit: in
 
 
 @torch.no_grad()
-def held_out_accuracy(model, tokenizer, corpus: str = "english", limit: int = 64) -> float:
-    """A decoder's top-1 next-token accuracy on held-out windows of CONTEXT tokens."""
-    windows = token_windows(torch.tensor(tokenizer.encode(language.held_out_text(corpus))), CONTEXT, limit)
+def held_out_accuracy(model, tokenizer, corpus: str = "english", limit: int = 64, context: int = CONTEXT) -> float:
+    """A decoder's top-1 next-token accuracy on held-out windows of CONTEXT tokens, or of the `context` it trained
+    on where that is shorter (a learned position table has no row past it)."""
+    context = min(context, CONTEXT)
+    windows = token_windows(torch.tensor(tokenizer.encode(language.held_out_text(corpus))), context, limit)
     hits = total = 0
     for batch in windows.to(model.device).split(16):
         predicted = model(batch[:, :-1]).argmax(-1)  # (B, 1 + context)

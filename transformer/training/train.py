@@ -242,7 +242,7 @@ def evaluate(model: Transformer, task: str | Task, n_batches: int = 8, batch_siz
     for the language task, on held-out topics (next character, or masked characters for an encoder)."""
     task = get_task(task)
     if task.name == "language" and task.tokenizer.row.learned:  # next learned token, windows counted in tokens
-        return per_character.held_out_accuracy(model, task.tokenizer, task.corpus)
+        return per_character.held_out_accuracy(model, task.tokenizer, task.corpus, context=task.context)
     if task.name == "language":
         return language.held_out_accuracy(model, corpus=task.corpus)
     data = torch.Generator().manual_seed(seed)
