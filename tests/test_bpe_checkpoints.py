@@ -49,6 +49,6 @@ def test_a_previous_token_head_and_an_induction_head_above_random_init(entry):
     controls = meta["figures"]["random_init"]
     for figure in ("previous_token_head", "induction_head"):
         recorded = meta["figures"][figure]
-        assert recorded["score"] > 5 * controls[figure][1], figure  # the whole split's figure, and its controls
+        assert recorded["score"] > 3 * controls[figure][1], figure  # the whole split's figure, and its controls
         assert abs(scores[figure][recorded["layer"], recorded["head"]] - recorded["score"]) < 0.2, figure
-        assert scores[figure].max() > 5 * controls[figure][1], figure  # this sample's
+        assert scores[figure].max() > 3 * controls[figure][1], figure  # this sample's
