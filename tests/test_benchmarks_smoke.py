@@ -225,6 +225,6 @@ def test_tokens_benchmark_smoke_times_both_tokenizers_and_both_trained_checkpoin
         shown = page["shown"]
         assert all(not s["exceptions"] and not s["errors"] for s in shown.values()), page["page"]
         assert "llama2-language" in shown["characters"]["weights"] and "llama2-bpe-language" in shown["bpe"]["weights"]
-        assert len(page["seconds"]["bpe"]) == len(page["seconds"]["characters"]) == 2
+        assert len(page["seconds"]["bpe"]) == len(page["seconds"]["characters"]) == 2  # two sentences, one round
     assert "| pages/playground.py |" in capsys.readouterr().out
     assert json.loads((tmp_path / "tokens.json").read_text())["mode"] == "smoke"
