@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import pytest
 
 from apptest_helpers import assert_clean, open_page, values
-from transformer import PRESETS, checkpoint, choices
+from transformer import AXES, PRESETS, checkpoint, choices
 from ui.app.figure_cache import cached_figure
 from ui.compute import probe_measure, shipped
 
@@ -87,9 +87,12 @@ def test_permutation_runs_are_their_own_for_each_config_and_ignore_the_sidebars_
 
 @pytest.mark.parametrize("cfg", [PRESETS["llama2"], PRESETS["llama2"].replace(n_layers=3), PRESETS["gpt2"]])
 def test_the_shipped_checkpoints_of_a_config_follow_the_librarys_rule(cfg):
-    expected = [s.info.task for s in shipped.shipped_models() if checkpoint.same_model(s.cfg, cfg)]
-    assert shipped.trained_tasks(cfg) == expected
-    assert shipped.trained_tasks(cfg) == expected  # asked again: the kept answer is the same
+    for tokens in AXES["tokens"].choices:  # the library's rule, among the checkpoints that read these tokens
+        expected = [s.info.task for s in shipped.shipped_models()
+                    if checkpoint.same_model(s.cfg, cfg) and s.info.tokens == tokens]
+        assert shipped.trained_tasks(cfg, tokens) == expected
+        assert shipped.trained_tasks(cfg, tokens) == expected  # asked again: the kept answer is the same
+    assert shipped.trained_tasks(cfg, "bpe") == ([] if cfg.n_layers == 3 else ["language"])  # LLaMA 2's, GPT-2's
 
 
 def test_a_config_without_checkpoints_is_not_given_another_configs():
