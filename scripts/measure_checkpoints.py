@@ -270,7 +270,7 @@ def bpe_table(rows: list[tuple[str, dict]]) -> str:
     held-out text and outside prose, and the BPE model's heads against random-init weights."""
     by_name = dict(rows)
     lines = ["| family | held-out bits/char: characters → BPE | outside prose: characters → BPE | BPE previous-token "
-             "head | BPE induction head | BPE parameters (share in the token tables) | BPE training: processor s |",
+             "head | BPE induction head | BPE parameters (share in the token tables) | BPE training: processor seconds |",
              "|---|---|---|---|---|---|---|"]
     for name, meta in rows:
         characters = by_name.get(f"{meta['preset']}-language")
@@ -282,7 +282,8 @@ def bpe_table(rows: list[tuple[str, dict]]) -> str:
         lines.append(f"| {meta['preset']} | {c['bits_per_char']:.3f} → **{f['bits_per_char']:.3f}** | "
                      f"{c['bits_per_char_outside_prose']:.3f} → **{f['bits_per_char_outside_prose']:.3f}** | "
                      f"{_head(f, 'previous_token_head')} | {_head(f, 'induction_head')} | {meta['parameters']:,} "
-                     f"({vocabulary / meta['parameters']:.0%}) | {meta['training']['cpu_seconds']:.0f} |")
+                     f"({vocabulary / meta['parameters']:.0%}) | {meta['training']['steps']:,} steps, "
+                     f"{meta['training']['cpu_seconds']:.0f} s on {meta['training'].get('device', 'cpu').replace('cpu', 'a CPU thread')} |")
     return "\n".join(lines)
 
 

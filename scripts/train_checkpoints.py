@@ -113,7 +113,9 @@ RECIPES = [
     # and a held-out sentence of 200 characters written twice (about 140 tokens)
     Recipe("llama2", "language", lr=3e-3, **BPE),
     Recipe("mistral", "language", lr=3e-3, **{**BPE, "repeat_rate": 0.35}),
-    Recipe("gpt2", "language", lr=2e-3, **BPE),
+    # GPT-2's learned table on BPE: after 4,000 steps (one CPU thread) 1.826 bits, heads 0.33 and 0.23; after 8,000
+    # (trained on an H200 in 177 s: --device cuda) 1.704 bits, heads 1.00 and 0.77. On one CPU thread: about 50 min
+    Recipe("gpt2", "language", lr=2e-3, **{**BPE, "steps": 8000}),
     Recipe("qwen3", "language", lr=3e-3, **BPE),
     Recipe("llama2", "induction", steps=2000, bfloat16=True),  # at the English size the head forms later: 0.57 after 1,000 steps
     Recipe("mistral", "induction", steps=2000, bfloat16=True),  # as LLaMA 2's, at the English size
