@@ -8,7 +8,8 @@
 2. Page reruns: for each page the lecture's examples use, two sessions (AppTest) open the family's trained
    character checkpoint and its trained BPE checkpoint; each then reads the same series of sentences, one
    sidebar text change per rerun (a new text: the forward pass and every figure are redrawn; each of 16 sentences
-   twice, with two endings), the two sessions taking turns, a garbage collection before each timed rerun. Target: the BPE session's p95 no worse than the character session's (ratio <= 1).
+   twice, with two endings), the two sessions taking turns, a garbage collection before each timed rerun.
+   Target: the BPE session's p95 no worse than the character session's (ratio <= 1).
 --smoke: 10 kB of text, two pages, two sentences; its numbers mean nothing, it shows the benchmark still runs.
 """
 from __future__ import annotations

@@ -165,8 +165,8 @@ def train_recipe(recipe: Recipe, directory: Path, device: str = "cpu") -> None:
                            seed=recipe.seed, aux_loss_weight=recipe.aux_loss_weight, device=device, state_path=state,
                            start_from=start)
     settings = {"batch_size": recipe.batch_size, "lr": recipe.lr, "seed": recipe.seed,
-                "aux_loss_weight": recipe.aux_loss_weight, "threads": torch.get_num_threads(), "device": device_name(device),
-                "config_changes": recipe.changes}
+                "aux_loss_weight": recipe.aux_loss_weight, "threads": torch.get_num_threads(),
+                "device": device_name(device), "config_changes": recipe.changes}
     if recipe.start_from:
         settings |= {"started_from": recipe.start_from, "indexer_warmup_steps": recipe.indexer_warmup,
                      "indexer_warmup_lr": recipe.warmup_lr}
@@ -262,7 +262,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="recipe names, e.g. gpt2-induction (default: all)")
     parser.add_argument("--out", type=Path, default=checkpoint.SHIPPED_DIR)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--device", default="cpu", help="cpu (the shipped files) or cuda; the JSON records which")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (GPT-2's 8,000 BPE steps); the JSON records which")
     parser.add_argument("--store-bfloat16", action="store_true",
                         help="store the --only checkpoints (trained, bfloat16 recipes) again in bfloat16, no training")
     args = parser.parse_args()
