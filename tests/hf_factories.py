@@ -17,11 +17,50 @@ Quirks a port must reproduce:
 """
 from __future__ import annotations
 
+import inspect
+
+import pytest
 import torch
 import transformers as tf
 
 V = 100  # vocabulary size of every model here
 COMMON = dict(vocab_size=V, attn_implementation="eager", bos_token_id=None, eos_token_id=None, pad_token_id=0)
+
+
+def use_pytorch_fallbacks(monkeypatch, module, names) -> None:
+    """Make a Hugging Face modeling module call its own plain PyTorch functions (its kernel wrappers' fallbacks),
+    even where an optional kernel package (fla, causal-conv1d) is installed.
+
+    The wrappers change shape between releases (a ``functools.wraps`` decorator, then also a ``torch.nn.Module``
+    whose ``forward`` calls the function), so the function is searched for through whatever wraps it rather than
+    reached by one fixed path; the module's global name, which is what its layers call, is then replaced."""
+    for name in names:
+        function = _own_function(getattr(module, name), module.__name__, name)
+        if function is None:
+            pytest.fail(f"transformers {tf.__version__}: no plain function {module.__name__}.{name} was found inside "
+                        f"its wrapper {type(getattr(module, name)).__name__}; update use_pytorch_fallbacks")
+        monkeypatch.setattr(module, name, function)
+
+
+def _own_function(wrapper, module_name: str, name: str):
+    """The innermost function named ``name`` defined in ``module_name``, reached through ``__wrapped__``, a module's
+    ``forward`` and the names a wrapper closes over; None if there is none."""
+    pending, seen = [wrapper], set()
+    while pending:
+        candidate = pending.pop()
+        if id(candidate) in seen:
+            continue
+        seen.add(id(candidate))
+        wrapped = getattr(candidate, "__wrapped__", None)
+        if inspect.isfunction(candidate):
+            if wrapped is None and candidate.__module__ == module_name and candidate.__name__ == name:
+                return candidate
+            pending.extend(v for v in inspect.getclosurevars(candidate).nonlocals.values() if callable(v))
+        if isinstance(candidate, torch.nn.Module):  # a function made a module: its forward calls the function
+            pending.append(type(candidate).forward)
+        if wrapped is not None:
+            pending.append(wrapped)
+    return None
 
 
 def _perturb(model: torch.nn.Module, seed: int, scale: float = 0.1, big: dict[str, float] | None = None) -> None:

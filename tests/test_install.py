@@ -1,9 +1,12 @@
 """`pip install .` and `pip install -e .` give a working library and app outside the repository: the wheel carries
 the library, the poll store, the app's pages and the shipped checkpoints; `attention-lab` serves the app from any
-folder and hands its options to Streamlit. Installs go into throwaway virtual environments that see this Python's
-packages (--system-site-packages), so nothing is fetched: only the project itself is built and installed."""
+folder and hands its options to Streamlit. Installs go into throwaway virtual environments that see the running
+interpreter's packages, whether it is a virtual environment or the system Python, so nothing is fetched: only the
+project itself is built and installed."""
+import site
 import socket
 import subprocess
+import sysconfig
 import sys
 import time
 import tomllib
@@ -27,12 +30,27 @@ def run(*command, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
 
 
 def venv(directory: Path) -> Path:
-    """A virtual environment that sees this Python's packages (pip and setuptools among them: --without-pip
-    keeps an older bundled copy from shadowing them); returns its bin folder."""
+    """A virtual environment that sees the running interpreter's packages (torch, pip and setuptools among them:
+    --without-pip keeps an older bundled copy from shadowing them); returns its bin folder.
+
+    --system-site-packages alone is not enough: from inside a virtual environment it shows the base Python's
+    packages, not the environment's. So a .pth file adds the running interpreter's own site folders, after the new
+    environment's, where an installed project is found first."""
     result = run(sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", directory,
                  cwd=directory.parent)
     assert result.returncode == 0, result.stderr
+    own = Path(sysconfig.get_path("purelib", vars={"base": str(directory), "platbase": str(directory)}))
+    running = [folder for folder in site.getsitepackages() if Path(folder).is_dir()]
+    (own / "running_interpreter.pth").write_text(
+        "import site; " + "; ".join(f"site.addsitedir({folder!r})" for folder in running) + "\n")
     return directory / "bin"
+
+
+def test_a_nested_environment_imports_what_the_running_interpreter_imports(tmp_path):
+    bin_dir = venv(tmp_path / "env")
+    result = run(bin_dir / "python", "-c", "import sys, torch, setuptools, pip; print(sys.prefix)", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert Path(result.stdout.strip()) == tmp_path / "env"
 
 
 def as_parsed(requirement: str) -> tuple:

@@ -9,12 +9,11 @@ logits within 1e-4, and every full-attention layer's weights within 1e-5 of HF's
 with our cache (the state and the convolution's last inputs) gives HF's tokens without a cache, and every step's
 logits within 1e-4 of HF's.
 """
-import inspect
 
 import pytest
 import torch
 
-from hf_factories import HYBRID_FACTORIES, right_padded_batch, run_both, V
+from hf_factories import HYBRID_FACTORIES, V, right_padded_batch, run_both, use_pytorch_fallbacks
 from transformer.interop import describe_hf, from_hf
 from transformer.model import KVCache
 
@@ -63,11 +62,7 @@ def hugging_faces_pytorch_fallbacks(monkeypatch):
     from transformers.models.qwen3_next import modeling_qwen3_next
 
     for module in (modeling_qwen3_next, modeling_qwen3_5, modeling_qwen3_5_moe, modeling_olmo_hybrid):
-        for name in FALLBACKS:
-            wrapped = getattr(module, name)
-            fallback = inspect.unwrap(wrapped)
-            assert fallback.__module__ == module.__name__ and fallback.__name__ == name  # the module's own torch code
-            monkeypatch.setattr(module, name, fallback)
+        use_pytorch_fallbacks(monkeypatch, module, FALLBACKS)
 
 
 def full_layers(ours) -> list[int]:

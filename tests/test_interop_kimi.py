@@ -7,13 +7,12 @@ chunked and token by token, the causal convolution), never an optional kernel. I
 logits within 1e-4, every latent-attention layer's weights within 1e-5 of HF's eager attention; greedy generation
 with our cache (the states, the convolution's last inputs and the latents) gives HF's tokens without a cache.
 """
-import inspect
 
 import pytest
 import torch
 import transformers as tf
 
-from hf_factories import COMMON, V, _hybrid, right_padded_batch, run_both
+from hf_factories import COMMON, V, _hybrid, right_padded_batch, run_both, use_pytorch_fallbacks
 from transformer.interop import describe_hf, from_hf
 from transformer.model import KVCache, Transformer
 
@@ -66,10 +65,7 @@ def hugging_faces_pytorch_fallbacks(monkeypatch):
     where an optional kernel package (fla, causal-conv1d) is installed."""
     from transformers.models.kimi_linear import modeling_kimi_linear as module
 
-    for name in FALLBACKS:
-        fallback = inspect.unwrap(getattr(module, name))
-        assert fallback.__module__ == module.__name__ and fallback.__name__ == name  # the module's own torch code
-        monkeypatch.setattr(module, name, fallback)
+    use_pytorch_fallbacks(monkeypatch, module, FALLBACKS)
 
 
 @pytest.mark.parametrize("name", FACTORIES)

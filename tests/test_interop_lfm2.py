@@ -8,13 +8,12 @@ on a right-padded batch: logits within 1e-4, every full-attention layer's weight
 attention; greedy generation with our cache (the convolution's last inputs, the full layers' keys and values) gives
 HF's tokens without a cache.
 """
-import inspect
 
 import pytest
 import torch
 import transformers as tf
 
-from hf_factories import COMMON, V, _build, right_padded_batch, run_both
+from hf_factories import COMMON, V, _build, right_padded_batch, run_both, use_pytorch_fallbacks
 from transformer import KVCache, Transformer, TransformerConfig
 from transformer.costs import kv_cache_bytes
 from transformer.interop import describe_hf, from_hf
@@ -61,10 +60,7 @@ def hugging_faces_pytorch_convolution(monkeypatch):
     """HF's modeling module calls its own plain PyTorch convolution, even where causal-conv1d is installed."""
     from transformers.models.lfm2 import modeling_lfm2
 
-    for name in FALLBACKS:
-        fallback = inspect.unwrap(getattr(modeling_lfm2, name))
-        assert fallback.__module__ == modeling_lfm2.__name__ and fallback.__name__ == name
-        monkeypatch.setattr(modeling_lfm2, name, fallback)
+    use_pytorch_fallbacks(monkeypatch, modeling_lfm2, FALLBACKS)
 
 
 def full_layers(ours) -> list[int]:

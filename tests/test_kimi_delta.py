@@ -1,5 +1,6 @@
 """Kimi delta attention: a decay per key channel. Its two forms agree, both are Kimi Linear's PyTorch reference, the
 layer is Hugging Face's layer, cached generation is recomputation, and the hooks show the decay channel by channel."""
+import json
 import math
 
 import numpy as np
@@ -167,7 +168,9 @@ def test_the_state_page_steps_through_a_kimi_delta_layer_with_each_rows_own_deca
                                 linear_kind="kimi-delta", state_t=3, text="the cat sat on the mat"))
     assert at.selectbox(key="state_layer").options[0] == "0: Kimi delta attention"
     figure = next(c for c in at.get("plotly_chart") if c.proto.id.endswith("state_write"))
-    assert "diag(αₜ)·Sₜ₋₁ (αₜ from" in figure.proto.spec
+    # the spec is JSON, whose encoder may write non-ASCII as \u escapes (plotly 7 does): read it, not its bytes
+    panels = [note["text"] for note in json.loads(figure.proto.spec)["layout"]["annotations"]]
+    assert any("diag(αₜ)·Sₜ₋₁ (αₜ from" in panel for panel in panels), panels
     states = np.stack([np.ones((3, 2)), np.full((3, 2), 2.0)])  # the page's own arithmetic on a known decay per row
     head = state_measure.HeadState(np.zeros((2, 3)), np.zeros((2, 3)), np.zeros((2, 2)), states, None, None,
                           np.array([[1.0, 1.0, 1.0], [0.5, 0.25, 0.0]]), None, None, None)
