@@ -10,8 +10,11 @@ lets its lightning indexer (transformer/indexer.py) cut each query's keys to its
 """
 from __future__ import annotations
 
+import contextvars
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -26,19 +29,60 @@ from .norms import UnitRMS, make_norm
 from .positions import Rotation, apply_partial_rope, apply_rope
 
 
+# Reads every softmax attention's q, k and inputs as it attends, for figures made without the T x T weights
+# (transformer.long_context.summarize); one per thread, as the recorder is
+ATTENTION_READER: contextvars.ContextVar[Callable | None] = contextvars.ContextVar("attention_lab_reader", default=None)
+
+# A T_q x T_kv tensor (a mask, a bias, scores) is built whole only up to this many entries; past it, the layer
+# works through blocks of query rows, so a long text costs O(T) memory beside its key and value tensors.
+TILE_ENTRIES = 1 << 22  # 2048 x 2048: every text up to 2,048 tokens runs in one block, as before
+
+
 @dataclass
 class AttentionInputs:
-    """What a stack works out once per forward pass and every layer shares."""
+    """What a stack works out once per forward pass and every layer shares.
 
-    allowed: torch.Tensor  # bool (B or 1, 1, T_q, T_kv): True = may attend
-    mask: torch.Tensor  # the same as an additive mask (0 / most negative float)
+    Which keys each query sees is a rule, not a tensor: ``keys(rows)`` builds the bool mask of the query rows asked
+    for. The whole (T_q, T_kv) mask, its additive form and the position bias are made only when something asks for
+    them (the five lines, a recorded hook), once per forward; the fused path asks for none of them when SDPA's
+    ``is_causal`` suffices, and for one block of rows at a time otherwise (``row_blocks``)."""
+
+    keys: Callable[[slice], torch.Tensor]  # query rows -> bool (B or 1, 1, rows, T_kv): True = may attend
+    t_q: int
+    dtype: torch.dtype
     plain_causal: bool  # exactly causal, no padding, window, cache or ALiBi: SDPA's is_causal suffices
     no_mask: bool  # every query sees every key and there is no ALiBi: SDPA needs no mask
     rope: Rotation | None = None  # cos and sin for q and for k (B, 1, T, d_rope); the angles (B, T, d_rope/2)
-    alibi: torch.Tensor | None = None  # (B or 1, H, T_q, T_kv)
-    fused_bias: torch.Tensor | None = None  # mask + alibi, handed to SDPA
+    score_bias: Callable[[slice], torch.Tensor] | None = None  # query rows -> ALiBi / T5 bias (B or 1, H, rows, T_kv)
     q_scale: torch.Tensor | None = None  # (B or 1, 1, T_q, 1) q's temperature by position (Llama 4's NoPE layers)
     layer_kv: dict | None = None  # this pass's K and V by layer, for the later layers that reuse them (Gemma 4)
+
+    @cached_property
+    def allowed(self) -> torch.Tensor:
+        return self.keys(slice(None))  # (B or 1, 1, T_q, T_kv)
+
+    @cached_property
+    def mask(self) -> torch.Tensor:
+        """The same as an additive mask (0 / most negative float), (B or 1, 1, T_q, T_kv)."""
+        return masks.to_additive(self.allowed, self.dtype)
+
+    @cached_property
+    def alibi(self) -> torch.Tensor | None:
+        return None if self.score_bias is None else self.score_bias(slice(None))  # (B or 1, H, T_q, T_kv)
+
+    @cached_property
+    def fused_bias(self) -> torch.Tensor:
+        """mask + position bias, handed to SDPA: made once per forward pass for every layer that asks."""
+        return self.mask if self.score_bias is None else self.mask + self.alibi
+
+    @classmethod
+    def given(cls, allowed: torch.Tensor, alibi: torch.Tensor | None = None, *, plain_causal: bool, no_mask: bool,
+              dtype: torch.dtype = torch.float32, **rest) -> "AttentionInputs":
+        """Inputs for a mask already made, (B or 1, 1, T_q, T_kv), and a bias (B or 1, H, T_q, T_kv) if any."""
+        inputs = cls(lambda rows: allowed[..., rows, :], allowed.shape[-2], dtype, plain_causal, no_mask,
+                     score_bias=None if alibi is None else (lambda rows: alibi[..., rows, :]), **rest)
+        inputs.__dict__.update(allowed=allowed, alibi=alibi)  # the cached properties' values, already at hand
+        return inputs
 
     @classmethod
     def from_allowed(cls, allowed: torch.Tensor, alibi: torch.Tensor | None = None,
@@ -48,21 +92,33 @@ class AttentionInputs:
         SDPA's shortcuts are read off the mask itself: every key visible needs no mask, an exactly
         causal one only is_causal. A model knows both from its config and never reads its mask.
         """
-        mask = masks.to_additive(allowed, dtype)  # (B or 1, 1, T_q, T_kv)
         t_q, t_kv = allowed.shape[-2:]
         positions = torch.arange(t_q, device=allowed.device)
         no_bias = alibi is None
-        return cls(allowed, mask,
-                   plain_causal=no_bias and t_q == t_kv and bool((allowed == masks.causal(positions, positions)).all()),
-                   no_mask=no_bias and bool(allowed.all()),
-                   alibi=alibi, fused_bias=mask if no_bias else mask + alibi)
+        return cls.given(allowed, alibi, dtype=dtype,
+                         plain_causal=no_bias and t_q == t_kv and bool((allowed == masks.causal(positions, positions)).all()),
+                         no_mask=no_bias and bool(allowed.all()))
 
     def keeping(self, chosen: torch.Tensor) -> "AttentionInputs":
         """These inputs with each query's keys cut to `chosen` (B, 1, T_q, T_kv): a layer's indexer top-k."""
-        allowed = self.allowed & chosen  # (B, 1, T_q, T_kv)
-        mask = masks.to_additive(allowed, self.mask.dtype)
-        return replace(self, allowed=allowed, mask=mask, plain_causal=False, no_mask=False,
-                       fused_bias=mask if self.alibi is None else mask + self.alibi)
+        return self.given(self.allowed & chosen, self.alibi, plain_causal=False, no_mask=False, dtype=self.dtype,
+                          rope=self.rope, q_scale=self.q_scale, layer_kv=self.layer_kv)
+
+    def rows(self, start: int, stop: int) -> "AttentionInputs":
+        """These inputs for query rows start:stop alone (their mask and bias made for those rows only)."""
+        part = slice(start, stop)
+        cached = self.__dict__  # a whole tensor already made is sliced, not made again
+        allowed = cached["allowed"][..., part, :] if "allowed" in cached else self.keys(part)
+        alibi = None if self.score_bias is None else (
+            cached["alibi"][..., part, :] if "alibi" in cached else self.score_bias(part))
+        return self.given(allowed, alibi, plain_causal=False, no_mask=self.no_mask, dtype=self.dtype,
+                          rope=self.rope, q_scale=None if self.q_scale is None else self.q_scale[..., part, :],
+                          layer_kv=self.layer_kv)
+
+    def row_blocks(self, t_kv: int) -> list[tuple[int, int]]:
+        """The blocks of query rows a layer works through: one, (0, T_q), while T_q x T_kv <= TILE_ENTRIES."""
+        size = max(1, TILE_ENTRIES // max(t_kv, 1))
+        return [(start, min(start + size, self.t_q)) for start in range(0, self.t_q, size)]
 
 
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
@@ -188,8 +244,7 @@ class Attention(nn.Module):
         scores = (q * self.scale) @ self.repeat_kv(k).transpose(-2, -1)  # (B, H, T_q, T_kv)
         if self.softcap is not None:
             scores = self.softcap * torch.tanh(scores / self.softcap)
-        bias = inputs.mask if inputs.alibi is None else inputs.mask + inputs.alibi  # (B or 1, 1 or H, T_q, T_kv)
-        return self.sink_softmax(scores + bias)[0]
+        return self.sink_softmax(scores + inputs.fused_bias)[0]  # mask (+ position bias): (B or 1, 1 or H, T_q, T_kv)
 
     def project(self, x: torch.Tensor, inputs: AttentionInputs, context: torch.Tensor | None,
                 cache: "dict | None") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -256,15 +311,30 @@ class Attention(nn.Module):
 
         The five lines when fused is False or one of their hooks is recorded, else one SDPA kernel;
         fused=None follows the module's own setting (``Transformer.set_fused``). Soft-capped scores
-        have no SDPA kernel: they always take the five lines (recording nothing unless asked).
+        have no SDPA kernel: they always take the five lines (recording nothing unless asked), block by
+        block of query rows on a long text.
         """
+        reader = ATTENTION_READER.get()
+        if reader is not None:
+            reader(self, q, k, inputs)
         fused = self.fused if fused is None else fused
-        explicit = not fused or self.softcap is not None or wants_any(
+        recorded = not fused or wants_any(
             self.hook_raw_scores, self.hook_mask, self.hook_attn_scores, self.hook_pattern,
             *(() if self.cross else (self.bias_hook,)), *((self.hook_sink_share,) if self.has_sinks else ()))
-        if explicit:
+        if recorded:
             return self.explicit_attention(q, k, v, inputs, gate)
-        return self.fused_attention(q, k, v, inputs, gate)
+        if self.softcap is None:
+            return self.fused_attention(q, k, v, inputs, gate)
+        blocks = inputs.row_blocks(k.shape[2])
+        if len(blocks) == 1:
+            return self.explicit_attention(q, k, v, inputs, gate)
+        return torch.cat([self.explicit_attention(q[:, :, start:stop], k, v, inputs.rows(start, stop),
+                                                  self.gate_rows(gate, start, stop))
+                          for start, stop in blocks], dim=1)  # (B, T_q, d_model)
+
+    def gate_rows(self, gate: torch.Tensor | None, start: int, stop: int) -> torch.Tensor | None:
+        """What ``output`` multiplies query rows start:stop by: their rows of the gate (B, T_q, H * d_v)."""
+        return None if gate is None else gate[:, start:stop]
 
     @property
     def has_sinks(self) -> bool:
@@ -282,7 +352,7 @@ class Attention(nn.Module):
             return mask
         bias = inputs.alibi  # (B or 1, H, T_q, T_kv): T5's learned buckets where the layer has them, else ALiBi's
         alibi = self.hook_rel_bias(bias) if hasattr(self, "hook_rel_bias") else self.hook_alibi_bias(bias)
-        if mask is inputs.mask and alibi is inputs.alibi and inputs.fused_bias is not None:
+        if mask is inputs.mask and alibi is inputs.alibi:
             return inputs.fused_bias  # the same sum, made once per forward pass for every layer
         return mask + alibi
 
@@ -337,9 +407,21 @@ class Attention(nn.Module):
         return self.output(z, gate)  # concat(heads) @ W_o: (B, T_q, d_model)
 
     def fused_attention(self, q, k, v, inputs: AttentionInputs, gate=None) -> torch.Tensor:
-        # The same computation in one kernel that never stores the T_q x T_kv weights.
-        use_is_causal = inputs.plain_causal and not self.has_sinks
-        bias = None if use_is_causal or (inputs.no_mask and not self.has_sinks) else inputs.fused_bias
+        """The same computation in SDPA, which never stores the T_q x T_kv weights. Where is_causal (or no mask)
+        suffices no mask is made at all; else each block of query rows gets its own, over the keys it can see."""
+        if (inputs.plain_causal or inputs.no_mask) and not self.has_sinks:
+            z = self.fused_heads(q, k, v, None, is_causal=inputs.plain_causal)  # (B, H, T_q, d_v)
+        else:
+            blocks = inputs.row_blocks(k.shape[2])
+            if len(blocks) == 1:
+                z = self.fused_heads(q, k, v, inputs.fused_bias)
+            else:
+                z = torch.cat([self.fused_heads(q[:, :, start:stop], *visible_keys(k, v, inputs.rows(start, stop)))
+                               for start, stop in blocks], dim=2)  # (B, H, T_q, d_v)
+        return self.output(self.hook_z(z), gate)  # (B, T_q, d_model)
+
+    def fused_heads(self, q, k, v, bias: torch.Tensor | None, is_causal: bool = False) -> torch.Tensor:
+        """weights @ V per head (B, H, T_q, d_v) in one SDPA call, for an additive bias (B or 1, 1 or H, T_q, T_kv)."""
         d_v = v.shape[-1]
         share_channel = (self.has_sinks and self.sinks.requires_grad and torch.is_grad_enabled()
                          and not (self.training and self.dropout))
@@ -351,8 +433,8 @@ class Attention(nn.Module):
             if share_channel:  # one more value channel, 1 on the sink's key only: its output is the sink's share
                 v = torch.cat((v, (torch.arange(T_kv + 1, device=v.device) == T_kv).to(v.dtype)
                                .view(1, 1, -1, 1).expand(B, G, -1, 1)), dim=-1)  # (B, G, T_kv + 1, d_v + 1)
-            rows = inputs.fused_bias.shape[0]  # 1 unless padding makes each row's mask its own
-            bias = inputs.fused_bias.expand(rows, self.n_heads, T_q, -1)
+            rows = bias.shape[0]  # 1 unless padding makes each row's mask its own
+            bias = bias.expand(rows, self.n_heads, T_q, -1)
             sink = self.sinks.to(bias.dtype).view(1, -1, 1, 1).expand(rows, -1, T_q, 1)
             # a bias that needs a gradient sends SDPA to a kernel 3x slower; the share channel gives the sink its own
             bias = torch.cat((bias, sink.detach() if share_channel else sink), dim=-1)  # (B or 1, H, T_q, T_kv + 1)
@@ -361,14 +443,14 @@ class Attention(nn.Module):
             # only the narrower side: F.pad by nothing would still copy the wider ones
             q, k, v = (t if t.shape[-1] == width else F.pad(t, (0, width - t.shape[-1])) for t in (q, k, v))  # (B, ., T, width)
         z = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=bias, is_causal=use_is_causal, scale=self.scale,
+            q, k, v, attn_mask=bias, is_causal=is_causal, scale=self.scale,
             dropout_p=self.dropout if self.training else 0.0,
             enable_gqa=self.n_kv_heads != self.n_heads)  # (B, H, T_q, width)
         if share_channel:  # d z / d sink = -share * z: added as a term whose value is 0
             sink_logit = self.sinks.view(1, -1, 1, 1)  # (1, H, 1, 1)
             share = z[..., d_v:d_v + 1]  # (B, H, T_q, 1)
             z = z[..., :d_v] - (sink_logit - sink_logit.detach()).to(z.dtype) * (share * z[..., :d_v]).detach()
-        return self.output(self.hook_z(z[..., :d_v]), gate)  # (B, T_q, d_model)
+        return z[..., :d_v]  # (B, H, T_q, d_v)
 
     def repeat_kv(self, kv: torch.Tensor) -> torch.Tensor:
         """(B, G, T, d) -> (B, H, T, d): kv head g serves query heads g*H/G ... (g+1)*H/G - 1."""
@@ -453,6 +535,18 @@ class LatentAttention(Attention):
         q_latent = torch.einsum("bhtd,hdr->bhtr", q_nope, w_uk)  # (B, H, T_q, kv_rank): a query in latent space
         scores = (q_latent @ latent[:, None].transpose(-2, -1) + q_rope @ k_rope.transpose(-2, -1)) * self.scale
         return self.softmax(self.soft_cap(scores) + self.position_bias(inputs))  # (B, H, T_q, T_kv)
+
+
+def visible_keys(k: torch.Tensor, v: torch.Tensor, part: AttentionInputs
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """k, v and the bias of a block of query rows, cut to the span of keys any of its rows sees (a window's or a
+    chunk's keys, not the whole text); the whole span where some row sees no key at all, so it reads as before."""
+    allowed = part.allowed.reshape(-1, part.allowed.shape[-1])  # (B * rows, T_kv)
+    seen = allowed.any(dim=0).nonzero()
+    if not bool(allowed.any(dim=-1).all()) or len(seen) == 0:
+        return k, v, part.fused_bias
+    first, last = int(seen[0]), int(seen[-1]) + 1
+    return k[:, :, first:last], v[:, :, first:last], part.fused_bias[..., first:last]
 
 
 # the attention module of each KV-heads kind (the rows of AXES["kv_heads"], ``cfg.attention_kind``)

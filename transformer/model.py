@@ -19,7 +19,7 @@ from .attention import Attention, AttentionInputs
 from .block import Block
 from .config import TransformerConfig
 from .ffn import MoE
-from .hooks import DEFAULT_MAX_BYTES, HookPoint, Intervention, NameFilter, Trace, name_hook_points, recording
+from .hooks import DEFAULT_MAX_BYTES, HookPoint, Intervention, NameFilter, Recorder, Trace, name_hook_points, recording
 from .hyper_connections import HyperHead, widen
 from .indexer import LightningIndexer
 from .layer_plan import LayerSpec
@@ -189,9 +189,8 @@ def run_stack(owner, tok_emb, attention_mask, position_ids, cache, memory, memor
               for key, block in kinds.items()}
     cross_inputs = None
     if memory is not None:
-        allowed = masks.cross(memory_mask, T, memory.shape[1], device)
-        mask = masks.to_additive(allowed, x.dtype)
-        cross_inputs = AttentionInputs(allowed, mask, plain_causal=False, no_mask=memory_mask is None, fused_bias=mask)
+        allowed = masks.cross(memory_mask, T, memory.shape[1], device)  # (B or 1, 1, T, T_src)
+        cross_inputs = AttentionInputs.given(allowed, plain_causal=False, no_mask=memory_mask is None, dtype=x.dtype)
     if cfg.hyper_streams > 1:
         x = widen(x, cfg.hyper_streams)  # (B, T, n, d_model): hyper-connections' streams, alike at first
     for i, block in enumerate(owner.blocks):
@@ -216,14 +215,15 @@ def self_attention_inputs(cfg, spec: LayerSpec, causal, slots_q, slots_k, positi
     """Mask, RoPE tables, the scores' position bias (ALiBi, T5) and q's temperature for the layers of the plan that
     share this one's: built once per forward. `layer_kv` is the pass's one place for K and V that later layers reuse
     (None: no layer does); `learned_bias` the stack's table of T5 biases (None without one)."""
-    allowed = masks.self_attention(slots_q, slots_k, is_causal=causal, window=spec.window, chunk=spec.chunk,
-                                   attention_mask=attention_mask, pattern=cfg.attention_pattern,
-                                   pattern_size=cfg.pattern_size, n_global=cfg.n_global)  # (B or 1, 1, T_q, T_kv)
-    mask = masks.to_additive(allowed, dtype)
+    def keys(rows: slice) -> torch.Tensor:  # which keys the query rows asked for see: (B or 1, 1, rows, T_kv)
+        return masks.self_attention(slots_q[rows], slots_k, is_causal=causal, window=spec.window, chunk=spec.chunk,
+                                    attention_mask=attention_mask, pattern=cfg.attention_pattern,
+                                    pattern_size=cfg.pattern_size, n_global=cfg.n_global)
+
     scheme = cfg.row("position")
     simple = (attention_mask is None and spec.bound is None and not cfg.row("attention_pattern").sparse
               and not scheme.score_bias)
-    rope = alibi = q_scale = None
+    rope = score_bias = q_scale = None
     if spec.rotates:  # a NoPE layer of a RoPE model has no tables
         seq_len = int(k_position_ids.max()) + 1
         inv_freq, scale = scaled_inv_freq(cfg, seq_len, spec.rope_theta, spec.rope_scaling)
@@ -231,13 +231,12 @@ def self_attention_inputs(cfg, spec: LayerSpec, causal, slots_q, slots_k, positi
         rope = ROTATIONS[cfg.position](position_ids, angles, dtype, scale)
     elif cfg.attn_temperature_scale is not None:  # Llama 4: a NoPE layer sharpens q with its position instead
         q_scale = temperature_scales(position_ids, cfg.attn_temperature_scale, cfg.attn_temperature_floor)
-    fused_bias = mask
     if scheme.score_bias:  # ALiBi's fixed slopes or T5's learned buckets, for the new queries against every key
-        alibi = SCORE_BIASES[cfg.position](cfg, learned_bias, position_ids, k_position_ids).to(dtype)  # (B|1, H, T_q, T_kv)
-        fused_bias = mask + alibi
-    return AttentionInputs(allowed, mask, plain_causal=simple and causal and past == 0,
-                           no_mask=simple and not causal, rope=rope, alibi=alibi, fused_bias=fused_bias,
-                           q_scale=q_scale, layer_kv=layer_kv)
+        def score_bias(rows: slice) -> torch.Tensor:  # (B or 1, H, rows, T_kv)
+            return SCORE_BIASES[cfg.position](cfg, learned_bias, position_ids[:, rows], k_position_ids).to(dtype)
+    return AttentionInputs(keys, len(slots_q), dtype, plain_causal=simple and causal and past == 0,
+                           no_mask=simple and not causal, rope=rope, score_bias=score_bias, q_scale=q_scale,
+                           layer_kv=layer_kv)
 
 
 class Transformer(nn.Module):
@@ -350,11 +349,30 @@ class Transformer(nn.Module):
                        max_bytes: int | None = DEFAULT_MAX_BYTES, **kwargs) -> tuple[torch.Tensor, Trace]:
         """Forward pass that records every hook point (or those in `names`: exact names or globs).
 
-        Returns (logits, trace). Only tensors asked for are kept; past `max_bytes` it stops with MemoryError.
+        Returns (logits, trace). Only tensors asked for are kept; past `max_bytes` it stops with MemoryError, and
+        a text whose one (B, H, T, T) pattern alone is over `max_bytes` is refused before anything is computed.
         """
+        self._check_weights_fit(args, names, max_bytes)
         with torch.no_grad(), recording(names, interventions, max_bytes) as recorder:
             logits = self(*args, **kwargs)
         return logits, recorder.trace
+
+    def _check_weights_fit(self, args: tuple, names: NameFilter, max_bytes: int | None) -> None:
+        """Refuse, before computing, a recording of T x T weights that one layer's tensor alone would take past
+        the cap: such a text is read through ``transformer.long_context.summarize`` instead."""
+        ids = next((a for a in args if isinstance(a, torch.Tensor)), None)
+        if max_bytes is None or ids is None or ids.dim() != 2:
+            return
+        wants = Recorder(names)
+        square = [n for n in self.hook_points() if n.endswith((".hook_pattern", ".hook_attn_scores")) and wants.keeps(n)]
+        B, T = ids.shape
+        one = B * self.cfg.n_heads * T * T * 4  # one float32 (B, H, T, T) tensor
+        if square and one > max_bytes:
+            raise MemoryError(
+                f"recording {square[0]} on {T} tokens makes a (B={B}, H={self.cfg.n_heads}, T={T}, T={T}) tensor of "
+                f"{one / 2**20:.0f} MiB, over the cap of {max_bytes / 2**20:.0f} MiB; for where each head looks on a "
+                "long text use transformer.long_context.summarize(model, ids), which never holds T x T, or record "
+                "names without the weights (names=[...])")
 
     @contextlib.contextmanager
     def intervene(self, interventions: dict[str, Intervention]) -> Iterator[None]:
