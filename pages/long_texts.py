@@ -7,8 +7,9 @@ from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.compute import long_texts as measure
 from ui.figures import long_texts as figs
 
-url_state("long", lt_model=measure.DEFAULT_MODEL, lt_source="the shipped document", lt_chars=8_000, lt_window=64,
-          lt_figure="distant", lt_layer=0, lt_head=0, lt_start=0, lt_length=128)
+url_state("long", lt_model=measure.DEFAULT_MODEL, lt_source="the shipped document", lt_chars=2_000, lt_window=64,
+          lt_figure="distant", lt_atlas="within the trained length", lt_layer=0, lt_head=0, lt_start=0,
+          lt_length=128)
 SOURCES = ("the shipped document", "paste a text", "upload a .txt file")
 
 start_page("Long texts", f"""
@@ -34,7 +35,7 @@ if not models:
     st.stop()
 keep_valid("lt_model", models, measure.DEFAULT_MODEL if measure.DEFAULT_MODEL in models else models[0])
 keep_valid("lt_source", SOURCES)
-keep_valid("lt_chars", measure.DOCUMENT_LENGTHS, 8_000)
+keep_valid("lt_chars", measure.DOCUMENT_LENGTHS, 2_000)
 keep_valid("lt_figure", list(measure.FIGURES))
 col1, col2, col3 = st.columns([2, 2, 1])
 col1.selectbox("Model", models, key="lt_model", **KEEP, help="the shipped models trained on English text")
@@ -113,16 +114,22 @@ show_chart(figs.head_strips(run.figures[figure].reshape(-1, n_tokens), labels, m
            key="lt_strips")
 
 st.subheader("The head atlas, beside random-init weights")
+ranges = list(run.atlases)
+keep_valid("lt_atlas", ranges)
+st.radio("Queries read", ranges, key="lt_atlas", horizontal=True, **KEEP,
+         help="a model reads a text longer than its training differently: compare its heads within and beyond")
+reading = st.session_state["lt_atlas"]
 thresholds = ", ".join(f"{role} ≥ {least}" for role, least in measure.ROLE_THRESHOLDS.items())
 st.caption(f"Rules fixed before any model was read, over the queries at least {window} tokens in: the first role "
-           f"whose score reaches its threshold ({thresholds}; broad = entropy over that of uniform weights), else "
-           "mixed. Hover a cell for its scores.")
+           f"whose score reaches its threshold ({thresholds}; previous-token = the share of queries whose top key is "
+           "the one before; broad = entropy over that of uniform weights), else mixed. Hover a cell for its scores.")
 col1, col2 = st.columns(2)
 layer_labels = [f"layer {layer}" for layer in range(len(run.layers))]
-show_chart(figs.head_atlas([list(r) for r in run.roles], layer_labels, run.scores, f"{name}"), key="lt_atlas",
-           where=col1)
-show_chart(figs.head_atlas([list(r) for r in random_run.roles], layer_labels, random_run.scores,
-                           "random-init weights"), key="lt_atlas_random", where=col2)
+for where, result, title, key in ((col1, run, f"{name}, {reading}", "lt_atlas_trained"),
+                                  (col2, random_run, f"random-init weights, {reading}", "lt_atlas_random")):
+    atlas = result.atlases[reading]
+    show_chart(figs.head_atlas([list(r) for r in atlas.roles], layer_labels, atlas.scores, title), key=key,
+               where=where)
 
 st.subheader("Where the weight goes, by distance")
 show_chart(figs.distance_profile(run.distance_mass.reshape(-1, run.distance_mass.shape[-1]), run.distance_edges,
@@ -149,5 +156,6 @@ except (ValueError, MemoryError) as exc:
 else:
     pieces = measure.labels_of(name, text, start, length)
     show_chart(figs.window_weights(weights, start, pieces, f"{run.layers[layer]}, head {head}: tokens {start}–"
-                                   f"{start + length - 1} ({run.roles[layer][head]})"), key="lt_window")
+                                   f"{start + length - 1} ({run.atlases[reading].roles[layer][head]} {reading})"),
+               key="lt_zoom")
     st.caption("Only keys inside the window are drawn; the hover gives each query's weight on the keys before it.")

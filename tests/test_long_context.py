@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from transformer import Transformer, TransformerConfig, attention
-from transformer.long_context import ROLES, distance_edges, head_roles, row_weights, summarize
+from transformer.long_context import ROLES, distance_edges, head_roles, head_scores, row_weights, summarize
 
 TINY = dict(vocab_size=32, d_model=16, n_heads=4, n_kv_heads=2, n_layers=2, max_len=64)
 T, WINDOW, TOP_K = 24, 4, 3
@@ -132,3 +132,12 @@ def test_a_trained_models_previous_token_head_is_found_and_random_weights_show_n
              for name, model in (("trained", trained), ("random", random_init))}
     assert "previous-token" in roles["trained"] and "local" in roles["trained"]
     assert set(roles["random"]) == {"broad"} and set(roles["trained"]) <= set(ROLES)  # near-uniform rows, every one
+
+
+def test_head_scores_read_the_queries_asked_for_and_refuse_an_empty_range():
+    summary = summarize(build({}), torch.randint(1, 32, (1, T)), window=4)["blocks.0.attn"]
+    whole, late = head_scores(summary, 4), head_scores(summary, 4, start=12)
+    torch.testing.assert_close(late["sink"], summary["sink"][0, :, 12:].mean(-1))
+    torch.testing.assert_close(whole["sink"], summary["sink"][0, :, 4:].mean(-1))
+    with pytest.raises(ValueError, match="queries 30:40 hold none of the text's 24 tokens"):
+        head_scores(summary, 4, start=30, stop=40)

@@ -30,16 +30,20 @@ def test_every_head_is_drawn_along_the_whole_text_and_the_trained_length_is_mark
     assert any("past" in w.value or "longest text" in w.value for w in page.warning)  # 2,000 characters > 513
 
 
-def test_the_atlas_is_drawn_for_the_model_and_for_random_init_weights(page):
+def test_the_atlas_is_drawn_for_the_model_and_for_random_init_weights_within_and_beyond_the_trained_length(page):
     titles = figures_by_title(page)
-    assert "llama2-language" in titles and "random-init weights" in titles
-    random_roles = {a["text"] for a in titles["random-init weights"]["layout"]["annotations"]}
-    assert random_roles == {"broad"}
-    assert "previous-token" in {a["text"] for a in titles["llama2-language"]["layout"]["annotations"]}
+    roles = lambda title: {a["text"] for a in titles[title]["layout"]["annotations"]}  # noqa: E731
+    assert roles("random-init weights, within the trained length") == {"broad"}
+    assert "previous-token" in roles("llama2-language, within the trained length")
+    assert page.radio(key="lt_atlas").options == ["within the trained length", "beyond it"]
+    page.radio(key="lt_atlas").set_value("beyond it").run()
+    assert_clean(page)
+    titles = figures_by_title(page)
+    assert roles("random-init weights, beyond it") == {"broad"} and "llama2-language, beyond it" in titles
 
 
 def test_the_closer_look_is_the_heads_own_rows_of_its_whole_pattern(page):
-    chart = next(c for c in page.get("plotly_chart") if c.proto.id.endswith("lt_window"))
+    chart = next(c for c in page.get("plotly_chart") if c.proto.id.endswith("lt_zoom"))
     drawn = values(json.loads(chart.proto.spec)["data"][0]["z"])
     model = measure.get_model(measure.language_models()["llama2-language"].key, 0)
     ids = torch.tensor([measure.tokens_of("llama2-language", measure.document(2000))])

@@ -95,51 +95,104 @@ def rows_per_block(batch: int, heads: int, t_kv: int) -> int:
 
 def layer_summary(layer: Attention, q: torch.Tensor, k: torch.Tensor, rules: AttentionInputs, window: int,
                   top_k: int) -> dict[str, torch.Tensor]:
-    """The figures of one layer from its q (B, H, T_q, d_head), k (B, G, T_kv, d_head) and rules of keys."""
+    """The figures of one layer from its q (B, H, T_q, d_head), k (B, G, T_kv, d_head) and rules of keys.
+
+    Each block of query rows costs a few passes over its weights: the scores, their row maxima, the weights, one
+    dot product for the entropy (H = lse - sum w s), the top k, and one running sum along the keys, from which the
+    weight in any span of keys (the local ones, each distance bucket) is a difference of two entries. The blocks
+    write into three buffers made once per layer: blocks of growing width would otherwise leave the allocator a
+    trail of freed pieces too small to reuse."""
     B, H, T_q, _ = q.shape
     k = layer.repeat_kv(k).float()  # (B, H, T_kv, d_head)
     T_kv = k.shape[2]
-    top_k = min(top_k, T_kv)
     edges = distance_edges(T_kv).to(q.device)  # (n + 1,)
-    key_pos = torch.arange(T_kv, device=q.device)  # (T_kv,)
     first_query = T_kv - T_q if not layer.cross else 0  # cached keys come first; a cross layer's keys are the source's
     parts: dict[str, list[torch.Tensor]] = {name: [] for name in ("entropy", "max", "sink", "local", "distant",
                                                                   "top_keys", "top_weights", "visible")}
     distance_mass = q.new_zeros(B, H, len(edges) - 1, dtype=torch.float32)
-    size = rows_per_block(B, H, T_kv)
+    lows, highs = torch.cat((edges[:-1], edges.new_tensor([0]))), torch.cat((edges[1:], edges.new_tensor([window])))
+    size = min(rows_per_block(B, H, T_kv), T_q)
+    causal = rules.plain_causal and not layer.cross  # exactly causal: each row sees every key up to its own
+    future = torch.ones(size, size, dtype=torch.bool, device=q.device).triu_(1)  # (R, R): keys past each row
+    buffers = [q.new_empty(B * H * size * (T_kv + 1), dtype=torch.float32) for _ in range(3)]
     for start in range(0, T_q, size):
         stop = min(start + size, T_q)
-        block = rules.rows(start, stop)
-        weights = block_weights(layer, q[:, :, start:stop].float(), k, block)  # (B, H, R, T_kv)
-        parts["visible"].append(block.allowed.sum(-1)[:, 0].expand(B, -1))  # (B, R): the keys each row may see
+        R = stop - start
         query_pos = first_query + torch.arange(start, stop, device=q.device)  # (R,)
-        distance = (query_pos[:, None] - key_pos[None]).abs()  # (R, T_kv)
-        not_first = key_pos != 0  # (T_kv,)
-        parts["entropy"].append(-torch.special.xlogy(weights, weights).sum(-1) / math.log(2))  # (B, H, R) bits
-        parts["max"].append(weights.amax(-1))
-        parts["sink"].append(weights[..., 0])
-        parts["local"].append((weights * ((distance < window) & not_first)).sum(-1))
-        parts["distant"].append((weights * ((distance >= window) & not_first)).sum(-1))
-        top = weights.topk(top_k, dim=-1)  # (B, H, R, top_k)
+        if causal:  # no mask to make: the keys past the block are left out, those past each row cut in place
+            span = first_query + stop
+            visible = (query_pos + 1).expand(B, -1)  # (B, R)
+        else:
+            block = rules.rows(start, stop)
+            seen = block.allowed.any(dim=-2).reshape(-1, T_kv).any(dim=0).nonzero()  # keys any row of the block sees
+            span = int(seen[-1]) + 1 if len(seen) else T_kv  # keys past the last one seen hold no weight: left out
+            visible = block.allowed.sum(-1)[:, 0].expand(B, -1)  # (B, R): the keys each row may see
+        scores, weights, running = (buffer[:B * H * R * width].view(B, H, R, width)
+                                    for buffer, width in zip(buffers, (span, span, span + 1)))  # contiguous
+        block_scores(layer, q[:, :, start:stop].float(), k[:, :, :span],
+                     None if causal else block.fused_bias[..., :span], out=scores)
+        if causal:
+            scores[..., span - R:].masked_fill_(future[:R, :R], torch.finfo(scores.dtype).min)
+        peak = scores.amax(dim=-1, keepdim=True)  # (B, H, R, 1)
+        torch.sub(scores, peak, out=weights).exp_()  # exp(s - max)
+        norm = weights.sum(dim=-1, keepdim=True)  # (B, H, R, 1)
+        if layer.has_sinks:  # the sink's logit joins each row's normaliser and is dropped
+            norm = norm + (layer.sinks.float().view(1, H, 1, 1) - peak).exp()
+        weights.div_(norm)  # (B, H, R, span): rows sum to `total`
+        lse = (peak + norm.log())[..., 0]  # (B, H, R)
+        total = weights.sum(-1) if layer.has_sinks else torch.ones_like(lse)  # (B, H, R)
+        dot = torch.mul(weights, scores, out=scores).sum(-1)  # (B, H, R): sum of w s, row by row (scores spent)
+        parts["entropy"].append((lse * total - dot) / math.log(2))  # bits
+        top = weights.topk(min(top_k, span), dim=-1)  # (B, H, R, k)
         parts["top_weights"].append(top.values)
         parts["top_keys"].append(top.indices)
-        bucket = (torch.bucketize(distance, edges, right=True) - 1).expand_as(weights)  # (B, H, R, T_kv)
-        mass = weights.new_zeros(B, H, stop - start, len(edges) - 1).scatter_add_(-1, bucket, weights)
-        distance_mass += mass.sum(dim=2)
-        del weights, distance, bucket, mass
+        parts["max"].append(top.values[..., 0])
+        parts["sink"].append(weights[..., 0].clone())  # a copy: the buffer is the next block's
+        parts["visible"].append(visible)
+        running[..., 0] = 0
+        torch.cumsum(weights, dim=-1, out=running[..., 1:])  # running[..., j]: the weight of keys before j
+        masses = mass_at_distances(running, query_pos, lows, highs)  # (B, H, R, n + 1): the buckets, then local
+        near = masses[..., -1] - parts["sink"][-1] * (query_pos < window)  # key 0 is the sink's, not local
+        parts["local"].append(near)
+        parts["distant"].append(total - parts["sink"][-1] - near)
+        distance_mass += masses[..., :len(edges) - 1].sum(dim=2)  # (B, H, n)
     summary = {name: torch.cat(blocks, dim=-1 if name == "visible" else 2) for name, blocks in parts.items()}
     summary["distance_mass"] = distance_mass / T_q  # (B, H, n)
     summary["distance_edges"] = edges
     return summary
 
 
+def mass_at_distances(running: torch.Tensor, query_pos: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor
+                      ) -> torch.Tensor:
+    """The weight (B, H, R, n) on keys j with lo[i] <= |query - j| < hi[i], for every range i at once, from the
+    running sum along the keys ``running[..., j]`` = the weight of keys before j (B, H, R, span + 1): keys before
+    the query and keys after it (an encoder's rows) alike."""
+    span = running.shape[-1] - 1
+    query = query_pos[:, None]  # (R, 1)
+    # keys query - (hi - 1) .. query - lo, then keys query + max(lo, 1) .. query + hi - 1: inclusive ranges
+    first = torch.cat((query - hi + 1, query + lo.clamp(min=1)), dim=-1).clamp(0, span)  # (R, 2n)
+    past = torch.cat((query - lo, query + hi - 1), dim=-1).add(1).clamp(0, span)  # (R, 2n), one past the last key
+    index = torch.cat((first, torch.maximum(first, past)), dim=-1)  # (R, 4n): an empty range reads the same entry
+    ends = running.gather(-1, index.expand(*running.shape[:2], -1, -1))  # (B, H, R, 4n)
+    n = len(lo)
+    sides = ends[..., 2 * n:] - ends[..., :2 * n]  # (B, H, R, 2n)
+    return sides[..., :n] + sides[..., n:]
+
+
+def block_scores(layer: Attention, q: torch.Tensor, k: torch.Tensor, bias: torch.Tensor | None,
+                 out: torch.Tensor | None = None) -> torch.Tensor:
+    """What softmax sees for one block of R query rows (B, H, R, T_kv): the five lines' first two (bias None: the
+    caller masks them itself)."""
+    scores = torch.matmul(q * layer.scale, k.transpose(-2, -1), out=out)  # (B, H, R, T_kv)
+    if layer.softcap is not None:
+        scores.div_(layer.softcap).tanh_().mul_(layer.softcap)
+    return scores if bias is None else scores.add_(bias.float())
+
+
 def block_weights(layer: Attention, q: torch.Tensor, k: torch.Tensor, rules: AttentionInputs) -> torch.Tensor:
     """The layer's softmax weights (B, H, R, T_kv) for one block of R query rows: its five lines' first three."""
-    scores = (q * layer.scale) @ k.transpose(-2, -1)  # (B, H, R, T_kv)
-    if layer.softcap is not None:
-        scores = layer.softcap * torch.tanh(scores / layer.softcap)
-    weights, _ = layer.sink_softmax(scores + rules.fused_bias.float())  # rows sum to 1 (less a sink's share)
-    return weights
+    scores = block_scores(layer, q, k, rules.fused_bias)
+    return layer.sink_softmax(scores)[0]  # rows sum to 1 (less a sink's share)
 
 
 # A head's role on a long text, read off its figures over the queries at least `window` tokens in (where a key can
@@ -152,23 +205,29 @@ ROLE_THRESHOLDS = {"previous-token": 0.5, "sink": 0.5, "broad": 0.8, "local": 0.
 ROLES = (*ROLE_THRESHOLDS, "mixed")
 
 
-def head_scores(summary: dict[str, torch.Tensor], window: int) -> dict[str, torch.Tensor]:
-    """Per head (H,), over the first batch row's queries from `window` on: the share of queries whose top key is
-    the one just before; the mean sink, local and distant weight; the mean entropy over its uniform value."""
+def head_scores(summary: dict[str, torch.Tensor], window: int, start: int = 0, stop: int | None = None
+                ) -> dict[str, torch.Tensor]:
+    """Per head (H,), over the first batch row's queries start .. stop - 1 that are at least `window` in (all of
+    them when none is): the share of queries whose top key is the one just before; the mean sink, local and
+    distant weight; the mean entropy over its uniform value."""
     T = summary["sink"].shape[-1]
-    first = window if T > window else 0
-    queries = torch.arange(first, T)
-    previous = (summary["top_keys"][0, :, first:, 0] == (queries - 1)).float().mean(-1)  # (H,)
-    uniform = summary["visible"][0, first:].float().clamp(min=2).log2()  # (T - first,): bits of uniform weights
+    if not 0 <= start < (T if stop is None else min(stop, T)):
+        raise ValueError(f"queries {start}:{stop} hold none of the text's {T} tokens; choose 0 <= start < stop <= {T}")
+    stop = T if stop is None else min(stop, T)
+    first = max(start, window) if stop > max(start, window) else start
+    rows = slice(first, stop)
+    queries = torch.arange(first, stop)
+    previous = (summary["top_keys"][0, :, rows, 0] == (queries - 1)).float().mean(-1)  # (H,)
+    uniform = summary["visible"][0, rows].float().clamp(min=2).log2()  # (rows,): bits of uniform weights
     return {"previous-token": previous,
-            **{name: summary[name][0, :, first:].mean(-1) for name in ("sink", "local", "distant")},
-            "broad": (summary["entropy"][0, :, first:] / uniform).mean(-1)}
+            **{name: summary[name][0, :, rows].mean(-1) for name in ("sink", "local", "distant")},
+            "broad": (summary["entropy"][0, :, rows] / uniform).mean(-1)}
 
 
-def head_roles(summary: dict[str, torch.Tensor], window: int) -> list[str]:
-    """Each head's role: the first of previous-token, sink, broad, local, distant whose score reaches its
-    threshold (ROLE_THRESHOLDS), else mixed."""
-    scores = head_scores(summary, window)
+def head_roles(summary: dict[str, torch.Tensor], window: int, start: int = 0, stop: int | None = None) -> list[str]:
+    """Each head's role over queries start .. stop - 1: the first of previous-token, sink, broad, local, distant
+    whose score reaches its threshold (ROLE_THRESHOLDS), else mixed."""
+    scores = head_scores(summary, window, start, stop)
     heads = len(scores["sink"])
     return [next((role for role, least in ROLE_THRESHOLDS.items() if float(scores[role][h]) >= least), "mixed")
             for h in range(heads)]

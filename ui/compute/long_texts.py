@@ -20,7 +20,7 @@ import torch
 
 from transformer import Transformer
 from transformer.checkpoint import SHIPPED_DIR
-from transformer.long_context import ROLE_THRESHOLDS, ROLES, head_roles, head_scores, row_weights, summarize
+from transformer.long_context import ROLE_THRESHOLDS, head_roles, head_scores, row_weights, summarize
 from ui.compute.model_cache import get_model
 from ui.compute.shipped import shipped_models
 from ui.compute.tokens import encode_text
@@ -44,9 +44,16 @@ class LongRun:
     figures: dict[str, np.ndarray]  # name -> (layers, heads, T)
     distance_mass: np.ndarray  # (layers, heads, buckets)
     distance_edges: np.ndarray  # (buckets + 1,)
-    scores: dict[str, np.ndarray]  # role -> (layers, heads): what each role's threshold is compared with
-    roles: tuple[tuple[str, ...], ...]  # (layers, heads)
+    atlases: dict[str, "Atlas"]  # the queries read ("within the trained length", "beyond it", "the whole text")
     seconds: float
+
+
+@dataclass(frozen=True)
+class Atlas:
+    """Every head's role over one range of queries, and the scores each role's threshold was compared with."""
+
+    roles: tuple[tuple[str, ...], ...]  # (layers, heads)
+    scores: dict[str, np.ndarray]  # role -> (layers, heads)
 
 
 def language_models() -> dict[str, object]:
@@ -132,7 +139,7 @@ def summaries(name: str, text: str, window: int, trained: bool,
             return _RUNS[key]
     ids = torch.tensor([tokens_of(name, text)])
     model = get_model(language_models()[name].key, 0) if trained else _random_model(name)
-    run = run_summaries(model, ids, window, progress)
+    run = run_summaries(model, ids, window, language_models()[name].info.trained_tokens, progress)
     SECONDS_PER_MILLION[name] = run.seconds / len(run.layers) / (ids.shape[1] ** 2 / 1e6)
     with _LOCK:
         _RUNS[key] = run
@@ -148,19 +155,28 @@ def estimated_seconds(name: str, n_tokens: int) -> float | None:
     return None if rate is None else rate * layers * n_tokens ** 2 / 1e6
 
 
-def run_summaries(model: Transformer, ids: torch.Tensor, window: int,
+def query_ranges(n_tokens: int, trained_tokens: int | None) -> dict[str, tuple[int, int]]:
+    """The ranges of queries an atlas reads: the whole text, and where it passes the trained length, the part
+    within it and the part beyond it."""
+    if trained_tokens is None or n_tokens <= trained_tokens:
+        return {"the whole text": (0, n_tokens)}
+    return {"within the trained length": (0, trained_tokens), "beyond it": (trained_tokens, n_tokens)}
+
+
+def run_summaries(model: Transformer, ids: torch.Tensor, window: int, trained_tokens: int | None,
                   progress: Callable[[str], None] | None = None) -> LongRun:
     start = time.perf_counter()
     found = summarize(model, ids, window=window, progress=progress)
     seconds = time.perf_counter() - start
     layers = tuple(found)
     figures = {name: np.stack([found[layer][name][0].numpy() for layer in layers]) for name in FIGURES}
-    scores = [head_scores(found[layer], window) for layer in layers]
-    return LongRun(layers, figures,
-                   np.stack([found[layer]["distance_mass"][0].numpy() for layer in layers]),
-                   found[layers[0]]["distance_edges"].numpy(),
-                   {role: np.stack([s[role].numpy() for s in scores]) for role in ROLES if role in scores[0]},
-                   tuple(tuple(head_roles(found[layer], window)) for layer in layers), seconds)
+    atlases = {}
+    for label, (first, stop) in query_ranges(ids.shape[1], trained_tokens).items():
+        scores = [head_scores(found[layer], window, first, stop) for layer in layers]
+        atlases[label] = Atlas(tuple(tuple(head_roles(found[layer], window, first, stop)) for layer in layers),
+                               {role: np.stack([s[role].numpy() for s in scores]) for role in scores[0]})
+    return LongRun(layers, figures, np.stack([found[layer]["distance_mass"][0].numpy() for layer in layers]),
+                   found[layers[0]]["distance_edges"].numpy(), atlases, seconds)
 
 
 @st.cache_data(max_entries=8, show_spinner="Computing that window's exact weights…")

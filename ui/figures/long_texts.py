@@ -79,7 +79,8 @@ def head_atlas(roles: list[list[str]], layer_labels: list[str], scores: dict[str
              margin=dict(l=10, r=10, t=50 if title else 10, b=10), yaxis=dict(autorange="reversed")))
     for l, layer in enumerate(roles):
         for h, role in enumerate(layer):
-            fig.add_annotation(x=f"head {h}", y=layer_labels[l], text=role, showarrow=False, font=dict(size=13))
+            fig.add_annotation(x=f"head {h}", y=layer_labels[l], text=role, showarrow=False,
+                               font=dict(size=14, color="#111111"))
     return fig
 
 
