@@ -228,3 +228,16 @@ def test_tokens_benchmark_smoke_times_both_tokenizers_and_both_trained_checkpoin
         assert len(page["seconds"]["bpe"]) == len(page["seconds"]["characters"]) == 2  # two sentences, one round
     assert "| pages/playground.py |" in capsys.readouterr().out
     assert json.loads((tmp_path / "tokens.json").read_text())["mode"] == "smoke"
+
+
+def test_long_inputs_benchmark_runs_both_tables_in_fresh_processes_and_the_two_forwards_agree(capsys):
+    from benchmarks import long_inputs
+
+    rows = long_inputs.main(["--lengths", "96", "--threads", "1"])
+    assert [row["table"] for row in rows] == ["forward", "summary"]
+    forward, summary = rows
+    assert forward["max_diff"] < 1e-4  # this library's logits are Hugging Face's, in another process
+    for row in rows:
+        assert all(math.isfinite(row[key]) and row[key] > 0 for key in ("time_ratio", "peak_ratio"))
+    printed = capsys.readouterr().out
+    assert "plain forward" in printed and "summarize(window=64" in printed and printed.count("    96 |") == 2
