@@ -171,7 +171,7 @@ for _ in when_open(tabs[4]):
                 "The cost per token is at most C, as with a window of C, but the first query of a chunk sees itself "
                 "alone however much text came before: nothing crosses a chunk's edge in this layer. Llama 4 chunks "
                 "8,192 tokens on the three layers of every four that RoPE turns, and leaves every fourth layer full "
-                "and without positions (NoPE, its queries warmed by a temperature that grows with the position): "
+                "and without positions (NoPE, its queries scaled up with the position, which lowers the softmax's temperature): "
                 "those layers carry what crosses a chunk's edge.")
     st.number_input("Chunk C", min_value=1, max_value=MAX_SIZE, key="mask_chunk", **KEEP)
     chunk = int(st.session_state["mask_chunk"])
@@ -212,7 +212,8 @@ SPARSE_TEXT = {
                "before them, about s + T/s keys instead of T. Two layers connect any two tokens: one step to a "
                "multiple of s, one step along it.",
     "block-local": "**Block-local**: the text is cut into blocks of b tokens and a query sees only its own block. "
-                   "The cost is T·b, linear in T; no information crosses a block boundary within a layer.",
+                   "The cost is T·b, linear in T; no information crosses a block boundary, in one layer or in any "
+                   "number of layers with the same blocks.",
     "global-local": "**Global + local** (Longformer, BigBird): a local window of W keys, plus the first g tokens, "
                     "which see every token and are seen by every token. Any two tokens are two steps apart through "
                     "a global token; the cost is about T·(W + 2g).",

@@ -158,7 +158,7 @@ if comp.get("measure") == "recall":
             st.info(f"**Recall not tested at this size:** no entry learned to copy in these {own['steps']} steps: the "
                     f"first copy saves under {figs.RECALL_LEARNED:g} bits per character at every distance, for every "
                     "seed. Copying needs an induction circuit, which these runs never formed. The State page's recall "
-                    "tab reads it on the trained checkpoints (4,000 steps with an induction warm-up), where it "
+                    "tab reads it on the trained checkpoints (3,000 to 4,000 steps with an induction warm-up), where it "
                     "tells the three kinds apart.", icon=":material/balance:")
         st.caption("Each row is a held-out phrase of 24 characters, held-out text, and the phrase again; a control row "
                    "starts with another phrase. The bits per character the first copy saves on the second (control "

@@ -7,7 +7,7 @@ import itertools
 import pytest
 import torch
 
-from transformer import TransformerConfig, analysis, choices, masks
+from transformer import AXES, Transformer, TransformerConfig, analysis, choices, masks
 from transformer.attention import AttentionInputs, attend
 from transformer.costs import forward_flops_per_token, keys_seen
 
@@ -165,3 +165,21 @@ def test_the_sparse_benchmark_runs_and_its_block_sparse_path_is_exact():
     for row in rows:
         assert 0 < row["pairs"] <= row["tiles"] <= 1 and row["masked_vs_dense"] > 0
     assert all(r["max_difference"] < 1e-5 for r in rows if r["pattern"] == "block-local")
+
+
+@pytest.mark.parametrize("pattern,crosses", [("block-local", False), ("strided", True), ("global-local", True)])
+def test_what_the_text_says_crosses_a_block_in_a_stack_of_layers_does(pattern, crosses):
+    """The table's words: blocks that are the same in every layer never pass information across a block boundary,
+    however many layers are stacked; strides and global tokens do."""
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig(vocab_size=32, d_model=16, n_heads=2, n_layers=4, max_len=64,
+                                          attention_pattern=pattern, pattern_size=4, position="rope",
+                                          arch="encoder")).eval()  # Longformer's setting: globals see all
+    ids = torch.randint(1, 32, (1, 24))
+    changed = ids.clone()
+    changed[0, 1] = (ids[0, 1] + 1) % 32  # a token of the first block
+    with torch.no_grad():
+        moved = (model(ids) - model(changed))[0, 12:].abs().max()  # two blocks on
+    assert (moved > 1e-6) if crosses else (moved == 0)  # not one bit moves across a block
+    words = AXES["attention_pattern"].problem
+    assert "never" in words and "blocks that are the same in every layer" in words

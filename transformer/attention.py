@@ -463,8 +463,9 @@ class LatentAttention(Attention):
     """Multi-head latent attention (DeepSeek-V2/V3): keys and values rebuilt per head from a latent.
 
     Each token is compressed into a latent c = norm(x W_down) of kv_rank numbers; k_h = c W_uk,h and
-    v_h = c W_uv,h. RoPE would not survive that compression, so every key gets one extra rotated part
-    x W_rope of d_rope numbers, shared by all heads. The cache holds only c and that rotated part.
+    v_h = c W_uv,h. At inference W_uk folds into the query (``absorbed_weights``); a rotation by position between
+    the two would stop that fold, so every key gets one extra rotated part x W_rope of d_rope numbers, cached apart
+    and shared by all heads. The cache holds only c and that rotated part.
     Layout of a q and k head here: its d_rope rotated dimensions first, then the d_head - d_rope others.
     """
 

@@ -4,8 +4,8 @@ Sinusoidal and learned positions are added to the embeddings once, at the bottom
 RoPE rotates q and k inside every attention layer; ALiBi adds a distance penalty
 to every layer's scores, and T5 a learned bias per bucket of distance (one table per
 stack). "none" leaves order to the mask alone. A layer without positions in a RoPE
-model (Llama 4) may still scale its queries by a temperature that grows with the
-position (``temperature_scales``).
+model (Llama 4) may still scale its queries up with the position (``temperature_scales``): an
+inverse temperature, so the softmax's temperature falls as the text grows.
 
 What each scheme and each RoPE scaling does is its row in the table of choices
 (transformer/axes/positions.py); this file builds them: the tables added to the embeddings

@@ -454,14 +454,15 @@ ATTENTION_PATTERN = Axis("Sparse pattern", {
                              "About T·(s + T/s) pairs instead of T², and any two tokens are two steps apart.",
                              "Sparse Transformer (2019)", sparse=True, check=_check_pattern),
     "block-local": PatternChoice("block-local", "a query sees only the keys of its own block of b tokens",
-                                 "T·b pairs: the cost grows linearly with the text, blocks never talk to each other "
-                                 "in one layer.", sparse=True, whole_blocks=True, check=_check_pattern),
+                                 "T·b pairs: the cost grows linearly with the text, and blocks never talk to each "
+                                 "other, in one layer or in a stack of them.", sparse=True, whole_blocks=True, check=_check_pattern),
     "global-local": PatternChoice("global + local", "a local window, plus a few global tokens that see and are seen "
                                   "by every token", "About T·(W + 2g) pairs, and every token is two steps from any "
                                   "other through a global token.", "Longformer, BigBird (2020)", sparse=True,
                                   global_tokens=True, check=_check_pattern),
 }, problem="Dense attention scores T² pairs. A sparse pattern scores only some of them, so compute and memory "
-           "can grow about linearly with T; information still travels across the whole text over the layers.",
+           "can grow about linearly with T. Windows, strides and global tokens still pass information across the "
+           "whole text over the layers; blocks that are the same in every layer never do.",
     field="attention_pattern")
 
 
@@ -529,8 +530,9 @@ SCORES = Axis("Scores", {
                          "Qwen3-Next", switch="attn_gate"),
     "temperature": ScoresChoice("temperature by position", "on the layers without positions, q times "
                                 "1 + s·log(1 + ⌊(t + 1) / f⌋): 1 for the first f - 1 tokens, then growing with the "
-                                "log of the position", "A query that sees more keys spreads its softmax flatter; a "
-                                "temperature that grows with the position keeps it sharp far into a long text.",
+                                "log of the position", "A query that sees more keys spreads its softmax flatter; "
+                                "scaling q up with the position (an inverse temperature: the softmax's temperature "
+                                "falls) keeps it sharp far into a long text.",
                                 "Llama 4 (s = 0.1, f = 8192)", switch="attn_temperature_scale",
                                 check=_check_temperature),
 }, problem="What happens between the scores and the output: capping them, letting a row attend to nothing, "

@@ -118,7 +118,8 @@ ROUTER = Axis("Router", {
     "softmax": RouterChoice("softmax", "one softmax over all experts; the top-k probabilities weigh the chosen ones",
                             "Experts compete for each token.", "Mixtral, gpt-oss", sigmoid=False),
     "sigmoid": RouterChoice("sigmoid", "a sigmoid per expert; a bias used only for choosing keeps the load even",
-                            "Balances experts without an auxiliary loss term (DeepSeek-V3's report).", "DeepSeek-V3",
+                            "Balances experts mostly without an auxiliary loss: a bias steers the choice, "
+                            "and DeepSeek-V3's report keeps only a small sequence-wise balance loss.", "DeepSeek-V3",
                             sigmoid=True),
     "sqrt-softplus": RouterChoice("sqrt-softplus", "sqrt(softplus) per expert; a bias used only for choosing",
                                   "A score per expert that grows like the square root of its logit, not saturating "

@@ -26,7 +26,7 @@ TOKENS = Axis("Tokens", {
         "the training text",
         "A frequent word is one token, so a sentence is a few tokens instead of dozens and every attention "
         "row is a word or a piece of one; any text still encodes, byte by byte where no piece fits.",
-        "GPT-2, LLaMA, Gemma", learned=True, file="bpe-english-2048.json"),
+        "GPT-2, GPT-4, LLaMA 3", learned=True, file="bpe-english-2048.json"),
 }, problem="A model reads ids, not text. Characters need a tiny vocabulary but make every sentence long; learned "
            "pieces make it short at the price of a larger embedding table, and cost more tokens in languages "
            "the pieces were not learned on.")

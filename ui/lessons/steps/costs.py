@@ -51,7 +51,7 @@ COMPUTE_STEP = 10  # how much more compute the question gives
     "growth", "How models grow",
     text="A training budget is about 6·N·D FLOPs for N parameters and D tokens. Hoffmann et al. (2022) fitted the "
          "loss of hundreds of runs and found the best split: grow the model and the data together, about 20 tokens "
-         "per parameter; the loss then falls as a power law of compute.",
+         "per parameter; the reducible loss (above an irreducible floor) then falls as a power law of compute.",
     question="With 10× the compute, how much bigger should the model be?", kind="choice",
     try_this="On How models grow, type GPT-3's 3.14e23 FLOPs: the compute-optimal model is far smaller than 175B.",
     page="growth")
@@ -84,8 +84,9 @@ SHOWN_BLOCK = 4  # the block drawn on the lesson text
 @lesson_step(
     "sparse", "Attention below N²",
     text="Dense attention scores every pair: T² for T tokens. Sparse patterns score only some — a local window, "
-         "blocks, every s-th token, a few global tokens (Sparse Transformer, Longformer, BigBird) — and the layers "
-         "still carry information across the whole text.",
+         "blocks, every s-th token, a few global tokens (Sparse Transformer, Longformer, BigBird). Windows, strides "
+         "and global tokens pass information further with every layer; blocks that are the same in every layer "
+         "never cross a block boundary, however many layers are stacked.",
     question="What share of the pairs does block-local attention score?", kind="choice",
     try_this="On the Masks page, open the block-local tab and make the block larger than the text: the page says "
              "why that is impossible.",

@@ -91,8 +91,9 @@ def local_global() -> Live:
 @lesson_step(
     "latent", "Since 2023: multi-head latent attention",
     text="DeepSeek-V2/V3 cache neither K nor V. Each token is squeezed into a small **latent**; every head rebuilds "
-         "its key and value from it. RoPE would not survive the squeeze, so one extra rotated key part is cached "
-         "and shared by all heads. How small is that cache next to MHA's and MQA's?",
+         "its key and value from it. At inference the key's up-projection folds into the query, so no key is ever "
+         "rebuilt; a rotation that depends on the position, between the two, would stop that fold. So one small "
+         "rotated key part is cached apart and shared by all heads. How small is that cache next to MHA's and MQA's?",
     question="How does DeepSeek-V3's latent cache compare with MQA's of the same width?", kind="choice",
     try_this="The KV heads page opens the trained DeepSeek-V3: what its cache holds per token and the absorbed form "
              "giving the same weights; its KV-cache tab sets the real 671B model's latent beside GQA and MHA of the "
@@ -318,5 +319,6 @@ def nope_layer() -> Live:
              f"best previous-token head {roles['previous']:.2f} (random: {random['previous']:.2f}); its heads put "
              f"{min(first):.0%}–{max(first):.0%} of their weight on the first token. Copying needs no distance, only "
              "a match on what a key holds, which the layers below wrote into it; finding the character before needs "
-             "to know which key is one back, which a NoPE layer can only infer from the causal mask."),
+             "to know which key is one back, which a NoPE layer cannot compute itself: it reads what the RoPE layers below "
+             "wrote into the keys, or counts keys through the causal mask."),
         figure=figs.layer_roles(row), query={"pos_tab": "Layers without positions (NoPE)"})
