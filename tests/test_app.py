@@ -12,6 +12,8 @@ from ui.app.source import five_lines
 from ui.app.state import config_from_values
 from apptest_helpers import APP, SHORT_TEXT, assert_clean, open_page, values
 
+pytestmark = pytest.mark.slow
+
 PAGES = ["pages/home.py", "pages/playground.py", "pages/stepper.py"]
 SIDEBAR_KEYS = ["preset", "text", "seed", "arch", "position", "norm", "norm_position", "ffn", "n_layers", "d_model",
                 "n_heads", "n_kv_heads", "n_experts", "top_k", "sliding_window"]

@@ -9,6 +9,8 @@ from streamlit.testing.v1 import AppTest
 from transformer import MODEL_CARDS, PRESETS, choices
 from apptest_helpers import assert_clean, figures_by_title, open_page, values
 
+pytestmark = pytest.mark.slow
+
 PAGES = ["pages/kv_heads.py", "pages/masks.py", "pages/positions.py", "pages/norms.py", "pages/ffn.py",
          "pages/compare.py"]
 # the pages whose views sit in lazy tabs (computed when open), kept in the URL: the tab key and every tab, in order

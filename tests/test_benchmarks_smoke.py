@@ -18,6 +18,8 @@ from transformer import Transformer, TransformerConfig
 from transformer.costs import forward_flops
 from transformer.hooks import recording
 
+pytestmark = pytest.mark.slow
+
 
 def test_library_benchmark_smoke_reports_every_row_with_finite_ratios(tmp_path, capsys):
     out = tmp_path / "results.json"

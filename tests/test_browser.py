@@ -23,7 +23,7 @@ PLOT_DATA = """() => JSON.stringify(
     Array.from(document.querySelectorAll('.js-plotly-plot'), gd => (gd.data || []).map(t => t.z ?? t.y)),
     (key, value) => ArrayBuffer.isView(value) ? Array.from(value) : value)"""
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.browser]
 
 
 @pytest.fixture(scope="module")

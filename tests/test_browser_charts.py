@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from playwright.sync_api import sync_playwright
 
 from ui.app.charts import standalone_html
@@ -15,6 +16,8 @@ from ui.figures.base import heatmap
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 from screenshots import VIEWPORT, launch_chromium, serve_app, wait_until_ready  # noqa: E402
+
+pytestmark = pytest.mark.browser
 
 SVG_BUTTON = ".modebar-btn[data-title='Download plot as SVG']"
 PNG_BUTTON = ".modebar-btn[data-title='Download plot as a PNG']"

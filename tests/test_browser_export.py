@@ -22,6 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 from screenshots import launch_chromium  # noqa: E402
 
+pytestmark = pytest.mark.browser
+
 TEXT = "The cat sat on the mat."
 # every drawn text that belongs to a figure's frame, with where it lies against its own figure (CSS pixels)
 MEASURE = """() => [...document.querySelectorAll('.js-plotly-plot')].map(plot => {

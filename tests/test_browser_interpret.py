@@ -24,7 +24,7 @@ LENS = "document.querySelectorAll('.js-plotly-plot').length === 1"
 TWO_PATCHINGS = ("document.querySelectorAll('.js-plotly-plot').length === 2 && "
                  "document.body.innerText.includes('Activation patching: which layer')")
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.browser]
 
 
 def test_the_page_draws_hovers_and_keeps_its_view_in_the_address():

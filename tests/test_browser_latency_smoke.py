@@ -11,7 +11,7 @@ import pytest
 from benchmarks import app_latency, browser_latency
 from ui.app.navigation import PAGES
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.browser]
 
 
 def test_browser_latency_smoke_times_one_change_on_the_first_page(tmp_path, capsys):

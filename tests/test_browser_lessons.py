@@ -33,7 +33,7 @@ FIGURE_FONT_SIZES = """() => Array.from(document.querySelectorAll('.js-plotly-pl
     .filter(t => t.textContent.trim() && t.getBoundingClientRect().width > 0)
     .map(t => parseFloat(getComputedStyle(t).fontSize))"""
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.browser]
 
 
 @pytest.fixture(scope="module")

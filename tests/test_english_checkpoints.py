@@ -15,6 +15,8 @@ from transformer.training import english, per_character
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import measure_checkpoints  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 ENGLISH = measure_checkpoints.english_entries()
 NAMES = [name for name, _ in ENGLISH]
 TARGETS = {"bits_per_char": 2.2, "outside_prose": 2.5, "previous_token": 0.5, "induction": 0.5, "masked_accuracy": 0.6}

@@ -20,6 +20,8 @@ from ui.compute.model_cache import get_trace
 from ui.compute.tokens import tokenize
 from apptest_helpers import assert_clean
 
+pytestmark = pytest.mark.slow
+
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 CODES = {state: code for state, (code, _, _) in ff.TILE_STATES.items()}
 MASK_ARGS = {"none": dict(is_causal=False), "causal": dict(is_causal=True),

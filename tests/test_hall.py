@@ -28,7 +28,7 @@ HALL = [sys.executable, str(ROOT / "scripts" / "hall.py")]
 EXCEPTION = '[data-testid="stException"]'
 WAIT_MS = 60_000
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.browser, pytest.mark.service]
 
 
 def run_hall(*args: str) -> subprocess.CompletedProcess:

@@ -16,6 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 from screenshots import launch_chromium  # noqa: E402
 
+pytestmark = pytest.mark.browser
+
 
 @pytest.fixture(scope="module")
 def lesson():

@@ -21,6 +21,8 @@ from packaging.requirements import Requirement
 from ui.app.cli import PROJECT_SETTINGS, streamlit_arguments
 from ui.app.navigation import PAGES
 
+pytestmark = pytest.mark.service
+
 ROOT = Path(__file__).resolve().parent.parent
 NO_FETCH = ["--no-deps", "--no-build-isolation", "--no-index", "--quiet"]
 

@@ -7,6 +7,8 @@ from transformer.training import language
 from transformer.training.tasks import TASKS, Language
 from transformer.training.train import config_for, train
 
+pytestmark = pytest.mark.slow
+
 # every kind of text a person may type or paste
 BAD_TEXTS = {
     "one character": "a",

@@ -16,6 +16,8 @@ from transformer.hooks import ablations
 
 from test_english_checkpoints import SHORT_OF
 
+pytestmark = pytest.mark.slow
+
 LANGUAGE = [entry for entry in shipped() if entry.task == "language"]
 DECODERS = [entry for entry in LANGUAGE if PRESETS[entry.preset].arch == "decoder"]
 IDS = [entry.name for entry in DECODERS]

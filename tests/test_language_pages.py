@@ -17,6 +17,8 @@ from ui.app.state import DEFAULT_TEXT  # noqa: E402
 from transformer import PRESETS  # noqa: E402
 from transformer.checkpoint import find_checkpoint, read_meta  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 PAGES = [f"pages/{stem}.py" for stem in sorted(page_paths())]
 
 

@@ -36,6 +36,8 @@ from ui.lessons.class_report import report_csv, report_html
 from ui.lessons.url_state import N_STEPS
 from polls import open_store
 
+pytestmark = pytest.mark.slow
+
 STEPS = lessons.STEPS
 
 

@@ -12,6 +12,8 @@ import torch.nn.functional as F
 from transformer import choices, param_counts
 from transformer.hooks import recording
 
+pytestmark = pytest.mark.slow
+
 KV_HEADS = {"MHA": 4, "GQA": 2, "MQA": 1}
 WINDOWS = {"full": None, "W3": 3}
 

@@ -34,6 +34,8 @@ from polls import store as poll_store
 from polls.rules import ALPHABET, CODE_LENGTH, PollError
 from scripts import hall
 
+pytestmark = pytest.mark.service
+
 CODE = re.compile(f"^[{ALPHABET}]{{{CODE_LENGTH}}}$")
 HOUR = 3600.0
 

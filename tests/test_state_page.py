@@ -13,6 +13,8 @@ from ui.compute import state_measure as measure
 
 from apptest_helpers import assert_clean, figures_by_title, open_page
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 HYBRID_LINK = dict(attention_layers="3:1", n_layers=4, position="rope")
 # the layer each page offers, set to layer 0: a linear layer of the hybrid (a page that offers only softmax layers

@@ -24,6 +24,8 @@ from transformer.training.tournament.statistics import entry_stats
 from transformer.training.tournament.verdict import MAX_SEEDS, MIN_SEEDS, t_quantile
 from ui.figures import tradeoffs as figs
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 

@@ -22,6 +22,8 @@ from transformer.training.tournament.measures import MEASURES, kept_mass, recall
 from transformer.training.tournament.run import TINY, Recipe, base_config
 from ui.figures import tradeoffs as figs
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

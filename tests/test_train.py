@@ -7,6 +7,8 @@ from transformer.checkpoint import load
 from transformer.training.tasks import TASKS, Language
 from transformer.training.train import config_for, evaluate, learning_rate, main, task_for, train
 
+pytestmark = pytest.mark.slow
+
 # small enough for a few hundred steps in seconds on a CPU
 TINY_DECODER = TransformerConfig(vocab_size=len(TASKS["mixed"].vocab), d_model=32, n_heads=4, n_layers=1, max_len=32,
                                  position="rope", ffn="gelu")

@@ -14,6 +14,8 @@ from transformer.training.tasks import get_task
 from ui.app.state import DEFAULT_PRESET
 from apptest_helpers import values as decode
 
+pytestmark = pytest.mark.slow
+
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
 
