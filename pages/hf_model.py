@@ -54,15 +54,19 @@ def fetched_from_hub(model_id: str) -> bool:
     downloaded = st.session_state.setdefault(DOWNLOADED_KEY, [])
     if model_id in downloaded:
         return True
+    failed = None
     with st.status(f"Downloading {model_id} from the Hugging Face Hub…", expanded=True) as progress:
         try:
             download_from_hub(model_id, report=lambda step: progress.write(f"Downloading {step}…"))
         except HubError as exc:
-            progress.update(label=f"{model_id} was not downloaded", state="error")
-            st.error(str(exc))
-            return False
-        progress.update(label=f"Downloaded {model_id} into the local Hugging Face cache", state="complete",
-                        expanded=False)
+            progress.update(label=f"{model_id} was not downloaded", state="error", expanded=False)
+            failed = str(exc)
+        else:
+            progress.update(label=f"Downloaded {model_id} into the local Hugging Face cache", state="complete",
+                            expanded=False)
+    if failed is not None:  # outside the status box, which folds: the reason shows at once
+        st.error(failed)
+        return False
     downloaded.append(model_id)
     return True
 

@@ -66,6 +66,7 @@ def test_a_hub_id_without_a_network_says_so_and_names_what_opens_without_one(no_
     assert "save_pretrained" in message and "local Hugging Face cache" in message
     assert no_network, "the page asked the network before saying there is none"
     assert not at.subheader  # nothing half-opened
+    assert not any(box.get("error") for box in at.get("status"))  # the reason is not folded away in the status box
 
 
 @pytest.mark.parametrize("download", [False, True], ids=["box clear", "box ticked"])

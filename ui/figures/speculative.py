@@ -60,7 +60,7 @@ def acceptance_by_k(ks: list[int], acceptance: list[float], target_forwards: lis
     right axis): a longer draft saves passes while it is accepted, and wastes the draft's work when it is not."""
     shape = look(title, 420, "k (tokens the draft proposes a round)", "target forward passes")
     shape.update(yaxis2=dict(title=dict(text="acceptance rate"), overlaying="y", side="right", range=[0, 1.05],
-                             tickformat=".0%", showgrid=False))
+                             tickvals=[0, 0.25, 0.5, 0.75, 1], tickformat=".0%", showgrid=False))  # no tick past 100%
     shape["xaxis"].update(dtick=1)
     fig = go.Figure([
         go.Bar(x=ks, y=target_forwards, name="target passes, speculative", marker_color=OKABE_ITO[0],

@@ -102,7 +102,8 @@ def five_lines_and_scaling() -> Live:
         question=f"q and k have {SCALE_D} dimensions of random numbers and we skip the division by √d_head. What "
                  f"happens to one query's weights over {SCALE_KEYS} keys?",
         choices=choices, answer=answer,
-        why=(f"q · k sums {SCALE_D} products, so its variance is about d_head = {curves['var_unscaled'][-1]:.0f}: "
+        why=(f"q · k sums {SCALE_D} products, so its variance is about d_head (measured here: "
+             f"{curves['var_unscaled'][-1]:.0f} for d_head = {SCALE_D}): "
              f"exp() then makes the largest score win ({float(unscaled.max()):.2f} of the weight, against "
              f"{float(scaled.max()):.2f} scaled) and the other keys get almost no gradient."),
         figure=softmax_rows(unscaled, scaled, SCALE_D),

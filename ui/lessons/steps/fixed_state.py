@@ -215,7 +215,7 @@ def memory_128k() -> Live:
                   f"heads with a {q.state_d_k} × {q.state_d_v} state each). In bf16, how many bytes does it hold for "
                   f"one sequence of {MEMORY_CONTEXT:,} tokens?"),
         choices=[binary_size(b) for b in totals], answer=totals.index(hybrid["total"]),
-        source="transformer.costs.kv_cache_bytes",
+        source="the library's count (transformer.costs.kv_cache_bytes)",
         why=(f"The {q.n_layers // 4} GQA layers hold 2 · {q.n_kv_heads} · {q.d_head} · {MEMORY_BYTES} bytes per token "
              f"each: {binary_size(hybrid['global layers'])} at {MEMORY_CONTEXT:,} tokens, and growing. The "
              f"{q.n_layers - q.n_layers // 4} Gated DeltaNet layers hold {binary_size(hybrid['state layers'])} "

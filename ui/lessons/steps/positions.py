@@ -107,7 +107,7 @@ def relative_position_buckets() -> Live:
         question=(f"A T5 decoder has {T5_BUCKETS} buckets and a maximum distance of {T5_MAX_DISTANCE}. Of the keys "
                   f"0 to {T5_SHOWN} positions behind a query, how many read the last bucket's bias?"),
         choices=[str(n) for n in candidates], answer=candidates.index(sharing),
-        source="transformer.positions.relative_buckets",
+        source="the library's buckets (transformer.positions.relative_buckets)",
         why=(f"Distances 0 to {exact - 1} have a bucket each; the other {T5_BUCKETS - exact} buckets split the "
              f"distances up to {T5_MAX_DISTANCE} by their logarithm, so the last one starts already at "
              f"{drawn['last_from']}, and from there every key reads it: {sharing} of the {T5_SHOWN + 1}, and any "
