@@ -292,6 +292,12 @@ for _ in when_open(position_tab):
         elif implied:
             st.caption(f"Layer {layer} is {spec.row.label}: it turns no q and k, as its state holds no keys to turn; "
                        "it knows order from the order in which the tokens write into its state.")
+        elif spec is not None and not spec.rotates and cfg.row("position").rotates_qk:
+            warmer = (" Instead, q is scaled up with its position (Llama 4's inverse temperature), keeping far "
+                      "queries sharp." if cfg.attn_temperature_scale is not None else "")
+            st.caption(f"Layer {layer} is a layer without positions (NoPE): unlike the model's other layers, it turns "
+                       f"no q and k. It knows order only from what the {axes.label('position', cfg.position)} layers "
+                       f"below wrote into its inputs, and from the causal mask.{warmer}")
         elif view.module == "cross_attn":
             st.caption("Cross-attention adds no position term: the decoder and the encoder each placed their tokens "
                        "before this step.")

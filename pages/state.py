@@ -7,7 +7,7 @@ import streamlit as st
 from transformer import AXES
 from transformer.costs import kv_cache_bytes
 from ui.app.charts import show_chart
-from ui.app.page import load_page
+from ui.app.page import load_page, weights_banner
 from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.app.tabs import lazy_tabs, when_open
 from ui.compute import state_measure as measure
@@ -36,15 +36,15 @@ replaces an old one stored under a similar key. Hybrids (Qwen3-Next, Qwen3.5) ke
 
 **What to look at.** The state after each token; what a query reads; what the delta rule predicted and stored
 instead; the memory of a cache against a state up to a million tokens; how many key–value pairs a state recalls.
-""")
+""", banner=False)
 cfg, changed = measure.hybrid_of(ctx.state.config)
 config_json = cfg.to_json()
 weights = ctx.state.weights if changed is None else ""  # chosen weights belong to the sidebar's model only
+# one banner for the weights this page shows: the sidebar's model's, or those of the hybrid made from it
+weights_banner(weights_info(config_json) if changed else weights_info(ctx.state.config_json, ctx.state.weights),
+               ctx.state.seed)
 if changed:
-    random = weights_info(config_json).kind == "random"
-    st.info(changed + (f" Its weights are random (seed {ctx.state.seed}), whatever the sidebar's model's are: no "
-                       "shipped checkpoint has these layers, so the state shows the mechanics, not what a trained "
-                       "model stores." if random else ""))
+    st.info(changed, icon=":material/swap_horiz:")
 layers = state_layers(cfg)
 plan, kinds = cfg.layer_plan(), AXES["attention"].choices
 T = len(ctx.tokens.ids)

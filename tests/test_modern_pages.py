@@ -67,3 +67,19 @@ def test_kv_heads_page_shows_the_absorbed_form_equals_the_explicit_one_for_mla()
     assert_clean(at)
     gap = next(m for m in at.metric if m.label.startswith("absorbed form"))
     assert float(gap.value) < 1e-5
+
+
+def test_the_playground_says_a_nope_layer_turns_no_q_and_k_and_the_diagram_counts_the_turned_layers():
+    at = open_page("pages/playground.py")
+    at.sidebar.selectbox(key="nope_layers").set_value("every 2").run()
+    at.session_state["play_tab"] = "Position, experts, the model"
+    at.session_state["layer"] = 1  # a NoPE layer of the plan RoPE, NoPE, RoPE, NoPE
+    at.run()
+    assert_clean(at)
+    words = " ".join(c.value for c in at.caption)
+    assert "Layer 1 is a layer without positions (NoPE)" in words and "rotated by an angle" not in words
+    diagram = at.get("graphviz_chart")[0].proto.spec
+    assert "RoPE on q, k\\non 2 of 4 layers (the rest: no positions)" in diagram
+    at.session_state["layer"] = 0
+    at.run()
+    assert "Layer 0 is a layer without positions" not in " ".join(c.value for c in at.caption)

@@ -54,7 +54,8 @@ STATE_TABS = {"The state, token by token": {"state_write"}, "What a query reads"
 
 def test_the_state_page_on_a_model_without_linear_layers_uses_its_hybrid_and_says_so():
     at = assert_clean(open_page("pages/state.py", text="the cat sat"))  # GPT-2's axes: softmax only
-    assert any("has no linear layer" in i.value and "random" in i.value for i in at.info)
+    assert any("has no linear layer" in i.value for i in at.info)
+    assert any(w.value.startswith("Untrained weights (random") for w in at.warning)
     assert at.selectbox(key="state_layer").options == ["0: Gated DeltaNet", "1: Gated DeltaNet", "2: Gated DeltaNet"]
     assert charts(at) == STATE_TABS["The state, token by token"]
     at.slider(key="state_t").set_value(4).run()
@@ -174,3 +175,14 @@ def test_compare_puts_a_full_attention_model_beside_its_hybrid():
     table = assert_clean(at.run()).dataframe[0].value
     states = table.loc["states of the linear layers (fp16 bytes, whatever the length)"]
     assert states["A"] == "0" and int(states["B"].replace(",", "")) > 0
+
+
+def test_one_banner_says_what_the_weights_are_when_the_page_swaps_in_a_hybrid():
+    """The sidebar's trained LLaMA 2 has no linear layer: the page shows a random hybrid of it, and says so once."""
+    from apptest_helpers import assert_clean, open_page
+
+    at = assert_clean(open_page("pages/state.py", preset="llama2", n_layers=4, text="the cat sat on the mat"))
+    banners = [b.value for b in (*at.success, *at.warning)]
+    assert [b for b in banners if "weights" in b.lower()] == [b for b in banners if b.startswith("Untrained weights")]
+    assert len([b for b in banners if "weights" in b.lower()]) == 1
+    assert any("no linear layer" in i.value for i in at.info)

@@ -31,10 +31,11 @@ def start_page(title: str, intro: str) -> AppState:
     return state
 
 
-def load_page(title: str, intro: str) -> PageContext:
+def load_page(title: str, intro: str, banner: bool = True) -> PageContext:
     """Sidebar, title, then the model and its recorded forward pass; on bad input an error and a stop.
 
-    The sidebar is drawn before any check, so the widgets stay usable to fix the input.
+    The sidebar is drawn before any check, so the widgets stay usable to fix the input. banner=False leaves the
+    weights' banner to a page that shows another model than the sidebar's (one banner a page, never two).
     """
     state = start_page(title, intro)
     if state.error:
@@ -53,7 +54,8 @@ def load_page(title: str, intro: str) -> PageContext:
         st.stop()
     if tokens.truncated_from:
         st.warning(f"The input has {tokens.truncated_from} tokens; the views show the first {MAX_TOKENS}.")
-    weights_banner(info, state.seed)
+    if banner:
+        weights_banner(info, state.seed)
     past_trained_context(info, len(tokens.ids))
     return PageContext(state, model, tokens, trace)
 

@@ -50,7 +50,9 @@ def _position(cfg: TransformerConfig) -> str:
         scaled = ""
         if cfg.row("rope_scaling").rescales:
             scaled = f", {axes.label('rope_scaling', cfg.rope_scaling)} ×{cfg.rope_factor:g}"
-        return f" + {label} on q, k{part}{scaled}"
+        turned = [spec.rotates for spec in cfg.layer_plan() if not spec.row.keeps_state]
+        layers = f"\\non {sum(turned)} of {len(turned)} layers (the rest: no positions)" if not all(turned) else ""
+        return f" + {label} on q, k{part}{scaled}{layers}"
     if scheme.score_bias:
         return f" + {label} bias"
     return ""
