@@ -428,3 +428,24 @@ def test_the_stepper_shows_a_linear_layers_own_formula_beside_a_softmax_layers()
     cfg = TransformerConfig(attention_layers="1:1", n_layers=2)
     linear, full = (stepper.formula(f"blocks.{i}.attn.hook_pattern", cfg) for i in (0, 1))
     assert "softmax" in full and "softmax" not in linear and r"\beta" in linear  # the delta rule's write strength
+
+
+def test_a_marked_k_on_the_indexers_log_axis_keeps_the_axis_on_the_data():
+    """A label on a log axis is placed in log10 units: k = 64 written as 64 stretched the axis to 10^64."""
+    from ui.figures.indexer import measured_mass_by_k
+
+    ks = [1, 2, 4, 8, 16, 32, 64, 128]
+    fig = measured_mass_by_k(ks, {"indexer": [k / 128 for k in ks]}, 64, "")
+    low, high = fig.layout.xaxis.range
+    assert 10 ** low <= 1 and 10 ** high >= 128 and high < 3
+    assert [a.x for a in fig.layout.annotations] == [pytest.approx(math.log10(64))]
+    assert [s.x0 for s in fig.layout.shapes] == [64]
+
+
+def test_the_compute_optimal_size_is_labelled_on_the_log_axis_where_it_is():
+    from ui.figures.chapters import loss_against_size
+
+    runs = [{"params": p, "bits_per_char": 2.0, "d_model": 16, "tokens": 1000, "steps": 10} for p in (1e4, 1e5)]
+    fig = loss_against_size(runs, optimal_params=3e4)
+    assert [a.x for a in fig.layout.annotations] == [pytest.approx(math.log10(3e4))]
+    assert [s.x0 for s in fig.layout.shapes] == [3e4]

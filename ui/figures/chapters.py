@@ -6,6 +6,8 @@ the alignment matrix uses the same Viridis scale as every other attention weight
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -109,7 +111,9 @@ def loss_against_size(runs: list[dict], optimal_params: float | None = None, tit
                              hovertemplate="%{x:,} parameters<br>%{customdata[0]:,} tokens in %{customdata[1]:,} "
                                            "steps<br>%{y:.3f} bits per character<extra></extra>"))
     if optimal_params:
-        fig.add_vline(x=optimal_params, line_dash="dash", line_color=FIT,
-                      annotation_text=f"20 tokens per parameter: {optimal_params:,.0f}", annotation_position="top")
+        fig.add_vline(x=optimal_params, line_dash="dash", line_color=FIT)
+        # an annotation on a log axis is placed in log10 units (add_vline's own label would stretch the axis)
+        fig.add_annotation(x=math.log10(optimal_params), y=1, yref="paper", showarrow=False, yanchor="bottom",
+                           text=f"20 tokens per parameter: {optimal_params:,.0f}", font=dict(color=FIT))
     fig.update_xaxes(type="log")
     return fig

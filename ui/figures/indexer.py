@@ -5,6 +5,8 @@ shrinks. Okabe-Ito colours, as ui/figures/axes.py.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -66,8 +68,11 @@ def measured_mass_by_k(ks: list[int], curves: dict[str, list[float]], marked: in
         fig.add_trace(go.Scatter(x=ks, y=mass, mode="lines+markers", name=name,
                                  line=dict(color=OKABE_ITO[i % len(OKABE_ITO)], width=3),
                                  hovertemplate=f"{name}<br>k = %{{x}}: %{{y:.1%}} of the weight<extra></extra>"))
-    fig.add_vline(x=marked, line_dash="dash", annotation_text=f"k = {marked}")
+    fig.add_vline(x=marked, line_dash="dash")
+    # an annotation on a log axis is placed in log10 units: add_vline's own label at k would stretch it to 10^k
+    fig.add_annotation(x=math.log10(marked), y=1, yref="paper", text=f" k = {marked}", showarrow=False,
+                       xanchor="left", yanchor="top")
     fig = layout(fig, title, 380, "k (keys kept per query)", "dense weight the kept keys hold")
-    fig.update_xaxes(type="log")
+    fig.update_xaxes(type="log", range=[math.log10(min(ks)) - 0.05, math.log10(max(ks)) + 0.05])
     fig.update_yaxes(range=[0, 1.02], tickformat=".0%")
     return fig
