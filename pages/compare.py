@@ -16,6 +16,7 @@ from ui.app.tabs import lazy_tabs, when_open
 from ui.app.page_controls import KEEP, keep_valid, url_state
 from ui.compute.model_cache import get_trace
 from ui.compute.tokens import encode_text
+from ui.compute.weights import weights_info
 
 SAME = "same"  # an axis of B left equal to its base
 FIELDS = {"cmp_arch": "arch", "cmp_position": "position", "cmp_norm": "norm", "cmp_place": "norm_position",
@@ -84,6 +85,15 @@ except ValueError as exc:
 trace_a = ctx.trace
 if cfg_b == cfg_a:
     st.info("B is identical to A: change an axis above (or pick a preset) to compare.")
+else:  # where B's weights come from, said once above every figure: a trained A against a random B is no fair test
+    info_a, info_b = weights_info(ctx.state.config_json, ctx.state.weights), weights_info(cfg_b.to_json())
+    if info_b.kind == "trained":
+        st.success(f"B's weights are trained too: {info_b.label}.", icon=":material/school:")
+    elif info_a.kind != "random":
+        st.warning(f"B's weights are random (seed {ctx.state.seed}): no shipped checkpoint has B's axes and sizes. "
+                   "A's are trained, so most of any difference below is training, not the axis you changed: "
+                   "compare B with A's own axes on random weights (a preset with no checkpoint) to see the axis "
+                   "alone.", icon=":material/casino:")
 st.caption("Parameters created in the same order with the same shapes get the same random values, so when an axis "
            "adds no parameters (RoPE vs ALiBi, pre vs post, LayerNorm vs RMSNorm) A and B share their weights and only "
            "the axis differs.")

@@ -324,3 +324,15 @@ def test_a_lesson_link_opens_the_masks_or_positions_tab_its_try_this_names(slug)
         fresh.query_params[name] = value
     fresh.switch_page(f"pages/{page}.py").run()
     assert chart not in charts(fresh)
+
+
+def test_compare_says_when_b_has_random_weights_against_a_trained_a():
+    """A = the trained LLaMA 2; B = the same with one KV head, for which no checkpoint exists: one warning above the
+    figures says so, before anyone reads B's flat map as what MQA does."""
+    from apptest_helpers import assert_clean, open_page
+
+    at = assert_clean(open_page("pages/compare.py", preset="llama2", n_layers=4, text="the cat sat on the mat"))
+    assert any(s.value.startswith("Trained weights") for s in at.success)
+    at.selectbox(key="cmp_kv").set_value("1").run()
+    assert_clean(at)
+    assert any("B's weights are random" in w.value and "A's are trained" in w.value for w in at.warning)
