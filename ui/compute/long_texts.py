@@ -82,13 +82,13 @@ def tokens_of(name: str, text: str) -> list[int]:
     return encode_text(text, language_models()[name].key, max_tokens=10 * MAX_CHARS).ids
 
 
-def estimated_bytes(cfg, n_tokens: int, window_top_k: int = 8) -> int:
+def estimated_bytes(cfg, n_tokens: int, top_k: int = 8) -> int:
     """What a run holds at its peak, estimated before it starts: the forward's O(T) activations, one block of
     weights, and the figures kept (two runs: trained and random-init)."""
     d_model = cfg.d_model
     forward = 24 * n_tokens * d_model * 4  # q, k, v, the FFN's hidden layer and the residual, float32
     block = 6 * 2 ** 22 * 4  # one block of weights and its temporaries (long_context.rows_per_block)
-    kept = 2 * cfg.n_layers * cfg.n_heads * n_tokens * (6 + 2 * window_top_k) * 4
+    kept = 2 * cfg.n_layers * cfg.n_heads * n_tokens * (6 + 2 * top_k) * 4
     return forward + block + kept
 
 
@@ -111,15 +111,16 @@ def past_positions(name: str, n_tokens: int) -> str | None:
     return None
 
 
-def random_model(name: str) -> Transformer:
-    """Random-init weights of the same shape (seed 0): what a head's figures look like before any training."""
-    torch.manual_seed(0)
-    return Transformer(language_models()[name].cfg).eval()
+def _model(name: str, trained: bool) -> Transformer:
+    """The shipped checkpoint, or random-init weights of its shape."""
+    return get_model(language_models()[name].key, 0) if trained else _random_model(name)
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)
 def _random_model(name: str) -> Transformer:
-    return random_model(name)
+    """Random-init weights of the same shape (seed 0): what a head's figures look like before any training."""
+    torch.manual_seed(0)
+    return Transformer(language_models()[name].cfg).eval()
 
 
 _RUNS: OrderedDict[tuple, LongRun] = OrderedDict()  # the last few runs, shared by every session
@@ -138,7 +139,7 @@ def summaries(name: str, text: str, window: int, trained: bool,
             _RUNS.move_to_end(key)
             return _RUNS[key]
     ids = torch.tensor([tokens_of(name, text)])
-    model = get_model(language_models()[name].key, 0) if trained else _random_model(name)
+    model = _model(name, trained)
     run = run_summaries(model, ids, window, language_models()[name].info.trained_tokens, progress)
     SECONDS_PER_MILLION[name] = run.seconds / len(run.layers) / (ids.shape[1] ** 2 / 1e6)
     with _LOCK:
@@ -183,7 +184,7 @@ def run_summaries(model: Transformer, ids: torch.Tensor, window: int, trained_to
 def window_weights(name: str, text: str, layer: str, head: int, start: int, length: int, trained: bool) -> np.ndarray:
     """One head's exact weights (length, T) for queries start .. start + length - 1."""
     ids = torch.tensor([tokens_of(name, text)])
-    model = get_model(language_models()[name].key, 0) if trained else _random_model(name)
+    model = _model(name, trained)
     return row_weights(model, ids, layer=layer, start=start, stop=start + length)[0, head].numpy()
 
 
