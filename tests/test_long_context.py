@@ -5,10 +5,10 @@ import math
 import pytest
 import torch
 
-from transformer import Transformer, TransformerConfig, attention
+from transformer import Transformer, attention
 from transformer.long_context import ROLES, distance_edges, head_roles, head_scores, row_weights, summarize
+from tiny_models import build
 
-TINY = dict(vocab_size=32, d_model=16, n_heads=4, n_kv_heads=2, n_layers=2, max_len=64)
 T, WINDOW, TOP_K = 24, 4, 3
 
 CASES = {
@@ -26,14 +26,6 @@ CASES = {
     "encoder-decoder with T5 buckets": dict(arch="encoder-decoder", position="t5"),
 }
 
-
-def build(changes: dict) -> Transformer:
-    torch.manual_seed(0)
-    model = Transformer(TransformerConfig(**{**TINY, **changes}), device="cpu").eval()
-    with torch.no_grad():
-        for tensor in model.parameters():
-            tensor.add_(0.3 * torch.randn_like(tensor))
-    return model
 
 
 def from_pattern(pattern: torch.Tensor, window: int, top_k: int, first_query: int) -> dict[str, torch.Tensor]:

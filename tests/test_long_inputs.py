@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 
 from transformer import Transformer, TransformerConfig, attention, masks
+from tiny_models import TINY, build
 
-TINY = dict(vocab_size=32, d_model=16, n_heads=4, n_kv_heads=2, n_layers=2, max_len=64)
 T = 40
 ROWS = 7  # rows per block in the tests: 40 rows make six blocks, the last one short
 
@@ -27,14 +27,6 @@ CASES = {
     "encoder-decoder with T5 buckets": dict(arch="encoder-decoder", position="t5"),
 }
 
-
-def build(changes: dict) -> Transformer:
-    torch.manual_seed(0)
-    model = Transformer(TransformerConfig(**{**TINY, **changes}), device="cpu").eval()
-    with torch.no_grad():  # sinks, biases and norms off their initial values, so a dropped term shows
-        for tensor in model.parameters():
-            tensor.add_(0.3 * torch.randn_like(tensor))
-    return model
 
 
 def run(model, ids, mask):
